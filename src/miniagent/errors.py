@@ -1,0 +1,80 @@
+"""Exceptions, in three families.
+
+::
+
+    MiniAgentError
+    ├── ToolSignal              raised by a tool on purpose
+    │   └── ToolError           "this input is wrong, tell the model this message"
+    ├── UserError               a mistake of the developer using the library
+    │   ├── ToolDefinitionError a function that cannot become a tool
+    │   └── ConfigError         missing or contradictory configuration
+    └── RunFailure              the run could not go on
+        └── ModelError          the model server failed (after retries)
+            ├── ModelConnectionError  refused, reset, DNS
+            ├── ModelTimeout          no answer within the request timeout
+            ├── ModelHTTPError        a non-2xx answer (``status`` set)
+            │   └── ToolsNotSupported the server rejected the ``tools`` field
+            └── ModelResponseError    a 2xx answer that is not a chat completion
+
+Nothing a model writes raises any of these: model mistakes become observations.
+Constructing an exception has no side effects.
+"""
+
+from __future__ import annotations
+
+
+class MiniAgentError(Exception):
+    """Base of every exception miniagent raises."""
+
+
+class ToolSignal(MiniAgentError):
+    """Raised by a tool on purpose to steer the run."""
+
+
+class ToolError(ToolSignal):
+    """Raised by a tool to send ``message`` to the model as an error observation, verbatim."""
+
+
+class UserError(MiniAgentError):
+    """The developer using miniagent did something the library cannot work with."""
+
+
+class ToolDefinitionError(UserError):
+    """A function cannot be turned into a tool (for example, an unsupported parameter kind)."""
+
+
+class ConfigError(UserError):
+    """Configuration is missing or contradictory (for example, no endpoint)."""
+
+
+class RunFailure(MiniAgentError):
+    """The run cannot go on; the loop turns it into a RunResult with status ``error``."""
+
+
+class ModelError(RunFailure):
+    """The model server failed, after any retries."""
+
+
+class ModelConnectionError(ModelError):
+    """The server could not be reached."""
+
+
+class ModelTimeout(ModelError):
+    """The server did not answer within the request timeout."""
+
+
+class ModelHTTPError(ModelError):
+    """The server answered with a non-2xx status."""
+
+    def __init__(self, message: str, *, status: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class ToolsNotSupported(ModelHTTPError):
+    """The server rejected a request because of its ``tools`` field."""
+
+
+class ModelResponseError(ModelError):
+    """The server answered 2xx with something that is not a chat completion."""

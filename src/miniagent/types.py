@@ -1,0 +1,156 @@
+"""Data contracts shared by every part of miniagent.
+
+Everything here is a plain keyword-only dataclass: cheap to build on the hot path,
+serialisable with :func:`dataclasses.asdict`, and loadable back with
+``pydantic.TypeAdapter(Message).validate_python(data)``.
+
+The history of a run is a list of :class:`Message` in a protocol-neutral form:
+an assistant message carries its raw text and the tool calls parsed from it, and a
+``tool`` message carries one observation. Protocols (``protocol/react.py``,
+``protocol/native.py``) turn that list into what a server expects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+ToolMode = Literal["react", "native", "auto"]
+ParseKind = Literal["action", "final", "invalid"]
+RunStatus = Literal[
+    "completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error"
+]
+
+
+@dataclass(kw_only=True)
+class ToolCall:
+    """One request of the model to run a tool.
+
+    ``arguments`` is the decoded JSON object. When the raw text was not a JSON object
+    (a bare string such as ``Paris``, or JSON that could not be repaired),
+    ``arguments`` is empty and the registry decides from ``raw_arguments``;
+    ``arguments_error`` then says why decoding failed, if it did.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    raw_arguments: str = ""
+    arguments_error: str | None = None
+
+
+@dataclass(kw_only=True)
+class Observation:
+    """The result of one tool call, as text for the model."""
+
+    call_id: str
+    tool_name: str
+    output: str
+    is_error: bool = False
+    elapsed: float = 0.0
+
+
+@dataclass(kw_only=True)
+class TokenUsage:
+    """Token counts as the server reported them; ``cached_tokens`` is part of ``prompt_tokens``."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+        )
+
+
+@dataclass(kw_only=True)
+class Message:
+    """One entry of the append-only history.
+
+    - ``system`` / ``user``: ``content`` is the text.
+    - ``assistant``: ``content`` is what the model wrote (for ReAct, the raw text cut at
+      the stop word), ``tool_calls`` what was parsed from it.
+    - ``tool``: ``content`` is the observation text for ``tool_call_id``.
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(kw_only=True)
+class ModelRequest:
+    """What a protocol asks a model for: wire-format messages plus generation settings."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    stop: list[str] | None = None
+    temperature: float | None = 0.0
+    max_tokens: int | None = 1024
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class ModelResponse:
+    """A model's answer, normalised: text content, native tool calls, usage."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    finish_reason: str | None = None
+    raw: Any = None
+
+
+@dataclass(kw_only=True)
+class ParsedOutput:
+    """What the protocol made of one model response."""
+
+    kind: ParseKind
+    thought: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    final_answer: str | None = None
+    error: str | None = None
+    text: str = ""  # the assistant text kept in the history (ReAct: cut at the stop word)
+
+
+@dataclass(kw_only=True)
+class Step:
+    """One turn of the loop: a model call and the tools it asked for."""
+
+    index: int
+    thought: str | None = None
+    raw_output: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    final_answer: str | None = None
+    error: str | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    model_time: float = 0.0
+    tool_time: float = 0.0
+
+
+@dataclass(kw_only=True)
+class RunResult:
+    """How a run ended. ``status`` is always set; ``reason`` says why in words."""
+
+    status: RunStatus
+    reason: str
+    final_answer: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    messages: list[Message] = field(default_factory=list)
+    elapsed: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
