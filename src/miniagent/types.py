@@ -145,6 +145,7 @@ class RunResult:
 
     status: RunStatus
     reason: str
+    session_id: str = ""
     final_answer: str | None = None
     steps: list[Step] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage)

@@ -1,0 +1,89 @@
+"""miniagent: a small, transparent ReAct / tool-calling agent runtime.
+
+Write typed Python functions, point an :class:`Agent` at any OpenAI-compatible
+``/v1/chat/completions`` server, and run::
+
+    from miniagent import Agent, OpenAICompatibleModel, tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        '''Add two integers.'''
+        return a + b
+
+    model = OpenAICompatibleModel(base_url="http://127.0.0.1:8000/v1", model="m")
+    result = Agent(model=model, tools=[add]).run("What is 2+3?")
+    print(result.status, result.final_answer)
+"""
+
+from miniagent.agent import Agent
+from miniagent.errors import (
+    ConfigError,
+    MiniAgentError,
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelResponseError,
+    ModelTimeout,
+    RunFailure,
+    ToolDefinitionError,
+    ToolError,
+    ToolsNotSupported,
+    ToolSignal,
+    UserError,
+)
+from miniagent.models.base import Model
+from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.models.scripted import ScriptedModel
+from miniagent.runtime.events import Event
+from miniagent.runtime.guards import Limits
+from miniagent.runtime.session import AgentSession
+from miniagent.tools.registry import Tool, ToolRegistry, tool
+from miniagent.types import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Observation,
+    ParsedOutput,
+    RunResult,
+    Step,
+    TokenUsage,
+    ToolCall,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentSession",
+    "ConfigError",
+    "Event",
+    "Limits",
+    "Message",
+    "MiniAgentError",
+    "Model",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelResponseError",
+    "ModelTimeout",
+    "Observation",
+    "OpenAICompatibleModel",
+    "ParsedOutput",
+    "RunFailure",
+    "RunResult",
+    "ScriptedModel",
+    "Step",
+    "TokenUsage",
+    "Tool",
+    "ToolCall",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolRegistry",
+    "ToolSignal",
+    "ToolsNotSupported",
+    "UserError",
+    "__version__",
+    "tool",
+]

@@ -1,0 +1,151 @@
+"""The ``miniagent`` command line: run, tools, parse."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from miniagent.cli.loading import load_tools
+from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
+from miniagent.errors import UserError
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
+)
+
+
+class Mode(str, Enum):
+    react = "react"
+    native = "native"
+    auto = "auto"
+
+
+def _env(*names: str) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"miniagent: {message}", err=True)
+    return typer.Exit(code)
+
+
+@app.command()
+def run(
+    question: Annotated[str, typer.Argument(help="The question or task for the agent.")],
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 [env: MINIAGENT_BASE_URL, OPENAI_BASE_URL]")] = None,  # noqa: E501
+    model: Annotated[str | None, typer.Option(help="Model name sent to the server [env: MINIAGENT_MODEL]")] = None,  # noqa: E501
+    api_key: Annotated[str | None, typer.Option(help="API key [env: MINIAGENT_API_KEY, OPENAI_API_KEY]")] = None,  # noqa: E501
+    mode: Annotated[Mode, typer.Option(help="react (text + stop words), native (tools field) or auto")] = Mode.auto,  # noqa: E501
+    tools: Annotated[list[str] | None, typer.Option("--tools", help="A Python file or module whose @tool functions are loaded, or 'builtin'. Repeatable.")] = None,  # noqa: E501
+    workspace: Annotated[Path, typer.Option(help="Root the built-in file tools are confined to.")] = Path("."),  # noqa: E501
+    max_steps: Annotated[int, typer.Option(help="Model calls allowed before giving up.")] = 10,
+    timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the run, seconds.")] = None,  # noqa: E501
+    request_timeout: Annotated[float, typer.Option(help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the trace.")] = False,  # noqa: E501
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
+) -> None:
+    """Answer QUESTION with an agent, showing each step as it happens."""
+    from miniagent.agent import Agent
+    from miniagent.models.openai_compat import OpenAICompatibleModel
+
+    url = base_url or _env("MINIAGENT_BASE_URL", "OPENAI_BASE_URL")
+    if not url:
+        raise _fail("no model endpoint configured: pass --base-url (and --model), or set "
+                    "MINIAGENT_BASE_URL and MINIAGENT_MODEL")
+    try:
+        registry = load_tools(tools or [], workspace)
+    except UserError as exc:
+        raise _fail(str(exc)) from None
+    llm = OpenAICompatibleModel(
+        base_url=url, model=model or _env("MINIAGENT_MODEL") or "default",
+        api_key=api_key or _env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),
+        tool_mode=mode.value, timeout=request_timeout,
+    )
+    agent = Agent(model=llm, tools=registry, max_steps=max_steps, timeout=timeout)
+    if not as_json:
+        from miniagent.cli.display import TraceDisplay
+
+        agent.subscribe(TraceDisplay(verbose=verbose))
+    result = agent.run(question)
+    if as_json:
+        from miniagent.cli.display import result_to_json
+
+        typer.echo(json.dumps(result_to_json(result), ensure_ascii=False))
+    raise typer.Exit(0 if result.status == "completed" else 1)
+
+
+@app.command()
+def demo(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
+) -> None:
+    """Watch the loop work with no model: a scripted model served over real local HTTP."""
+    from miniagent.agent import Agent
+    from miniagent.cli.demo import QUESTION, SCRIPT, make_workspace
+    from miniagent.cli.display import TraceDisplay
+    from miniagent.models.openai_compat import OpenAICompatibleModel
+    from miniagent.testing.stub_server import StubServer
+    from miniagent.tools.builtin import builtin_tools
+
+    display = TraceDisplay(verbose=verbose)
+    display.console.print(
+        "[dim]Demo: a scripted model is served by the bundled stub server on 127.0.0.1; the "
+        "HTTP client, parser, tools and guards are real. For a real model: miniagent run "
+        "--base-url URL --model NAME ...[/dim]"
+    )
+    workspace = make_workspace()
+    with StubServer(SCRIPT).run_in_thread() as server:
+        llm = OpenAICompatibleModel(base_url=server.base_url, model="scripted-demo",
+                                    tool_mode="react")
+        agent = Agent(model=llm, tools=builtin_tools(workspace), max_steps=6, on_event=display)
+        result = agent.run(QUESTION)
+    raise typer.Exit(0 if result.status == "completed" else 1)
+
+
+@app.command("tools")
+def tools_cmd(
+    source: Annotated[str, typer.Argument(help="A Python file, a module, or 'builtin'.")],
+    workspace: Annotated[Path, typer.Option(help="Root for the built-in file tools.")] = Path("."),
+) -> None:
+    """Print the JSON Schemas generated for the @tool functions in SOURCE."""
+    try:
+        registry = load_tools([source], workspace)
+    except UserError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(json.dumps(registry.openai_schemas(), ensure_ascii=False, indent=2))
+
+
+@app.command()
+def parse(
+    native: Annotated[bool, typer.Option("--native", help="stdin is a /v1/chat/completions response body.")] = False,  # noqa: E501
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON object per line: {'text': ...} or {'response': ...}.")] = False,  # noqa: E501
+) -> None:
+    """Show how miniagent parses a raw model output read from stdin (one JSON object out).
+
+    ReAct (default): {"kind", "tool_calls": [{"name", "arguments"}], "final_answer", "thought",
+    "error"}. With --native: {"content", "tool_calls", "cached_tokens"}; arguments that cannot
+    be parsed are {"_invalid": true}; a ReAct input that is not a JSON object is {"_input": value}.
+    """
+    data = sys.stdin.read()
+    if jsonl:
+        for line in parse_jsonl(data.splitlines(), native_default=native):
+            typer.echo(json.dumps(line, ensure_ascii=False))
+        return
+    out: dict[str, Any] = parse_native_body(data) if native else parse_react_text(data)
+    typer.echo(json.dumps(out, ensure_ascii=False))
+    if out.get("error") and native:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app()

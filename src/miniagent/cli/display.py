@@ -1,0 +1,98 @@
+"""The CLI's live trace: an event subscriber that prints each step with rich."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+
+from miniagent.runtime.events import Event
+from miniagent.types import RunResult
+
+_SHOWN_CHARS = 600
+
+
+def _short(text: str, limit: int = _SHOWN_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else f"{text[:limit]} … ({len(text):,} chars)"
+
+
+class TraceDisplay:
+    """Prints thought, action, arguments, observation, tokens and time for each step."""
+
+    def __init__(self, console: Console | None = None, *, verbose: bool = False) -> None:
+        self.console = console or Console(stderr=False, highlight=False)
+        self.verbose = verbose
+
+    def __call__(self, event: Event) -> None:
+        handler = getattr(self, f"_on_{event.kind}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_run_started(self, event: Event) -> None:
+        self.console.print(f"[bold]Question:[/bold] {escape(event.question or '')}")
+
+    def _on_step_started(self, event: Event) -> None:
+        self.console.rule(f"step {event.step}", style="dim")
+
+    def _on_model_responded(self, event: Event) -> None:
+        parsed, response = event.parsed, event.response
+        if parsed is None or response is None:
+            return
+        usage = response.usage
+        if self.verbose and response.content:
+            self.console.print(Panel(escape(response.content), title="raw output", style="dim"))
+        if parsed.thought:
+            self.console.print(f"[italic cyan]Thought:[/italic cyan] {escape(_short(parsed.thought))}")
+        for call in parsed.tool_calls:
+            args = json.dumps(call.arguments, ensure_ascii=False) if call.arguments else (
+                call.raw_arguments or "{}")
+            self.console.print(f"[bold yellow]Action:[/bold yellow] {escape(call.name)} "
+                               f"{escape(_short(args, 300))}")
+        if parsed.kind == "invalid":
+            self.console.print(f"[red]Unparseable output:[/red] {escape(parsed.error or '')}")
+        cached = f", {usage.cached_tokens:,} cached" if usage.cached_tokens else ""
+        self.console.print(
+            f"[dim]model {event.elapsed:.2f} s · {usage.prompt_tokens:,} prompt + "
+            f"{usage.completion_tokens:,} completion tokens{cached}[/dim]"
+        )
+
+    def _on_tool_finished(self, event: Event) -> None:
+        obs = event.observation
+        if obs is None:
+            return
+        style = "red" if obs.is_error else "green"
+        self.console.print(f"[{style}]Observation[/{style}] [dim]({obs.elapsed * 1000:.0f} ms)"
+                           f"[/dim]: {escape(_short(obs.output))}")
+
+    def _on_run_finished(self, event: Event) -> None:
+        result = event.result
+        if result is None:
+            return
+        usage = result.usage
+        footer = (f"{result.status} · {len(result.steps)} steps · {usage.total_tokens:,} tokens · "
+                  f"{result.elapsed:.2f} s")
+        if result.final_answer is not None:
+            self.console.print(Panel(escape(result.final_answer), title="Final Answer",
+                                     subtitle=footer, border_style="green"))
+        else:
+            self.console.print(Panel(escape(result.reason), title=f"Stopped: {result.status}",
+                                     subtitle=footer, border_style="red"))
+
+
+def result_to_json(result: RunResult) -> dict[str, Any]:
+    """The machine-readable form of a run that ``miniagent run --json`` prints."""
+    return {
+        "session_id": result.session_id,
+        "status": result.status,
+        "reason": result.reason,
+        "final_answer": result.final_answer,
+        "steps": len(result.steps),
+        "usage": {**asdict(result.usage), "total_tokens": result.usage.total_tokens},
+        "elapsed": round(result.elapsed, 3),
+        "trace": [asdict(step) for step in result.steps],
+    }

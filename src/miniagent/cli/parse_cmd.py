@@ -1,0 +1,102 @@
+"""`miniagent parse`: how a raw model output is understood, as JSON (a debugging aid)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from miniagent.errors import ModelError
+from miniagent.protocol.jsonscan import decode_arguments
+from miniagent.protocol.native import normalize_completion
+from miniagent.protocol.react_parser import parse_react
+from miniagent.types import ToolCall
+
+INVALID: dict[str, Any] = {"_invalid": True}
+
+
+def _react_arguments(call: ToolCall) -> dict[str, Any]:
+    if call.arguments_error:
+        return dict(INVALID)
+    if call.arguments or not call.raw_arguments.strip():
+        return call.arguments
+    try:  # a bare value: the registry gives it to the tool's single parameter
+        return {"_input": json.loads(call.raw_arguments)}
+    except ValueError:
+        return {"_input": call.raw_arguments.strip()}
+
+
+def _native_arguments(call: ToolCall) -> dict[str, Any]:
+    if call.arguments_error:
+        return dict(INVALID)
+    decoded, error = decode_arguments(call.raw_arguments)
+    return decoded if isinstance(decoded, dict) and error is None else dict(INVALID)
+
+
+def parse_react_text(text: str) -> dict[str, Any]:
+    parsed = parse_react(text)
+    return {
+        "kind": parsed.kind,
+        "tool_calls": [
+            {"name": c.name, "arguments": _react_arguments(c)} for c in parsed.tool_calls
+        ],
+        "final_answer": parsed.final_answer,
+        "thought": parsed.thought,
+        "error": parsed.error,
+    }
+
+
+def _cached_tokens(body: dict[str, Any]) -> int | None:
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        return int(details["cached_tokens"])
+    hit = usage.get("prompt_cache_hit_tokens")
+    return hit if isinstance(hit, int) else None
+
+
+def parse_native_response(body: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"content": None, "tool_calls": [], "cached_tokens": None}
+    if not isinstance(body, dict):
+        return {**out, "error": "the response body is not a JSON object"}
+    try:
+        response = normalize_completion(body)
+    except ModelError as exc:
+        return {**out, "cached_tokens": _cached_tokens(body), "error": str(exc)}
+    out["content"] = response.content
+    out["tool_calls"] = [
+        {"name": c.name, "arguments": _native_arguments(c)} for c in response.tool_calls
+    ]
+    out["cached_tokens"] = _cached_tokens(body)
+    return out
+
+
+def parse_native_body(data: str) -> dict[str, Any]:
+    try:
+        body = json.loads(data)
+    except ValueError as exc:
+        return {"content": None, "tool_calls": [], "cached_tokens": None,
+                "error": f"stdin is not JSON: {exc}"}
+    return parse_native_response(body)
+
+
+def parse_jsonl(lines: Iterable[str], *, native_default: bool = False) -> Iterator[dict[str, Any]]:
+    """One output object per input line, in order; a bad line gives an object with ``error``."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            yield {"kind": "invalid", "error": f"line is not JSON: {exc}"}
+            continue
+        if isinstance(item, dict) and "response" in item:
+            yield parse_native_response(item["response"])
+        elif isinstance(item, dict) and isinstance(item.get("text"), str):
+            yield parse_react_text(item["text"])
+        elif native_default:
+            yield parse_native_response(item)
+        else:
+            yield {"kind": "invalid", "error": "line has neither 'text' nor 'response'"}

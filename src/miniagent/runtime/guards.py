@@ -1,0 +1,107 @@
+"""Guards that keep a run bounded: steps, tokens, time, repetition, observation size."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from miniagent.types import ToolCall
+
+
+@dataclass(kw_only=True)
+class Limits:
+    """The bounds of one run.
+
+    Attributes:
+        max_steps: model calls allowed before the run ends with ``max_steps``.
+        token_budget: total (prompt + completion) tokens allowed; ``None`` = no limit.
+        timeout: wall-clock seconds for the whole run; ``None`` = no limit.
+        max_observation_chars: longer tool outputs are cut, with an explicit notice.
+        repeat_limit: the same tool with the same normalised arguments this many times
+            gets an intervention instead of running; once more ends the run.
+    """
+
+    max_steps: int = 10
+    token_budget: int | None = None
+    timeout: float | None = None
+    max_observation_chars: int = 4000
+    repeat_limit: int = 3
+
+
+def truncate_observation(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters and say so, so the model knows data is missing."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    removed = len(text) - limit
+    return f"{text[:limit]}\n... [truncated {removed:,} of {len(text):,} chars]"
+
+
+class Deadline:
+    """A wall-clock deadline; ``remaining()`` is ``None`` when there is none."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self._end = None if timeout is None else time.monotonic() + timeout
+
+    def remaining(self) -> float | None:
+        if self._end is None:
+            return None
+        return max(0.0, self._end - time.monotonic())
+
+
+Verdict = Literal["ok", "intervene", "stop"]
+
+_SPACES = re.compile(r"\s+")
+
+
+def _normalise(value: Any) -> Any:
+    """Make near-identical arguments compare equal: case, spacing, key order, 2 vs 2.0."""
+    if isinstance(value, str):
+        return _SPACES.sub(" ", value.strip().lower())
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k).lower(): _normalise(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalise(v) for v in value]
+    return str(value)
+
+
+def action_key(call: ToolCall) -> str:
+    """A key equal for calls of the same tool with the same normalised arguments."""
+    args = call.arguments if call.arguments else call.raw_arguments.strip()
+    return call.name + json.dumps(_normalise(args), sort_keys=True, ensure_ascii=False)
+
+
+class LoopDetector:
+    """Counts repeated actions across a run.
+
+    The ``limit``-th identical action gets an intervention (the tool does not run and
+    the model is told to answer from what it knows); any identical action after the
+    intervention ends the run with ``loop_detected``.
+    """
+
+    def __init__(self, limit: int = 3) -> None:
+        self.limit = limit
+        self._seen: Counter[str] = Counter()
+
+    def check(self, call: ToolCall) -> Verdict:
+        key = action_key(call)
+        self._seen[key] += 1
+        count = self._seen[key]
+        if self.limit <= 0 or count < self.limit:
+            return "ok"
+        return "intervene" if count == self.limit else "stop"
+
+    @staticmethod
+    def intervention(call: ToolCall, count: int) -> str:
+        return (
+            f"You have called '{call.name}' with the same arguments {count} times; the result "
+            "will not change. Do not repeat it. Use the observations you already have and "
+            "give your Final Answer, or try a different tool or different arguments."
+        )

@@ -1,0 +1,219 @@
+"""The loop driven by ScriptedModel: statuses, history, guards, events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from miniagent import Agent, Event, ScriptedModel, ToolsNotSupported, tool
+from miniagent.errors import ModelConnectionError
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: first addend
+        b: second addend
+    """
+    return a + b
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper() * 50
+
+
+@tool
+async def slow(seconds: float) -> str:
+    """Sleep, then say done."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+def act(name: str, args: dict[str, object], thought: str = "use a tool") -> str:
+    return f"Thought: {thought}\nAction: {name}\nAction Input: {json.dumps(args)}"
+
+
+def native_call(name: str, args: dict[str, object], call_id: str = "c1") -> dict[str, object]:
+    return {
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args)}}],
+    }
+
+
+async def test_react_run_completes_and_feeds_observation_back() -> None:
+    model = ScriptedModel([act("add", {"a": 2, "b": 3}), "Thought: known\nFinal Answer: 5"])
+    result = await Agent(model=model, tools=[add]).arun("What is 2+3?")
+    assert (result.status, result.final_answer) == ("completed", "5")
+    assert len(result.steps) == 2
+    assert result.steps[0].observations[0].output == "5"
+    second = model.requests[1]
+    assert second.messages[-1] == {"role": "user", "content": "Observation: 5"}
+    assert second.stop and any("Observation" in s for s in second.stop)
+    assert second.tools is None
+
+
+async def test_native_run_sends_tool_messages_with_call_ids() -> None:
+    model = ScriptedModel(
+        [native_call("add", {"a": 2, "b": 3}, "call_x"), {"content": "It is 5."}],
+        tool_mode="native",
+    )
+    result = await Agent(model=model, tools=[add]).arun("What is 2+3?")
+    assert (result.status, result.final_answer) == ("completed", "It is 5.")
+    first, second = model.requests
+    assert first.tools and first.tools[0]["function"]["name"] == "add"
+    assert second.messages[-1] == {"role": "tool", "tool_call_id": "call_x", "content": "5"}
+    assert second.messages[-2]["tool_calls"][0]["id"] == "call_x"
+
+
+async def test_history_is_append_only_across_steps() -> None:
+    model = ScriptedModel([
+        act("add", {"a": 1, "b": 1}), "no format at all", act("add", {"a": 2, "b": 2}),
+        "Final Answer: 4",
+    ])
+    result = await Agent(model=model, tools=[add]).arun("q")
+    assert result.status == "completed"
+    rendered = [json.dumps(r.messages, ensure_ascii=False) for r in model.requests]
+    flat = ["".join(f"<|{m['role']}|>{m['content']}" for m in r.messages) for r in model.requests]
+    for shorter, longer in zip(flat, flat[1:]):
+        assert longer.startswith(shorter) and len(longer) > len(shorter)
+    for earlier, later in zip(model.requests, model.requests[1:]):
+        assert later.messages[: len(earlier.messages)] == earlier.messages
+    assert len(set(rendered)) == 4
+
+
+async def test_format_error_becomes_observation_with_the_format() -> None:
+    model = ScriptedModel(["I think the answer is five.", "Final Answer: 5"])
+    result = await Agent(model=model, tools=[add]).arun("q")
+    assert result.status == "completed"
+    assert result.steps[0].error
+    note = model.requests[1].messages[-1]
+    assert note["role"] == "user"
+    assert "Action Input:" in note["content"] and "add" in note["content"]
+
+
+async def test_max_steps_status() -> None:
+    model = ScriptedModel([act("add", {"a": i, "b": 1}) for i in range(5)])
+    result = await Agent(model=model, tools=[add], max_steps=3).arun("q")
+    assert result.status == "max_steps"
+    assert "max_steps=3" in result.reason
+    assert len(model.requests) == 3
+
+
+async def test_token_budget_stops_before_next_call() -> None:
+    from miniagent import ModelResponse, TokenUsage
+
+    heavy = ModelResponse(content=act("add", {"a": 1, "b": 2}),
+                          usage=TokenUsage(prompt_tokens=900, completion_tokens=200))
+    model = ScriptedModel([heavy, "Final Answer: 3"])
+    result = await Agent(model=model, tools=[add], token_budget=1000).arun("q")
+    assert result.status == "budget_exceeded"
+    assert result.usage.total_tokens == 1100
+    assert len(model.requests) == 1
+
+
+async def test_deadline_gives_timeout_status() -> None:
+    model = ScriptedModel([act("slow", {"seconds": 5}), "Final Answer: x"])
+    result = await Agent(model=model, tools=[slow], timeout=0.2).arun("q")
+    assert result.status == "timeout"
+    assert "deadline" in result.reason
+
+
+async def test_repeated_action_intervention_then_loop_detected() -> None:
+    same = act("add", {"a": 1, "b": 2})
+    model = ScriptedModel([same, act("add", {"b": 2, "a": 1}), same, same, "Final Answer: 3"])
+    result = await Agent(model=model, tools=[add], repeat_limit=3).arun("q")
+    assert result.status == "loop_detected"
+    third = result.steps[2].observations[0]
+    assert third.is_error and "same arguments 3 times" in third.output
+    assert len(model.requests) == 4
+
+
+async def test_intervention_lets_a_model_recover() -> None:
+    same = act("add", {"a": 1, "b": 2})
+    model = ScriptedModel([same, same, same, "Final Answer: 3"])
+    result = await Agent(model=model, tools=[add], repeat_limit=3).arun("q")
+    assert (result.status, result.final_answer) == ("completed", "3")
+
+
+async def test_long_observation_is_truncated_with_notice() -> None:
+    model = ScriptedModel([act("shout", {"text": "abcdefghij"}), "Final Answer: ok"])
+    result = await Agent(model=model, tools=[shout], max_observation_chars=100).arun("q")
+    output = result.steps[0].observations[0].output
+    assert output.startswith("ABCDEFGHIJ")
+    assert output.endswith("... [truncated 400 of 500 chars]")
+    assert model.requests[1].messages[-1]["content"].endswith("[truncated 400 of 500 chars]")
+
+
+async def test_transport_failure_ends_with_error_status() -> None:
+    model = ScriptedModel([ModelConnectionError("connection refused")])
+    result = await Agent(model=model, tools=[add]).arun("q")
+    assert result.status == "error"
+    assert "connection refused" in result.reason
+
+
+async def test_script_exhausted_is_an_error_not_a_crash() -> None:
+    result = await Agent(model=ScriptedModel([]), tools=[add]).arun("q")
+    assert result.status == "error" and "no output left" in result.reason
+
+
+async def test_auto_mode_falls_back_to_react_when_tools_rejected() -> None:
+    rejected = ToolsNotSupported("tools are not supported", status=400)
+    model = ScriptedModel([rejected, act("add", {"a": 2, "b": 2}), "Final Answer: 4"],
+                          tool_mode="auto")
+    result = await Agent(model=model, tools=[add]).arun("q")
+    assert (result.status, result.final_answer) == ("completed", "4")
+    assert model.requests[0].tools and model.requests[1].tools is None
+    assert model.requests[1].stop
+
+
+async def test_unknown_tool_and_parallel_native_calls_keep_order() -> None:
+    calls = {
+        "content": "two at once",
+        "tool_calls": [
+            {"id": "a", "type": "function",
+             "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}},
+            {"id": "b", "type": "function", "function": {"name": "rm_rf", "arguments": "{}"}},
+        ],
+    }
+    model = ScriptedModel([calls, {"content": "done"}], tool_mode="native")
+    result = await Agent(model=model, tools=[add]).arun("q")
+    assert result.status == "completed"
+    first, second = result.steps[0].observations
+    assert (first.call_id, first.output, first.is_error) == ("a", "3", False)
+    assert second.call_id == "b" and second.is_error and "add" in second.output
+
+
+async def test_events_reach_subscribers_and_a_failing_subscriber_is_harmless() -> None:
+    seen: list[str] = []
+
+    def broken(event: Event) -> None:
+        raise RuntimeError("display bug")
+
+    agent = Agent(model=ScriptedModel([act("add", {"a": 1, "b": 1}), "Final Answer: 2"]),
+                  tools=[add], on_event=broken)
+    agent.subscribe(lambda e: seen.append(e.kind))
+    result = await agent.arun("q")
+    assert result.status == "completed"
+    assert seen == ["run_started", "step_started", "model_responded", "tool_started",
+                    "tool_finished", "step_started", "model_responded", "run_finished"]
+
+
+def test_sync_run_wraps_arun() -> None:
+    model = ScriptedModel(["Final Answer: hi 你好"])
+    result = Agent(model=model).run("say hi")
+    assert result.final_answer == "hi 你好"
+    assert result.session_id
+
+
+async def test_sync_run_inside_event_loop_is_refused() -> None:
+    from miniagent import UserError
+
+    with pytest.raises(UserError, match="arun"):
+        Agent(model=ScriptedModel([])).run("q")

@@ -1,0 +1,33 @@
+"""The public API is exactly what __all__ says; an accidental export or removal shows here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import miniagent
+
+EXPECTED = {
+    "Agent", "AgentSession", "ConfigError", "Event", "Limits", "Message", "MiniAgentError",
+    "Model", "ModelConnectionError", "ModelError", "ModelHTTPError", "ModelRequest",
+    "ModelResponse", "ModelResponseError", "ModelTimeout", "Observation",
+    "OpenAICompatibleModel", "ParsedOutput", "RunFailure", "RunResult", "ScriptedModel", "Step",
+    "TokenUsage", "Tool", "ToolCall", "ToolDefinitionError", "ToolError", "ToolRegistry",
+    "ToolSignal", "ToolsNotSupported", "UserError", "__version__", "tool",
+}
+
+
+def test_all_is_pinned() -> None:
+    assert set(miniagent.__all__) == EXPECTED
+    for name in miniagent.__all__:
+        assert hasattr(miniagent, name), name
+
+
+def test_import_stays_light() -> None:
+    code = (
+        "import sys, miniagent; "
+        "heavy = {'openai', 'httpx', 'aiohttp', 'typer', 'rich', 'llama_cpp', 'temporalio'}; "
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
