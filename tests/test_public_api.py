@@ -14,6 +14,8 @@ EXPECTED = {
     "OpenAICompatibleModel", "ParsedOutput", "RunFailure", "RunResult", "ScriptedModel", "Step",
     "TokenUsage", "Tool", "ToolCall", "ToolDefinitionError", "ToolError", "ToolRegistry",
     "ToolSignal", "ToolsNotSupported", "UserError", "__version__", "tool",
+    "CallRecord", "CheckpointStore", "MemoryStore", "SQLiteStore", "PendingApproval",
+    "SessionBusy", "SessionError", "SessionNotFound", "SessionVersionError", "StoreCorrupted",
 }
 
 

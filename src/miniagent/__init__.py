@@ -25,10 +25,15 @@ from miniagent.errors import (
     ModelResponseError,
     ModelTimeout,
     RunFailure,
+    SessionBusy,
+    SessionError,
+    SessionNotFound,
+    SessionVersionError,
+    StoreCorrupted,
     ToolDefinitionError,
     ToolError,
-    ToolsNotSupported,
     ToolSignal,
+    ToolsNotSupported,
     UserError,
 )
 from miniagent.models.base import Model
@@ -37,13 +42,16 @@ from miniagent.models.scripted import ScriptedModel
 from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.session import AgentSession
+from miniagent.store import CheckpointStore, MemoryStore, SQLiteStore
 from miniagent.tools.registry import Tool, ToolRegistry, tool
 from miniagent.types import (
+    CallRecord,
     Message,
     ModelRequest,
     ModelResponse,
     Observation,
     ParsedOutput,
+    PendingApproval,
     RunResult,
     Step,
     TokenUsage,
@@ -55,9 +63,12 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentSession",
+    "CallRecord",
+    "CheckpointStore",
     "ConfigError",
     "Event",
     "Limits",
+    "MemoryStore",
     "Message",
     "MiniAgentError",
     "Model",
@@ -71,10 +82,17 @@ __all__ = [
     "Observation",
     "OpenAICompatibleModel",
     "ParsedOutput",
+    "PendingApproval",
     "RunFailure",
     "RunResult",
+    "SQLiteStore",
     "ScriptedModel",
+    "SessionBusy",
+    "SessionError",
+    "SessionNotFound",
+    "SessionVersionError",
     "Step",
+    "StoreCorrupted",
     "TokenUsage",
     "Tool",
     "ToolCall",

@@ -15,6 +15,11 @@
             ├── ModelHTTPError        a non-2xx answer (``status`` set)
             │   └── ToolsNotSupported the server rejected the ``tools`` field
             └── ModelResponseError    a 2xx answer that is not a chat completion
+        └── SessionError        a session cannot be loaded, saved or moved that way
+            ├── SessionNotFound
+            ├── SessionVersionError   saved by a newer miniagent
+            ├── SessionBusy           another process is running it
+            └── StoreCorrupted        the store file (or one session in it) is damaged
 
 Nothing a model writes raises any of these: model mistakes become observations.
 Constructing an exception has no side effects.
@@ -78,3 +83,23 @@ class ToolsNotSupported(ModelHTTPError):
 
 class ModelResponseError(ModelError):
     """The server answered 2xx with something that is not a chat completion."""
+
+
+class SessionError(RunFailure):
+    """A session cannot be loaded, saved, or moved to the requested status."""
+
+
+class SessionNotFound(SessionError):
+    """No session with that id in the store."""
+
+
+class SessionVersionError(SessionError):
+    """The session was saved by a newer miniagent (a higher schema_version)."""
+
+
+class SessionBusy(SessionError):
+    """Another live process holds the session's lease."""
+
+
+class StoreCorrupted(SessionError):
+    """The store file, or one session in it, cannot be read."""

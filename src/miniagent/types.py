@@ -19,8 +19,14 @@ Role = Literal["system", "user", "assistant", "tool"]
 ToolMode = Literal["react", "native", "auto"]
 ParseKind = Literal["action", "final", "invalid"]
 RunStatus = Literal[
-    "completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error"
+    "completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error",
+    "awaiting_approval", "cancelled",
 ]
+SessionStatus = Literal[
+    "running", "completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error",
+    "awaiting_approval", "cancelled",
+]
+CallState = Literal["ready", "awaiting_approval", "approved", "denied", "started", "completed"]
 
 
 @dataclass(kw_only=True)
@@ -124,19 +130,58 @@ class ParsedOutput:
 
 
 @dataclass(kw_only=True)
+class CallRecord:
+    """A tool call and where it stands; persisted so a resumed run never repeats a finished call.
+
+    ``state`` moves ready -> started -> completed, or through awaiting_approval -> approved /
+    denied first. ``note`` holds the reason of an approval or denial, or why the call waits.
+    ``interrupted`` marks a call that started before a crash and never completed.
+    """
+
+    call: ToolCall
+    state: CallState = "ready"
+    observation: Observation | None = None
+    note: str | None = None
+    interrupted: bool = False
+
+
+@dataclass(kw_only=True)
+class PendingApproval:
+    """A call waiting for a person's decision."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str = ""
+
+    @classmethod
+    def of(cls, record: CallRecord) -> PendingApproval:
+        call = record.call
+        return cls(call_id=call.id, tool=call.name, arguments=call.arguments,
+                   reason=record.note or "")
+
+
+@dataclass(kw_only=True)
 class Step:
     """One turn of the loop: a model call and the tools it asked for."""
 
     index: int
     thought: str | None = None
     raw_output: str | None = None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    observations: list[Observation] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
     final_answer: str | None = None
     error: str | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
     model_time: float = 0.0
     tool_time: float = 0.0
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [record.call for record in self.calls]
+
+    @property
+    def observations(self) -> list[Observation]:
+        return [record.observation for record in self.calls if record.observation is not None]
 
 
 @dataclass(kw_only=True)
@@ -151,6 +196,7 @@ class RunResult:
     usage: TokenUsage = field(default_factory=TokenUsage)
     messages: list[Message] = field(default_factory=list)
     elapsed: float = 0.0
+    pending_approvals: list[PendingApproval] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

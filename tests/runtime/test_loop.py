@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 
 import pytest
@@ -81,9 +82,9 @@ async def test_history_is_append_only_across_steps() -> None:
     assert result.status == "completed"
     rendered = [json.dumps(r.messages, ensure_ascii=False) for r in model.requests]
     flat = ["".join(f"<|{m['role']}|>{m['content']}" for m in r.messages) for r in model.requests]
-    for shorter, longer in zip(flat, flat[1:]):
+    for shorter, longer in itertools.pairwise(flat):
         assert longer.startswith(shorter) and len(longer) > len(shorter)
-    for earlier, later in zip(model.requests, model.requests[1:]):
+    for earlier, later in itertools.pairwise(model.requests):
         assert later.messages[: len(earlier.messages)] == earlier.messages
     assert len(set(rendered)) == 4
 

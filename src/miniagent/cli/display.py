@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from miniagent.runtime.events import Event
-from miniagent.types import RunResult
+from miniagent.types import RunResult, Step
 
 _SHOWN_CHARS = 600
 
@@ -47,7 +47,8 @@ class TraceDisplay:
         if self.verbose and response.content:
             self.console.print(Panel(escape(response.content), title="raw output", style="dim"))
         if parsed.thought:
-            self.console.print(f"[italic cyan]Thought:[/italic cyan] {escape(_short(parsed.thought))}")
+            thought = escape(_short(parsed.thought))
+            self.console.print(f"[italic cyan]Thought:[/italic cyan] {thought}")
         for call in parsed.tool_calls:
             args = json.dumps(call.arguments, ensure_ascii=False) if call.arguments else (
                 call.raw_arguments or "{}")
@@ -94,5 +95,25 @@ def result_to_json(result: RunResult) -> dict[str, Any]:
         "steps": len(result.steps),
         "usage": {**asdict(result.usage), "total_tokens": result.usage.total_tokens},
         "elapsed": round(result.elapsed, 3),
-        "trace": [asdict(step) for step in result.steps],
+        "pending_approvals": [asdict(p) for p in result.pending_approvals],
+        "trace": [step_to_json(step) for step in result.steps],
+    }
+
+
+def step_to_json(step: Step) -> dict[str, Any]:
+    """One step for machines: what the model said, what ran, what came back."""
+    return {
+        "index": step.index,
+        "thought": step.thought,
+        "tool_calls": [
+            {"id": r.call.id, "name": r.call.name, "arguments": r.call.arguments,
+             "state": r.state}
+            for r in step.calls
+        ],
+        "observations": [asdict(o) for o in step.observations],
+        "final_answer": step.final_answer,
+        "error": step.error,
+        "usage": asdict(step.usage),
+        "model_time": round(step.model_time, 4),
+        "raw_output": step.raw_output,
     }

@@ -1,4 +1,9 @@
-"""The loop: render -> generate -> parse -> guard -> execute -> append. The only place it lives."""
+"""The loop: render -> generate -> parse -> guard -> execute -> append -> checkpoint.
+
+The only place the loop lives. A step's tool calls are recorded before they run and again when
+they complete, and the session is saved at each point, so a resumed run never repeats a
+completed call (see ``runtime/approvals.py`` for what happens to an interrupted one).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +16,27 @@ from miniagent.errors import ModelError, ToolsNotSupported
 from miniagent.models.base import Model
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol, format_error_observation
+from miniagent.runtime.approvals import (
+    Approver,
+    InterruptedPolicy,
+    denial,
+    recover_interrupted,
+)
 from miniagent.runtime.events import Event, EventBus
 from miniagent.runtime.guards import Deadline, Limits, LoopDetector, truncate_observation
 from miniagent.runtime.session import AgentSession
+from miniagent.store.base import CheckpointStore
 from miniagent.tools.registry import ToolRegistry
-from miniagent.types import Message, ModelResponse, Observation, ParsedOutput, RunResult, Step
+from miniagent.types import (
+    CallRecord,
+    Message,
+    ModelResponse,
+    Observation,
+    ParsedOutput,
+    PendingApproval,
+    RunResult,
+    Step,
+)
 
 log = logging.getLogger("miniagent")
 
@@ -26,21 +47,18 @@ class Runtime:
     """Runs sessions for one agent configuration. Holds no per-run state."""
 
     def __init__(
-        self,
-        *,
-        model: Model,
-        registry: ToolRegistry,
-        limits: Limits,
-        bus: EventBus,
-        instructions: str | None = None,
-        temperature: float | None = 0.0,
-        max_tokens: int | None = 1024,
+        self, *, model: Model, registry: ToolRegistry, limits: Limits, bus: EventBus,
+        store: CheckpointStore, instructions: str | None = None,
+        temperature: float | None = 0.0, max_tokens: int | None = 1024,
+        approver: Approver | None = None, on_interrupted: InterruptedPolicy = "ask",
     ) -> None:
         self.model, self.registry, self.limits, self.bus = model, registry, limits, bus
-        self.instructions, self.temperature, self.max_tokens = instructions, temperature, max_tokens
+        self.store, self.instructions = store, instructions
+        self.temperature, self.max_tokens = temperature, max_tokens
+        self.approver, self.on_interrupted = approver, on_interrupted
         self._react, self._native = ReactProtocol(), NativeProtocol()
 
-    async def run(self, session: AgentSession) -> RunResult:
+    async def run(self, session: AgentSession, owner: str | None = None) -> RunResult:
         """Step ``session`` until it has a status; always returns a result, never raises."""
         start = time.monotonic()
         deadline = Deadline(self.limits.timeout)
@@ -48,14 +66,13 @@ class Runtime:
         for step in session.steps:  # a resumed session keeps its repetition counts
             for call in step.tool_calls:
                 detector.check(call)
+        recover_interrupted(session, self._idempotent, self.on_interrupted)
         self._emit(session, "run_started", question=session.question)
         try:
             while not session.done:
                 remaining = deadline.remaining()
-                if remaining is None:
-                    await self.step(session, detector)
-                else:
-                    await asyncio.wait_for(self.step(session, detector), remaining)
+                advance = self._advance(session, detector, owner)
+                await (advance if remaining is None else asyncio.wait_for(advance, remaining))
         except asyncio.TimeoutError:
             session.finish("timeout", f"the run exceeded its deadline of {self.limits.timeout} s")
         except ModelError as exc:
@@ -64,11 +81,20 @@ class Runtime:
             log.exception("internal error in session %s", session.id)
             session.finish("error", f"internal error: {type(exc).__name__}: {exc}")
         session.elapsed += time.monotonic() - start
+        self.store.save(session, owner=owner)
         result = session.result()
         self._emit(session, "run_finished", result=result)
         return result
 
-    async def step(self, session: AgentSession, detector: LoopDetector) -> None:
+    async def _advance(self, session: AgentSession, detector: LoopDetector, owner: str | None
+                       ) -> None:
+        if session.open_calls():  # resumed with calls still to run or decide
+            await self._run_calls(session, session.steps[-1], owner)
+        else:
+            await self.step(session, detector, owner)
+
+    async def step(self, session: AgentSession, detector: LoopDetector, owner: str | None = None
+                   ) -> None:
         """One model call and what follows from it; sets ``session.status`` when the run ends."""
         if self._limit_reached(session):
             return
@@ -76,10 +102,8 @@ class Runtime:
         self._emit(session, "step_started", step=index)
         response, protocol, elapsed = await self._generate(session)
         parsed = protocol.parse(response)
-        step = Step(
-            index=index, thought=parsed.thought, raw_output=response.content,
-            usage=response.usage, model_time=elapsed,
-        )
+        step = Step(index=index, thought=parsed.thought, raw_output=response.content,
+                    usage=response.usage, model_time=elapsed)
         session.steps.append(step)
         session.usage = session.usage + response.usage
         self._emit(session, "model_responded", step=index, response=response, parsed=parsed,
@@ -89,20 +113,21 @@ class Runtime:
             step.final_answer = parsed.final_answer
             session.finish("completed", "the model gave a final answer", parsed.final_answer)
         elif parsed.kind == "action":
-            await self._act(session, step, parsed, detector)
+            self._plan(session, step, parsed, detector)
+            if not session.done:
+                await self._run_calls(session, step, owner)
+                return  # _run_calls checkpoints
         else:
             self._reject(session, step, parsed, protocol)
+        self.store.save(session, owner=owner)
 
     def _limit_reached(self, session: AgentSession) -> bool:
-        limits = self.limits
+        limits, used = self.limits, session.usage.total_tokens
         if len(session.steps) >= limits.max_steps:
             session.finish("max_steps", f"no final answer after max_steps={limits.max_steps}")
-        elif limits.token_budget is not None and session.usage.total_tokens >= limits.token_budget:
-            session.finish(
-                "budget_exceeded",
-                f"used {session.usage.total_tokens:,} tokens of a budget of "
-                f"{limits.token_budget:,}",
-            )
+        elif limits.token_budget is not None and used >= limits.token_budget:
+            session.finish("budget_exceeded",
+                           f"used {used:,} tokens of a budget of {limits.token_budget:,}")
         return session.done
 
     async def _generate(self, session: AgentSession) -> tuple[ModelResponse, Protocol, float]:
@@ -129,48 +154,77 @@ class Runtime:
         request.temperature, request.max_tokens = self.temperature, self.max_tokens
         return request
 
-    async def _act(
-        self, session: AgentSession, step: Step, parsed: ParsedOutput, detector: LoopDetector
-    ) -> None:
-        calls = parsed.tool_calls
-        step.tool_calls = calls
-        session.messages.append(Message(role="assistant", content=parsed.text, tool_calls=calls))
-        verdicts = [detector.check(call) for call in calls]
-        if "stop" in verdicts:
-            name = calls[verdicts.index("stop")].name
-            session.finish("loop_detected", f"'{name}' was repeated with the same arguments "
-                           "after an intervention")
-            return
-        runnable = [call for call, verdict in zip(calls, verdicts) if verdict == "ok"]
-        for call in runnable:
-            self._emit(session, "tool_started", step=step.index, call=call)
-        results = iter(await self.registry.execute_all(runnable))
-        for call, verdict in zip(calls, verdicts):
-            if verdict == "ok":
-                observation = next(results)
-            else:
+    def _plan(self, session: AgentSession, step: Step, parsed: ParsedOutput,
+              detector: LoopDetector) -> None:
+        """Record the step's calls: ready, waiting for approval, or answered by an intervention."""
+        session.messages.append(
+            Message(role="assistant", content=parsed.text, tool_calls=parsed.tool_calls))
+        for call in parsed.tool_calls:
+            verdict = detector.check(call)
+            if verdict == "stop":
+                session.finish("loop_detected", f"'{call.name}' was repeated with the same "
+                               "arguments after an intervention")
+                return
+            record = CallRecord(call=call)
+            tool = self.registry.get(call.name)
+            if verdict == "intervene":
                 text = LoopDetector.intervention(call, self.limits.repeat_limit)
-                observation = Observation(
-                    call_id=call.id, tool_name=call.name, output=text, is_error=True
-                )
-            self._observe(session, step, observation, call)
+                record.state = "completed"
+                record.observation = Observation(
+                    call_id=call.id, tool_name=call.name, output=text, is_error=True)
+            elif tool is not None and tool.needs_approval(call.arguments):
+                record.state, record.note = "awaiting_approval", f"'{call.name}' needs approval"
+            step.calls.append(record)
 
-    def _observe(
-        self, session: AgentSession, step: Step, observation: Observation, call: Any
-    ) -> None:
+    async def _run_calls(self, session: AgentSession, step: Step, owner: str | None) -> None:
+        """Run what may run, then append the observations or wait for a person."""
+        await self._ask_approver(session, step)
+        for record in step.calls:
+            if record.state == "denied":
+                record.state, record.observation = "completed", denial(record)
+        runnable = [r for r in step.calls if r.state in ("ready", "approved")]
+        for record in runnable:
+            record.state = "started"
+            self._emit(session, "tool_started", step=step.index, call=record.call)
+        self.store.save(session, owner=owner)  # started is on disk before any tool runs
+        await asyncio.gather(*(self._execute(session, step, r, owner) for r in runnable))
+        waiting = [r for r in step.calls if r.state == "awaiting_approval"]
+        if waiting:
+            names = ", ".join(f"{r.call.name} ({r.call.id})" for r in waiting)
+            session.transition("awaiting_approval", f"waiting for approval of {names}")
+        else:
+            for record in step.calls:
+                assert record.observation is not None
+                session.messages.append(Message(
+                    role="tool", content=record.observation.output, tool_call_id=record.call.id,
+                    name=record.call.name))
+        self.store.save(session, owner=owner)
+
+    async def _execute(self, session: AgentSession, step: Step, record: CallRecord,
+                       owner: str | None) -> None:
+        observation = await self.registry.execute(record.call)
         observation.output = truncate_observation(
-            observation.output, self.limits.max_observation_chars
-        )
-        step.observations.append(observation)
+            observation.output, self.limits.max_observation_chars)
+        record.observation, record.state = observation, "completed"
         step.tool_time = max(step.tool_time, observation.elapsed)
-        session.messages.append(Message(
-            role="tool", content=observation.output, tool_call_id=call.id, name=call.name
-        ))
-        self._emit(session, "tool_finished", step=step.index, call=call, observation=observation)
+        self.store.save(session, owner=owner)  # completed is on disk as soon as it is known
+        self._emit(session, "tool_finished", step=step.index, call=record.call,
+                   observation=observation)
 
-    def _reject(
-        self, session: AgentSession, step: Step, parsed: ParsedOutput, protocol: Protocol
-    ) -> None:
+    async def _ask_approver(self, session: AgentSession, step: Step) -> None:
+        if self.approver is None:
+            return
+        for record in [r for r in step.calls if r.state == "awaiting_approval"]:
+            decision = await asyncio.to_thread(self.approver, PendingApproval.of(record))
+            if decision is not None:
+                record.state = "approved" if decision else "denied"
+
+    def _idempotent(self, name: str) -> bool:
+        tool = self.registry.get(name)
+        return tool is not None and tool.idempotent
+
+    def _reject(self, session: AgentSession, step: Step, parsed: ParsedOutput,
+                protocol: Protocol) -> None:
         """Output that is neither an action nor an answer: tell the model the exact format."""
         step.error = parsed.error or "unparseable output"
         if parsed.text:

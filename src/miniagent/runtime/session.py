@@ -1,47 +1,120 @@
-"""AgentSession: the state of one run, kept apart from the agent's configuration."""
+"""AgentSession: the state of one run, as an explicit, persisted state machine.
+
+::
+
+    running ──► completed | max_steps | budget_exceeded | loop_detected   (final)
+       │    ──► timeout | error                                          (resumable)
+       │    ──► awaiting_approval ──► running  (after approve / deny, on resume)
+       └──────────────┴─────────────► cancelled                          (final)
+
+Every transition goes through :meth:`AgentSession.transition`, which checks it against
+``ALLOWED`` and records it with a timestamp and a reason. ``messages`` only ever grows.
+"""
 
 from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from miniagent.types import Message, RunResult, RunStatus, Step, TokenUsage
+from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted
+from miniagent.types import (
+    CallRecord,
+    Message,
+    PendingApproval,
+    RunResult,
+    SessionStatus,
+    Step,
+    TokenUsage,
+)
+
+SCHEMA_VERSION = 1
+
+FINAL: frozenset[SessionStatus] = frozenset(
+    {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
+)
+ALLOWED: dict[SessionStatus, frozenset[SessionStatus]] = {
+    "running": frozenset({
+        "completed", "max_steps", "budget_exceeded", "loop_detected", "timeout", "error",
+        "awaiting_approval", "cancelled",
+    }),
+    "awaiting_approval": frozenset({"running", "cancelled"}),
+    "timeout": frozenset({"running", "cancelled"}),
+    "error": frozenset({"running", "cancelled"}),
+}
+
+
+@dataclass(kw_only=True)
+class Transition:
+    """One recorded change of status."""
+
+    at: float
+    source: SessionStatus
+    target: SessionStatus
+    reason: str
 
 
 @dataclass(kw_only=True)
 class AgentSession:
-    """Everything one run has accumulated. ``messages`` only ever grows."""
+    """Everything one run has accumulated; saved after every step."""
 
     question: str
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    status: SessionStatus = "running"
+    reason: str = ""
+    final_answer: str | None = None
     messages: list[Message] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=TokenUsage)
-    status: RunStatus | None = None
-    reason: str = ""
-    final_answer: str | None = None
-    started_at: float = field(default_factory=time.time)
+    transitions: list[Transition] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
     elapsed: float = 0.0
 
     @classmethod
-    def start(cls, question: str) -> AgentSession:
-        session = cls(question=question)
+    def start(cls, question: str, metadata: dict[str, Any] | None = None) -> AgentSession:
+        session = cls(question=question, metadata=dict(metadata or {}))
         session.messages.append(Message(role="user", content=question))
         return session
 
     @property
     def done(self) -> bool:
-        return self.status is not None
+        """True once the loop must stop stepping (any status but running)."""
+        return self.status != "running"
 
-    def finish(self, status: RunStatus, reason: str, final_answer: str | None = None) -> None:
-        """Record how the run ended; the first call wins."""
-        if self.status is None:
-            self.status, self.reason, self.final_answer = status, reason, final_answer
+    def transition(self, target: SessionStatus, reason: str) -> None:
+        """Move to ``target``; raises SessionError for a move the state machine forbids."""
+        if target not in ALLOWED.get(self.status, frozenset()):
+            raise SessionError(
+                f"session {self.id} cannot go from {self.status} to {target} ({reason})"
+            )
+        now = time.time()
+        self.transitions.append(
+            Transition(at=now, source=self.status, target=target, reason=reason)
+        )
+        self.status, self.reason, self.updated_at = target, reason, now
+
+    def finish(self, status: SessionStatus, reason: str, final_answer: str | None = None) -> None:
+        """End the current run with ``status``; ignored when it has already ended."""
+        if self.status == "running":
+            self.transition(status, reason)
+            self.final_answer = final_answer
+
+    def open_calls(self) -> list[CallRecord]:
+        """Calls of the last step that have no observation yet."""
+        if not self.steps:
+            return []
+        return [record for record in self.steps[-1].calls if record.state != "completed"]
+
+    def pending_approvals(self) -> list[PendingApproval]:
+        return [PendingApproval.of(r) for r in self.open_calls() if r.state == "awaiting_approval"]
 
     def result(self) -> RunResult:
+        status = self.status if self.status != "running" else "error"
         return RunResult(
-            status=self.status or "error",
+            status=status,
             reason=self.reason or "the run ended without a status",
             session_id=self.id,
             final_answer=self.final_answer,
@@ -49,4 +122,44 @@ class AgentSession:
             usage=self.usage,
             messages=list(self.messages),
             elapsed=self.elapsed,
+            pending_approvals=self.pending_approvals(),
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with ``schema_version``; :meth:`from_dict` reads it back."""
+        return {"schema_version": SCHEMA_VERSION, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentSession:
+        """Load a saved session; refuses a newer schema with a clear message."""
+        version = data.get("schema_version")
+        if not isinstance(version, int):
+            raise SessionError("saved session has no schema_version: not a miniagent session")
+        if version > SCHEMA_VERSION:
+            raise SessionVersionError(
+                f"session {data.get('id', '?')} was saved with schema_version {version}, but "
+                f"this miniagent reads up to {SCHEMA_VERSION}: upgrade miniagent to load it"
+            )
+        body = {k: v for k, v in data.items() if k != "schema_version"}
+        from pydantic import ValidationError
+
+        try:
+            session: AgentSession = _adapter().validate_python(body)
+        except ValidationError as exc:
+            raise StoreCorrupted(
+                f"session {data.get('id', '?')} is damaged: {exc.error_count()} invalid "
+                f"field(s), first: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
+            ) from None
+        return session
+
+
+_ADAPTER: Any = None
+
+
+def _adapter() -> Any:
+    global _ADAPTER  # built on first load: pydantic schema building costs ~20 ms
+    if _ADAPTER is None:
+        from pydantic import TypeAdapter
+
+        _ADAPTER = TypeAdapter(AgentSession)
+    return _ADAPTER

@@ -1,0 +1,185 @@
+"""SQLiteStore: the embedded default checkpoint store (one file, WAL mode).
+
+Each session is one row: a few columns for listing and the whole session as JSON. A save is a
+single transaction, so a crash at any point leaves the last complete checkpoint readable. A
+damaged row makes only that session unreadable; a damaged file is reported and never
+overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from miniagent.errors import SessionBusy, SessionNotFound, StoreCorrupted
+from miniagent.runtime.session import AgentSession
+from miniagent.store.base import LEASE_SECONDS, SessionSummary, lease_alive
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    question TEXT NOT NULL,
+    steps INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    data TEXT NOT NULL,
+    lease_owner TEXT,
+    lease_until REAL
+)
+"""
+
+
+def default_store_path() -> Path:
+    """``MINIAGENT_STORE``, else ``$XDG_DATA_HOME/miniagent/sessions.db`` (~/.local/share)."""
+    explicit = os.environ.get("MINIAGENT_STORE")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "miniagent" / "sessions.db"
+
+
+class SQLiteStore:
+    """Sessions in one SQLite file. Safe to share between processes.
+
+    Args:
+        path: The database file; created (with its folder) when missing.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=10.0, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
+
+    def _damaged(self, exc: Exception) -> StoreCorrupted:
+        return StoreCorrupted(
+            f"session store {self.path} cannot be read ({exc}); it was left untouched. "
+            "Move it aside (or point MINIAGENT_STORE elsewhere) to start a new store."
+        )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+
+    def save(self, session: AgentSession, *, owner: str | None = None) -> None:
+        with self._transaction() as db:
+            self._write(db, session)
+            if owner is not None:
+                db.execute(
+                    "UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ?",
+                    (time.time() + LEASE_SECONDS, session.id, owner),
+                )
+
+    @staticmethod
+    def _write(db: sqlite3.Connection, session: AgentSession) -> None:
+        session.updated_at = time.time()
+        data = json.dumps(session.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        db.execute(
+            "INSERT INTO sessions (id, status, question, steps, created_at, updated_at, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET status = excluded.status,"
+            " steps = excluded.steps, updated_at = excluded.updated_at, data = excluded.data",
+            (session.id, session.status, session.question, len(session.steps),
+             session.created_at, session.updated_at, data),
+        )
+
+    def load(self, session_id: str) -> AgentSession:
+        with self._lock:
+            try:
+                row = self._db.execute(
+                    "SELECT data FROM sessions WHERE id = ?", (session_id,)
+                ).fetchone()
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in {self.path}")
+        return _decode(session_id, row[0])
+
+    def list(self, limit: int = 50) -> list[SessionSummary]:
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    "SELECT id, status, steps, question, created_at, updated_at FROM sessions "
+                    "ORDER BY updated_at DESC LIMIT ?", (limit,),
+                ).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+        return [
+            SessionSummary(session_id=r[0], status=r[1], steps=r[2], question=r[3],
+                           created_at=r[4], updated_at=r[5])
+            for r in rows
+        ]
+
+    def update(self, session_id: str, change: Callable[[AgentSession], None]) -> AgentSession:
+        with self._transaction() as db:
+            row = db.execute("SELECT data FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no session {session_id!r} in {self.path}")
+            session = _decode(session_id, row[0])
+            change(session)
+            self._write(db, session)
+        return session
+
+    def acquire(self, session_id: str, owner: str) -> None:
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT lease_owner, lease_until FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no session {session_id!r} in {self.path}")
+            if row[0] != owner and lease_alive(row[0], row[1]):
+                raise SessionBusy(
+                    f"session {session_id} is being run by another process ({row[0]}); "
+                    "wait for it to stop, or cancel it"
+                )
+            db.execute(
+                "UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?",
+                (owner, time.time() + LEASE_SECONDS, session_id),
+            )
+
+    def release(self, session_id: str, owner: str) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
+                "WHERE id = ? AND lease_owner = ?", (session_id, owner),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _decode(session_id: str, data: str) -> AgentSession:
+    try:
+        loaded = json.loads(data)
+    except ValueError as exc:
+        raise StoreCorrupted(
+            f"session {session_id} is damaged: its JSON is invalid ({exc})"
+        ) from None
+    if not isinstance(loaded, dict):
+        raise StoreCorrupted(f"session {session_id} is damaged: not a JSON object")
+    return AgentSession.from_dict(loaded)
