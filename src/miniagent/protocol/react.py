@@ -1,0 +1,214 @@
+"""The text ReAct protocol: prompt rendering, stop words and parsing.
+
+The model sees the tools in a system prompt and answers in plain text::
+
+    Thought: ...
+    Action: calc
+    Action Input: {"expression": "2+3"}
+
+Generation stops at ``Observation:`` (:data:`STOP_WORDS`); the loop runs the tool
+and the observation goes back as a user message. Rendering is a pure function of
+the append-only history, so the prompt of step *k* is a byte prefix of the prompt
+of step *k+1* and servers can reuse their prefix cache.
+
+Parsing lives in :mod:`miniagent.protocol.react_parser`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from miniagent.protocol.react_parser import parse_react
+from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, ToolCall
+
+__all__ = [
+    "FORMAT_REMINDER",
+    "STOP_WORDS",
+    "ReactProtocol",
+    "ToolLike",
+    "format_error_observation",
+    "render_system_prompt",
+]
+
+STOP_WORDS: list[str] = ["\nObservation:", "\nObservation：", "\n**Observation", "\nobservation:"]
+"""Stop sequences for ReAct generation; at most 4, the limit many servers enforce.
+
+The parser cuts at any ``Observation`` label anyway, so these only save tokens and
+keep invented observations out of the output.
+"""
+
+FORMAT_REMINDER = """\
+Thought: <your reasoning about what to do next>
+Action: <one tool name>
+Action Input: <a JSON object with the tool's arguments>
+Observation: <the tool's result, written by the system, never by you>
+... (Thought / Action / Action Input / Observation can repeat) ...
+Thought: I now know the final answer
+Final Answer: <the answer to the user>"""
+"""The exact output format, as shown in the system prompt and in format errors."""
+
+_INTRO = (
+    "You are a helpful assistant. Solve the user's task step by step. You can use the tools below."
+)
+
+_RULES = """\
+Rules:
+- One Action per turn. Stop right after the Action Input line and wait for the Observation.
+- Action must be exactly one of the valid tool names.
+- Action Input must be one JSON object with double-quoted keys, matching the tool's input schema.
+- Never write an Observation yourself.
+- If a tool returns an error, fix the input and try again, or use another tool.
+- When no tool is needed, or you know the answer, write the Thought and the Final Answer.
+- Write the Final Answer in the language of the user's question."""
+
+
+class ToolLike(Protocol):
+    """What rendering needs from a tool: a name, a description and a JSON Schema."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _tool_block(tool: ToolLike) -> str:
+    description = " ".join((tool.description or "").split()) or "(no description)"
+    return f"- {tool.name}: {description}\n  Input: {_compact_json(tool.parameters)}"
+
+
+def render_system_prompt(tools: Sequence[ToolLike], instructions: str | None = None) -> str:
+    """Build the ReAct system prompt.
+
+    Args:
+        tools: The tools the model may call.
+        instructions: Optional developer instructions, placed after the introduction.
+
+    Returns:
+        The prompt text: introduction, instructions, tools with their input schema,
+        valid tool names, the exact format and the rules.
+    """
+    parts = [_INTRO]
+    if instructions and instructions.strip():
+        parts.append("Instructions:\n" + instructions.strip())
+    if tools:
+        parts.append("Tools:\n" + "\n".join(_tool_block(t) for t in tools))
+    else:
+        parts.append("Tools: none. Answer directly with a Thought and a Final Answer.")
+    parts.append("Valid tool names: " + _names(tools))
+    parts.append("Use exactly this format:\n\n" + FORMAT_REMINDER)
+    parts.append(_RULES)
+    return "\n\n".join(parts)
+
+
+def format_error_observation(error: str, tool_names: Sequence[str]) -> str:
+    """The observation sent back when an output was neither an action nor a final answer.
+
+    Args:
+        error: What was wrong, e.g. ``ParsedOutput.error``.
+        tool_names: The valid tool names.
+
+    Returns:
+        A message stating the problem, the exact format and the valid tool names.
+    """
+    names = ", ".join(tool_names) if tool_names else "(none)"
+    return (
+        f"Format error: {error.strip().rstrip('.')}.\n"
+        f"Reply in exactly this format:\n\n{FORMAT_REMINDER}\n\n"
+        f"Valid tool names: {names}\n"
+        "Write one Action with its Action Input, or a Thought and a Final Answer."
+    )
+
+
+def _names(tools: Sequence[ToolLike]) -> str:
+    return ", ".join(t.name for t in tools) if tools else "(none)"
+
+
+def _synthesize_action(call: ToolCall) -> str:
+    """ReAct text for a call recorded without text (a history from native mode)."""
+    if call.arguments or not call.raw_arguments:
+        raw = json.dumps(call.arguments, ensure_ascii=False)
+    else:
+        raw = call.raw_arguments
+    return f"Action: {call.name}\nAction Input: {raw}"
+
+
+def _has_action(content: str) -> bool:
+    """Whether assistant text already shows its action (ReAct text, not native prose)."""
+    lowered = content.lower()
+    return "action" in lowered or "行动" in content
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    content = message.content or ""
+    if message.role == "tool":
+        return {"role": "user", "content": "Observation: " + content}
+    if message.role == "assistant" and message.tool_calls and not _has_action(content):
+        action = _synthesize_action(message.tool_calls[0])
+        content = f"{content.rstrip()}\n{action}" if content.strip() else action
+    return {"role": message.role, "content": content}
+
+
+class ReactProtocol:
+    """Tool use through text: a system prompt, stop words and a forgiving parser.
+
+    Example:
+        >>> proto = ReactProtocol()
+        >>> req = proto.render([Message(role="user", content="Hi")], tools=[])
+        >>> req.messages[-1]
+        {'role': 'user', 'content': 'Hi'}
+        >>> proto.parse(ModelResponse(content="Final Answer: Hello")).final_answer
+        'Hello'
+    """
+
+    name = "react"
+
+    def render(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolLike],
+        instructions: str | None = None,
+    ) -> ModelRequest:
+        """Render the history into a request; pure and deterministic.
+
+        Args:
+            messages: The append-only history. ``tool`` messages become user
+                messages ``"Observation: ..."``; assistant messages keep their text
+                (or get ``Action`` / ``Action Input`` lines if they only hold calls).
+            tools: The tools the model may call, described in the system prompt.
+            instructions: Optional developer instructions for the system prompt.
+
+        Returns:
+            A :class:`ModelRequest` with wire messages, no ``tools`` field and
+            :data:`STOP_WORDS`.
+        """
+        wire = [{"role": "system", "content": render_system_prompt(tools, instructions)}]
+        wire.extend(_wire_message(m) for m in messages)
+        return ModelRequest(messages=wire, tools=None, stop=list(STOP_WORDS))
+
+    def parse(self, response: ModelResponse) -> ParsedOutput:
+        """Parse a model response; never raises.
+
+        The text content is parsed with :func:`parse_react`. A server that answered
+        with native tool calls and no text is accepted too: its first call is used.
+
+        Args:
+            response: The model's response.
+
+        Returns:
+            The parsed output (``action``, ``final`` or ``invalid``).
+        """
+        content = response.content or ""
+        if not content.strip() and response.tool_calls:
+            call = response.tool_calls[0]
+            return ParsedOutput(kind="action", tool_calls=[call], text=_synthesize_action(call))
+        return parse_react(content)

@@ -1,0 +1,366 @@
+"""Parser for text ReAct output, built for what models really write.
+
+:func:`parse_react` turns one model completion into a
+:class:`~miniagent.types.ParsedOutput`. It never raises. The approach:
+
+1. Leading ``<think>...</think>`` blocks are removed (their content may become the
+   thought).
+2. Labels (``Thought``, ``Action``, ``Action Input``, ``Observation``,
+   ``Final Answer``, and Chinese equivalents) are found at line starts, tolerating
+   ``**bold**``, bullets, any case and full-width colons. Only when no Action or
+   Final Answer label starts a line are labels in the middle of a line accepted.
+3. Whichever of the first ``Action`` and the first ``Final Answer`` comes first
+   decides the kind. ``Action: None`` (or ``N/A``, or no name) followed by a Final
+   Answer is a final answer.
+4. The action input is cut out with a string-aware bracket scanner (see
+   :mod:`miniagent.protocol.jsonscan`), so braces or the word ``Observation:``
+   inside JSON strings do not confuse it, then decoded by
+   :func:`~miniagent.protocol.jsonscan.decode_arguments`.
+5. Everything after the action's input, from the next label on (a hallucinated
+   ``Observation``, a second ``Action``, a fake ``Final Answer``), is ignored and
+   left out of :attr:`ParsedOutput.text`. Only the first action counts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import NamedTuple
+
+from miniagent.protocol.jsonscan import decode_arguments, scan_end, strip_fences
+from miniagent.types import ParsedOutput, ToolCall
+
+__all__ = ["NO_ACTION_NAMES", "new_call_id", "parse_react"]
+
+NO_ACTION_NAMES = frozenset({"", "none", "n/a", "na", "null", "nil", "no action", "nothing", "无"})
+"""Tool names that mean "no tool": with a Final Answer after them, the output is final."""
+
+_WORDS = (
+    r"(?P<input>action[ \t_-]*input|input|行动输入|动作输入)"
+    r"|(?P<action>action|行动|动作)"
+    r"|(?P<final>final[ \t_-]*answer|最终答案|最终回答)"
+    r"|(?P<observation>observation|观察)"
+    r"|(?P<thought>thoughts?|thinking|思考|想法)"
+)
+_COLON = r"(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?[ \t]*"
+# Labels at the start of a line, after optional bullets / quote marks / bold markers.
+_LINE_LABEL = re.compile(rf"^[ \t>#*_\-]*(?:{_WORDS}){_COLON}", re.IGNORECASE | re.MULTILINE)
+# Fallback: labels anywhere, when a model writes "... Action: calc" on one line.
+_ANY_LABEL = re.compile(
+    r"(?:(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<input>action[ \t_-]*input)"
+    r"|(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<action>action)"
+    r"|(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<final>final[ \t_-]*answer)"
+    r"|(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<observation>observation)"
+    r"|(?P<zh_input>行动输入)|(?P<zh_action>行动)|(?P<zh_final>最终答案))" + _COLON,
+    re.IGNORECASE,
+)
+_OBSERVATION_ANYWHERE = re.compile(
+    r"(?<![A-Za-z0-9_])(?:\*\*|__)?observation(?:\*\*|__)?[ \t]*[:：]|观察[:：]", re.IGNORECASE
+)
+_ZH_KINDS = {"zh_input": "input", "zh_action": "action", "zh_final": "final"}
+_THINK_OPEN = "<think>"
+_THINK_CLOSE = "</think>"
+
+
+class _Label(NamedTuple):
+    """One label found in the text: its kind, where it starts and where its value starts."""
+
+    kind: str
+    start: int
+    end: int
+
+
+def new_call_id() -> str:
+    """A fresh tool-call id, ``call_`` plus 12 hex digits."""
+    return "call_" + os.urandom(6).hex()  # same shape as uuid4().hex[:12], ~5x cheaper
+
+
+def parse_react(text: str) -> ParsedOutput:
+    """Parse one ReAct completion; never raises.
+
+    Args:
+        text: The model's output (already cut at a stop word, or not).
+
+    Returns:
+        A :class:`ParsedOutput` of kind ``action`` (exactly one tool call, the first
+        one written), ``final`` (``final_answer`` set) or ``invalid`` (``error``
+        says what was missing). ``text`` is what to keep in the history: the output
+        without ``<think>`` blocks, cut before anything the model wrote after its
+        action (hallucinated observations), outer whitespace stripped.
+
+    Example:
+        >>> out = parse_react('Thought: add\\nAction: calc\\nAction Input: {"expr": "1+1"}')
+        >>> out.kind, out.tool_calls[0].name, out.tool_calls[0].arguments
+        ('action', 'calc', {'expr': '1+1'})
+    """
+    try:
+        return _parse(text if isinstance(text, str) else str(text))
+    except Exception as exc:  # a last line of defence: the loop must not crash on output
+        return ParsedOutput(
+            kind="invalid",
+            error=f"output could not be parsed ({type(exc).__name__})",
+            text=str(text).strip(),
+        )
+
+
+def _parse(raw: str) -> ParsedOutput:
+    body, think = _strip_think(raw)
+    if not body.strip():
+        return ParsedOutput(
+            kind="invalid",
+            thought=think,
+            error="empty output: no 'Action:' or 'Final Answer:' found",
+            text="",
+        )
+    labels = _find_labels(body)
+    action = _first(labels, "action")
+    final = _first(labels, "final")
+    if action is not None and (final is None or action.start < final.start):
+        return _parse_action(body, labels, action, think)
+    if final is not None:
+        return _final(body, labels, final, think)
+    return _invalid(body, labels, think)
+
+
+def _strip_think(text: str) -> tuple[str, str | None]:
+    """Remove reasoning blocks; return the rest and the joined reasoning, if any.
+
+    Only blocks at the start count (``<think>`` later in the text may be part of a
+    tool argument). A ``</think>`` with no ``<think>`` before it closes a block the
+    chat template opened in the prompt: everything before it is reasoning. An
+    unclosed leading ``<think>`` loses only its tag; the rest may hold the labels.
+    """
+    thoughts: list[str] = []
+    close = text.find(_THINK_CLOSE)
+    opening = text.find(_THINK_OPEN)
+    if close != -1 and (opening == -1 or close < opening):
+        thoughts.append(text[:close])
+        text = text[close + len(_THINK_CLOSE) :]
+    while text.lstrip().startswith(_THINK_OPEN):
+        start = text.index(_THINK_OPEN) + len(_THINK_OPEN)
+        end = text.find(_THINK_CLOSE, start)
+        if end == -1:
+            text = text[start:]
+            break
+        thoughts.append(text[start:end])
+        text = text[end + len(_THINK_CLOSE) :]
+    joined = "\n".join(t.strip() for t in thoughts if t.strip())
+    return text, joined or None
+
+
+def _find_labels(body: str) -> list[_Label]:
+    """All labels in order; mid-line ones only if no Action/Final starts a line."""
+    labels = [_to_label(m) for m in _LINE_LABEL.finditer(body)]
+    if any(lb.kind in ("action", "final") for lb in labels) or not _may_hold_inline(body):
+        return labels
+    by_colon = {lb.end: lb for lb in labels}
+    for m in _ANY_LABEL.finditer(body):
+        label = _to_label(m)
+        by_colon.setdefault(label.end, label)
+    return sorted(by_colon.values(), key=lambda lb: lb.start)
+
+
+def _may_hold_inline(body: str) -> bool:
+    """Cheap pre-check before the slower mid-line label search."""
+    lowered = body.lower()
+    return "action" in lowered or "final" in lowered or "行动" in body or "最终" in body
+
+
+def _to_label(m: re.Match[str]) -> _Label:
+    # The kind groups are the only named groups, so ``lastgroup`` names the kind.
+    group = m.lastgroup or "thought"
+    return _Label(kind=_ZH_KINDS.get(group, group), start=m.start(), end=m.end())
+
+
+def _first(labels: list[_Label], kind: str, after: int = -1) -> _Label | None:
+    return next((lb for lb in labels if lb.kind == kind and lb.start > after), None)
+
+
+def _next_start(labels: list[_Label], pos: int, default: int) -> int:
+    """Start of the first label at or after ``pos``, else ``default``."""
+    return next((lb.start for lb in labels if lb.start >= pos), default)
+
+
+def _parse_action(
+    body: str, labels: list[_Label], action: _Label, think: str | None
+) -> ParsedOutput:
+    name, raw_args, end = _read_action(body, labels, action)
+    thought = _thought(body, labels, action.start, think)
+    if name.lower() in NO_ACTION_NAMES:
+        final = _first(labels, "final", after=action.start)
+        if final is not None:
+            return _final(body, labels, final, think)
+        what = "Action without a tool name" if not name else f"'Action: {name}' means no tool"
+        return ParsedOutput(
+            kind="invalid",
+            thought=thought,
+            error=f"{what}, and no 'Final Answer:' follows",
+            text=body[: _cut(body, labels, end)].strip(),
+        )
+    arguments, error = decode_arguments(raw_args)
+    call = ToolCall(
+        id=new_call_id(),
+        name=name,
+        arguments=arguments if arguments is not None else {},
+        raw_arguments=raw_args,
+        arguments_error=error,
+    )
+    return ParsedOutput(
+        kind="action",
+        thought=thought,
+        tool_calls=[call],
+        text=body[: _cut(body, labels, end)].strip(),
+    )
+
+
+def _read_action(body: str, labels: list[_Label], action: _Label) -> tuple[str, str, int]:
+    """Return the tool name, the raw input text and where the action ends."""
+    line_end = min(_line_end(body, action.end), _next_start(labels, action.end, len(body)))
+    name_text = body[action.end : line_end]
+    brace, paren = name_text.find("{"), name_text.find("(")
+    if paren != -1 and (brace == -1 or paren < brace):
+        return _inline_call(body, labels, action.end, paren)
+    if brace != -1:
+        name = _clean_name(name_text[:brace])
+        raw, end = _read_value(
+            body, labels, action.end + brace, _next_start(labels, line_end, len(body))
+        )
+        return name, raw, end
+    name = _clean_name(name_text)
+    if not name:
+        name, line_end = _name_on_next_line(body, labels, line_end)
+    nxt = next((lb for lb in labels if lb.start > action.start), None)
+    if nxt is None or nxt.kind != "input":
+        return name, "", line_end
+    region_end = _next_start(labels, nxt.end, len(body))
+    raw, end = _read_value(body, labels, nxt.end, region_end)
+    return name, raw, end
+
+
+def _inline_call(body: str, labels: list[_Label], start: int, paren: int) -> tuple[str, str, int]:
+    """``Action: calc({"x": 1})`` or ``Action: search("Paris")``."""
+    line_end = _line_end(body, start)
+    name = _clean_name(body[start : start + paren])
+    open_at = start + paren
+    brace = body.find("{", open_at, line_end)
+    if brace != -1 and not body[open_at + 1 : brace].strip():
+        raw, end = _read_value(body, labels, brace, _next_start(labels, line_end, len(body)))
+        close = _skip_ws(body, end)
+        return name, raw, close + 1 if body.startswith(")", close) else end
+    close = body.rfind(")", open_at, line_end)
+    if close == -1:
+        return name, strip_fences(body[open_at + 1 : line_end]), line_end
+    return name, strip_fences(body[open_at + 1 : close]), close + 1
+
+
+def _name_on_next_line(body: str, labels: list[_Label], line_end: int) -> tuple[str, int]:
+    """``**Action:**`` alone on its line, the name on the next one."""
+    start = _skip_ws(body, line_end)
+    if start >= len(body) or any(lb.start <= start < lb.end for lb in labels):
+        return "", line_end
+    if _next_start(labels, line_end, len(body)) <= start:
+        return "", line_end
+    end = _line_end(body, start)
+    return _clean_name(body[start:end]), end
+
+
+def _read_value(body: str, labels: list[_Label], start: int, region_end: int) -> tuple[str, int]:
+    """Extract the raw action input beginning at ``start``; return it and its end."""
+    p = _skip_fence(body, _skip_ws(body, start))
+    if p < len(body) and body[p] in "{[\"'":
+        value_end = scan_end(body, p)
+        if value_end is not None:
+            end = after = _skip_ws(body, value_end)
+            if body.startswith("```", after):
+                end = after + 3
+            elif body.startswith("`", after):
+                end = after + 1
+            else:
+                end = value_end
+            return body[p:value_end], end
+    region_end = max(region_end, p)
+    return strip_fences(body[start:region_end]), len(body[:region_end].rstrip())
+
+
+def _skip_fence(body: str, p: int) -> int:
+    """Skip an opening fence (```` ```json ```` line, ```` ``` ```` or a backtick) at ``p``."""
+    if body.startswith("```", p):
+        line_end = _line_end(body, p)
+        tag = body[p + 3 : line_end].strip()
+        if tag.isalnum() or not tag:
+            return _skip_ws(body, line_end)
+        p += 3
+        if body[p : p + 4].lower() == "json" and not body[p + 4 : p + 5].isalnum():
+            p += 4
+        return _skip_ws(body, p)
+    if body.startswith("`", p):
+        return p + 1
+    return p
+
+
+def _clean_name(text: str) -> str:
+    """``` `calc` ```, ``"calc"``, ``calc.``, ``[calc]``, ``**calc**``, ``calc()`` -> ``calc``."""
+    name = text.strip().strip("`'\"*[]<>").strip()
+    name = name.rstrip(".。:：,;，(").strip().strip("`'\"*").strip()
+    if name.endswith("()"):
+        name = name[:-2]
+    return name
+
+
+def _final(body: str, labels: list[_Label], final: _Label, think: str | None) -> ParsedOutput:
+    answer = body[final.end :].strip()
+    if answer.endswith("**") and answer.count("**") == 1:
+        answer = answer[:-2].rstrip()
+    thought = _thought(body, labels, final.start, think)
+    if not answer:
+        return ParsedOutput(
+            kind="invalid", thought=thought, error="'Final Answer:' is empty", text=body.strip()
+        )
+    return ParsedOutput(kind="final", thought=thought, final_answer=answer, text=body.strip())
+
+
+def _invalid(body: str, labels: list[_Label], think: str | None) -> ParsedOutput:
+    if _first(labels, "input") is not None:
+        error = "'Action Input:' without an 'Action:' line naming the tool"
+    else:
+        error = "no 'Action:' or 'Final Answer:' found"
+    obs = _first(labels, "observation")
+    text = body[: obs.start] if obs is not None else body
+    return ParsedOutput(
+        kind="invalid",
+        thought=_thought(body, labels, len(body), think),
+        error=error,
+        text=text.strip(),
+    )
+
+
+def _thought(body: str, labels: list[_Label], before: int, think: str | None) -> str | None:
+    """The Thought label's text, else the ``<think>`` content, else leading prose."""
+    label = _first(labels, "thought")
+    if label is not None and label.start < before:
+        end = _next_start(labels, label.end, len(body))
+        return body[label.end : end].strip() or think
+    if think:
+        return think
+    first = labels[0].start if labels else len(body)
+    lead = body[: min(first, before)].strip().strip("*#").strip()
+    return lead or None
+
+
+def _cut(body: str, labels: list[_Label], end: int) -> int:
+    """Where the kept text ends: the first label or ``Observation`` after ``end``."""
+    cut = _next_start(labels, end, len(body))
+    m = _OBSERVATION_ANYWHERE.search(body, end, cut)
+    return m.start() if m is not None else cut
+
+
+def _line_end(body: str, pos: int) -> int:
+    end = body.find("\n", pos)
+    return len(body) if end == -1 else end
+
+
+def _skip_ws(body: str, pos: int) -> int:
+    n = len(body)
+    while pos < n and body[pos] in " \t\r\n":
+        pos += 1
+    return pos
