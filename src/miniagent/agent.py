@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from miniagent.errors import UserError
 from miniagent.models.base import Model
-from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
+from miniagent.runtime.approvals import Approver, InterruptedPolicy, cancel, decide
 from miniagent.runtime.events import EventBus, Subscriber
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.loop import Runtime
@@ -121,12 +121,7 @@ class Agent:
 
     def cancel(self, session_id: str, reason: str = "cancelled by a person") -> None:
         """End a session that is not running; it cannot be resumed afterwards."""
-        owner = new_owner()
-        self.store.acquire(session_id, owner)
-        try:
-            self.store.update(session_id, lambda s: s.transition("cancelled", reason))
-        finally:
-            self.store.release(session_id, owner)
+        cancel(self.store, session_id, reason)
 
     def session(self, session_id: str) -> AgentSession:
         """The saved session, as of its last checkpoint."""

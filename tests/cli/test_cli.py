@@ -11,17 +11,17 @@ from typing import Any
 
 from miniagent.testing.stub_server import StubServer
 
-CLEAN_ENV = {
-    k: v for k, v in os.environ.items()
-    if not k.startswith(("MINIAGENT_", "OPENAI_"))
-}
+def clean_env() -> dict[str, str]:
+    """The environment without endpoint settings (the store stays: conftest points it at tmp)."""
+    return {k: v for k, v in os.environ.items()
+            if k == "MINIAGENT_STORE" or not k.startswith(("MINIAGENT_", "OPENAI_"))}
 
 
 def cli(*args: str, stdin: str = "", env: dict[str, str] | None = None,
         cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "miniagent", *args], input=stdin, capture_output=True,
-        text=True, env={**CLEAN_ENV, "COLUMNS": "120", **(env or {})}, timeout=60, cwd=cwd,
+        text=True, env={**clean_env(), "COLUMNS": "120", **(env or {})}, timeout=60, cwd=cwd,
     )
 
 

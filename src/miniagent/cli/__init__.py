@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from enum import Enum
 from pathlib import Path
@@ -11,33 +10,31 @@ from typing import Annotated, Any
 
 import typer
 
+from miniagent.cli.build import RunConfig, build_agent, env, open_store
+from miniagent.cli.common import (
+    JsonOption,
+    StoreOption,
+    cli_errors,
+    fail,
+    finish,
+    show_progress,
+)
 from miniagent.cli.loading import load_tools
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
+from miniagent.cli.sessions import sessions_app
 from miniagent.errors import UserError
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
+app.add_typer(sessions_app, name="sessions")
 
 
 class Mode(str, Enum):
     react = "react"
     native = "native"
     auto = "auto"
-
-
-def _env(*names: str) -> str | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"miniagent: {message}", err=True)
-    return typer.Exit(code)
 
 
 @app.command()
@@ -52,37 +49,30 @@ def run(
     max_steps: Annotated[int, typer.Option(help="Model calls allowed before giving up.")] = 10,
     timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the run, seconds.")] = None,  # noqa: E501
     request_timeout: Annotated[float, typer.Option(help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the trace.")] = False,  # noqa: E501
+    store: StoreOption = None,
+    detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
+    as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
-    from miniagent.agent import Agent
-    from miniagent.models.openai_compat import OpenAICompatibleModel
-
-    url = base_url or _env("MINIAGENT_BASE_URL", "OPENAI_BASE_URL")
-    if not url:
-        raise _fail("no model endpoint configured: pass --base-url (and --model), or set "
-                    "MINIAGENT_BASE_URL and MINIAGENT_MODEL")
-    try:
-        registry = load_tools(tools or [], workspace)
-    except UserError as exc:
-        raise _fail(str(exc)) from None
-    llm = OpenAICompatibleModel(
-        base_url=url, model=model or _env("MINIAGENT_MODEL") or "default",
-        api_key=api_key or _env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),
-        tool_mode=mode.value, timeout=request_timeout,
+    config = RunConfig(
+        base_url=base_url or env("MINIAGENT_BASE_URL", "OPENAI_BASE_URL"),
+        model=model or env("MINIAGENT_MODEL"), mode=mode.value,
+        tools=[_absolute(t) for t in tools or []], workspace=str(workspace.resolve()),
+        max_steps=max_steps, timeout=timeout, request_timeout=request_timeout,
     )
-    agent = Agent(model=llm, tools=registry, max_steps=max_steps, timeout=timeout)
-    if not as_json:
-        from miniagent.cli.display import TraceDisplay
+    interactive = not (detach or as_json) and sys.stdin.isatty()
+    with cli_errors():
+        agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive)
+        show_progress(agent, as_json=as_json, verbose=verbose)
+        result = agent.run(question, metadata=config.metadata())
+    finish(result, as_json=as_json, store=store)
 
-        agent.subscribe(TraceDisplay(verbose=verbose))
-    result = agent.run(question)
-    if as_json:
-        from miniagent.cli.display import result_to_json
 
-        typer.echo(json.dumps(result_to_json(result), ensure_ascii=False))
-    raise typer.Exit(0 if result.status == "completed" else 1)
+def _absolute(source: str) -> str:
+    """Tool files are recorded with absolute paths so that resume works from anywhere."""
+    path = Path(source)
+    return str(path.resolve()) if source.endswith(".py") or path.is_file() else source
 
 
 @app.command()
@@ -121,7 +111,7 @@ def tools_cmd(
     try:
         registry = load_tools([source], workspace)
     except UserError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     typer.echo(json.dumps(registry.openai_schemas(), ensure_ascii=False, indent=2))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -117,3 +118,18 @@ def step_to_json(step: Step) -> dict[str, Any]:
         "model_time": round(step.model_time, 4),
         "raw_output": step.raw_output,
     }
+
+
+def approval_hint(result: RunResult, store: Path | None = None) -> str:
+    """How to approve or deny what a session waits for, as commands to copy."""
+    flag = f" --store {store}" if store else ""
+    lines = [f"Session {result.session_id} is awaiting approval:"]
+    for p in result.pending_approvals:
+        args = json.dumps(p.arguments, ensure_ascii=False)
+        lines.append(f"  call {p.call_id}: {p.tool} {args}  ({p.reason})")
+    lines += [
+        f"Approve: miniagent sessions approve {result.session_id} [CALL_ID]{flag}",
+        f"Deny:    miniagent sessions deny {result.session_id} [CALL_ID] --reason '...'{flag}",
+        f"Then:    miniagent sessions resume {result.session_id}{flag}",
+    ]
+    return "\n".join(lines)

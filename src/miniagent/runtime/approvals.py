@@ -7,6 +7,7 @@ from typing import Literal
 
 from miniagent.errors import SessionError
 from miniagent.runtime.session import AgentSession
+from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.types import CallRecord, Observation, PendingApproval
 
 Approver = Callable[[PendingApproval], bool | None]
@@ -35,6 +36,16 @@ def decide(session: AgentSession, call_id: str | None, approved: bool, reason: s
     for record in chosen:
         record.state = "approved" if approved else "denied"
         record.note = reason
+
+
+def cancel(store: CheckpointStore, session_id: str, reason: str) -> None:
+    """End a session that no live process is running; it cannot be resumed afterwards."""
+    owner = new_owner()
+    store.acquire(session_id, owner)
+    try:
+        store.update(session_id, lambda s: s.transition("cancelled", reason))
+    finally:
+        store.release(session_id, owner)
 
 
 def denial(record: CallRecord) -> Observation:

@@ -1,0 +1,95 @@
+"""Turning CLI options (or what a session recorded) into an Agent."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from miniagent.agent import Agent
+from miniagent.cli.loading import load_tools
+from miniagent.errors import ConfigError
+from miniagent.store.sqlite import SQLiteStore
+from miniagent.types import PendingApproval
+
+NO_ENDPOINT = ("no model endpoint configured: pass --base-url (and --model), or set "
+               "MINIAGENT_BASE_URL and MINIAGENT_MODEL")
+
+
+def env(*names: str) -> str | None:
+    """The first of these environment variables that is set and not empty."""
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+@dataclass(kw_only=True)
+class RunConfig:
+    """What a CLI run was configured with; recorded in the session (never the API key)."""
+
+    base_url: str | None = None
+    model: str | None = None
+    mode: str = "auto"
+    tools: list[str] = field(default_factory=list)
+    workspace: str = "."
+    max_steps: int = 10
+    timeout: float | None = None
+    request_timeout: float = 120.0
+
+    @classmethod
+    def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
+        known = cls.__dataclass_fields__
+        saved = metadata.get("cli") or {}
+        return cls(**{k: v for k, v in saved.items() if k in known})
+
+    def merged(self, **overrides: Any) -> RunConfig:
+        """This config with every override that is not None."""
+        values = asdict(self)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return RunConfig(**values)
+
+    def metadata(self) -> dict[str, Any]:
+        return {"cli": asdict(self)}
+
+
+def open_store(path: Path | None) -> SQLiteStore:
+    """``--store``, else MINIAGENT_STORE, else the per-user default file."""
+    return SQLiteStore(path)
+
+
+def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
+                interactive: bool) -> Agent:
+    """An agent for ``config``; with ``interactive``, approvals are asked in the terminal."""
+    from miniagent.models.openai_compat import OpenAICompatibleModel
+
+    if not config.base_url:
+        raise ConfigError(NO_ENDPOINT)
+    registry = load_tools(config.tools, Path(config.workspace))
+    model = OpenAICompatibleModel(
+        base_url=config.base_url, model=config.model or "default",
+        api_key=api_key or env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),
+        tool_mode=config.mode,  # type: ignore[arg-type]
+        timeout=config.request_timeout,
+    )
+    return Agent(model=model, tools=registry, max_steps=config.max_steps,
+                 timeout=config.timeout, store=store,
+                 approver=ask_in_terminal if interactive else None)
+
+
+def ask_in_terminal(pending: PendingApproval) -> bool | None:
+    """Ask y/n for one call; end of input leaves it waiting."""
+    from rich.console import Console
+    from rich.prompt import Confirm
+
+    console = Console(highlight=False)
+    arguments = json.dumps(pending.arguments, ensure_ascii=False)
+    console.print(f"[bold magenta]Approval needed[/bold magenta]: {pending.tool} {arguments}"
+                  f" [dim]({pending.reason}; call {pending.call_id})[/dim]")
+    try:
+        return Confirm.ask("Run it?", default=False, console=console)
+    except EOFError:
+        return None

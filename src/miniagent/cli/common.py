@@ -1,0 +1,57 @@
+"""What the CLI's commands share: options, error handling, how a result is shown."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from miniagent.agent import Agent
+from miniagent.errors import MiniAgentError, UserError
+from miniagent.types import RunResult
+
+StoreOption = Annotated[Path | None, typer.Option(
+    "--store", help="Session store file [env: MINIAGENT_STORE; default: "
+    "~/.local/share/miniagent/sessions.db]")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+EXIT_CODES = {"completed": 0, "awaiting_approval": 3}
+"""Exit status by run status; any other status exits 1."""
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"miniagent: {message}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Our exceptions become one line on stderr (exit 2 for usage mistakes, else 1)."""
+    try:
+        yield
+    except UserError as exc:
+        raise fail(str(exc), 2) from None
+    except MiniAgentError as exc:
+        raise fail(str(exc), 1) from None
+
+
+def show_progress(agent: Agent, *, as_json: bool, verbose: bool) -> None:
+    if not as_json:
+        from miniagent.cli.display import TraceDisplay
+
+        agent.subscribe(TraceDisplay(verbose=verbose))
+
+
+def finish(result: RunResult, *, as_json: bool, store: Path | None) -> None:
+    """Print the result (JSON, or how to approve what waits) and exit with its code."""
+    from miniagent.cli.display import approval_hint, result_to_json
+
+    if as_json:
+        typer.echo(json.dumps(result_to_json(result), ensure_ascii=False))
+    elif result.status == "awaiting_approval":
+        typer.echo(approval_hint(result, store))
+    raise typer.Exit(EXIT_CODES.get(result.status, 1))

@@ -1,0 +1,53 @@
+"""The embedded local model for ``miniagent run`` when no endpoint is configured."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from miniagent.errors import ConfigError
+from miniagent.models.local import INSTALL_HINT, LocalModel, llama_cpp_available
+from miniagent.types import ToolMode
+
+__all__ = ["SMALL_MODEL_BYTES", "TINY_MODEL_NOTICE", "local_model", "local_notice"]
+
+SMALL_MODEL_BYTES = 1_000_000_000
+"""GGUF files below this size get the "for trying the loop only" notice."""
+
+TINY_MODEL_NOTICE = (
+    "This tiny model is for trying the loop offline, not for real work: it follows the "
+    "format (grammar-constrained) but often picks the wrong tool or answer. For real work "
+    "pass --model-path with a bigger GGUF (e.g. a 7B instruct model, Q4_K_M) or --base-url "
+    "of a server (llama.cpp, vLLM, Ollama, ...)."
+)
+"""Shown when the embedded model is a small file."""
+
+
+def local_model(model_path: str | None, tool_mode: str, grammar: bool) -> LocalModel:
+    """Build the embedded model for the CLI.
+
+    Args:
+        model_path: ``--model-path``; ``None`` uses ``$MINIAGENT_MODEL_PATH`` or a model
+            package.
+        tool_mode: ``react``, ``native`` or ``auto`` (``auto`` runs grammar ReAct).
+        grammar: Whether to honour grammar-constrained decoding.
+
+    Raises:
+        ConfigError: The ``local`` extra or the model is missing; the message is the one
+            line to show.
+    """
+    if tool_mode not in ("react", "native", "auto"):
+        raise ConfigError(f"mode must be react, native or auto, got {tool_mode!r}")
+    if not llama_cpp_available():
+        raise ConfigError(INSTALL_HINT)
+    return LocalModel(model_path, tool_mode=cast(ToolMode, tool_mode), grammar=grammar)
+
+
+def local_notice(model: LocalModel) -> str:
+    """The line telling the user which local model runs (and, if tiny, what it is for)."""
+    path = model.model_path
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    head = f"No endpoint configured: using the embedded model {path.name} ({size / 1e6:.0f} MB)."
+    return f"{head} {TINY_MODEL_NOTICE}" if size < SMALL_MODEL_BYTES else head
