@@ -1,0 +1,172 @@
+"""Durable sessions across real processes: SIGKILL mid-tool, approvals from another process,
+two processes resuming at once. Each process is the real `miniagent` CLI over a real SQLite
+file, talking HTTP to a stub server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from miniagent.testing.stub_server import StubServer
+
+TOOLS = str(Path(__file__).with_name("durable_tools.py"))
+
+
+def act(name: str, args: dict[str, Any]) -> str:
+    return f"Thought: next\nAction: {name}\nAction Input: {json.dumps(args)}"
+
+
+SCRIPTS = {
+    "crash while fetching": [act("append_line", {"text": "one"}), act("slow_fetch", {"key": "k"}),
+                             "Final Answer: appended and fetched"],
+    "crash while appending": [act("slow_append", {"text": "two"}), "Final Answer: handled"],
+    "transfer money": [act("transfer", {"amount": 100}), "Final Answer: transferred"],
+}
+
+
+def answer(request: dict[str, Any], _n: int) -> str:
+    """A stateless scripted model: the next line of the question's script."""
+    messages = request["messages"]
+    question = next(m["content"] for m in messages if m["role"] == "user")
+    seen = sum(1 for m in messages if str(m.get("content", "")).startswith("Observation:"))
+    return SCRIPTS[question][seen]
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubServer]:
+    with StubServer(answer).run_in_thread() as server:
+        yield server
+
+
+class Env:
+    def __init__(self, tmp: Path, stub: StubServer) -> None:
+        self.store, self.log, self.marks = tmp / "sessions.db", tmp / "log.txt", tmp / "marks"
+        self.marks.mkdir()
+        self.base = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        self.base.update(MINIAGENT_STORE=str(self.store), MINIAGENT_BASE_URL=stub.base_url,
+                         MINIAGENT_MODEL="stub", DURABLE_LOG=str(self.log),
+                         DURABLE_MARKS=str(self.marks), COLUMNS="120")
+
+    def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-m", "miniagent", *args],
+                                env={**self.base, **env}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+
+    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "miniagent", *args],
+                              env={**self.base, **env}, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=120)
+
+    def json(self, *args: str, **env: str) -> dict[str, Any]:
+        out = self.run(*args, "--json", **env)
+        assert out.stdout, out.stderr
+        result: dict[str, Any] = json.loads(out.stdout)
+        return result
+
+    def log_lines(self) -> list[str]:
+        return self.log.read_text(encoding="utf-8").splitlines() if self.log.exists() else []
+
+    def kill_when_started(self, proc: subprocess.Popen[str], mark: str) -> None:
+        deadline = time.monotonic() + 60
+        while not (self.marks / mark).exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"{mark} never started"
+            time.sleep(0.05)
+        proc.kill()  # SIGKILL: no cleanup, no finally blocks
+        proc.wait()
+        (self.marks / mark).unlink()
+
+    def only_session(self) -> str:
+        sessions = json.loads(self.run("sessions", "list", "--json").stdout)
+        assert len(sessions) == 1
+        session_id: str = sessions[0]["session_id"]
+        return session_id
+
+
+@pytest.fixture
+def env(tmp_path: Path, stub: StubServer) -> Env:
+    return Env(tmp_path, stub)
+
+
+def start(env: Env, question: str, **extra: str) -> subprocess.Popen[str]:
+    return env.popen("run", question, "--tools", TOOLS, "--mode", "react", "--json", **extra)
+
+
+def test_sigkill_mid_tool_then_resume_elsewhere_runs_each_completed_call_once(env: Env) -> None:
+    proc = start(env, "crash while fetching", DURABLE_SLOW="60")
+    env.kill_when_started(proc, "slow_fetch")
+    session_id = env.only_session()
+    listed = json.loads(env.run("sessions", "list", "--json").stdout)[0]
+    assert (listed["status"], listed["steps"]) == ("running", 2)
+
+    result = env.json("sessions", "resume", session_id, DURABLE_SLOW="0")
+    assert (result["status"], result["final_answer"]) == ("completed", "appended and fetched")
+    assert env.log_lines() == ["append one", "started slow_fetch", "started slow_fetch"]
+    assert [o["output"] for s in result["trace"] for o in s["observations"]] == [
+        "appended", "fetched k"]
+
+
+def test_sigkill_mid_unsafe_tool_asks_a_person_and_never_repeats_it(env: Env) -> None:
+    proc = start(env, "crash while appending", DURABLE_SLOW="60")
+    env.kill_when_started(proc, "slow_append")
+    session_id = env.only_session()
+
+    waiting = env.json("sessions", "resume", session_id)
+    assert waiting["status"] == "awaiting_approval"
+    (pending,) = waiting["pending_approvals"]
+    assert pending["tool"] == "slow_append" and "never completed" in pending["reason"]
+
+    denied = env.run("sessions", "deny", session_id, pending["call_id"], "--reason",
+                     "it did append")
+    assert denied.returncode == 0, denied.stderr
+    result = env.json("sessions", "resume", session_id)
+    assert (result["status"], result["final_answer"]) == ("completed", "handled")
+    assert env.log_lines() == ["append two", "started slow_append"]
+    assert "it did append" in result["trace"][0]["observations"][0]["output"]
+
+
+def test_approval_given_from_another_process(env: Env) -> None:
+    first = env.run("run", "transfer money", "--tools", TOOLS, "--mode", "react", "--json")
+    assert first.returncode == 3, first.stderr
+    waiting = json.loads(first.stdout)
+    assert waiting["status"] == "awaiting_approval" and env.log_lines() == []
+    (pending,) = waiting["pending_approvals"]
+    assert (pending["tool"], pending["arguments"]) == ("transfer", {"amount": 100})
+
+    shown = env.run("sessions", "show", waiting["session_id"])
+    assert "transfer" in shown.stdout and "awaiting_approval" in shown.stdout
+    approved = env.run("sessions", "approve", waiting["session_id"], pending["call_id"])
+    assert approved.returncode == 0 and "approved" in approved.stdout
+    result = env.json("sessions", "resume", waiting["session_id"])
+    assert (result["status"], result["final_answer"]) == ("completed", "transferred")
+    assert env.log_lines() == ["started transfer", "transfer 100"]
+
+
+def test_plain_run_prints_how_to_approve(env: Env) -> None:
+    out = env.run("run", "transfer money", "--tools", TOOLS, "--mode", "react", "--detach")
+    assert out.returncode == 3
+    assert "awaiting approval" in out.stdout and "miniagent sessions approve" in out.stdout
+
+
+def test_two_processes_resuming_at_once_one_wins(env: Env) -> None:
+    first = env.json("run", "transfer money", "--tools", TOOLS, "--mode", "react")
+    session_id = first["session_id"]
+    assert env.run("sessions", "approve", session_id).returncode == 0
+    racers = [env.popen("sessions", "resume", session_id, "--json",
+                        DURABLE_TRANSFER_SLEEP="3") for _ in range(2)]
+    outcomes = [(p.wait(120), *p.communicate()) for p in racers]
+    codes = sorted(code for code, _, _ in outcomes)
+    assert codes == [0, 1], outcomes
+    loser_err = next(err for code, _, err in outcomes if code == 1)
+    assert "being run by another process" in loser_err
+    assert "Traceback" not in loser_err
+    assert env.log_lines() == ["started transfer", "transfer 100"]

@@ -1,0 +1,201 @@
+"""Approval and denial of dangerous calls, interrupted calls, resume, cancel (in one process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from miniagent import Agent, ScriptedModel, SQLiteStore, tool
+from miniagent.errors import SessionError
+from miniagent.runtime.session import AgentSession
+from miniagent.types import CallRecord, Message, Step, ToolCall
+
+RAN: list[str] = []
+
+
+@tool(requires_approval=True)
+def delete_file(name: str) -> str:
+    """Delete a file."""
+    RAN.append(f"delete {name}")
+    return f"deleted {name}"
+
+
+@tool(requires_approval=lambda args: args["amount"] > 100)
+def pay(amount: int) -> str:
+    """Pay an amount."""
+    RAN.append(f"pay {amount}")
+    return f"paid {amount}"
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look something up."""
+    RAN.append(f"lookup {key}")
+    return f"value of {key}"
+
+
+@tool(idempotent=True)
+def fetch(key: str) -> str:
+    """Fetch something (safe to repeat)."""
+    RAN.append(f"fetch {key}")
+    return f"fetched {key}"
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    RAN.clear()
+
+
+def act(name: str, args: dict[str, Any]) -> str:
+    return f"Thought: go\nAction: {name}\nAction Input: {json.dumps(args)}"
+
+
+def agent(outputs: list[Any], store: SQLiteStore, **options: Any) -> Agent:
+    return Agent(model=ScriptedModel(outputs, tool_mode=options.pop("mode", "react")),
+                 tools=[delete_file, pay, lookup, fetch], store=store, **options)
+
+
+def test_approval_stops_the_run_and_resume_runs_the_call(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    first = agent([act("delete_file", {"name": "a.txt"})], store).run("clean up")
+    assert first.status == "awaiting_approval" and RAN == []
+    (pending,) = first.pending_approvals
+    assert (pending.tool, pending.arguments) == ("delete_file", {"name": "a.txt"})
+
+    other_process_store = SQLiteStore(tmp_path / "s.db")
+    agent([], other_process_store).approve(first.session_id, pending.call_id, "looks fine")
+    later = agent(["Final Answer: deleted"], SQLiteStore(tmp_path / "s.db"))
+    result = later.resume(first.session_id)
+    assert (result.status, result.final_answer) == ("completed", "deleted")
+    assert RAN == ["delete a.txt"]
+    sent = later.model.requests[0].messages  # type: ignore[attr-defined]
+    assert sent[-1] == {"role": "user", "content": "Observation: deleted a.txt"}
+
+
+def test_denial_is_fed_back_to_the_model_with_the_reason(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    first = agent([act("delete_file", {"name": "db.sqlite"})], store).run("clean up")
+    Agent(model=ScriptedModel([]), store=store).deny(first.session_id, reason="that is prod")
+    later = agent(["Final Answer: I did not delete it."], store)
+    result = later.resume(first.session_id)
+    assert result.status == "completed" and RAN == []
+    observation = result.steps[0].observations[0]
+    assert observation.is_error and "denied" in observation.output
+    assert "that is prod" in observation.output
+    prompt = later.model.requests[0].messages[-1]["content"]  # type: ignore[attr-defined]
+    assert "denied" in prompt and "that is prod" in prompt
+
+
+def test_predicate_decides_per_call(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    small = agent([act("pay", {"amount": 20}), "Final Answer: paid"], store).run("pay 20")
+    assert small.status == "completed" and RAN == ["pay 20"]
+    big = agent([act("pay", {"amount": 500})], store).run("pay 500")
+    assert big.status == "awaiting_approval" and RAN == ["pay 20"]
+
+
+def test_parallel_calls_run_the_safe_one_now_and_the_approved_one_later(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    both = {"content": None, "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "lookup", "arguments": '{"key": "k"}'}},
+        {"id": "c2", "type": "function",
+         "function": {"name": "delete_file", "arguments": '{"name": "old"}'}},
+    ]}
+    first = agent([both], store, mode="native").run("q")
+    assert first.status == "awaiting_approval" and RAN == ["lookup k"]
+    assert [p.call_id for p in first.pending_approvals] == ["c2"]
+    store.update(first.session_id, lambda s: None)  # a no-op change keeps the session intact
+    agent([], store).approve(first.session_id)
+    later = agent([{"content": "done"}], store, mode="native")
+    result = later.resume(first.session_id)
+    assert result.status == "completed" and RAN == ["lookup k", "delete old"]
+    tail = later.model.requests[0].messages[-2:]  # type: ignore[attr-defined]
+    assert [(m["tool_call_id"], m["content"]) for m in tail] == [
+        ("c1", "value of k"), ("c2", "deleted old")]
+
+
+def test_inline_approver_decides_without_stopping(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    asked: list[str] = []
+
+    def approver(pending: Any) -> bool:
+        asked.append(pending.tool)
+        return True
+
+    result = agent([act("delete_file", {"name": "x"}), "Final Answer: ok"], store,
+                   approver=approver).run("q")
+    assert (result.status, asked, RAN) == ("completed", ["delete_file"], ["delete x"])
+
+
+def test_wrong_decisions_are_clear_errors(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    first = agent([act("delete_file", {"name": "x"})], store).run("q")
+    control = agent([], store)
+    with pytest.raises(SessionError, match="no call 'nope' awaiting approval"):
+        control.approve(first.session_id, "nope")
+    done = agent(["Final Answer: hi"], store).run("q2")
+    with pytest.raises(SessionError, match="not awaiting approval"):
+        control.approve(done.session_id)
+
+
+def test_cancel_ends_a_waiting_session(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    first = agent([act("delete_file", {"name": "x"})], store).run("q")
+    control = agent([], store)
+    control.cancel(first.session_id, "not today")
+    result = agent(["Final Answer: never asked"], store).resume(first.session_id)
+    assert (result.status, result.reason) == ("cancelled", "not today") and RAN == []
+
+
+def interrupted_session(store: SQLiteStore, tool_name: str) -> str:
+    """A session saved as a crash leaves it: one call started, never completed."""
+    session = AgentSession.start("q")
+    call = ToolCall(id="c9", name=tool_name, arguments={"key": "k"}, raw_arguments="")
+    session.messages.append(
+        Message(role="assistant", content=act(tool_name, {"key": "k"}), tool_calls=[call]))
+    session.steps.append(Step(index=1, calls=[CallRecord(call=call, state="started")]))
+    store.save(session)
+    return session.id
+
+
+def test_interrupted_idempotent_call_is_rerun(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session_id = interrupted_session(store, "fetch")
+    result = agent(["Final Answer: ok"], store).resume(session_id)
+    assert result.status == "completed" and RAN == ["fetch k"]
+
+
+def test_interrupted_unsafe_call_asks_a_person(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session_id = interrupted_session(store, "lookup")
+    result = agent([], store).resume(session_id)
+    assert result.status == "awaiting_approval" and RAN == []
+    (pending,) = result.pending_approvals
+    assert pending.call_id == "c9" and "never completed" in pending.reason
+    agent([], store).deny(session_id)
+    final = agent(["Final Answer: unknown"], store).resume(session_id)
+    assert final.status == "completed" and RAN == []
+    assert "interrupted" in final.steps[0].observations[0].output
+
+
+def test_interrupted_policy_rerun(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session_id = interrupted_session(store, "lookup")
+    result = agent(["Final Answer: ok"], store, on_interrupted="rerun").resume(session_id)
+    assert result.status == "completed" and RAN == ["lookup k"]
+
+
+def test_completed_calls_are_never_rerun_on_resume(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    script = [act("lookup", {"key": "a"}), act("delete_file", {"name": "b"})]
+    first = agent(script, store).run("q")
+    assert first.status == "awaiting_approval" and RAN == ["lookup a"]
+    agent([], store).approve(first.session_id)
+    agent(["Final Answer: ok"], store).resume(first.session_id)
+    assert RAN == ["lookup a", "delete b"]
+    again = agent(["Final Answer: should not be asked"], store).resume(first.session_id)
+    assert again.status == "completed" and RAN == ["lookup a", "delete b"]

@@ -1,0 +1,102 @@
+"""AgentSession: transitions, serialisation, schema versions (reference JSON per version)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted
+from miniagent.runtime.session import SCHEMA_VERSION, AgentSession
+from miniagent.types import CallRecord, Observation, Step, TokenUsage, ToolCall
+
+REFERENCE = Path(__file__).with_name("reference")
+
+
+def sample_session() -> AgentSession:
+    """A session with one completed call and one waiting for approval; fixed ids and times."""
+    session = AgentSession.start("Pay Alice 150 € for 北京 tickets")
+    session.id, session.created_at, session.updated_at = "ref0000000000001", 1.0e9, 1.0e9
+    done = ToolCall(id="call_a", name="lookup", arguments={"who": "Alice"},
+                    raw_arguments='{"who": "Alice"}')
+    pay = ToolCall(id="call_b", name="pay", arguments={"amount": 150},
+                   raw_arguments='{"amount": 150}')
+    session.steps.append(Step(
+        index=1, thought="look up and pay", raw_output="...",
+        calls=[
+            CallRecord(call=done, state="completed",
+                       observation=Observation(call_id="call_a", tool_name="lookup",
+                                               output="IBAN 123", elapsed=0.01)),
+            CallRecord(call=pay, state="awaiting_approval", note="'pay' needs approval"),
+        ],
+        usage=TokenUsage(prompt_tokens=100, completion_tokens=20, cached_tokens=64),
+    ))
+    session.usage = TokenUsage(prompt_tokens=100, completion_tokens=20, cached_tokens=64)
+    session.transition("awaiting_approval", "waiting for approval of pay (call_b)")
+    session.transitions[-1].at = 1.0e9
+    session.updated_at = 1.0e9
+    session.metadata = {"cli": {"model": "m"}}
+    return session
+
+
+def test_transitions_are_recorded_and_checked() -> None:
+    session = AgentSession.start("q")
+    assert session.status == "running" and not session.done
+    session.transition("awaiting_approval", "needs a person")
+    session.transition("running", "approved")
+    session.finish("completed", "answered", "42")
+    session.finish("error", "ignored: already ended")
+    assert [(t.source, t.target) for t in session.transitions] == [
+        ("running", "awaiting_approval"), ("awaiting_approval", "running"),
+        ("running", "completed")]
+    assert session.result().status == "completed" and session.final_answer == "42"
+    with pytest.raises(SessionError, match="cannot go from completed to running"):
+        session.transition("running", "again")
+
+
+def test_resumable_and_final_statuses() -> None:
+    for resumable in ("timeout", "error"):
+        session = AgentSession.start("q")
+        session.finish(resumable, "x")  # type: ignore[arg-type]
+        session.transition("running", "resumed")
+    for final in ("completed", "max_steps", "budget_exceeded", "loop_detected"):
+        session = AgentSession.start("q")
+        session.finish(final, "x")  # type: ignore[arg-type]
+        with pytest.raises(SessionError):
+            session.transition("running", "resumed")
+
+
+def test_round_trip_keeps_everything() -> None:
+    session = sample_session()
+    loaded = AgentSession.from_dict(json.loads(json.dumps(session.to_dict())))
+    assert loaded == session
+    assert loaded.pending_approvals()[0].call_id == "call_b"
+    assert loaded.steps[0].observations[0].output == "IBAN 123"
+
+
+def test_reference_json_v1_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v1.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 1 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded.status == "awaiting_approval"
+    assert [p.tool for p in loaded.pending_approvals()] == ["pay"]
+    assert loaded.question == "Pay Alice 150 € for 北京 tickets"
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert sample_session().to_dict() == reference
+
+
+def test_newer_schema_is_refused_clearly() -> None:
+    data = sample_session().to_dict()
+    data["schema_version"] = SCHEMA_VERSION + 1
+    with pytest.raises(SessionVersionError, match="upgrade miniagent"):
+        AgentSession.from_dict(data)
+
+
+def test_damaged_data_is_a_clear_error() -> None:
+    data = sample_session().to_dict()
+    data["steps"] = "not a list"
+    with pytest.raises(StoreCorrupted, match="ref0000000000001 is damaged"):
+        AgentSession.from_dict(data)
+    with pytest.raises(SessionError, match="no schema_version"):
+        AgentSession.from_dict({"id": "x"})

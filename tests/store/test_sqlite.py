@@ -1,0 +1,117 @@
+"""SQLiteStore on real files: round trips, WAL, damage, leases."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from miniagent.errors import SessionBusy, SessionError, SessionNotFound, StoreCorrupted
+from miniagent.runtime.approvals import decide
+from miniagent.runtime.session import AgentSession
+from miniagent.store import SQLiteStore
+from miniagent.store.base import new_owner
+
+
+def saved(store: SQLiteStore, question: str) -> AgentSession:
+    session = AgentSession.start(question)
+    store.save(session)
+    return session
+
+
+def test_round_trip_list_and_wal(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    first = saved(store, "first 第一")
+    second = saved(store, "second")
+    second.finish("completed", "done", "42")
+    store.save(second)
+    assert store.load(first.id) == first
+    assert store.load(second.id).final_answer == "42"
+    rows = store.list()
+    assert [r.session_id for r in rows] == [second.id, first.id]
+    assert (rows[0].status, rows[1].question) == ("completed", "first 第一")
+    mode = sqlite3.connect(tmp_path / "s.db").execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+    with pytest.raises(SessionNotFound):
+        store.load("nope")
+
+
+def test_default_path_comes_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINIAGENT_STORE", str(tmp_path / "env" / "x.db"))
+    store = SQLiteStore()
+    assert store.path == tmp_path / "env" / "x.db" and store.path.exists()
+
+
+def test_update_is_atomic_and_keeps_a_failed_change_out(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = saved(store, "q")
+    with pytest.raises(SessionError, match="not awaiting approval"):
+        store.update(session.id, lambda s: decide(s, None, True, None))
+    assert store.load(session.id) == session
+
+
+def test_a_damaged_session_does_not_hide_the_others(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    good, bad = saved(store, "good"), saved(store, "bad")
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("UPDATE sessions SET data = '{\"schema_version\": 1, \"steps\": 7' "
+                   "WHERE id = ?", (bad.id,))
+    with pytest.raises(StoreCorrupted, match=f"session {bad.id} is damaged"):
+        store.load(bad.id)
+    assert store.load(good.id) == good
+    assert {r.session_id for r in store.list()} == {good.id, bad.id}
+
+
+def test_a_truncated_store_file_is_a_clear_error_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    for i in range(30):
+        saved(store, f"question {i} " + "x" * 2000)
+    store.close()
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    damaged = path.read_bytes()
+    with pytest.raises(StoreCorrupted, match="cannot be read") as info:
+        reopened = SQLiteStore(path)
+        reopened.list()
+        for row in reopened.list():
+            reopened.load(row.session_id)
+    assert "left untouched" in str(info.value)
+    assert path.read_bytes() == damaged
+
+
+def test_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreCorrupted, match="cannot be read"):
+        SQLiteStore(path)
+    assert path.read_bytes() == b"this is not a database" * 100
+
+
+def test_lease_one_owner_at_a_time(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = saved(store, "q")
+    a, b = new_owner(), new_owner()
+    store.acquire(session.id, a)
+    store.acquire(session.id, a)  # re-entrant for the same owner
+    with pytest.raises(SessionBusy, match="being run by another process"):
+        SQLiteStore(tmp_path / "s.db").acquire(session.id, b)
+    store.release(session.id, a)
+    store.acquire(session.id, b)
+
+
+def test_lease_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = saved(store, "q")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = new_owner().split(":")[0]
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("UPDATE sessions SET lease_owner = ?, lease_until = 1e12 WHERE id = ?",
+                   (f"{host}:{dead.pid}:feedbeef", session.id))
+    store.acquire(session.id, new_owner())
