@@ -104,6 +104,8 @@ class ModelRequest:
     temperature: float | None = 0.0
     max_tokens: int | None = 1024
     extra_body: dict[str, Any] = field(default_factory=dict)
+    grammar: str | None = None
+    """A GBNF grammar for constrained decoding, honoured by backends that support it."""
 
 
 @dataclass(kw_only=True)

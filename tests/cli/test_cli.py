@@ -11,6 +11,7 @@ from typing import Any
 
 from miniagent.testing.stub_server import StubServer
 
+
 def clean_env() -> dict[str, str]:
     """The environment without endpoint settings (the store stays: conftest points it at tmp)."""
     return {k: v for k, v in os.environ.items()
