@@ -1,0 +1,243 @@
+"""A model behind any OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+vLLM, llama.cpp's server, SGLang, Ollama, LM Studio, OpenAI itself: one POST per step,
+through miniagent's own :class:`~miniagent.models.http.HttpClient` (stdlib only, so that
+``import miniagent`` stays fast).
+
+Transport faults, timeouts, 429 and 5xx answers are retried with exponential backoff and
+full jitter (``Retry-After`` is honoured); other 4xx answers are not. In ``tool_mode="auto"``
+a 4xx that blames the ``tools`` field raises :class:`~miniagent.errors.ToolsNotSupported`
+and is remembered per ``(base_url, model)``, so the loop can fall back to ReAct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import Any
+
+from miniagent.errors import (
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelResponseError,
+    ModelTimeout,
+    ToolsNotSupported,
+)
+from miniagent.models.http import HttpClient, HttpResponse
+from miniagent.protocol.native import normalize_completion
+from miniagent.types import ModelRequest, ModelResponse, ToolMode
+
+__all__ = ["OpenAICompatibleModel"]
+
+_NATIVE_TOOLS: dict[tuple[str, str], bool] = {}
+"""What each endpoint ``(base_url, model)`` showed about native tool calling."""
+
+_RETRY_STATUSES = frozenset({408, 429})
+_RETRY_AFTER_MAX = 60.0
+_TOOL_WORDS = ("tool", "function")
+
+
+class OpenAICompatibleModel:
+    """A chat model served over the OpenAI-compatible HTTP API.
+
+    Args:
+        base_url: The API root, ending in ``/v1``.
+        model: The ``model`` field of each request.
+        api_key: Sent as ``Authorization: Bearer <api_key>`` when set.
+        tool_mode: ``react`` (tools described in the prompt), ``native`` (the ``tools``
+            field) or ``auto`` (native, falling back to ReAct where the server refuses it).
+        timeout: Seconds per attempt.
+        max_retries: Retries after the first attempt.
+        backoff_base: The first retry waits up to this many seconds, doubling each time.
+        backoff_max: The longest wait between attempts (``Retry-After`` aside).
+        extra_body: Fields added to every request body (e.g. ``{"top_k": 20}``).
+        client: A shared :class:`HttpClient`; by default the model has its own.
+
+    Example:
+        >>> model = OpenAICompatibleModel(base_url="http://127.0.0.1:8000/v1", model="qwen")
+        >>> model.supports_native_tools() is None
+        True
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str = "http://127.0.0.1:8000/v1",
+        model: str = "default",
+        api_key: str | None = None,
+        tool_mode: ToolMode = "auto",
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+        extra_body: dict[str, Any] | None = None,
+        client: HttpClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.tool_mode: ToolMode = tool_mode
+        self.timeout = timeout
+        self.max_retries = max(0, max_retries)
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.extra_body = dict(extra_body or {})
+        self.url = f"{self.base_url}/chat/completions"
+        self._client = client
+        self._owns_client = client is None
+        self._headers = {"Accept": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+
+    def supports_native_tools(self) -> bool | None:
+        """True once a request with ``tools`` succeeded, False once refused, else None."""
+        return _NATIVE_TOOLS.get((self.base_url, self.model))
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """POST one chat completion and normalise the answer.
+
+        Raises:
+            ToolsNotSupported: ``tool_mode="auto"`` and the server refused ``tools``.
+            ModelHTTPError: A non-retryable status, or retries ran out on one.
+            ModelConnectionError: The server could not be reached, after retries.
+            ModelTimeout: No answer within ``timeout``, after retries.
+            ModelResponseError: A 2xx answer that is not a chat completion.
+        """
+        payload = json.dumps(self._body(request), ensure_ascii=False).encode()
+        response = await self._post(payload, with_tools=bool(request.tools))
+        try:
+            body = response.json()
+        except ValueError:
+            raise ModelResponseError(
+                f"POST {self.url} answered {response.status} with a body that is not JSON: "
+                f"{_excerpt(response.text())}"
+            ) from None
+        if isinstance(body, dict) and "choices" not in body and "error" in body:
+            raise ModelResponseError(
+                f"POST {self.url} answered {response.status} with an error: {_error_text(body)}"
+            )
+        result = normalize_completion(body)
+        if request.tools:
+            _NATIVE_TOOLS[(self.base_url, self.model)] = True
+        return result
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (only those of the model's own client)."""
+        if self._client is not None and self._owns_client:
+            await self._client.aclose()
+
+    def _body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": request.messages}
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.stop:
+            body["stop"] = request.stop
+        if request.tools:
+            body["tools"] = request.tools
+        body.update(self.extra_body)
+        body.update(request.extra_body)
+        return body
+
+    async def _post(self, payload: bytes, *, with_tools: bool) -> HttpResponse:
+        """POST with retries; return the first 2xx answer."""
+        if self._client is None:
+            self._client = HttpClient()
+        attempts = self.max_retries + 1
+        last: ModelError | None = None
+        for attempt in range(1, attempts + 1):
+            retry_after: float | None = None
+            try:
+                response = await self._client.post_json(
+                    self.url, payload, self._headers, self.timeout
+                )
+            except (ModelConnectionError, ModelTimeout) as exc:
+                last = exc
+            else:
+                if 200 <= response.status < 300:
+                    return response
+                last = self._http_error(response, with_tools)
+                if not _retryable(response.status):
+                    raise last
+                retry_after = _retry_after(response)
+            if attempt < attempts:
+                await asyncio.sleep(self._delay(attempt, retry_after))
+        assert last is not None
+        raise _exhausted(last, self.url, attempts)
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Full jitter: uniform in [0, min(max, base * 2^(attempt-1))]; Retry-After wins."""
+        if retry_after is not None:
+            return retry_after
+        return random.uniform(0.0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
+
+    def _http_error(self, response: HttpResponse, with_tools: bool) -> ModelHTTPError:
+        status = response.status
+        text = response.text()
+        detail = _error_text(text)
+        if with_tools and 400 <= status < 500 and self._refuses_tools(detail):
+            _NATIVE_TOOLS[(self.base_url, self.model)] = False
+            return ToolsNotSupported(
+                f"POST {self.url} refused the tools field ({status}): {detail}",
+                status=status,
+                body=text,
+            )
+        return ModelHTTPError(
+            f"POST {self.url} answered {status}: {detail}", status=status, body=text
+        )
+
+    def _refuses_tools(self, detail: str) -> bool:
+        """A 4xx blaming tools means "unsupported" only in auto mode, before any success."""
+        if self.tool_mode != "auto" or self.supports_native_tools():
+            return False
+        lowered = detail.lower()
+        return any(word in lowered for word in _TOOL_WORDS)
+
+
+def _retryable(status: int) -> bool:
+    return status >= 500 or status in _RETRY_STATUSES
+
+
+def _retry_after(response: HttpResponse) -> float | None:
+    """``Retry-After`` in seconds (the HTTP-date form is ignored), capped."""
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), _RETRY_AFTER_MAX)
+
+
+def _exhausted(last: ModelError, url: str, attempts: int) -> ModelError:
+    cause = str(last).removeprefix(f"POST {url} ")
+    message = f"POST {url} failed after {attempts} attempts: {cause}"
+    if isinstance(last, ModelHTTPError):
+        return type(last)(message, status=last.status, body=last.body)
+    return type(last)(message)
+
+
+def _error_text(body: Any) -> str:
+    """The server's error message, from ``{"error": {"message": ...}}`` or raw text."""
+    data = body
+    if isinstance(body, str):
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return _excerpt(body)
+    if isinstance(data, dict):
+        error = data.get("error", data.get("detail", data.get("message")))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        if error is not None:
+            return _excerpt(error if isinstance(error, str) else json.dumps(error))
+    return _excerpt(body if isinstance(body, str) else json.dumps(body))
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,249 @@
+"""The native tool-calling protocol: OpenAI's ``tools`` wire format <-> miniagent types.
+
+:class:`NativeProtocol` renders the history as chat messages plus a ``tools`` list and
+reads the server's ``tool_calls`` back. :func:`normalize_completion` turns a
+``/v1/chat/completions`` body into a :class:`~miniagent.types.ModelResponse` and
+tolerates what real servers send:
+
+- arguments as a JSON string, a dict, ``""``, ``null``, broken or double-encoded JSON;
+- the legacy ``function_call`` field;
+- names with stray whitespace or a trailing colon (``"calc:"``);
+- missing call ids;
+- a ``finish_reason`` that contradicts the message (the calls present decide);
+- cached prompt tokens as ``prompt_tokens_details.cached_tokens`` or DeepSeek's
+  ``prompt_cache_hit_tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from miniagent.errors import ModelResponseError
+from miniagent.protocol.jsonscan import decode_arguments
+from miniagent.protocol.react_parser import new_call_id
+from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, TokenUsage, ToolCall
+
+__all__ = ["NativeProtocol", "ToolLike", "normalize_completion"]
+
+_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
+_THINK_CLOSE = "</think>"
+
+
+class ToolLike(Protocol):
+    """What a protocol needs to know about a tool."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+
+
+class NativeProtocol:
+    """Tool calling through the server's ``tools`` field (OpenAI wire format).
+
+    Example:
+        >>> proto = NativeProtocol()
+        >>> req = proto.render([Message(role="user", content="2+2?")], [])
+        >>> req.messages
+        [{'role': 'user', 'content': '2+2?'}]
+    """
+
+    name = "native"
+
+    def render(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolLike],
+        instructions: str | None = None,
+    ) -> ModelRequest:
+        """Render the history and the tools as a chat completion request.
+
+        Rendering is a pure function of its inputs and message by message, so the
+        rendering of a history is a prefix of the rendering of any longer history.
+
+        Args:
+            messages: The append-only history.
+            tools: The tools the model may call.
+            instructions: Sent first as a system message, when given.
+
+        Returns:
+            A request with ``tools`` set (None when there are no tools) and no stop words.
+        """
+        wire: list[dict[str, Any]] = []
+        if instructions:
+            wire.append({"role": "system", "content": instructions})
+        wire.extend(render_message(m) for m in messages)
+        specs = [tool_spec(t) for t in tools]
+        return ModelRequest(messages=wire, tools=specs or None, stop=None)
+
+    def parse(self, response: ModelResponse) -> ParsedOutput:
+        """Classify a response: tool calls -> action; text -> final answer; else invalid."""
+        text = response.content or ""
+        visible = strip_think(text).strip()
+        if response.tool_calls:
+            return ParsedOutput(
+                kind="action",
+                thought=visible or None,
+                tool_calls=list(response.tool_calls),
+                text=text,
+            )
+        if visible:
+            return ParsedOutput(kind="final", final_answer=visible, text=text)
+        return ParsedOutput(kind="invalid", error="empty response", text=text)
+
+
+def tool_spec(tool: ToolLike) -> dict[str, Any]:
+    """One entry of the ``tools`` field."""
+    function = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    return {"type": "function", "function": function}
+
+
+def render_message(message: Message) -> dict[str, Any]:
+    """One history message in OpenAI chat format."""
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id or "",
+            "content": message.content or "",
+        }
+    if message.role == "assistant" and message.tool_calls:
+        # OpenAI-compatible servers accept a null content next to tool calls.
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [_wire_call(call) for call in message.tool_calls],
+        }
+    return {"role": message.role, "content": message.content or ""}
+
+
+def _wire_call(call: ToolCall) -> dict[str, Any]:
+    # Re-encoded from the decoded arguments: some servers json.loads them for the chat
+    # template and answer 400 to the broken JSON a model may have written.
+    arguments = json.dumps(call.arguments, ensure_ascii=False)
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
+
+
+def strip_think(text: str) -> str:
+    """``text`` without ``<think>...</think>`` blocks (an unclosed one runs to the end).
+
+    A ``</think>`` with no opening tag (the chat template opened it in the prompt)
+    drops everything before it.
+    """
+    close = text.find(_THINK_CLOSE)
+    if close != -1 and not 0 <= text.find("<think>") < close:
+        text = text[close + len(_THINK_CLOSE) :]
+    if "<think>" in text:
+        text = _THINK_BLOCK.sub("", text)
+    return text
+
+
+def normalize_completion(body: dict[str, Any]) -> ModelResponse:
+    """Turn a ``/v1/chat/completions`` response body into a :class:`ModelResponse`.
+
+    Odd shapes are tolerated (see the module docstring); only a body without
+    ``choices[0]`` is an error.
+
+    Raises:
+        ModelResponseError: There is no ``choices[0]``.
+    """
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelResponseError(f"not a chat completion (no choices[0]): {_excerpt(body)}")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        delta = choice.get("delta")
+        message = delta if isinstance(delta, dict) else {}
+    content = _content(message.get("content", choice.get("text")))
+    finish = choice.get("finish_reason")
+    return ModelResponse(
+        content=content,
+        tool_calls=_tool_calls(message),
+        usage=_usage(body.get("usage")),
+        finish_reason=finish if isinstance(finish, str) else None,
+        raw=body,
+    )
+
+
+def _content(value: Any) -> str | None:
+    """The text content: None stays None; a list of parts is joined."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in value]
+        return "".join(t for t in texts if isinstance(t, str))
+    return str(value)
+
+
+def _tool_calls(message: dict[str, Any]) -> list[ToolCall]:
+    items = message.get("tool_calls")
+    raw_items: list[Any] = list(items) if isinstance(items, list) else []
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict) and not raw_items:
+        raw_items.append({"function": legacy})
+    return [_tool_call(item) for item in raw_items if isinstance(item, dict)]
+
+
+def _tool_call(item: dict[str, Any]) -> ToolCall:
+    function = item.get("function")
+    if not isinstance(function, dict):
+        function = item  # flat {"name", "arguments"}, as a few servers send
+    name = str(function.get("name") or "").strip().rstrip(":").strip()
+    raw = function.get("arguments", function.get("parameters"))
+    arguments, error, raw_text = _arguments(raw)
+    call_id = item.get("id")
+    return ToolCall(
+        id=call_id if isinstance(call_id, str) and call_id else new_call_id(),
+        name=name,
+        arguments=arguments,
+        raw_arguments=raw_text,
+        arguments_error=error,
+    )
+
+
+def _arguments(raw: Any) -> tuple[dict[str, Any], str | None, str]:
+    """``(arguments, error, raw text)`` from whatever the server put in ``arguments``."""
+    if raw is None:
+        return {}, None, ""
+    if isinstance(raw, dict):
+        return raw, None, json.dumps(raw, ensure_ascii=False)
+    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    decoded, error = decode_arguments(text)
+    return decoded or {}, error, text
+
+
+def _usage(usage: Any) -> TokenUsage:
+    if not isinstance(usage, dict):
+        return TokenUsage()
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if cached is None:
+        cached = usage.get("prompt_cache_hit_tokens")
+    return TokenUsage(
+        prompt_tokens=_int(usage.get("prompt_tokens")),
+        completion_tokens=_int(usage.get("completion_tokens")),
+        cached_tokens=_int(cached),
+    )
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _excerpt(value: Any, limit: int = 200) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "..."

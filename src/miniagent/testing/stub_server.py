@@ -1,0 +1,436 @@
+"""A small OpenAI-compatible HTTP server that answers from a script, for tests and benchmarks.
+
+It speaks enough HTTP/1.1 (keep-alive, ``Content-Length`` or chunked answers) to stand in
+for vLLM, llama.cpp or any ``/v1/chat/completions`` endpoint, on 127.0.0.1 only:
+
+>>> with StubServer(["Paris"]).run_in_thread() as stub:     # doctest: +SKIP
+...     model = OpenAICompatibleModel(base_url=stub.base_url, model="m")
+...     ...                                                  # the model answers "Paris"
+...     stub.requests[0]["messages"]                         # what the client sent
+
+Each entry of ``responses`` is one answer, used in order:
+
+- ``"text"``: a completion whose content is that text;
+- ``{"tool_calls": [{"name": "calc", "arguments": {"x": 1}}], "content": None}``: an
+  assistant message with those calls (ids, ``type`` and JSON encoding of dict arguments
+  are filled in); ``finish_reason`` and ``usage`` keys are honoured too;
+- a full response body (a dict with ``"choices"``), sent as is;
+- a :class:`Fault`: an error status, a hang, or a dropped connection.
+
+``responses`` may also be a callable ``(request_json, n) -> answer`` (``n`` counts from 0),
+for servers that always answer the same. When a list runs out the stub answers 500 and
+says so in the body and in :attr:`StubServer.notes`.
+
+Run ``python -m miniagent.testing.stub_server --latency 0.1`` for a standalone server
+(it prints its base URL on the first line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from types import TracebackType
+from typing import Any
+
+__all__ = ["Fault", "Reply", "StubServer"]
+
+
+@dataclass(kw_only=True)
+class Fault:
+    """A scripted failure.
+
+    Attributes:
+        status: The status to answer with (after ``delay``), unless ``close``.
+        body: The body: a dict (sent as JSON), a str, or None for a generic error JSON.
+        headers: Extra response headers, e.g. ``{"Retry-After": "1"}``.
+        delay: Seconds to wait before answering (longer than the client's timeout: a hang).
+        close: Drop the connection without answering (after ``delay``).
+    """
+
+    status: int = 500
+    body: dict[str, Any] | str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    close: bool = False
+
+
+Reply = str | dict[str, Any] | Fault
+ReplySource = Sequence[Reply] | Callable[[dict[str, Any], int], Reply]
+
+
+@dataclass(kw_only=True)
+class _Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class StubServer:
+    """An OpenAI-compatible ``/v1/chat/completions`` server answering from a script.
+
+    Args:
+        responses: The answers, in order, or a callable ``(request_json, n) -> answer``.
+        latency: Seconds added before each chat completion answer.
+        usage: Token numbers reported in each answer: ``prompt_tokens``,
+            ``completion_tokens``, ``cached_tokens`` (as ``prompt_tokens_details``).
+        reject_tools: Answer 400 "tools are not supported" to requests with ``tools``.
+        chunked: Send bodies with ``Transfer-Encoding: chunked`` (in three chunks).
+        keep_alive: Keep connections open between requests (else ``Connection: close``).
+        idle_timeout: Close a connection idle this long, without telling the client.
+        model: The model id listed by ``GET /v1/models``.
+        host: The address to listen on (keep it on loopback).
+        port: The port; 0 picks a free one.
+
+    Attributes:
+        requests: Every chat completion request body received (parsed JSON), in order.
+        request_headers: Their headers (lower-case names).
+        request_times: Their arrival times (:func:`time.monotonic`).
+        connections: How many connections were accepted.
+        notes: Things that went wrong on the server side (responses ran out, bad JSON).
+    """
+
+    def __init__(
+        self,
+        responses: ReplySource = (),
+        *,
+        latency: float = 0.0,
+        usage: Mapping[str, int] | None = None,
+        reject_tools: bool = False,
+        chunked: bool = False,
+        keep_alive: bool = True,
+        idle_timeout: float | None = None,
+        model: str = "stub-model",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.responses: list[Reply] | Callable[[dict[str, Any], int], Reply] = (
+            responses if callable(responses) else list(responses)
+        )
+        self.latency = latency
+        self.usage = {"prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 0}
+        self.usage.update(usage or {})
+        self.reject_tools = reject_tools
+        self.chunked = chunked
+        self.keep_alive = keep_alive
+        self.idle_timeout = idle_timeout
+        self.model = model
+        self.host = host
+        self.port = port
+        self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
+        self.request_times: list[float] = []
+        self.connections = 0
+        self.notes: list[str] = []
+        self._served = 0
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``, the value to give a client as its base URL."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    async def start(self) -> StubServer:
+        """Start listening (in the running event loop)."""
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, backlog=4096)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        """Stop listening and drop every open connection."""
+        if self._server is None:
+            return
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+        self._server = None
+
+    async def __aenter__(self) -> StubServer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def run_in_thread(self) -> _ThreadedStub:
+        """A context manager running this server in its own event loop, in a daemon thread.
+
+        ``with StubServer([...]).run_in_thread() as stub:`` yields the started server.
+        """
+        return _ThreadedStub(self)
+
+    # -- connection handling -------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            first = True
+            while True:
+                wait = None if first else self.idle_timeout
+                try:
+                    request = await asyncio.wait_for(_read_request(reader), wait)
+                except asyncio.TimeoutError:
+                    break  # idle too long: close silently, like a real server would
+                if request is None or not await self._answer(request, writer):
+                    break
+                first = False
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            pass
+        finally:
+            writer.close()
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def _answer(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; return whether the connection stays open."""
+        keep = self.keep_alive and request.headers.get("connection", "").lower() != "close"
+        path = request.path.split("?", 1)[0].rstrip("/")
+        if request.method == "POST" and path.endswith("/chat/completions"):
+            return await self._completion(request, writer, keep)
+        if request.method == "GET" and path.endswith("/models"):
+            models = {"object": "list", "data": [{"id": self.model, "object": "model"}]}
+            await self._write(writer, 200, models, keep)
+        else:
+            error = {"error": {"message": f"no route {request.method} {request.path}"}}
+            await self._write(writer, 404, error, keep)
+        return keep
+
+    async def _completion(
+        self, request: _Request, writer: asyncio.StreamWriter, keep: bool
+    ) -> bool:
+        try:
+            data = json.loads(request.body)
+        except ValueError:
+            self.notes.append("a request body was not JSON")
+            await self._write(writer, 400, {"error": {"message": "body is not JSON"}}, keep)
+            return keep
+        self.requests.append(data)
+        self.request_headers.append(request.headers)
+        self.request_times.append(time.monotonic())
+        if self.reject_tools and data.get("tools"):
+            message = "tools are not supported by this server"
+            await self._write(writer, 400, {"error": {"message": message}}, keep)
+            return keep
+        reply = self._next_reply(data)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if isinstance(reply, Fault):
+            return await self._fault(reply, writer, keep)
+        await self._write(writer, 200, self._completion_body(reply, data), keep)
+        return keep
+
+    def _next_reply(self, data: dict[str, Any]) -> Reply:
+        n = self._served
+        self._served += 1
+        if callable(self.responses):
+            return self.responses(data, n)
+        if n < len(self.responses):
+            return self.responses[n]
+        note = (
+            f"stub server: no scripted response left for request #{n + 1} "
+            f"({len(self.responses)} given)"
+        )
+        self.notes.append(note)
+        return Fault(status=500, body={"error": {"message": note, "type": "stub_exhausted"}})
+
+    async def _fault(self, fault: Fault, writer: asyncio.StreamWriter, keep: bool) -> bool:
+        if fault.delay:
+            await asyncio.sleep(fault.delay)
+        if fault.close:
+            return False
+        body = fault.body
+        if body is None:
+            body = {"error": {"message": f"stub fault {fault.status}", "type": "server_error"}}
+        await self._write(writer, fault.status, body, keep, fault.headers)
+        return keep
+
+    def _completion_body(self, reply: str | dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(reply, dict) and "choices" in reply:
+            return reply
+        n = self._served - 1
+        spec: dict[str, Any] = {"content": reply} if isinstance(reply, str) else reply
+        calls = [_wire_call(call, n, i) for i, call in enumerate(spec.get("tool_calls") or [])]
+        message: dict[str, Any] = {"role": "assistant", "content": spec.get("content")}
+        if calls:
+            message["tool_calls"] = calls
+        usage = dict(self.usage)
+        usage.update(spec.get("usage") or {})
+        return {
+            "id": f"chatcmpl-stub-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": data.get("model", self.model),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": spec.get("finish_reason", "tool_calls" if calls else "stop"),
+                }
+            ],
+            "usage": {
+                "prompt_tokens": usage["prompt_tokens"],
+                "completion_tokens": usage["completion_tokens"],
+                "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
+                "prompt_tokens_details": {"cached_tokens": usage["cached_tokens"]},
+            },
+        }
+
+    async def _write(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: dict[str, Any] | str,
+        keep: bool,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        payload = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = "Unknown"
+        lines = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json"]
+        lines.append(f"Connection: {'keep-alive' if keep else 'close'}")
+        lines.extend(f"{name}: {value}" for name, value in (headers or {}).items())
+        if self.chunked:
+            lines.append("Transfer-Encoding: chunked")
+            payload = _chunk(payload)
+        else:
+            lines.append(f"Content-Length: {len(payload)}")
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload)
+        await writer.drain()
+
+
+def _wire_call(call: dict[str, Any], n: int, i: int) -> dict[str, Any]:
+    """A tool call in wire format, from ``{"name", "arguments"}`` or a partial wire call."""
+    if isinstance(call.get("function"), dict):
+        function = dict(call["function"])
+    else:
+        function = {"name": call.get("name"), "arguments": call.get("arguments", {})}
+    if isinstance(function.get("arguments"), (dict, list)):
+        function["arguments"] = json.dumps(function["arguments"], ensure_ascii=False)
+    return {"id": call.get("id", f"call_{n}_{i}"), "type": "function", "function": function}
+
+
+def _chunk(payload: bytes) -> bytes:
+    """``payload`` in chunked transfer encoding, in three chunks (to exercise parsers)."""
+    step = max(1, len(payload) // 3 + 1)
+    parts = [payload[i : i + step] for i in range(0, len(payload), step)]
+    encoded = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts)
+    return encoded + b"0\r\n\r\n"
+
+
+async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
+    """The next request on a connection, or None when the client closed it."""
+    try:
+        block = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise
+    lines = block.decode("latin-1").split("\r\n")
+    method, path, _version = lines[0].split(" ", 2)
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body = await _read_chunked_body(reader)
+    else:
+        body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return _Request(method=method, path=path, headers=headers, body=body)
+
+
+async def _read_chunked_body(reader: asyncio.StreamReader) -> bytes:
+    parts: list[bytes] = []
+    while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
+    while await reader.readuntil(b"\r\n") != b"\r\n":
+        pass
+    return b"".join(parts)
+
+
+class _ThreadedStub:
+    """Runs a :class:`StubServer` in a daemon thread with its own event loop."""
+
+    def __init__(self, server: StubServer) -> None:
+        self.server = server
+        self._loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> StubServer:
+        started = threading.Event()
+        failures: list[BaseException] = []
+
+        def run() -> None:
+            asyncio.set_event_loop(self._loop)
+            try:
+                self._loop.run_until_complete(self.server.start())
+            except BaseException as exc:  # reported to the caller's thread below
+                failures.append(exc)
+                self._loop.close()
+                return
+            finally:
+                started.set()
+            self._loop.run_forever()
+            self._loop.run_until_complete(self.server.stop())
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="miniagent-stub-server", daemon=True)
+        self._thread.start()
+        started.wait(30)
+        if failures:
+            raise failures[0]
+        return self.server
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(30)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve a stub that always answers ``--content``, until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--content", default="ok")
+    args = parser.parse_args(argv)
+
+    async def serve() -> None:
+        content: str = args.content
+        stub = StubServer(lambda _data, _n: content, latency=args.latency, host=args.host)
+        async with stub:
+            print(stub.base_url, flush=True)
+            await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""OpenAICompatibleModel against the stub server: request body, retries, errors, auto mode."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from miniagent.errors import (
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelResponseError,
+    ModelTimeout,
+    ToolsNotSupported,
+)
+from miniagent.models.base import Model
+from miniagent.models.http import HttpClient
+from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.testing.stub_server import Fault, StubServer
+from miniagent.types import ModelRequest
+
+Stub = Callable[..., StubServer]
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "calc",
+            "description": "Evaluate arithmetic.",
+            "parameters": {"type": "object", "properties": {"expr": {"type": "string"}}},
+        },
+    }
+]
+MESSAGES = [{"role": "user", "content": "What is 2+2?"}]
+
+
+def make_model(server: StubServer, **options: Any) -> OpenAICompatibleModel:
+    options.setdefault("backoff_base", 0.01)
+    options.setdefault("model", "stub-m")
+    return OpenAICompatibleModel(base_url=server.base_url, **options)
+
+
+async def test_request_body_and_headers(stub: Stub) -> None:
+    server = stub(["4"])
+    model = make_model(server, api_key="sk-test", extra_body={"top_k": 20, "seed": 1})
+    request = ModelRequest(
+        messages=MESSAGES,
+        tools=TOOLS,
+        stop=["Observation:"],
+        temperature=0.2,
+        max_tokens=64,
+        extra_body={"seed": 7},
+    )
+    response = await model.generate(request)
+    await model.aclose()
+    assert response.content == "4"
+    sent = server.requests[0]
+    assert sent == {
+        "model": "stub-m",
+        "messages": MESSAGES,
+        "temperature": 0.2,
+        "max_tokens": 64,
+        "stop": ["Observation:"],
+        "tools": TOOLS,
+        "top_k": 20,
+        "seed": 7,  # the request's extra_body wins over the model's
+    }
+    headers = server.request_headers[0]
+    assert headers["authorization"] == "Bearer sk-test"
+    assert headers["content-type"] == "application/json"
+
+
+async def test_optional_fields_are_left_out(stub: Stub) -> None:
+    server = stub(["ok"])
+    model = make_model(server)
+    await model.generate(ModelRequest(messages=MESSAGES, temperature=None, max_tokens=None))
+    await model.aclose()
+    assert server.requests[0] == {"model": "stub-m", "messages": MESSAGES}
+    assert "authorization" not in server.request_headers[0]
+
+
+async def test_unicode_is_sent_as_utf8(stub: Stub) -> None:
+    server = stub(["ok"])
+    model = make_model(server)
+    await model.generate(ModelRequest(messages=[{"role": "user", "content": "Zürich 東京"}]))
+    await model.aclose()
+    assert server.requests[0]["messages"][0]["content"] == "Zürich 東京"
+
+
+async def test_tool_calls_and_usage(stub: Stub) -> None:
+    server = stub(
+        [{"tool_calls": [{"name": "calc", "arguments": {"expr": "2+2"}}]}],
+        usage={"prompt_tokens": 100, "completion_tokens": 7, "cached_tokens": 64},
+    )
+    model = make_model(server)
+    response = await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
+    await model.aclose()
+    assert response.content is None
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [("calc", {"expr": "2+2"})]
+    assert response.finish_reason == "tool_calls"
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (100, 7)
+    assert response.usage.cached_tokens == 64
+
+
+async def test_server_error_then_success_is_retried(stub: Stub) -> None:
+    server = stub([Fault(status=500), Fault(status=502), "fine"])
+    model = make_model(server)
+    response = await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert response.content == "fine"
+    assert len(server.requests) == 3
+
+
+async def test_retry_after_is_honoured(stub: Stub) -> None:
+    server = stub([Fault(status=429, headers={"Retry-After": "1"}), "after the wait"])
+    model = make_model(server)
+    response = await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert response.content == "after the wait"
+    gap = server.request_times[1] - server.request_times[0]
+    assert gap >= 0.9  # a check that the delay happened, not a speed requirement
+
+
+async def test_retries_exhausted(stub: Stub) -> None:
+    server = stub([Fault(status=503)] * 3)
+    model = make_model(server, max_retries=2)
+    with pytest.raises(ModelHTTPError) as caught:
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    message = str(caught.value)
+    assert message.startswith(f"POST {server.base_url}/chat/completions failed after 3 attempts")
+    assert "answered 503: stub fault 503" in message
+    assert caught.value.status == 503
+    assert len(server.requests) == 3
+
+
+async def test_client_error_is_not_retried(stub: Stub) -> None:
+    server = stub([Fault(status=400, body={"error": {"message": "bad temperature"}})])
+    model = make_model(server)
+    with pytest.raises(ModelHTTPError, match="answered 400: bad temperature") as caught:
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert not isinstance(caught.value, ToolsNotSupported)
+    assert len(server.requests) == 1
+
+
+async def test_refused_connection(dead_port: int) -> None:
+    base_url = f"http://127.0.0.1:{dead_port}/v1"
+    model = OpenAICompatibleModel(base_url=base_url, max_retries=1, backoff_base=0.01)
+    with pytest.raises(ModelConnectionError) as caught:
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert str(caught.value) == (
+        f"POST {base_url}/chat/completions failed after 2 attempts: "
+        f"connection refused by 127.0.0.1:{dead_port}"
+    )
+
+
+async def test_timeout(stub: Stub) -> None:
+    server = stub([Fault(delay=5.0), Fault(delay=5.0)])
+    model = make_model(server, timeout=0.3, max_retries=1)
+    with pytest.raises(ModelTimeout, match=r"failed after 2 attempts: no answer from .* 0.3 s"):
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert len(server.requests) == 2
+
+
+async def test_auto_mode_tools_rejected(stub: Stub) -> None:
+    server = stub(["react answer"], reject_tools=True)
+    model = make_model(server, tool_mode="auto")
+    assert model.supports_native_tools() is None
+    with pytest.raises(ToolsNotSupported, match="tools are not supported") as caught:
+        await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
+    assert caught.value.status == 400
+    assert len(server.requests) == 1  # not retried
+    assert model.supports_native_tools() is False
+    # Another instance for the same endpoint knows it too.
+    assert make_model(server).supports_native_tools() is False
+    # Without tools (the ReAct fallback) the same server answers.
+    response = await model.generate(ModelRequest(messages=MESSAGES, stop=["Observation:"]))
+    await model.aclose()
+    assert response.content == "react answer"
+
+
+async def test_native_mode_rejection_is_a_plain_http_error(stub: Stub) -> None:
+    server = stub([], reject_tools=True)
+    model = make_model(server, tool_mode="native", model="native-m")
+    with pytest.raises(ModelHTTPError) as caught:
+        await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
+    await model.aclose()
+    assert not isinstance(caught.value, ToolsNotSupported)
+
+
+async def test_success_with_tools_is_remembered(stub: Stub) -> None:
+    server = stub(["plain text is fine"])
+    model = make_model(server, model="tools-ok")
+    assert model.supports_native_tools() is None
+    await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
+    await model.aclose()
+    assert model.supports_native_tools() is True
+
+
+async def test_non_json_success_body(stub: Stub) -> None:
+    server = stub([Fault(status=200, body="<html>proxy login</html>")])
+    model = make_model(server)
+    with pytest.raises(ModelResponseError, match="not JSON: <html>proxy login"):
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+
+
+async def test_error_inside_a_success_body(stub: Stub) -> None:
+    server = stub([Fault(status=200, body={"error": {"message": "model overloaded"}})])
+    model = make_model(server)
+    with pytest.raises(ModelResponseError, match="model overloaded"):
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+
+
+async def test_shared_client_is_not_closed(stub: Stub) -> None:
+    server = stub(["a", "b"])
+    client = HttpClient()
+    first = make_model(server, client=client)
+    await first.generate(ModelRequest(messages=MESSAGES))
+    await first.aclose()
+    second = make_model(server, client=client)
+    await second.generate(ModelRequest(messages=MESSAGES))
+    await client.aclose()
+    assert server.connections == 1
+
+
+def test_implements_the_model_protocol() -> None:
+    model = OpenAICompatibleModel(base_url="http://127.0.0.1:1/v1/", model="m")
+    assert isinstance(model, Model)
+    assert model.tool_mode == "auto"
+    assert model.url == "http://127.0.0.1:1/v1/chat/completions"
