@@ -27,15 +27,12 @@ import dataclasses
 import difflib
 import functools
 import inspect
-import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, overload
 
-import pydantic_core
-from pydantic import BaseModel, ValidationError
-
 from miniagent.errors import ToolDefinitionError, ToolError
+from miniagent.tools.arguments import NO_OUTPUT, format_result, prepare_arguments, preview
 from miniagent.tools.schema import ToolSpec, build_tool_spec
 from miniagent.types import Observation, ToolCall
 
@@ -44,11 +41,6 @@ __all__ = ["NO_OUTPUT", "Tool", "ToolRegistry", "format_result", "tool"]
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 """``requires_approval``: always, never, or a predicate on the call's arguments."""
 
-NO_OUTPUT = "(no output)"
-"""The observation text of a tool that returned ``None`` (an empty text confuses models)."""
-
-_PREVIEW_CHARS = 200
-_MAX_LISTED_ERRORS = 5
 
 
 class Tool:
@@ -273,7 +265,7 @@ class ToolRegistry:
         try:
             output, is_error = await self._execute(call)
         except Exception as exc:  # last resort: nothing the model sends may escape
-            output, is_error = f"Error executing tool {_preview(call.name)}: {_describe(exc)}", True
+            output, is_error = f"Error executing tool {preview(call.name)}: {_describe(exc)}", True
         return Observation(
             call_id=str(call.id),
             tool_name=str(call.name),
@@ -286,7 +278,7 @@ class ToolRegistry:
         target = self._tools.get(call.name) if isinstance(call.name, str) else None
         if target is None:
             return self._unknown_tool(call.name), True
-        prepared = _prepare_arguments(target, call)
+        prepared = prepare_arguments(target, call)
         if isinstance(prepared, str):
             return prepared, True
         args, kwargs = prepared
@@ -307,8 +299,8 @@ class ToolRegistry:
 
     def _unknown_tool(self, name: object) -> str:
         if not self._tools:
-            return f"Unknown tool {_preview(name)}. No tools are available; answer directly."
-        text = f"Unknown tool {_preview(name)}. Available tools: {', '.join(self._tools)}."
+            return f"Unknown tool {preview(name)}. No tools are available; answer directly."
+        text = f"Unknown tool {preview(name)}. Available tools: {', '.join(self._tools)}."
         if isinstance(name, str):
             close = difflib.get_close_matches(name, list(self._tools), n=1)
             if close:
@@ -388,148 +380,3 @@ def _describe(exc: BaseException) -> str:
     except Exception:
         message = ""
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-# -- arguments -------------------------------------------------------------------------
-
-
-def _prepare_arguments(target: Tool, call: ToolCall) -> tuple[list[Any], dict[str, Any]] | str:
-    """Turn the call's arguments into ``(args, kwargs)``, or an error text for the model."""
-    if call.arguments_error:
-        return (
-            f"The arguments for tool {target.name!r} are not valid JSON "
-            f"({_shorten(str(call.arguments_error))}). Raw input: {_preview(call.raw_arguments)}. "
-            f"Send a JSON object matching this schema: {_schema_text(target)}"
-        )
-    arguments = _arguments_object(target, call)
-    if isinstance(arguments, str):
-        return arguments
-    spec = target.spec
-    missing = [p for p in spec.required if p not in arguments]
-    unknown = [k for k in arguments if k not in spec.field_names]
-    if missing or unknown:
-        return _names_error(target, missing, unknown)
-    try:
-        validated = spec.args_model.model_validate(arguments)
-    except ValidationError as exc:
-        return _validation_error(target, exc)
-    values = {param: getattr(validated, field) for param, field in spec.field_names.items()}
-    args = [values.pop(param) for param in spec.positional_only]
-    return args, values
-
-
-def _arguments_object(target: Tool, call: ToolCall) -> dict[str, Any] | str:
-    """The arguments as a dict, mapping a bare value onto the tool's single parameter."""
-    arguments = call.arguments
-    if not isinstance(arguments, dict):
-        return _object_expected(target, _preview(arguments))
-    raw = call.raw_arguments.strip() if isinstance(call.raw_arguments, str) else ""
-    if arguments or not raw:
-        return arguments
-    try:
-        value: Any = json.loads(raw)
-    except ValueError:
-        if raw.startswith("{"):
-            return (
-                f"The arguments for tool {target.name!r} are not valid JSON. Raw input: "
-                f"{_preview(raw)}. Send a JSON object matching this schema: {_schema_text(target)}"
-            )
-        value = _strip_quotes(raw)
-    if isinstance(value, dict):
-        return value
-    param = _single_parameter(target.spec)
-    if param is None:
-        return _object_expected(target, _preview(raw))
-    return {param: value}
-
-
-def _single_parameter(spec: ToolSpec) -> str | None:
-    if len(spec.required) == 1:
-        return spec.required[0]
-    if len(spec.field_names) == 1:
-        return next(iter(spec.field_names))
-    return None
-
-
-def _strip_quotes(text: str) -> str:
-    for quote in ('"', "'", "`"):
-        if len(text) >= 2 and text[0] == quote and text[-1] == quote:
-            return text[1:-1].strip()
-    return text
-
-
-def _object_expected(target: Tool, given: str) -> str:
-    fields = ", ".join(
-        f"{p} (required)" if p in target.spec.required else p for p in target.spec.field_names
-    )
-    return (
-        f"Tool {target.name!r} expects a JSON object with the fields: {fields or 'none'}. "
-        f"Got {given}. Schema: {_schema_text(target)}"
-    )
-
-
-def _names_error(target: Tool, missing: list[str], unknown: list[str]) -> str:
-    parts = [f"Invalid arguments for tool {target.name!r}."]
-    if missing:
-        parts.append(f"Missing required argument(s): {', '.join(missing)}.")
-    if unknown:
-        shown = ", ".join(_shorten(name, 60) for name in unknown[:10])
-        parts.append(f"Unknown argument(s): {shown}.")
-    parts.append(f"Valid arguments: {', '.join(target.spec.field_names) or 'none'}.")
-    parts.append(f"Schema: {_schema_text(target)}")
-    return " ".join(parts)
-
-
-def _validation_error(target: Tool, exc: ValidationError) -> str:
-    lines = [f"Invalid arguments for tool {target.name!r}:"]
-    errors = exc.errors(include_url=False)
-    for error in errors[:_MAX_LISTED_ERRORS]:
-        where = ".".join(str(part) for part in error.get("loc", ())) or "arguments"
-        given = "" if error.get("type") == "missing" else f" (got {_preview(error.get('input'))})"
-        lines.append(f"- {where}: {error.get('msg', 'invalid value')}{given}")
-    if len(errors) > _MAX_LISTED_ERRORS:
-        lines.append(f"- ... and {len(errors) - _MAX_LISTED_ERRORS} more")
-    lines.append(f"Schema: {_schema_text(target)}")
-    return "\n".join(lines)
-
-
-def _schema_text(target: Tool) -> str:
-    return json.dumps(target.parameters, ensure_ascii=False)
-
-
-def _preview(value: Any) -> str:
-    """A short, safe ``repr`` of something the model sent."""
-    try:
-        text = repr(value)
-    except Exception:  # e.g. an int too large to print
-        text = f"<{type(value).__name__}>"
-    return _shorten(text)
-
-
-def _shorten(text: str, limit: int = _PREVIEW_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# -- results ---------------------------------------------------------------------------
-
-
-def format_result(value: Any) -> str:
-    """Render a tool's return value as observation text.
-
-    ``str`` as is; ``None`` as :data:`NO_OUTPUT`; dicts, lists, tuples, sets, pydantic
-    models and dataclasses as JSON (non-ASCII kept readable); anything else with ``str()``.
-
-    Args:
-        value: what the tool returned.
-    """
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return NO_OUTPUT
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", errors="replace")
-    is_dataclass = dataclasses.is_dataclass(value) and not isinstance(value, type)
-    if isinstance(value, dict | list | tuple | set | frozenset | BaseModel) or is_dataclass:
-        plain = pydantic_core.to_jsonable_python(value, fallback=str)
-        return json.dumps(plain, ensure_ascii=False)
-    return str(value)
