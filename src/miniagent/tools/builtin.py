@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from datetime import timezone as dt_timezone
@@ -83,7 +84,9 @@ def calculator(expression: str) -> int | float:
     if len(text) > _MAX_EXPRESSION_CHARS:
         raise ToolError(f"The expression is too long (max {_MAX_EXPRESSION_CHARS} characters).")
     try:
-        tree = ast.parse(text, mode="eval")
+        with warnings.catch_warnings():  # "1_000x" warns before failing; the model gets the error
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ToolError(f"Cannot parse {text!r} as arithmetic. Allowed: {_ALLOWED}.") from exc
     try:
