@@ -11,7 +11,7 @@ import pytest
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
 from miniagent.errors import SessionError
 from miniagent.runtime.session import AgentSession
-from miniagent.types import CallRecord, Message, Step, ToolCall
+from miniagent.types import CallRecord, Message, Observation, Step, ToolCall
 
 RAN: list[str] = []
 
@@ -199,3 +199,58 @@ def test_completed_calls_are_never_rerun_on_resume(tmp_path: Path) -> None:
     assert RAN == ["lookup a", "delete b"]
     again = agent(["Final Answer: should not be asked"], store).resume(first.session_id)
     assert again.status == "completed" and RAN == ["lookup a", "delete b"]
+
+
+def test_crash_after_the_last_call_but_before_the_step_checkpoint(tmp_path: Path) -> None:
+    """All calls completed on disk, their observations not yet in the history: resume adds
+    them and never runs the call again."""
+    store = SQLiteStore(tmp_path / "s.db")
+    session = AgentSession.start("q")
+    call = ToolCall(id="c7", name="lookup", arguments={"key": "k"}, raw_arguments="")
+    session.messages.append(
+        Message(role="assistant", content=act("lookup", {"key": "k"}), tool_calls=[call]))
+    done = Observation(call_id="c7", tool_name="lookup", output="value of k")
+    session.steps.append(Step(index=1, calls=[
+        CallRecord(call=call, state="completed", observation=done)]))
+    store.save(session)
+    later = agent(["Final Answer: k"], store)
+    result = later.resume(session.id)
+    assert result.status == "completed" and RAN == []
+    sent = later.model.requests[0].messages  # type: ignore[attr-defined]
+    assert sent[-1] == {"role": "user", "content": "Observation: value of k"}
+
+
+def test_bare_value_input_is_judged_after_coercion(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    bare = "Thought: pay\nAction: pay\nAction Input: 5000"
+    result = agent([bare], store).run("pay")
+    assert result.status == "awaiting_approval" and RAN == []
+    assert result.pending_approvals[0].tool == "pay"
+
+
+def test_invalid_arguments_of_an_approval_tool_get_the_error_not_a_person(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    result = agent([act("delete_file", {"path": "x"}), "Final Answer: no"], store).run("q")
+    assert result.status == "completed" and RAN == []
+    assert "Missing required argument(s): name" in result.steps[0].observations[0].output
+
+
+def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    outcome: list[str] = []
+
+    def approver(pending: Any) -> bool:
+        try:  # another process tries to deny while this one waits at its prompt
+            Agent(model=ScriptedModel([]), store=SQLiteStore(path)).deny(session_ids[0])
+        except SessionError as exc:
+            outcome.append(type(exc).__name__)
+        return True
+
+    session_ids: list[str] = []
+    runner = agent([act("delete_file", {"name": "x"})], SQLiteStore(path))
+    first = runner.run("q")
+    session_ids.append(first.session_id)
+    resumed = agent(["Final Answer: ok"], SQLiteStore(path), approver=approver)
+    result = resumed.resume(first.session_id)
+    assert outcome == ["SessionBusy"]
+    assert result.status == "completed" and RAN == ["delete x"]

@@ -218,3 +218,24 @@ async def test_sync_run_inside_event_loop_is_refused() -> None:
 
     with pytest.raises(UserError, match="arun"):
         Agent(model=ScriptedModel([])).run("q")
+
+
+def test_a_hung_sync_tool_does_not_hold_up_run() -> None:
+    import threading
+
+    release, finished = threading.Event(), threading.Event()
+
+    @tool(timeout=0.2)
+    def hang() -> str:
+        """Never returns until released."""
+        release.wait(10)
+        finished.set()
+        return "late"
+
+    model = ScriptedModel([act("hang", {}), "Final Answer: gave up"])
+    result = Agent(model=model, tools=[hang]).run("q")
+    still_hanging = not finished.is_set()
+    release.set()
+    assert (result.status, result.final_answer) == ("completed", "gave up")
+    assert "timed out after 0.2 s" in result.steps[0].observations[0].output
+    assert still_hanging  # run() returned while the tool's thread was still blocked

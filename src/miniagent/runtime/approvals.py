@@ -43,7 +43,7 @@ def cancel(store: CheckpointStore, session_id: str, reason: str) -> None:
     owner = new_owner()
     store.acquire(session_id, owner)
     try:
-        store.update(session_id, lambda s: s.transition("cancelled", reason))
+        store.update(session_id, lambda s: s.transition("cancelled", reason), owner=owner)
     finally:
         store.release(session_id, owner)
 

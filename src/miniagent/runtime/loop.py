@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from miniagent.errors import ModelError, ToolsNotSupported
+from miniagent.errors import ModelError, SessionError, ToolsNotSupported
 from miniagent.models.base import Model
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol, format_error_observation
@@ -26,6 +26,7 @@ from miniagent.runtime.events import Event, EventBus
 from miniagent.runtime.guards import Deadline, Limits, LoopDetector, truncate_observation
 from miniagent.runtime.session import AgentSession
 from miniagent.store.base import CheckpointStore
+from miniagent.threads import run_in_daemon_thread
 from miniagent.tools.registry import ToolRegistry
 from miniagent.types import (
     CallRecord,
@@ -77,6 +78,9 @@ class Runtime:
             session.finish("timeout", f"the run exceeded its deadline of {self.limits.timeout} s")
         except ModelError as exc:
             session.finish("error", f"model request failed: {exc}")
+        except SessionError as exc:  # e.g. another process took the session over
+            session.finish("error", str(exc))
+            return session.result()
         except Exception as exc:  # a bug of ours must still end the run with a status
             log.exception("internal error in session %s", session.id)
             session.finish("error", f"internal error: {type(exc).__name__}: {exc}")
@@ -88,8 +92,11 @@ class Runtime:
 
     async def _advance(self, session: AgentSession, detector: LoopDetector, owner: str | None
                        ) -> None:
-        if session.open_calls():  # resumed with calls still to run or decide
-            await self._run_calls(session, session.steps[-1], owner)
+        last = session.steps[-1] if session.steps else None
+        # resumed with calls still to run, to decide, or whose observations are not yet in the
+        # history (a crash between the last call's checkpoint and the step's)
+        if last is not None and last.calls and session.messages[-1].role == "assistant":
+            await self._run_calls(session, last, owner)
         else:
             await self.step(session, detector, owner)
 
@@ -166,13 +173,12 @@ class Runtime:
                                "arguments after an intervention")
                 return
             record = CallRecord(call=call)
-            tool = self.registry.get(call.name)
             if verdict == "intervene":
                 text = LoopDetector.intervention(call, self.limits.repeat_limit)
                 record.state = "completed"
                 record.observation = Observation(
                     call_id=call.id, tool_name=call.name, output=text, is_error=True)
-            elif tool is not None and tool.needs_approval(call.arguments):
+            elif self.registry.needs_approval(call):
                 record.state, record.note = "awaiting_approval", f"'{call.name}' needs approval"
             step.calls.append(record)
 
@@ -215,7 +221,7 @@ class Runtime:
         if self.approver is None:
             return
         for record in [r for r in step.calls if r.state == "awaiting_approval"]:
-            decision = await asyncio.to_thread(self.approver, PendingApproval.of(record))
+            decision = await run_in_daemon_thread(self.approver, PendingApproval.of(record))
             if decision is not None:
                 record.state = "approved" if decision else "denied"
 

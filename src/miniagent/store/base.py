@@ -32,7 +32,7 @@ class CheckpointStore(Protocol):
     """Saves and loads sessions; every method is atomic."""
 
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
-        """Insert or replace ``session``; with ``owner``, also refresh that owner's lease."""
+        """Insert or replace ``session``; with ``owner``, check and refresh that owner's lease."""
         ...
 
     def load(self, session_id: str) -> AgentSession:
@@ -43,8 +43,12 @@ class CheckpointStore(Protocol):
         """Most recently updated first."""
         ...
 
-    def update(self, session_id: str, change: Callable[[AgentSession], None]) -> AgentSession:
-        """Load, apply ``change``, save, all in one transaction (approvals from another process)."""
+    def update(self, session_id: str, change: Callable[[AgentSession], None], *,
+               owner: str | None = None) -> AgentSession:
+        """Load, apply ``change``, save, in one transaction (approvals from another process).
+
+        Raises SessionBusy while a live process other than ``owner`` holds the lease.
+        """
         ...
 
     def acquire(self, session_id: str, owner: str) -> None:

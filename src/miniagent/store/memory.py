@@ -25,6 +25,8 @@ class MemoryStore:
 
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
         with self._lock:
+            if owner is not None:
+                self._check_lease(session.id, owner)
             self._sessions[session.id] = session
 
     def load(self, session_id: str) -> AgentSession:
@@ -44,18 +46,23 @@ class MemoryStore:
             for s in sessions[:limit]
         ]
 
-    def update(self, session_id: str, change: Callable[[AgentSession], None]) -> AgentSession:
+    def update(self, session_id: str, change: Callable[[AgentSession], None], *,
+               owner: str | None = None) -> AgentSession:
         session = self.load(session_id)
         with self._lock:
+            self._check_lease(session_id, owner)
             change(session)
         return session
+
+    def _check_lease(self, session_id: str, owner: str | None) -> None:
+        holder = self._leases.get(session_id)
+        if holder is not None and holder != owner:
+            raise SessionBusy(f"session {session_id} is being run by another task ({holder})")
 
     def acquire(self, session_id: str, owner: str) -> None:
         self.load(session_id)
         with self._lock:
-            holder = self._leases.get(session_id)
-            if holder is not None and holder != owner:
-                raise SessionBusy(f"session {session_id} is already being run ({holder})")
+            self._check_lease(session_id, owner)
             self._leases[session_id] = owner
 
     def release(self, session_id: str, owner: str) -> None:

@@ -88,6 +88,8 @@ class SQLiteStore:
 
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
         with self._transaction() as db:
+            if owner is not None:
+                self._check_lease(db, session.id, owner)
             self._write(db, session)
             if owner is not None:
                 db.execute(
@@ -134,28 +136,32 @@ class SQLiteStore:
             for r in rows
         ]
 
-    def update(self, session_id: str, change: Callable[[AgentSession], None]) -> AgentSession:
+    def update(self, session_id: str, change: Callable[[AgentSession], None], *,
+               owner: str | None = None) -> AgentSession:
         with self._transaction() as db:
+            self._check_lease(db, session_id, owner)
             row = db.execute("SELECT data FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if row is None:
-                raise SessionNotFound(f"no session {session_id!r} in {self.path}")
             session = _decode(session_id, row[0])
             change(session)
             self._write(db, session)
         return session
 
+    def _check_lease(self, db: sqlite3.Connection, session_id: str, owner: str | None) -> None:
+        """Raise unless ``owner`` may write: nobody else alive holds the session's lease."""
+        row = db.execute(
+            "SELECT lease_owner, lease_until FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r} in {self.path}")
+        if row[0] is not None and row[0] != owner and lease_alive(row[0], row[1]):
+            raise SessionBusy(
+                f"session {session_id} is being run by another process ({row[0]}); "
+                "wait for it to stop"
+            )
+
     def acquire(self, session_id: str, owner: str) -> None:
         with self._transaction() as db:
-            row = db.execute(
-                "SELECT lease_owner, lease_until FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if row is None:
-                raise SessionNotFound(f"no session {session_id!r} in {self.path}")
-            if row[0] != owner and lease_alive(row[0], row[1]):
-                raise SessionBusy(
-                    f"session {session_id} is being run by another process ({row[0]}); "
-                    "wait for it to stop, or cancel it"
-                )
+            self._check_lease(db, session_id, owner)
             db.execute(
                 "UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?",
                 (owner, time.time() + LEASE_SECONDS, session_id),

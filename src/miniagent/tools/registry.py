@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, overload
 
 from miniagent.errors import ToolDefinitionError, ToolError
+from miniagent.threads import run_in_daemon_thread
 from miniagent.tools.arguments import NO_OUTPUT, format_result, prepare_arguments, preview
 from miniagent.tools.schema import ToolSpec, build_tool_spec
 from miniagent.types import Observation, ToolCall
@@ -247,6 +248,21 @@ class ToolRegistry:
         """Every tool in the OpenAI ``tools`` wire format, in registration order."""
         return [t.openai_schema() for t in self._tools.values()]
 
+    def needs_approval(self, call: ToolCall) -> bool:
+        """Whether ``call`` must wait for a person, judged on its validated, coerced arguments.
+
+        A call of an unknown tool, or whose arguments do not validate, never runs (the model
+        gets the error instead), so it needs no approval.
+        """
+        target = self._tools.get(call.name) if isinstance(call.name, str) else None
+        if target is None or target.requires_approval is False:
+            return False
+        prepared = prepare_arguments(target, call)
+        if isinstance(prepared, str):
+            return False
+        args, kwargs = prepared
+        return target.needs_approval({**dict(zip(target.spec.positional_only, args)), **kwargs})
+
     async def execute_all(self, calls: list[ToolCall]) -> list[Observation]:
         """Run ``calls`` concurrently; the observations come back in call order."""
         return list(await asyncio.gather(*(self.execute(call) for call in calls)))
@@ -343,7 +359,7 @@ async def _call_async(fn: Callable[..., Any], args: list[Any], kwargs: dict[str,
 
 
 async def _call_in_thread(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
-    result = await asyncio.to_thread(_call_sync, fn, args, kwargs)
+    result = await run_in_daemon_thread(_call_sync, fn, args, kwargs)
     if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
         try:
             return await result
