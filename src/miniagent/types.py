@@ -13,7 +13,7 @@ an assistant message carries its raw text and the tool calls parsed from it, and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolMode = Literal["react", "native", "auto"]
@@ -22,11 +22,21 @@ RunStatus = Literal[
     "completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error",
     "awaiting_approval", "cancelled",
 ]
-SessionStatus = Literal[
-    "running", "completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error",
-    "awaiting_approval", "cancelled",
-]
+SessionStatus = Literal["running", RunStatus]
 CallState = Literal["ready", "awaiting_approval", "approved", "denied", "started", "completed"]
+
+
+class ToolLike(Protocol):
+    """What protocols need from a tool: a name, a description and a JSON Schema."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
 
 
 @dataclass(kw_only=True)

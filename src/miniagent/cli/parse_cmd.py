@@ -6,9 +6,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from miniagent.errors import ModelError
 from miniagent.protocol.jsonscan import decode_arguments
-from miniagent.protocol.native import normalize_completion
+from miniagent.protocol.native import normalize_completion, reported_cached_tokens
 from miniagent.protocol.react_parser import parse_react
 from miniagent.types import ToolCall
 
@@ -46,30 +45,20 @@ def parse_react_text(text: str) -> dict[str, Any]:
     }
 
 
-def _cached_tokens(body: dict[str, Any]) -> int | None:
-    usage = body.get("usage")
-    if not isinstance(usage, dict):
-        return None
-    details = usage.get("prompt_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-        return int(details["cached_tokens"])
-    hit = usage.get("prompt_cache_hit_tokens")
-    return hit if isinstance(hit, int) else None
-
-
 def parse_native_response(body: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"content": None, "tool_calls": [], "cached_tokens": None}
     if not isinstance(body, dict):
         return {**out, "error": "the response body is not a JSON object"}
     try:
         response = normalize_completion(body)
-    except ModelError as exc:
-        return {**out, "cached_tokens": _cached_tokens(body), "error": str(exc)}
+    except Exception as exc:  # a debugging aid must report, not crash
+        cached = reported_cached_tokens(body.get("usage"))
+        return {**out, "cached_tokens": cached, "error": str(exc)}
     out["content"] = response.content
     out["tool_calls"] = [
         {"name": c.name, "arguments": _native_arguments(c)} for c in response.tool_calls
     ]
-    out["cached_tokens"] = _cached_tokens(body)
+    out["cached_tokens"] = reported_cached_tokens(body.get("usage"))
     return out
 
 
@@ -86,6 +75,7 @@ def parse_jsonl(lines: Iterable[str], *, native_default: bool = False) -> Iterat
     """One output object per input line, in order; a bad line gives an object with ``error``."""
     for line in lines:
         if not line.strip():
+            yield {"kind": "invalid", "error": "empty line"}
             continue
         try:
             item = json.loads(line)

@@ -202,6 +202,8 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
             size = int(size_text, 16)
         except ValueError:
             raise _ProtocolError(f"bad chunk size {size_text[:20]!r}") from None
+        if size < 0:
+            raise _ProtocolError(f"negative chunk size {size_text[:20]!r}")
         if size == 0:
             while (await reader.readuntil(b"\r\n")) != b"\r\n":
                 pass  # trailers: ignored
@@ -230,6 +232,8 @@ async def _read_response(
             length = int(headers["content-length"])
         except ValueError:
             raise _ProtocolError("bad Content-Length") from None
+        if length < 0:
+            raise _ProtocolError("negative Content-Length")
         body = await reader.readexactly(length)
     else:
         body = await reader.read()  # delimited by the server closing the connection

@@ -36,7 +36,9 @@ _NATIVE_TOOLS: dict[tuple[str, str], bool] = {}
 
 _RETRY_STATUSES = frozenset({408, 429})
 _RETRY_AFTER_MAX = 60.0
-_TOOL_WORDS = ("tool", "function")
+_TOOL_WORDS = ("tools", "tool_choice", "function call", "function_call", "tool call",
+               "tool_call", "functions")
+"""Phrases of a 4xx that blame the tools field itself (not, say, one bad tool_call_id)."""
 
 
 class OpenAICompatibleModel:
@@ -194,6 +196,8 @@ class OpenAICompatibleModel:
         if self.tool_mode != "auto" or self.supports_native_tools():
             return False
         lowered = detail.lower()
+        if "tool_call_id" in lowered:
+            return False
         return any(word in lowered for word in _TOOL_WORDS)
 
 

@@ -19,30 +19,25 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from miniagent.errors import ModelResponseError
 from miniagent.protocol.jsonscan import decode_arguments
 from miniagent.protocol.react_parser import new_call_id
-from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, TokenUsage, ToolCall
+from miniagent.types import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ParsedOutput,
+    TokenUsage,
+    ToolCall,
+    ToolLike,
+)
 
 __all__ = ["NativeProtocol", "ToolLike", "normalize_completion"]
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
 _THINK_CLOSE = "</think>"
-
-
-class ToolLike(Protocol):
-    """What a protocol needs to know about a tool."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def parameters(self) -> dict[str, Any]: ...
 
 
 class NativeProtocol:
@@ -223,24 +218,32 @@ def _arguments(raw: Any) -> tuple[dict[str, Any], str | None, str]:
     return decoded or {}, error, text
 
 
-def _usage(usage: Any) -> TokenUsage:
+def reported_cached_tokens(usage: Any) -> int | None:
+    """Cached prompt tokens as the server reported them (OpenAI's or DeepSeek's spelling),
+    or None when it reported none."""
     if not isinstance(usage, dict):
-        return TokenUsage()
+        return None
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     if cached is None:
         cached = usage.get("prompt_cache_hit_tokens")
+    return None if cached is None else _int(cached)
+
+
+def _usage(usage: Any) -> TokenUsage:
+    if not isinstance(usage, dict):
+        return TokenUsage()
     return TokenUsage(
         prompt_tokens=_int(usage.get("prompt_tokens")),
         completion_tokens=_int(usage.get("completion_tokens")),
-        cached_tokens=_int(cached),
+        cached_tokens=reported_cached_tokens(usage) or 0,
     )
 
 
 def _int(value: Any) -> int:
     try:
         return max(0, int(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # null, "12k", 1e999
         return 0
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from miniagent.protocol.react_parser import parse_react
-from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, ToolCall
+from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, ToolCall, ToolLike
 
 __all__ = [
     "FORMAT_REMINDER",
@@ -62,19 +62,6 @@ Rules:
 - If a tool returns an error, fix the input and try again, or use another tool.
 - When no tool is needed, or you know the answer, write the Thought and the Final Answer.
 - Write the Final Answer in the language of the user's question."""
-
-
-class ToolLike(Protocol):
-    """What rendering needs from a tool: a name, a description and a JSON Schema."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def parameters(self) -> dict[str, Any]: ...
 
 
 def _compact_json(value: Any) -> str:

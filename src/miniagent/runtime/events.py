@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from miniagent.types import ModelResponse, Observation, ParsedOutput, RunResult, ToolCall
@@ -38,7 +38,6 @@ class Event:
     call: ToolCall | None = None
     observation: Observation | None = None
     result: RunResult | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 Subscriber = Callable[[Event], None]
