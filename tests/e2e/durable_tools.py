@@ -50,6 +50,9 @@ def slow_append(text: str) -> str:
 def transfer(amount: int) -> str:
     """Move money; a person must approve."""
     _started("transfer")
-    time.sleep(float(os.environ.get("DURABLE_TRANSFER_SLEEP", "0")))
+    release = os.environ.get("DURABLE_RELEASE")
+    deadline = time.monotonic() + 60
+    while release and not Path(release).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)  # held until the test says so (the concurrent-resume test)
     _log(f"transfer {amount}")
     return f"transferred {amount}"

@@ -157,16 +157,23 @@ def test_plain_run_prints_how_to_approve(env: Env) -> None:
     assert "awaiting approval" in out.stdout and "miniagent sessions approve" in out.stdout
 
 
-def test_two_processes_resuming_at_once_one_wins(env: Env) -> None:
+def test_two_processes_resuming_at_once_one_wins(env: Env, tmp_path: Path) -> None:
     first = env.json("run", "transfer money", "--tools", TOOLS, "--mode", "react")
     session_id = first["session_id"]
     assert env.run("sessions", "approve", session_id).returncode == 0
+    release = tmp_path / "release"  # the winner's transfer waits for it
     racers = [env.popen("sessions", "resume", session_id, "--json",
-                        DURABLE_TRANSFER_SLEEP="3") for _ in range(2)]
-    outcomes = [(p.wait(120), *p.communicate()) for p in racers]
-    codes = sorted(code for code, _, _ in outcomes)
-    assert codes == [0, 1], outcomes
-    loser_err = next(err for code, _, err in outcomes if code == 1)
-    assert "being run by another process" in loser_err
-    assert "Traceback" not in loser_err
+                        DURABLE_RELEASE=str(release)) for _ in range(2)]
+    deadline = time.monotonic() + 90
+    while all(p.poll() is None for p in racers):  # the loser exits while the winner waits
+        assert time.monotonic() < deadline, "neither resume finished"
+        time.sleep(0.05)
+    loser = next(p for p in racers if p.poll() is not None)
+    winner = next(p for p in racers if p is not loser)
+    _, loser_err = loser.communicate()
+    release.touch()
+    winner_out, _ = winner.communicate(timeout=90)
+    assert loser.returncode == 1 and winner.returncode == 0
+    assert "being run by another process" in loser_err and "Traceback" not in loser_err
+    assert json.loads(winner_out)["status"] == "completed"
     assert env.log_lines() == ["started transfer", "transfer 100"]

@@ -115,3 +115,4 @@ def test_lease_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
         db.execute("UPDATE sessions SET lease_owner = ?, lease_until = 1e12 WHERE id = ?",
                    (f"{host}:{dead.pid}:feedbeef", session.id))
     store.acquire(session.id, new_owner())
+

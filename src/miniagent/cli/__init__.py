@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +12,7 @@ import typer
 from miniagent.cli.build import RunConfig, build_agent, env, open_store
 from miniagent.cli.common import (
     JsonOption,
+    Mode,
     StoreOption,
     cli_errors,
     fail,
@@ -29,12 +29,6 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
-
-
-class Mode(str, Enum):
-    react = "react"
-    native = "native"
-    auto = "auto"
 
 
 @app.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +14,15 @@ import typer
 from miniagent.agent import Agent
 from miniagent.errors import MiniAgentError, UserError
 from miniagent.types import RunResult
+
+
+class Mode(str, Enum):
+    """How tool calls travel: text ReAct, the native tools field, or auto-detected."""
+
+    react = "react"
+    native = "native"
+    auto = "auto"
+
 
 StoreOption = Annotated[Path | None, typer.Option(
     "--store", help="Session store file [env: MINIAGENT_STORE; default: "

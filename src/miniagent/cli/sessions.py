@@ -13,7 +13,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from miniagent.cli.build import RunConfig, build_agent, open_store
-from miniagent.cli.common import JsonOption, StoreOption, cli_errors, finish, show_progress
+from miniagent.cli.common import (
+    JsonOption,
+    Mode,
+    StoreOption,
+    cli_errors,
+    finish,
+    show_progress,
+)
 from miniagent.runtime.session import AgentSession
 
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
@@ -132,7 +139,7 @@ def resume(
     base_url: Annotated[str | None, typer.Option(help="Default: what the session recorded.")] = None,  # noqa: E501
     model: Annotated[str | None, typer.Option(help="Default: what the session recorded.")] = None,
     api_key: Annotated[str | None, typer.Option(help="Never recorded [env: MINIAGENT_API_KEY, OPENAI_API_KEY]")] = None,  # noqa: E501
-    mode: Annotated[str | None, typer.Option(help="react | native | auto; default: recorded.")] = None,  # noqa: E501
+    mode: Annotated[Mode | None, typer.Option(help="Default: what the session recorded.")] = None,
     tools: Annotated[list[str] | None, typer.Option("--tools", help="Default: recorded.")] = None,
     store: StoreOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here.")] = False,
@@ -143,7 +150,8 @@ def resume(
     with cli_errors():
         sessions = open_store(store)
         recorded = RunConfig.recorded(sessions.load(session_id).metadata)
-        config = recorded.merged(base_url=base_url, model=model, mode=mode, tools=tools)
+        config = recorded.merged(base_url=base_url, model=model, tools=tools,
+                                 mode=mode.value if mode else None)
         interactive = not (detach or as_json) and sys.stdin.isatty()
         agent = build_agent(config, sessions, api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)

@@ -11,14 +11,21 @@ import threading
 from collections.abc import Callable
 
 from miniagent.errors import SessionBusy, SessionNotFound
-from miniagent.runtime.session import AgentSession
+from miniagent.runtime.session import FINAL, AgentSession
 from miniagent.store.base import SessionSummary
 
 
 class MemoryStore:
-    """A dict of sessions, with the same locking semantics as :class:`SQLiteStore`."""
+    """A dict of sessions, with the same locking semantics as :class:`SQLiteStore`.
 
-    def __init__(self) -> None:
+    Args:
+        keep_finished: how many finished sessions (completed, cancelled, ...) to keep for
+            inspection; older ones are dropped so a long-lived process does not grow without
+            bound. Resumable sessions are always kept.
+    """
+
+    def __init__(self, keep_finished: int = 1000) -> None:
+        self.keep_finished = keep_finished
         self._sessions: dict[str, AgentSession] = {}
         self._leases: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -28,6 +35,15 @@ class MemoryStore:
             if owner is not None:
                 self._check_lease(session.id, owner)
             self._sessions[session.id] = session
+            if len(self._sessions) > 2 * self.keep_finished:
+                self._drop_oldest_finished()
+
+    def _drop_oldest_finished(self) -> None:
+        finished = [s for s in self._sessions.values()
+                    if s.status in FINAL and s.id not in self._leases]
+        finished.sort(key=lambda s: s.updated_at)
+        for old in finished[: max(0, len(finished) - self.keep_finished)]:
+            del self._sessions[old.id]
 
     def load(self, session_id: str) -> AgentSession:
         with self._lock:
