@@ -1,0 +1,49 @@
+"""The README's Python examples run, against a stub server or a scripted model."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from miniagent import ScriptedModel
+from miniagent.testing.stub_server import StubServer
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+
+
+def block_with(marker: str) -> str:
+    return next(b for b in python_blocks() if marker in b)
+
+
+def test_quickstart_runs_against_a_server(capsys: pytest.CaptureFixture[str]) -> None:
+    code = block_with("OpenAICompatibleModel(")
+    script = [{"content": None, "tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
+              "5"]
+    with StubServer(script).run_in_thread() as stub:
+        exec(code.replace("http://127.0.0.1:8000/v1", stub.base_url), {})
+        received = list(stub.requests)
+    assert capsys.readouterr().out.startswith("completed 5\n")
+    assert received[1]["messages"][-1]["content"] == "5"
+
+
+def test_approval_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = block_with("requires_approval=")
+    call = {"content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "pay", "arguments": '{"to": "Alice", "amount": 150}'}}]}
+    namespace: dict[str, Any] = {"model": ScriptedModel([call, {"content": "Paid."}],
+                                                        tool_mode="native")}
+    exec(code, namespace)
+    assert "pay {'to': 'Alice', 'amount': 150}" in capsys.readouterr().out
+    assert namespace["result"].status == "completed"
+    assert namespace["result"].final_answer == "Paid."
+    assert (tmp_path / "sessions.db").exists()
