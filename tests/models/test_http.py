@@ -125,7 +125,7 @@ async def test_connection_closed_while_idle(stub: Callable[..., StubServer]) -> 
     client = HttpClient()
     url = server.base_url + "/chat/completions"
     await client.post_json(url, PAYLOAD)
-    await asyncio.sleep(0.3)  # the server closes the idle connection meanwhile
+    await asyncio.sleep(1.0)  # the server (idle timeout 0.05 s) closes the connection meanwhile
     second = await client.post_json(url, PAYLOAD)
     await client.aclose()
     assert content_of(second.json()) == "b"
