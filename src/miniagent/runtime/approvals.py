@@ -50,7 +50,7 @@ def cancel(store: CheckpointStore, session_id: str, reason: str) -> None:
 
 def denial(record: CallRecord) -> Observation:
     """The observation a denied call gets, so the model can adapt."""
-    why = f" Reason: {record.note}" if record.note else ""
+    why = f" Reason: {record.note.rstrip('. ')}." if record.note else ""
     if record.interrupted:
         text = (f"The call of '{record.call.name}' was interrupted before it completed and was "
                 f"not run again; its outcome is unknown.{why}")
