@@ -42,6 +42,10 @@ class Agent:
     default; pass a :class:`~miniagent.store.SQLiteStore` to resume in another process). A call
     of a tool declared ``requires_approval`` stops the run with status ``awaiting_approval``;
     ``approve`` / ``deny`` (from this or any process sharing the store) and ``resume`` go on.
+
+    With ``grammar`` (the default), ReAct requests carry a GBNF grammar built from the tools'
+    schemas; backends that support constrained decoding (the embedded llama.cpp model, or a
+    server given ``grammar_field``) then only produce well-formed steps.
     """
 
     def __init__(
@@ -60,6 +64,7 @@ class Agent:
         store: CheckpointStore | None = None,
         approver: Approver | None = None,
         on_interrupted: InterruptedPolicy = "ask",
+        grammar: bool = True,
         on_event: Subscriber | None = None,
     ) -> None:
         if max_steps < 1:
@@ -76,6 +81,7 @@ class Agent:
             model=model, registry=self.registry, limits=self.limits, bus=self.bus,
             store=self.store, instructions=instructions, temperature=temperature,
             max_tokens=max_tokens, approver=approver, on_interrupted=on_interrupted,
+            grammar=grammar,
         )
 
     def subscribe(self, subscriber: Subscriber) -> None:

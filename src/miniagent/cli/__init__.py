@@ -43,6 +43,10 @@ def run(
     max_steps: Annotated[int, typer.Option(help="Model calls allowed before giving up.")] = 10,
     timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the run, seconds.")] = None,  # noqa: E501
     request_timeout: Annotated[float, typer.Option(help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
+    max_tokens: Annotated[int | None, typer.Option(help="Tokens per model turn [default: 1024; 256 for the embedded model]")] = None,  # noqa: E501
+    model_path: Annotated[str | None, typer.Option(help="GGUF file for the embedded model, used when no --base-url is set [env: MINIAGENT_MODEL_PATH]")] = None,  # noqa: E501
+    grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True,  # noqa: E501
+    grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501
     store: StoreOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
@@ -54,6 +58,8 @@ def run(
         model=model or env("MINIAGENT_MODEL"), mode=mode.value,
         tools=[_absolute(t) for t in tools or []], workspace=str(workspace.resolve()),
         max_steps=max_steps, timeout=timeout, request_timeout=request_timeout,
+        max_tokens=max_tokens, model_path=model_path, grammar=grammar,
+        grammar_field=grammar_field,
     )
     interactive = not (detach or as_json) and sys.stdin.isatty()
     with cli_errors():

@@ -6,16 +6,17 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
+
+import typer
 
 from miniagent.agent import Agent
 from miniagent.cli.loading import load_tools
 from miniagent.errors import ConfigError
+from miniagent.models.base import Model
+from miniagent.models.openai_compat import GrammarField
 from miniagent.store.sqlite import SQLiteStore
-from miniagent.types import PendingApproval
-
-NO_ENDPOINT = ("no model endpoint configured: pass --base-url (and --model), or set "
-               "MINIAGENT_BASE_URL and MINIAGENT_MODEL")
+from miniagent.types import PendingApproval, ToolMode
 
 
 def env(*names: str) -> str | None:
@@ -39,6 +40,10 @@ class RunConfig:
     max_steps: int = 10
     timeout: float | None = None
     request_timeout: float = 120.0
+    max_tokens: int | None = None
+    model_path: str | None = None
+    grammar: bool = True
+    grammar_field: str | None = None
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -64,20 +69,34 @@ def open_store(path: Path | None) -> SQLiteStore:
 def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
                 interactive: bool) -> Agent:
     """An agent for ``config``; with ``interactive``, approvals are asked in the terminal."""
+    registry = load_tools(config.tools, Path(config.workspace))
+    model = build_model(config, api_key)
+    # a small embedded model can ramble until max_tokens: keep its turns short by default
+    default_tokens = 1024 if config.base_url else 256
+    return Agent(model=model, tools=registry, max_steps=config.max_steps,
+                 timeout=config.timeout, store=store, grammar=config.grammar,
+                 max_tokens=config.max_tokens or default_tokens,
+                 approver=ask_in_terminal if interactive else None)
+
+
+def build_model(config: RunConfig, api_key: str | None) -> Model:
+    """The configured server, or the embedded llama.cpp model when there is none."""
+    if not config.base_url:
+        from miniagent.cli.local import local_model, local_notice
+
+        local = local_model(config.model_path, config.mode, config.grammar)
+        typer.echo(local_notice(local), err=True)
+        return local
     from miniagent.models.openai_compat import OpenAICompatibleModel
 
-    if not config.base_url:
-        raise ConfigError(NO_ENDPOINT)
-    registry = load_tools(config.tools, Path(config.workspace))
-    model = OpenAICompatibleModel(
+    if config.grammar_field not in (None, *get_args(GrammarField)):
+        raise ConfigError(f"--grammar-field must be one of {get_args(GrammarField)}")
+    return OpenAICompatibleModel(
         base_url=config.base_url, model=config.model or "default",
         api_key=api_key or env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),
-        tool_mode=config.mode,  # type: ignore[arg-type]
-        timeout=config.request_timeout,
+        tool_mode=cast(ToolMode, config.mode), timeout=config.request_timeout,
+        grammar_field=cast(GrammarField | None, config.grammar_field) if config.grammar else None,
     )
-    return Agent(model=model, tools=registry, max_steps=config.max_steps,
-                 timeout=config.timeout, store=store,
-                 approver=ask_in_terminal if interactive else None)
 
 
 def ask_in_terminal(pending: PendingApproval) -> bool | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import Any
+from typing import Any, Literal
 
 from miniagent.errors import (
     ModelConnectionError,
@@ -36,6 +36,9 @@ _NATIVE_TOOLS: dict[tuple[str, str], bool] = {}
 
 _RETRY_STATUSES = frozenset({408, 429})
 _RETRY_AFTER_MAX = 60.0
+GrammarField = Literal["grammar", "guided_grammar", "structured_outputs"]
+"""Where a server takes a GBNF grammar; sent only when set, since other servers reject it."""
+
 _TOOL_WORDS = ("tools", "tool_choice", "function call", "function_call", "tool call",
                "tool_call", "functions")
 """Phrases of a 4xx that blame the tools field itself (not, say, one bad tool_call_id)."""
@@ -55,6 +58,9 @@ class OpenAICompatibleModel:
         backoff_base: The first retry waits up to this many seconds, doubling each time.
         backoff_max: The longest wait between attempts (``Retry-After`` aside).
         extra_body: Fields added to every request body (e.g. ``{"top_k": 20}``).
+        grammar_field: Send the ReAct grammar (GBNF) in this field: ``"grammar"`` for
+            llama.cpp's server, ``"guided_grammar"`` for vLLM < 0.12,
+            ``"structured_outputs"`` for newer vLLM. ``None`` (the default) sends none.
         client: A shared :class:`HttpClient`; by default the model has its own.
 
     Example:
@@ -75,6 +81,7 @@ class OpenAICompatibleModel:
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
         extra_body: dict[str, Any] | None = None,
+        grammar_field: GrammarField | None = None,
         client: HttpClient | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -86,6 +93,7 @@ class OpenAICompatibleModel:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.extra_body = dict(extra_body or {})
+        self.grammar_field = grammar_field
         self.url = f"{self.base_url}/chat/completions"
         self._client = client
         self._owns_client = client is None
@@ -140,6 +148,8 @@ class OpenAICompatibleModel:
             body["stop"] = request.stop
         if request.tools:
             body["tools"] = request.tools
+        elif request.grammar and self.grammar_field:
+            body.update(_grammar_body(self.grammar_field, request.grammar))
         body.update(self.extra_body)
         body.update(request.extra_body)
         return body
@@ -199,6 +209,14 @@ class OpenAICompatibleModel:
         if "tool_call_id" in lowered:
             return False
         return any(word in lowered for word in _TOOL_WORDS)
+
+
+def _grammar_body(field: GrammarField, grammar: str) -> dict[str, Any]:
+    """llama.cpp's server: ``grammar``; vLLM before 0.12: ``guided_grammar``; newer vLLM:
+    ``structured_outputs``. All take GBNF."""
+    if field == "structured_outputs":
+        return {"structured_outputs": {"grammar": grammar}}
+    return {field: grammar}
 
 
 def _retryable(status: int) -> bool:

@@ -109,10 +109,11 @@ def render_message(message: Message) -> dict[str, Any]:
             "content": message.content or "",
         }
     if message.role == "assistant" and message.tool_calls:
-        # OpenAI-compatible servers accept a null content next to tool calls.
+        # "" rather than null: llama-cpp-python's server answers 500 to a null content, and
+        # its chatml-function-calling template fails on a missing one; OpenAI accepts "".
         return {
             "role": "assistant",
-            "content": message.content or None,
+            "content": message.content or "",
             "tool_calls": [_wire_call(call) for call in message.tool_calls],
         }
     return {"role": message.role, "content": message.content or ""}

@@ -1,0 +1,211 @@
+"""End to end against llama.cpp's real OpenAI-compatible server and the packaged SmolLM2.
+
+A module-scoped fixture per chat format starts ``python -m llama_cpp.server`` on a free
+127.0.0.1 port and stops it after the module. Tests are skipped when llama-cpp-python (with
+its ``server`` extra) or the model file is missing; CI installs both.
+
+Model calls are few and short (max_steps 2, max_tokens 128). Assertions are on what is
+deterministic at temperature 0: formats, statuses in an allowed set, parse success with the
+grammar, token accounting; never on the tiny model being right.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from miniagent import Agent, OpenAICompatibleModel
+from miniagent.errors import ConfigError
+from miniagent.models.local import resolve_model_path
+from miniagent.protocol.grammar import react_grammar
+from miniagent.protocol.react import ToolLike
+from miniagent.tools.builtin import calculator
+from miniagent.types import ModelRequest, ModelResponse, RunResult
+
+ALLOWED = {"completed", "max_steps", "loop_detected"}
+READY_TIMEOUT = 60.0
+_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
+
+
+def _model_path() -> Path:
+    missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"llama-cpp-python[server] not installed (missing {', '.join(missing)})")
+    try:
+        return resolve_model_path()
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def _wait_ready(base_url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll ``GET /v1/models`` until it answers 200, the process dies, or time runs out."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:]
+            pytest.fail(f"llama_cpp.server exited with {process.returncode}:\n{tail}")
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(f"{base_url}/models", timeout=2) as response,
+        ):
+            if response.status == 200:
+                return
+        time.sleep(0.2)
+    pytest.fail(f"llama_cpp.server not ready after {READY_TIMEOUT:.0f} s")
+
+
+@contextlib.contextmanager
+def llama_server(chat_format: str | None = None) -> Iterator[str]:
+    """Run ``python -m llama_cpp.server`` on 127.0.0.1; yield its ``/v1`` base URL."""
+    model = _model_path()
+    port = _free_port()
+    command = [
+        sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+        "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", "4096", "--n_threads", "1", "--logits_all", "false",
+    ]  # fmt: skip
+    if chat_format:
+        command += ["--chat_format", chat_format]
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "server.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        base_url = f"http://127.0.0.1:{port}/v1"
+        try:
+            _wait_ready(base_url, process, log)
+            yield base_url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="module")
+def react_server() -> Iterator[str]:
+    with llama_server() as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def native_server() -> Iterator[str]:
+    with llama_server("chatml-function-calling") as base_url:
+        yield base_url
+
+
+class WithGrammar:
+    """Sends the ReAct grammar in the server's ``grammar`` field on ReAct requests."""
+
+    def __init__(self, inner: OpenAICompatibleModel, tools: Sequence[ToolLike]) -> None:
+        self.inner, self.grammar = inner, react_grammar(tools)
+        self.tool_mode = inner.tool_mode
+        self.sent: list[dict[str, Any]] = []
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        if not request.tools:
+            request.extra_body["grammar"] = request.grammar or self.grammar
+        self.sent.append(request.extra_body)
+        return await self.inner.generate(request)
+
+    def supports_native_tools(self) -> bool | None:
+        return self.inner.supports_native_tools()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _http_model(base_url: str, mode: str) -> OpenAICompatibleModel:
+    # llama-cpp-python's chatml-function-calling handler ignores ``tools`` when no
+    # ``tool_choice`` is sent, and with "auto" it generates the arguments with no token
+    # limit (measured: minutes, to the context window). A named tool honours max_tokens.
+    forced = {"type": "function", "function": {"name": "calculator"}}
+    extra: dict[str, Any] = {"tool_choice": forced} if mode == "native" else {}
+    return OpenAICompatibleModel(
+        base_url=base_url,
+        model="smollm2",
+        tool_mode=mode,  # type: ignore[arg-type]
+        timeout=120.0,
+        max_retries=0,
+        extra_body=extra,
+    )
+
+
+def _check_common(result: RunResult) -> None:
+    assert result.status in ALLOWED, result.reason
+    assert result.steps
+    assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
+    assert sum(step.usage.total_tokens for step in result.steps) == result.usage.total_tokens
+    for step in result.steps:
+        # Stop words honoured: no invented observation reaches the parser.
+        assert "Observation:" not in (step.raw_output or "")
+        for call in step.tool_calls:
+            assert isinstance(call.arguments, dict)
+
+
+async def test_react_with_grammar_parses_every_step(react_server: str) -> None:
+    model = WithGrammar(_http_model(react_server, "react"), [calculator])
+    agent = Agent(model=model, tools=[calculator], max_steps=2, max_tokens=128)
+    result = await agent.arun("What is 17 * 3?")
+    await model.aclose()
+    _check_common(result)
+    assert model.sent and all("grammar" in body for body in model.sent)
+    assert all(step.error is None for step in result.steps)
+    for step in result.steps:
+        assert (step.raw_output or "").startswith("Thought: ")
+        assert all(call.name == "calculator" for call in step.tool_calls)
+        assert step.final_answer is not None or step.tool_calls
+
+
+async def test_react_without_grammar_ends_with_a_status(react_server: str) -> None:
+    model = _http_model(react_server, "react")
+    agent = Agent(model=model, tools=[calculator], max_steps=2, max_tokens=128)
+    result = await agent.arun("What is 17 * 3? Use the calculator.")
+    await model.aclose()
+    _check_common(result)
+
+
+async def test_native_tool_calling(native_server: str) -> None:
+    model = _http_model(native_server, "native")
+    agent = Agent(model=model, tools=[calculator], max_steps=2, max_tokens=64)
+    result = await agent.arun("Use the calculator tool to compute 17 * 3.")
+    await model.aclose()
+    _check_common(result)
+    assert model.supports_native_tools() is True
+    for step in result.steps:
+        assert all(call.name for call in step.tool_calls)
+
+
+async def test_native_server_raw_body_normalises(native_server: str) -> None:
+    """One direct request with ``tools``: the body normalises to content or tool calls."""
+    model = _http_model(native_server, "native")
+    request = ModelRequest(
+        messages=[{"role": "user", "content": "Compute 2 + 2 with the calculator."}],
+        tools=[calculator.openai_schema()],
+        max_tokens=64,
+    )
+    response = await model.generate(request)
+    await model.aclose()
+    assert response.content is not None or response.tool_calls
+    assert response.usage.prompt_tokens > 0
+    json.dumps(response.raw)  # the raw body stays serialisable
