@@ -234,3 +234,23 @@ def test_implements_the_model_protocol() -> None:
     assert isinstance(model, Model)
     assert model.tool_mode == "auto"
     assert model.url == "http://127.0.0.1:1/v1/chat/completions"
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [("grammar", {"grammar": "root ::= x"}),
+     ("guided_grammar", {"guided_grammar": "root ::= x"}),
+     ("structured_outputs", {"structured_outputs": {"grammar": "root ::= x"}}),
+     (None, {})],
+)
+async def test_grammar_is_sent_only_in_the_configured_field(
+    stub: Callable[..., StubServer], field: Any, expected: dict[str, Any]
+) -> None:
+    server = stub(["ok"])
+    model = OpenAICompatibleModel(base_url=server.base_url, model="m", grammar_field=field)
+    await model.generate(ModelRequest(messages=[{"role": "user", "content": "hi"}],
+                                      grammar="root ::= x"))
+    await model.aclose()
+    sent = server.requests[0]
+    assert {k: sent[k] for k in ("grammar", "guided_grammar", "structured_outputs")
+            if k in sent} == expected

@@ -239,3 +239,15 @@ def test_a_hung_sync_tool_does_not_hold_up_run() -> None:
     assert (result.status, result.final_answer) == ("completed", "gave up")
     assert "timed out after 0.2 s" in result.steps[0].observations[0].output
     assert still_hanging  # run() returned while the tool's thread was still blocked
+
+
+async def test_react_requests_carry_the_tools_grammar_unless_turned_off() -> None:
+    model = ScriptedModel(["Final Answer: 1", "Final Answer: 2"])
+    await Agent(model=model, tools=[add]).arun("q")
+    grammar = model.requests[0].grammar
+    assert grammar and 'add-args ::=' in grammar and '"Final Answer: "' in grammar
+    await Agent(model=model, tools=[add], grammar=False).arun("q")
+    assert model.requests[1].grammar is None
+    native = ScriptedModel([{"content": "hi"}], tool_mode="native")
+    await Agent(model=native, tools=[add]).arun("q")
+    assert native.requests[0].grammar is None
