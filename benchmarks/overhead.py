@@ -105,10 +105,19 @@ def import_time(repeats: int = 7) -> None:
         subprocess.run([sys.executable, "-c", code], check=True)
         return time.perf_counter() - started
 
+    define = (
+        "import miniagent\n"
+        "@miniagent.tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    'Add.'\n"
+        "    return a + b\n"
+    )
     bare = statistics.median(run("pass") for _ in range(repeats))
     ours = statistics.median(run("import miniagent") for _ in range(repeats))
+    first_tool = statistics.median(run(define) for _ in range(repeats))
     print(f"(b) import miniagent: {(ours - bare) * 1e3:.0f} ms over a bare interpreter start "
           f"({bare * 1e3:.0f} ms; x{ours / bare:.2f}); target < 300 ms")
+    print(f"    import + define a first @tool (loads pydantic): {(first_tool - bare) * 1e3:.0f} ms")
 
 
 async def concurrent_runs(base_url: str, n: int) -> None:

@@ -15,6 +15,8 @@ Write typed Python functions, point an :class:`Agent` at any OpenAI-compatible
     print(result.status, result.final_answer)
 """
 
+from typing import TYPE_CHECKING, Any
+
 from miniagent.agent import Agent
 from miniagent.errors import (
     ConfigError,
@@ -42,7 +44,7 @@ from miniagent.models.scripted import ScriptedModel
 from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.session import AgentSession
-from miniagent.store import CheckpointStore, MemoryStore, SQLiteStore
+from miniagent.store import CheckpointStore, MemoryStore
 from miniagent.tools.registry import Tool, ToolRegistry, tool
 from miniagent.types import (
     CallRecord,
@@ -58,7 +60,18 @@ from miniagent.types import (
     ToolCall,
 )
 
+if TYPE_CHECKING:
+    from miniagent.store.sqlite import SQLiteStore
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SQLiteStore":  # sqlite3 loads on first use, not at import
+        from miniagent.store.sqlite import SQLiteStore
+
+        return SQLiteStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Agent",

@@ -1,7 +1,22 @@
 """Checkpoint stores: where sessions are saved after every step."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from miniagent.store.base import CheckpointStore, SessionSummary
 from miniagent.store.memory import MemoryStore
-from miniagent.store.sqlite import SQLiteStore, default_store_path
+
+if TYPE_CHECKING:
+    from miniagent.store.sqlite import SQLiteStore, default_store_path
 
 __all__ = ["CheckpointStore", "MemoryStore", "SQLiteStore", "SessionSummary", "default_store_path"]
+
+
+def __getattr__(name: str) -> Any:
+    # sqlite3 is loaded on first use of the SQLite store, not at `import miniagent`
+    if name in ("SQLiteStore", "default_store_path"):
+        from miniagent.store import sqlite
+
+        return getattr(sqlite, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

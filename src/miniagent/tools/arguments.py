@@ -11,14 +11,15 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
 
-import pydantic_core
-from pydantic import BaseModel, ValidationError
-
 from miniagent.tools.schema import ToolSpec
 from miniagent.types import ToolCall
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from miniagent.tools.registry import Tool
+
+# pydantic is imported inside the functions: it is loaded once the first tool is defined.
 
 NO_OUTPUT = "(no output)"
 """The observation text of a tool that returned ``None`` (an empty text confuses models)."""
@@ -46,6 +47,8 @@ def prepare_arguments(target: Tool, call: ToolCall) -> tuple[list[Any], dict[str
     unknown = [k for k in arguments if k not in spec.field_names]
     if missing or unknown:
         return _names_error(target, missing, unknown)
+    from pydantic import ValidationError  # loaded already: a tool exists
+
     try:
         validated = spec.args_model.model_validate(arguments)
     except ValidationError as exc:
@@ -165,6 +168,9 @@ def format_result(value: Any) -> str:
         return NO_OUTPUT
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", errors="replace")
+    import pydantic_core
+    from pydantic import BaseModel
+
     is_dataclass = dataclasses.is_dataclass(value) and not isinstance(value, type)
     if isinstance(value, dict | list | tuple | set | frozenset | BaseModel) or is_dataclass:
         plain = pydantic_core.to_jsonable_python(value, fallback=str)
