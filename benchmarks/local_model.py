@@ -16,14 +16,11 @@ import argparse
 import asyncio
 import statistics
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from miniagent import Agent, tool
 from miniagent.models.local import LocalModel
-from miniagent.protocol.grammar import react_grammar
-from miniagent.protocol.react import ToolLike
 from miniagent.tools.builtin import calculator
 from miniagent.types import ModelRequest, ModelResponse, RunResult
 
@@ -73,20 +70,16 @@ TASKS: list[tuple[str, str]] = [
 
 @dataclass
 class Recorder:
-    """A Model wrapper that adds the grammar (when on) and keeps each response's timings."""
+    """A Model wrapper that keeps each response's llama.cpp timings."""
 
     inner: LocalModel
-    tools: Sequence[ToolLike]
-    use_grammar: bool
     timings: list[dict[str, float]] = field(default_factory=list)
     prompt_tokens: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.tool_mode = self.inner.tool_mode
-        self.grammar = react_grammar(self.tools)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        request.grammar = self.grammar if self.use_grammar else None
         response = await self.inner.generate(request)
         raw: Any = response.raw
         if isinstance(raw, dict) and "timings" in raw:
@@ -113,8 +106,9 @@ class TaskFigures:
 async def run_task(
     model: LocalModel, question: str, expected: str, *, grammar: bool, args: argparse.Namespace
 ) -> TaskFigures:
-    recorder = Recorder(model, TOOLS, grammar)
-    agent = Agent(model=recorder, tools=TOOLS, max_steps=args.max_steps, max_tokens=args.max_tokens)
+    recorder = Recorder(model)
+    agent = Agent(model=recorder, tools=TOOLS, max_steps=args.max_steps,
+                  max_tokens=args.max_tokens, grammar=grammar)
     result = await agent.arun(question)
     answer = result.final_answer or ""
     return TaskFigures(
