@@ -73,6 +73,7 @@ class Runtime:
                 detector.check(call)
         recover_interrupted(session, self._idempotent, self.on_interrupted)
         self._emit(session, "run_started", question=session.question)
+        store_failed = False
         try:
             while not session.done:
                 remaining = deadline.remaining()
@@ -82,14 +83,15 @@ class Runtime:
             session.finish("timeout", f"the run exceeded its deadline of {self.limits.timeout} s")
         except ModelError as exc:
             session.finish("error", f"model request failed: {exc}")
-        except SessionError as exc:  # e.g. another process took the session over
+        except SessionError as exc:  # another process took the session over, or a damaged store
             session.finish("error", str(exc))
-            return session.result()
+            store_failed = True
         except Exception as exc:  # a bug of ours must still end the run with a status
             log.exception("internal error in session %s", session.id)
             session.finish("error", f"internal error: {type(exc).__name__}: {exc}")
         session.elapsed += time.monotonic() - start
-        self.store.save(session, owner=owner)
+        if not store_failed:
+            self.store.save(session, owner=owner)
         result = session.result()
         self._emit(session, "run_finished", result=result)
         return result
