@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,8 @@ import pytest
 from miniagent import Agent, OpenAICompatibleModel
 from miniagent.errors import ConfigError
 from miniagent.models.local import resolve_model_path
-from miniagent.protocol.grammar import react_grammar
-from miniagent.protocol.react import ToolLike
 from miniagent.tools.builtin import calculator
-from miniagent.types import ModelRequest, ModelResponse, RunResult
+from miniagent.types import ModelRequest, RunResult
 
 ALLOWED = {"completed", "max_steps", "loop_detected"}
 READY_TIMEOUT = 60.0
@@ -114,28 +112,7 @@ def native_server() -> Iterator[str]:
         yield base_url
 
 
-class WithGrammar:
-    """Sends the ReAct grammar in the server's ``grammar`` field on ReAct requests."""
-
-    def __init__(self, inner: OpenAICompatibleModel, tools: Sequence[ToolLike]) -> None:
-        self.inner, self.grammar = inner, react_grammar(tools)
-        self.tool_mode = inner.tool_mode
-        self.sent: list[dict[str, Any]] = []
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        if not request.tools:
-            request.extra_body["grammar"] = request.grammar or self.grammar
-        self.sent.append(request.extra_body)
-        return await self.inner.generate(request)
-
-    def supports_native_tools(self) -> bool | None:
-        return self.inner.supports_native_tools()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-def _http_model(base_url: str, mode: str) -> OpenAICompatibleModel:
+def _http_model(base_url: str, mode: str, grammar: bool = False) -> OpenAICompatibleModel:
     # llama-cpp-python's chatml-function-calling handler ignores ``tools`` when no
     # ``tool_choice`` is sent, and with "auto" it generates the arguments with no token
     # limit (measured: minutes, to the context window). A named tool honours max_tokens.
@@ -148,6 +125,7 @@ def _http_model(base_url: str, mode: str) -> OpenAICompatibleModel:
         timeout=120.0,
         max_retries=0,
         extra_body=extra,
+        grammar_field="grammar" if grammar else None,  # llama.cpp's server field
     )
 
 
@@ -164,12 +142,11 @@ def _check_common(result: RunResult) -> None:
 
 
 async def test_react_with_grammar_parses_every_step(react_server: str) -> None:
-    model = WithGrammar(_http_model(react_server, "react"), [calculator])
+    model = _http_model(react_server, "react", grammar=True)
     agent = Agent(model=model, tools=[calculator], max_steps=2, max_tokens=128)
     result = await agent.arun("What is 17 * 3?")
     await model.aclose()
     _check_common(result)
-    assert model.sent and all("grammar" in body for body in model.sent)
     assert all(step.error is None for step in result.steps)
     for step in result.steps:
         assert (step.raw_output or "").startswith("Thought: ")

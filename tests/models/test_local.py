@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -27,10 +26,10 @@ from miniagent.models.local import (
     resolve_model_path,
 )
 from miniagent.protocol.grammar import react_grammar
-from miniagent.protocol.react import ReactProtocol, ToolLike
+from miniagent.protocol.react import ReactProtocol
 from miniagent.protocol.react_parser import parse_react
 from miniagent.tools.builtin import calculator
-from miniagent.types import Message, ModelRequest, ModelResponse
+from miniagent.types import Message, ModelRequest
 
 ALLOWED = {"completed", "max_steps", "loop_detected"}
 
@@ -115,27 +114,6 @@ def _model_path() -> Path:
         pytest.skip(str(exc))
 
 
-class WithGrammar:
-    """Adds the ReAct grammar to ReAct requests that carry none (as the loop does)."""
-
-    def __init__(self, inner: Any, tools: Sequence[ToolLike]) -> None:
-        self.inner, self.grammar = inner, react_grammar(tools)
-        self.tool_mode = inner.tool_mode
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        if not request.tools and request.grammar is None:
-            request.grammar = self.grammar
-        response: ModelResponse = await self.inner.generate(request)
-        return response
-
-    def supports_native_tools(self) -> bool | None:
-        result: bool | None = self.inner.supports_native_tools()
-        return result
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 @pytest.fixture(scope="module")
 def react_model() -> LocalModel:
     model = LocalModel(_model_path(), tool_mode="react")
@@ -174,8 +152,7 @@ async def test_same_prefix_reuses_the_kv_cache(react_model: LocalModel) -> None:
 
 
 async def test_agent_run_with_grammar_has_no_parse_failures(react_model: LocalModel) -> None:
-    model = WithGrammar(react_model, [calculator])
-    agent = Agent(model=model, tools=[calculator], max_steps=2, max_tokens=128)
+    agent = Agent(model=react_model, tools=[calculator], max_steps=2, max_tokens=128)
     result = await agent.arun("What is 17 * 3?")
     assert result.status in ALLOWED, result.reason
     assert result.steps and all(step.error is None for step in result.steps)
