@@ -126,6 +126,7 @@ class JsonSchemaGrammar:
         self._by_body: dict[str, str] = {}
         self._defs: dict[str, Any] = {}
         self._ref_rules: dict[str, str] = {}
+        self._ref_prefix = "def"
         self._roots: set[str] = set()
 
     def rule_for(self, schema: Any, hint: str, defs: dict[str, Any] | None = None) -> str:
@@ -134,10 +135,11 @@ class JsonSchemaGrammar:
         Args:
             schema: A JSON Schema (the subset listed in the module docstring).
             hint: A readable base for the names of new rules.
-            defs: The ``$defs`` that ``$ref`` values point into.
+            defs: The ``$defs`` that ``$ref`` values point into; they belong to this schema
+                alone (two tools may both define a different ``Node``).
         """
-        if defs:
-            self._defs = defs
+        self._defs, self._ref_rules = defs or {}, {}
+        self._ref_prefix = _rule_name(f"{hint}-def")
         name = self._visit(schema, _rule_name(hint))
         self._roots.add(name)
         return name
@@ -263,7 +265,7 @@ class JsonSchemaGrammar:
         if target in self._ref_rules:
             return self._ref_rules[target]
         # Reserve the name first so that a recursive definition refers to itself.
-        name = _rule_name(f"def-{target}")
+        name = _rule_name(f"{self._ref_prefix}-{target}")
         self._ref_rules[target] = name
         self._rules[name] = "PENDING"
         inner = self._visit(self._defs[target], f"{name}-body")
@@ -286,6 +288,8 @@ def react_grammar(tools: Sequence[ToolLike]) -> str:
 
     Returns:
         The grammar text, root rule ``root``. With no tools only a final answer is admitted.
+        The arguments follow each tool's structure (properties, types, enums, required
+        fields); numeric bounds, string lengths and patterns are left to validation.
 
     Example:
         >>> from miniagent import tool
