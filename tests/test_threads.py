@@ -37,3 +37,18 @@ async def test_a_cancelled_wait_leaves_the_thread_harmless() -> None:
         await asyncio.wait_for(run_in_daemon_thread(release.wait, 30), 0.05)
     release.set()  # the worker finishes later; its result is dropped without error
     assert await run_in_daemon_thread(lambda: "next") == "next"
+
+
+def test_a_forked_child_gets_fresh_workers() -> None:
+    import os
+
+    assert asyncio.run(run_in_daemon_thread(lambda: 1)) == 1  # the parent has a worker now
+    pid = os.fork()
+    if pid == 0:  # the child: a call must run although the parent's threads did not follow
+        ok = False
+        try:
+            ok = asyncio.run(asyncio.wait_for(run_in_daemon_thread(lambda: 7), 10)) == 7
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
