@@ -6,13 +6,12 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, cast
 
 import typer
 
 from miniagent.agent import Agent
 from miniagent.cli.loading import load_tools
-from miniagent.errors import ConfigError
 from miniagent.models.base import Model
 from miniagent.models.openai_compat import GrammarField
 from miniagent.store.sqlite import SQLiteStore
@@ -89,8 +88,6 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         return local
     from miniagent.models.openai_compat import OpenAICompatibleModel
 
-    if config.grammar_field not in (None, *get_args(GrammarField)):
-        raise ConfigError(f"--grammar-field must be one of {get_args(GrammarField)}")
     return OpenAICompatibleModel(
         base_url=config.base_url, model=config.model or "default",
         api_key=api_key or env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),

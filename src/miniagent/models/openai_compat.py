@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from miniagent.errors import (
+    ConfigError,
     ModelConnectionError,
     ModelError,
     ModelHTTPError,
@@ -93,6 +94,9 @@ class OpenAICompatibleModel:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.extra_body = dict(extra_body or {})
+        if grammar_field not in (None, *get_args(GrammarField)):
+            raise ConfigError(f"grammar_field must be one of {get_args(GrammarField)} or None, "
+                              f"got {grammar_field!r}")
         self.grammar_field = grammar_field
         self.url = f"{self.base_url}/chat/completions"
         self._client = client

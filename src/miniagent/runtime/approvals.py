@@ -50,7 +50,8 @@ def cancel(store: CheckpointStore, session_id: str, reason: str) -> None:
 
 def denial(record: CallRecord) -> Observation:
     """The observation a denied call gets, so the model can adapt."""
-    why = f" Reason: {record.note.rstrip('. ')}." if record.note else ""
+    note = (record.note or "").strip()
+    why = f" Reason: {note}{'' if note.endswith(('.', '!', '?')) else '.'}" if note else ""
     if record.interrupted:
         text = (f"The call of '{record.call.name}' was interrupted before it completed and was "
                 f"not run again; its outcome is unknown.{why}")

@@ -61,7 +61,7 @@ class Runtime:
         self.approver, self.on_interrupted = approver, on_interrupted
         self.grammar = grammar
         self._react, self._native = ReactProtocol(), NativeProtocol()
-        self._grammars: dict[tuple[str, ...], str] = {}
+        self._grammars: dict[tuple[tuple[str, int], ...], str] = {}
 
     async def run(self, session: AgentSession, owner: str | None = None) -> RunResult:
         """Step ``session`` until it has a status; always returns a result, never raises."""
@@ -171,8 +171,11 @@ class Runtime:
         return request
 
     def _grammar_for(self, tools: list[Any]) -> str:
-        """The ReAct grammar for these tools, built once per tool set (it takes ~0.2 ms)."""
-        key = tuple(tool.name for tool in tools)
+        """The ReAct grammar for these tools, built once per tool set (it takes ~0.2 ms).
+
+        The key holds each schema's identity too: a tool registered again under the same name
+        brings a new schema."""
+        key = tuple((tool.name, id(tool.parameters)) for tool in tools)
         if key not in self._grammars:
             self._grammars[key] = react_grammar(tools)
         return self._grammars[key]
@@ -209,7 +212,11 @@ class Runtime:
             record.state = "started"
             self._emit(session, "tool_started", step=step.index, call=record.call)
         self.store.save(session, owner=owner)  # started is on disk before any tool runs
-        await asyncio.gather(*(self._execute(session, step, r, owner) for r in runnable))
+        outcomes = await asyncio.gather(
+            *(self._execute(session, step, r, owner) for r in runnable), return_exceptions=True)
+        for outcome in outcomes:  # every call has finished; now a failed checkpoint may surface
+            if isinstance(outcome, BaseException):
+                raise outcome
         waiting = [r for r in step.calls if r.state == "awaiting_approval"]
         if waiting:
             names = ", ".join(f"{r.call.name} ({r.call.id})" for r in waiting)
