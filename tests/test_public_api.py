@@ -16,6 +16,7 @@ EXPECTED = {
     "ToolSignal", "ToolsNotSupported", "UserError", "__version__", "tool",
     "CallRecord", "CheckpointStore", "MemoryStore", "SQLiteStore", "PendingApproval",
     "SessionBusy", "SessionError", "SessionNotFound", "SessionVersionError", "StoreCorrupted",
+    "ActionProtocol", "Capabilities", "Decision", "DecisionError", "ToolSource",
 }
 
 

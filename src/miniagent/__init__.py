@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from miniagent.agent import Agent
 from miniagent.errors import (
     ConfigError,
+    DecisionError,
     MiniAgentError,
     ModelConnectionError,
     ModelError,
@@ -38,16 +39,19 @@ from miniagent.errors import (
     ToolsNotSupported,
     UserError,
 )
-from miniagent.models.base import Model
+from miniagent.models.base import Capabilities, Model
 from miniagent.models.openai_compat import OpenAICompatibleModel
 from miniagent.models.scripted import ScriptedModel
+from miniagent.protocol.base import ActionProtocol
 from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
-from miniagent.runtime.session import AgentSession
+from miniagent.session import AgentSession
 from miniagent.store import CheckpointStore, MemoryStore
 from miniagent.tools.registry import Tool, ToolRegistry, tool
+from miniagent.tools.source import ToolSource
 from miniagent.types import (
     CallRecord,
+    Decision,
     Message,
     ModelRequest,
     ModelResponse,
@@ -74,11 +78,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
+    "ActionProtocol",
     "Agent",
     "AgentSession",
     "CallRecord",
+    "Capabilities",
     "CheckpointStore",
     "ConfigError",
+    "Decision",
+    "DecisionError",
     "Event",
     "Limits",
     "MemoryStore",
@@ -113,6 +121,7 @@ __all__ = [
     "ToolError",
     "ToolRegistry",
     "ToolSignal",
+    "ToolSource",
     "ToolsNotSupported",
     "UserError",
     "__version__",

@@ -3,22 +3,47 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 from miniagent.errors import UserError
-from miniagent.models.base import Model
-from miniagent.runtime.approvals import Approver, InterruptedPolicy, cancel, decide
-from miniagent.runtime.events import EventBus, Subscriber
-from miniagent.runtime.guards import Limits
-from miniagent.runtime.loop import Runtime
-from miniagent.runtime.session import FINAL, AgentSession
+from miniagent.models.base import Capabilities, Model
+from miniagent.protocol.auto import AutoProtocol
+from miniagent.protocol.base import ActionProtocol
+from miniagent.protocol.native import NativeProtocol
+from miniagent.protocol.react import ReactProtocol
+from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
+from miniagent.runtime.bus import EventBus, Subscriber
+from miniagent.runtime.driver import InProcessEffects, drive, random_id
+from miniagent.runtime.guards import (
+    DEFAULT_MAX_OBSERVATION_CHARS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_REPEAT_LIMIT,
+    DEFAULT_TEMPERATURE,
+    Limits,
+)
+from miniagent.runtime.loop import Rules
+from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.store.memory import MemoryStore
 from miniagent.tools.registry import Tool, ToolRegistry
+from miniagent.tools.source import ToolSet, ToolSource
 from miniagent.types import RunResult
 
 T = TypeVar("T")
+
+ToolItem = Tool | Callable[..., Any] | ToolSource
+
+
+def protocol_for(capabilities: Capabilities, *, grammar: bool = True) -> ActionProtocol:
+    """The protocol a transport was configured for: react, native, or auto."""
+    if capabilities.tool_mode == "react":
+        return ReactProtocol(grammar=grammar)
+    if capabilities.tool_mode == "native":
+        return NativeProtocol()
+    return AutoProtocol(native_tools=capabilities.native_tools, grammar=grammar)
 
 
 class Agent:
@@ -52,57 +77,63 @@ class Agent:
         self,
         *,
         model: Model,
-        tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] = (),
+        tools: ToolRegistry | Iterable[ToolItem] = (),
         instructions: str | None = None,
-        max_steps: int = 10,
+        max_steps: int = DEFAULT_MAX_STEPS,
         token_budget: int | None = None,
         timeout: float | None = None,
-        max_observation_chars: int = 4000,
-        repeat_limit: int = 3,
-        temperature: float | None = 0.0,
-        max_tokens: int | None = 1024,
+        max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
+        repeat_limit: int = DEFAULT_REPEAT_LIMIT,
+        temperature: float | None = DEFAULT_TEMPERATURE,
+        max_tokens: int | None = DEFAULT_MAX_TOKENS,
         store: CheckpointStore | None = None,
         approver: Approver | None = None,
         on_interrupted: InterruptedPolicy = "ask",
         grammar: bool = True,
+        protocol: ActionProtocol | None = None,
         on_event: Subscriber | None = None,
     ) -> None:
         if max_steps < 1:
             raise UserError(f"max_steps must be at least 1, got {max_steps}")
         self.model = model
-        self.registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+        self.registry, sources = _split_tools(tools)
+        self.tools = ToolSet(self.registry, sources)
         self.limits = Limits(
             max_steps=max_steps, token_budget=token_budget, timeout=timeout,
             max_observation_chars=max_observation_chars, repeat_limit=repeat_limit,
         )
+        self.protocol = protocol or protocol_for(model.capabilities, grammar=grammar)
+        self.instructions, self.temperature, self.max_tokens = instructions, temperature, max_tokens
         self.store: CheckpointStore = store if store is not None else MemoryStore()
-        self.bus = EventBus([on_event] if on_event else None)
-        self.runtime = Runtime(
-            model=model, registry=self.registry, limits=self.limits, bus=self.bus,
-            store=self.store, instructions=instructions, temperature=temperature,
-            max_tokens=max_tokens, approver=approver, on_interrupted=on_interrupted,
-            grammar=grammar,
-        )
+        self.approver, self.on_interrupted = approver, on_interrupted
+        self.bus = EventBus([on_event] if on_event else ())
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
         self.bus.subscribe(subscriber)
 
-    async def arun(self, question: str, *, metadata: dict[str, Any] | None = None) -> RunResult:
-        """Answer ``question`` in a new session; always returns a result with a status."""
-        session = AgentSession.start(question, metadata)
-        self.store.save(session)
-        return await self._drive(session.id, session)
+    async def arun(self, question: str, *, metadata: dict[str, Any] | None = None,
+                   on_event: Subscriber | None = None) -> RunResult:
+        """Answer ``question`` in a new session; always returns a result with a status.
 
-    async def aresume(self, session_id: str) -> RunResult:
+        ``on_event`` receives this run's events (besides the agent's subscribers).
+        """
+        session = AgentSession.start(question, id=random_id(), at=time.time(),
+                                     metadata=metadata)
+        self.store.save(session)
+        return await self._drive(session.id, session, on_event)
+
+    async def aresume(self, session_id: str, *, on_event: Subscriber | None = None
+                      ) -> RunResult:
         """Continue a saved session: after approvals, a crash, a timeout or an error.
 
         Raises:
             SessionNotFound, SessionBusy (another live process runs it), SessionError.
         """
-        return await self._drive(session_id, None)
+        return await self._drive(session_id, None, on_event)
 
-    async def _drive(self, session_id: str, fresh: AgentSession | None) -> RunResult:
+    async def _drive(self, session_id: str, fresh: AgentSession | None,
+                     on_event: Subscriber | None) -> RunResult:
         owner = new_owner()
         self.store.acquire(session_id, owner)
         try:
@@ -110,36 +141,55 @@ class Agent:
             if session.status in FINAL:
                 return session.result()
             if session.status != "running":
-                session.transition("running", f"resumed from {session.status}")
-            return await self.runtime.run(session, owner)
+                session.transition("running", f"resumed from {session.status}", at=time.time())
+            effects = InProcessEffects(
+                model=self.model, tools=await self.tools.for_run(), store=self.store,
+                bus=self.bus, owner=owner, approver=self.approver,
+                subscribers=(on_event,) if on_event else ())
+            return await drive(session, self._rules(effects.tools), effects, self.limits.timeout)
         finally:
             self.store.release(session_id, owner)
 
+    def _rules(self, tools: ToolRegistry) -> Rules:
+        return Rules(protocol=self.protocol, tools=tools, limits=self.limits,
+                     instructions=self.instructions, temperature=self.temperature,
+                     max_tokens=self.max_tokens, on_interrupted=self.on_interrupted)
+
     def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None
                 ) -> None:
-        """Approve one waiting call, or all of them; ``resume`` then runs them."""
-        self.store.update(session_id, lambda s: decide(s, call_id, True, reason))
+        """Approve one waiting call, or all of them; ``resume`` then runs them.
+
+        Raises:
+            DecisionError: the session is not waiting, or has no such waiting call.
+        """
+        self._decide(session_id, call_id, True, reason)
 
     def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None
              ) -> None:
         """Deny one waiting call, or all; on ``resume`` the model is told it was denied and why."""
-        self.store.update(session_id, lambda s: decide(s, call_id, False, reason))
+        self._decide(session_id, call_id, False, reason)
+
+    def _decide(self, session_id: str, call_id: str | None, approved: bool,
+                reason: str | None) -> None:
+        self.store.update(session_id,
+                          lambda s: decide(s, call_id, approved, reason, at=time.time()))
 
     def cancel(self, session_id: str, reason: str = "cancelled by a person") -> None:
-        """End a session that is not running; it cannot be resumed afterwards."""
-        cancel(self.store, session_id, reason)
+        """End a session that no live process is running; it cannot be resumed afterwards."""
+        cancel_session(self.store, session_id, reason)
 
     def session(self, session_id: str) -> AgentSession:
         """The saved session, as of its last checkpoint."""
         return self.store.load(session_id)
 
-    def run(self, question: str, *, metadata: dict[str, Any] | None = None) -> RunResult:
+    def run(self, question: str, *, metadata: dict[str, Any] | None = None,
+            on_event: Subscriber | None = None) -> RunResult:
         """Synchronous :meth:`arun`; use ``await agent.arun(...)`` inside an event loop."""
-        return self._sync(self.arun(question, metadata=metadata))
+        return self._sync(self.arun(question, metadata=metadata, on_event=on_event))
 
-    def resume(self, session_id: str) -> RunResult:
+    def resume(self, session_id: str, *, on_event: Subscriber | None = None) -> RunResult:
         """Synchronous :meth:`aresume`."""
-        return self._sync(self.aresume(session_id))
+        return self._sync(self.aresume(session_id, on_event=on_event))
 
     def _sync(self, work: Coroutine[Any, Any, T]) -> T:
         try:
@@ -151,8 +201,40 @@ class Agent:
                         "use 'await agent.arun(...)' / 'await agent.aresume(...)' there")
 
     async def _then_close(self, work: Coroutine[Any, Any, T]) -> T:
-        # asyncio.run makes a new event loop each time: pooled connections die with it.
+        # asyncio.run makes a new event loop each time: connections and processes die with it.
         try:
             return await work
         finally:
-            await self.model.aclose()
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the tool sources and the model's connections (a later run reopens them)."""
+        await self.tools.aclose()
+        await self.model.aclose()
+
+
+def cancel_session(store: CheckpointStore, session_id: str, reason: str) -> None:
+    """End a session that no live process is running; it cannot be resumed afterwards."""
+    owner = new_owner()
+    store.acquire(session_id, owner)
+    try:
+        store.update(session_id, lambda s: s.transition("cancelled", reason, at=time.time()),
+                     owner=owner)
+    finally:
+        store.release(session_id, owner)
+
+
+def _split_tools(tools: ToolRegistry | Iterable[ToolItem]
+                 ) -> tuple[ToolRegistry, list[ToolSource]]:
+    """The agent's own tools (functions, schema tools) apart from other tool sources."""
+    if isinstance(tools, ToolRegistry):
+        return tools, []
+    own: list[Tool | Callable[..., Any]] = []
+    sources: list[ToolSource] = []
+    for item in tools:
+        if isinstance(item, ToolRegistry) or (
+                not isinstance(item, Tool) and isinstance(item, ToolSource)):
+            sources.append(item)
+        else:
+            own.append(item)
+    return ToolRegistry(own), sources

@@ -7,7 +7,8 @@
     │   └── ToolError           "this input is wrong, tell the model this message"
     ├── UserError               a mistake of the developer using the library
     │   ├── ToolDefinitionError a function that cannot become a tool
-    │   └── ConfigError         missing or contradictory configuration
+    │   ├── ConfigError         missing or contradictory configuration
+    │   └── DecisionError       a decision on a session that is not waiting, or an unknown call
     └── RunFailure              the run could not go on
         └── ModelError          the model server failed (after retries)
             ├── ModelConnectionError  refused, reset, DNS
@@ -50,6 +51,11 @@ class ToolDefinitionError(UserError):
 
 class ConfigError(UserError):
     """Configuration is missing or contradictory (for example, no endpoint)."""
+
+
+class DecisionError(UserError):
+    """An approval or denial the session cannot take: it is not waiting, or no waiting call
+    has that id. A caller's mistake, distinct from a store fault (:class:`SessionError`)."""
 
 
 class RunFailure(MiniAgentError):

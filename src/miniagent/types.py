@@ -4,6 +4,9 @@ Everything here is a plain keyword-only dataclass: cheap to build on the hot pat
 serialisable with :func:`dataclasses.asdict`, and loadable back with
 ``pydantic.TypeAdapter(Message).validate_python(data)``.
 
+The saved session itself (:class:`~miniagent.session.AgentSession`) lives beside this module
+in ``session.py``. Nothing here reads a clock or makes an id: times and ids are given.
+
 The history of a run is a list of :class:`Message` in a protocol-neutral form:
 an assistant message carries its raw text and the tool calls parsed from it, and a
 ``tool`` message carries one observation. Protocols (``protocol/react.py``,
@@ -17,6 +20,8 @@ from typing import Any, Literal, Protocol
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolMode = Literal["react", "native", "auto"]
+Phase = Literal["model", "tools", "done"]
+"""Where a session goes on: it needs a model call, has calls to run (or to decide), or is over."""
 ParseKind = Literal["action", "final", "invalid"]
 RunStatus = Literal[
     "completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error",
@@ -24,6 +29,26 @@ RunStatus = Literal[
 ]
 SessionStatus = Literal["running", RunStatus]
 CallState = Literal["ready", "awaiting_approval", "approved", "denied", "started", "completed"]
+
+CALL_MOVES: dict[CallState, frozenset[CallState]] = {
+    "ready": frozenset({"started", "awaiting_approval", "completed"}),
+    "awaiting_approval": frozenset({"approved", "denied"}),
+    "approved": frozenset({"started"}),
+    "denied": frozenset({"completed"}),
+    # a crash left the call started: run it again, ask a person, or give up on it
+    "started": frozenset({"completed", "ready", "awaiting_approval", "denied"}),
+    "completed": frozenset(),
+}
+"""The moves a tool call may make (:meth:`CallRecord.move`); ``completed`` is final.
+
+::
+
+    ready ──► started ──► completed
+      │          ▲  └──► ready | awaiting_approval | denied   (interrupted by a crash)
+      ├──► awaiting_approval ──► approved ──┘
+      │                    └──► denied ──► completed           (the model is told why)
+      └──► completed                                           (answered without running)
+"""
 
 
 class ToolLike(Protocol):
@@ -50,6 +75,7 @@ class ToolCall:
     """
 
     id: str
+    """Empty until the step logic assigns one when the model sent none."""
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     raw_arguments: str = ""
@@ -116,6 +142,8 @@ class ModelRequest:
     extra_body: dict[str, Any] = field(default_factory=dict)
     grammar: str | None = None
     """A GBNF grammar for constrained decoding, honoured by backends that support it."""
+    protocol: str = ""
+    """The name of the protocol that rendered the request (transports ignore it)."""
 
 
 @dataclass(kw_only=True)
@@ -142,12 +170,22 @@ class ParsedOutput:
 
 
 @dataclass(kw_only=True)
+class CallMove:
+    """One recorded move of a tool call's state."""
+
+    at: float
+    source: CallState
+    target: CallState
+    reason: str
+
+
+@dataclass(kw_only=True)
 class CallRecord:
     """A tool call and where it stands; persisted so a resumed run never repeats a finished call.
 
-    ``state`` moves ready -> started -> completed, or through awaiting_approval -> approved /
-    denied first. ``note`` holds the reason of an approval or denial, or why the call waits.
-    ``interrupted`` marks a call that started before a crash and never completed.
+    ``state`` changes only through :meth:`move`, checked against :data:`CALL_MOVES` and
+    recorded in ``moves``. ``note`` holds the reason of an approval or denial, or why the call
+    waits. ``interrupted`` marks a call that started before a crash and never completed.
     """
 
     call: ToolCall
@@ -155,6 +193,22 @@ class CallRecord:
     observation: Observation | None = None
     note: str | None = None
     interrupted: bool = False
+    moves: list[CallMove] = field(default_factory=list)
+
+    def move(self, target: CallState, reason: str, at: float) -> None:
+        """Go to ``target``; raises ValueError for a move the table forbids (a bug of ours)."""
+        if target not in CALL_MOVES[self.state]:
+            raise ValueError(f"call {self.call.id} cannot go from {self.state} to {target}")
+        self.moves.append(CallMove(at=at, source=self.state, target=target, reason=reason))
+        self.state = target
+
+
+@dataclass(kw_only=True)
+class Decision:
+    """A person's decision on one waiting call."""
+
+    approved: bool
+    reason: str | None = None
 
 
 @dataclass(kw_only=True)

@@ -146,15 +146,18 @@ def test_unknown_tool_is_an_observation_listing_the_tools(mode: str) -> None:
 
 
 def test_auto_mode_falls_back_to_react_when_server_rejects_tools() -> None:
-    script = [react("look", "weather", {"city": "Paris"}), "Final Answer: sunny"]
+    script = [react("look", "weather", {"city": "Paris"}), "Final Answer: sunny",
+              "Final Answer: still sunny"]
     with StubServer(script, reject_tools=True).run_in_thread() as stub:
         model = model_for(stub, "auto")
-        result = Agent(model=model, tools=[weather]).run("q")
+        agent = Agent(model=model, tools=[weather])
+        result = agent.run("q")
+        again = agent.run("q2")  # the agent's protocol remembers the refusal
         received = list(stub.requests)
     assert (result.status, result.final_answer) == ("completed", "sunny")
+    assert (again.status, again.final_answer) == ("completed", "still sunny")
     assert "tools" in received[0]
-    assert all("tools" not in r for r in received[1:])
-    assert model.supports_native_tools() is False
+    assert all("tools" not in r for r in received[1:]) and len(received) == 4
 
 
 def test_server_error_then_success_is_retried() -> None:

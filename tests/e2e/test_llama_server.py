@@ -168,7 +168,7 @@ async def test_native_tool_calling(native_server: str) -> None:
     result = await agent.arun("Use the calculator tool to compute 17 * 3.")
     await model.aclose()
     _check_common(result)
-    assert model.supports_native_tools() is True
+    assert result.steps and result.usage.prompt_tokens > 0
     for step in result.steps:
         assert all(call.name for call in step.tool_calls)
 

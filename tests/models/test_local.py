@@ -188,7 +188,7 @@ async def native_model() -> AsyncIterator[LocalModel]:
 
 
 async def test_native_mode_runs_the_loop(native_model: LocalModel) -> None:
-    assert native_model.supports_native_tools() is True
+    assert native_model.capabilities.native_tools is True
     assert native_model.chat_format == "chatml-function-calling"
     agent = Agent(model=native_model, tools=[calculator], max_steps=2, max_tokens=64)
     result = await agent.arun("What is 17 * 3? Use the calculator tool.")
@@ -202,6 +202,6 @@ async def test_native_mode_runs_the_loop(native_model: LocalModel) -> None:
 
 def test_cli_factory_and_notice() -> None:
     model = local_model(str(_model_path()), "auto", True)
-    assert model.tool_mode == "auto" and model.supports_native_tools() is False
+    assert model.tool_mode == "auto" and model.capabilities.native_tools is False
     notice = local_notice(model)
     assert model.model_path.name in notice and TINY_MODEL_NOTICE in notice

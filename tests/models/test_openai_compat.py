@@ -166,39 +166,30 @@ async def test_timeout(stub: Stub) -> None:
     assert len(server.requests) == 2
 
 
-async def test_auto_mode_tools_rejected(stub: Stub) -> None:
+async def test_tools_rejected_is_classified(stub: Stub) -> None:
     server = stub(["react answer"], reject_tools=True)
     model = make_model(server, tool_mode="auto")
-    assert model.supports_native_tools() is None
+    assert model.capabilities.native_tools is None
     with pytest.raises(ToolsNotSupported, match="tools are not supported") as caught:
         await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
     assert caught.value.status == 400
     assert len(server.requests) == 1  # not retried
-    assert model.supports_native_tools() is False
-    # Another instance for the same endpoint knows it too.
-    assert make_model(server).supports_native_tools() is False
+    # The transport keeps no memory of it (the auto protocol does): still unknown here.
+    assert model.capabilities.native_tools is None
     # Without tools (the ReAct fallback) the same server answers.
     response = await model.generate(ModelRequest(messages=MESSAGES, stop=["Observation:"]))
     await model.aclose()
     assert response.content == "react answer"
 
 
-async def test_native_mode_rejection_is_a_plain_http_error(stub: Stub) -> None:
+async def test_native_mode_rejection_is_an_http_error_the_run_reports(stub: Stub) -> None:
     server = stub([], reject_tools=True)
     model = make_model(server, tool_mode="native", model="native-m")
-    with pytest.raises(ModelHTTPError) as caught:
+    with pytest.raises(ModelHTTPError, match="refused the tools field") as caught:
         await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
     await model.aclose()
-    assert not isinstance(caught.value, ToolsNotSupported)
-
-
-async def test_success_with_tools_is_remembered(stub: Stub) -> None:
-    server = stub(["plain text is fine"])
-    model = make_model(server, model="tools-ok")
-    assert model.supports_native_tools() is None
-    await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
-    await model.aclose()
-    assert model.supports_native_tools() is True
+    assert caught.value.status == 400
+    assert model.capabilities.native_tools is True  # as configured: native never falls back
 
 
 async def test_non_json_success_body(stub: Stub) -> None:

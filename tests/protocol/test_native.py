@@ -184,23 +184,29 @@ def test_names_are_cleaned(name: str) -> None:
     assert call.name == "calc"
 
 
-def test_missing_ids_are_generated() -> None:
+def test_missing_ids_are_left_to_the_step_logic_which_assigns_unique_ones() -> None:
+    from miniagent import Agent, ScriptedModel
+
     body = one_call("{}")
     del body["choices"][0]["message"]["tool_calls"][0]["id"]
     body["choices"][0]["message"]["tool_calls"].append(
         {"type": "function", "function": {"name": "clock", "arguments": "{}"}, "id": ""}
     )
-    first, second = normalize_completion(body).tool_calls
-    assert re.fullmatch(r"call_[0-9a-f]{12}", first.id)
-    assert re.fullmatch(r"call_[0-9a-f]{12}", second.id)
+    assert [c.id for c in normalize_completion(body).tool_calls] == ["", ""]
+    model = ScriptedModel([body, {"content": "done"}], tool_mode="native")
+    result = Agent(model=model).run("q")
+    first, second = result.steps[0].tool_calls
+    assert re.fullmatch(r"call_[0-9a-f]{16}", first.id)
+    assert re.fullmatch(r"call_[0-9a-f]{16}", second.id)
     assert first.id != second.id
+    sent = model.requests[1].messages
+    assert [m["tool_call_id"] for m in sent[-2:]] == [first.id, second.id]
 
 
 def test_legacy_function_call() -> None:
     message = {"content": None, "function_call": {"name": "calc", "arguments": '{"x": 2}'}}
     (call,) = normalize_completion(completion(message)).tool_calls
-    assert (call.name, call.arguments) == ("calc", {"x": 2})
-    assert call.id.startswith("call_")
+    assert (call.name, call.arguments, call.id) == ("calc", {"x": 2}, "")
 
 
 def test_flat_call_shape() -> None:

@@ -60,7 +60,7 @@ def check(text: str) -> None:
         for call in out.tool_calls:
             assert call.name
             assert isinstance(call.arguments, dict)
-            assert call.id.startswith("call_")
+            assert call.id == ""
     elif out.kind == "final":
         assert isinstance(out.final_answer, str)
         assert out.tool_calls == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -80,7 +79,7 @@ def test_actions(text: str, name: str, arguments: dict[str, Any]) -> None:
     assert call.name == name
     assert call.arguments == arguments
     assert call.arguments_error is None
-    assert re.fullmatch(r"call_[0-9a-f]{12}", call.id)
+    assert call.id == ""  # assigned by the step logic from its driver's ids
 
 
 @pytest.mark.parametrize(
@@ -282,9 +281,9 @@ def test_thought_without_label_is_leading_prose() -> None:
     assert out.thought == "I will compute it."
 
 
-def test_call_ids_are_unique() -> None:
-    ids = {only_call(parse_react("Action: a\nAction Input: {}")).id for _ in range(50)}
-    assert len(ids) == 50
+def test_parsing_is_deterministic() -> None:
+    text = 'Thought: t\nAction: a\nAction Input: {"x": [1, 2]}'
+    assert len({repr(parse_react(text)) for _ in range(20)}) == 1
 
 
 def test_never_raises_on_non_text() -> None:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
-from miniagent.errors import SessionError
-from miniagent.runtime.session import AgentSession
+from miniagent.errors import DecisionError, SessionError
+from miniagent.runtime.driver import random_id
+from miniagent.session import AgentSession
 from miniagent.types import CallRecord, Message, Observation, Step, ToolCall
 
 RAN: list[str] = []
@@ -135,10 +137,10 @@ def test_wrong_decisions_are_clear_errors(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     first = agent([act("delete_file", {"name": "x"})], store).run("q")
     control = agent([], store)
-    with pytest.raises(SessionError, match="no call 'nope' awaiting approval"):
+    with pytest.raises(DecisionError, match="no call 'nope' awaiting approval"):
         control.approve(first.session_id, "nope")
     done = agent(["Final Answer: hi"], store).run("q2")
-    with pytest.raises(SessionError, match="not awaiting approval"):
+    with pytest.raises(DecisionError, match="not awaiting approval"):
         control.approve(done.session_id)
 
 
@@ -153,11 +155,12 @@ def test_cancel_ends_a_waiting_session(tmp_path: Path) -> None:
 
 def interrupted_session(store: SQLiteStore, tool_name: str) -> str:
     """A session saved as a crash leaves it: one call started, never completed."""
-    session = AgentSession.start("q")
+    session = AgentSession.start("q", id=random_id(), at=time.time())
     call = ToolCall(id="c9", name=tool_name, arguments={"key": "k"}, raw_arguments="")
     session.messages.append(
         Message(role="assistant", content=act(tool_name, {"key": "k"}), tool_calls=[call]))
     session.steps.append(Step(index=1, calls=[CallRecord(call=call, state="started")]))
+    session.phase = "tools"
     store.save(session)
     return session.id
 
@@ -205,13 +208,14 @@ def test_crash_after_the_last_call_but_before_the_step_checkpoint(tmp_path: Path
     """All calls completed on disk, their observations not yet in the history: resume adds
     them and never runs the call again."""
     store = SQLiteStore(tmp_path / "s.db")
-    session = AgentSession.start("q")
+    session = AgentSession.start("q", id=random_id(), at=time.time())
     call = ToolCall(id="c7", name="lookup", arguments={"key": "k"}, raw_arguments="")
     session.messages.append(
         Message(role="assistant", content=act("lookup", {"key": "k"}), tool_calls=[call]))
     done = Observation(call_id="c7", tool_name="lookup", output="value of k")
     session.steps.append(Step(index=1, calls=[
         CallRecord(call=call, state="completed", observation=done)]))
+    session.phase = "tools"
     store.save(session)
     later = agent(["Final Answer: k"], store)
     result = later.resume(session.id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from miniagent.runtime.guards import Deadline, LoopDetector, action_key, truncate_observation
+from miniagent.runtime.guards import LoopDetector, action_key, truncate_observation
 from miniagent.types import ToolCall
 
 
@@ -33,10 +33,3 @@ def test_loop_detector_verdicts() -> None:
     assert [detector.check(c) for _ in range(4)] == ["ok", "ok", "intervene", "stop"]
     assert detector.check(call("add", {"a": 2})) == "ok"
     assert LoopDetector(limit=0).check(c) == "ok"
-
-
-def test_deadline() -> None:
-    assert Deadline(None).remaining() is None
-    remaining = Deadline(10).remaining()
-    assert remaining is not None and 0 < remaining <= 10
-    assert Deadline(-1).remaining() == 0.0

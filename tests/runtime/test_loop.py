@@ -202,8 +202,9 @@ async def test_events_reach_subscribers_and_a_failing_subscriber_is_harmless() -
     agent.subscribe(lambda e: seen.append(e.kind))
     result = await agent.arun("q")
     assert result.status == "completed"
-    assert seen == ["run_started", "step_started", "model_responded", "tool_started",
-                    "tool_finished", "step_started", "model_responded", "run_finished"]
+    assert seen == ["run_started", "step_started", "model_started", "model_responded",
+                    "tool_started", "tool_finished", "step_finished", "step_started",
+                    "model_started", "model_responded", "step_finished", "run_finished"]
 
 
 def test_sync_run_wraps_arun() -> None:

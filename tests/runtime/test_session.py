@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted
-from miniagent.runtime.session import SCHEMA_VERSION, AgentSession
+from miniagent.session import SCHEMA_VERSION, AgentSession
 from miniagent.types import CallRecord, Observation, Step, TokenUsage, ToolCall
 
 REFERENCE = Path(__file__).with_name("reference")
@@ -16,55 +16,55 @@ REFERENCE = Path(__file__).with_name("reference")
 
 def sample_session() -> AgentSession:
     """A session with one completed call and one waiting for approval; fixed ids and times."""
-    session = AgentSession.start("Pay Alice 150 € for 北京 tickets")
-    session.id, session.created_at, session.updated_at = "ref0000000000001", 1.0e9, 1.0e9
+    session = AgentSession.start("Pay Alice 150 € for 北京 tickets", id="ref0000000000001",
+                                 at=1.0e9)
     done = ToolCall(id="call_a", name="lookup", arguments={"who": "Alice"},
                     raw_arguments='{"who": "Alice"}')
     pay = ToolCall(id="call_b", name="pay", arguments={"amount": 150},
                    raw_arguments='{"amount": 150}')
+    looked_up = CallRecord(call=done)
+    looked_up.move("started", "about to run", 1.0e9)
+    looked_up.observation = Observation(call_id="call_a", tool_name="lookup", output="IBAN 123",
+                                        elapsed=0.01)
+    looked_up.move("completed", "the tool returned", 1.0e9)
+    paying = CallRecord(call=pay, note="'pay' needs approval")
+    paying.move("awaiting_approval", "'pay' needs approval", 1.0e9)
     session.steps.append(Step(
-        index=1, thought="look up and pay", raw_output="...",
-        calls=[
-            CallRecord(call=done, state="completed",
-                       observation=Observation(call_id="call_a", tool_name="lookup",
-                                               output="IBAN 123", elapsed=0.01)),
-            CallRecord(call=pay, state="awaiting_approval", note="'pay' needs approval"),
-        ],
+        index=1, thought="look up and pay", raw_output="...", calls=[looked_up, paying],
         usage=TokenUsage(prompt_tokens=100, completion_tokens=20, cached_tokens=64),
     ))
+    session.phase = "tools"
     session.usage = TokenUsage(prompt_tokens=100, completion_tokens=20, cached_tokens=64)
-    session.transition("awaiting_approval", "waiting for approval of pay (call_b)")
-    session.transitions[-1].at = 1.0e9
-    session.updated_at = 1.0e9
+    session.transition("awaiting_approval", "waiting for approval of pay (call_b)", at=1.0e9)
     session.metadata = {"cli": {"model": "m"}}
     return session
 
 
 def test_transitions_are_recorded_and_checked() -> None:
-    session = AgentSession.start("q")
+    session = AgentSession.start("q", id="s1", at=1.0)
     assert session.status == "running" and not session.done
-    session.transition("awaiting_approval", "needs a person")
-    session.transition("running", "approved")
-    session.finish("completed", "answered", "42")
-    session.finish("error", "ignored: already ended")
+    session.transition("awaiting_approval", "needs a person", at=1.0)
+    session.transition("running", "approved", at=1.0)
+    session.finish("completed", "answered", "42", at=1.0)
+    session.finish("error", "ignored: already ended", at=1.0)
     assert [(t.source, t.target) for t in session.transitions] == [
         ("running", "awaiting_approval"), ("awaiting_approval", "running"),
         ("running", "completed")]
     assert session.result().status == "completed" and session.final_answer == "42"
     with pytest.raises(SessionError, match="cannot go from completed to running"):
-        session.transition("running", "again")
+        session.transition("running", "again", at=1.0)
 
 
 def test_resumable_and_final_statuses() -> None:
     for resumable in ("timeout", "error"):
-        session = AgentSession.start("q")
-        session.finish(resumable, "x")  # type: ignore[arg-type]
-        session.transition("running", "resumed")
+        session = AgentSession.start("q", id="s1", at=1.0)
+        session.finish(resumable, "x", at=1.0)  # type: ignore[arg-type]
+        session.transition("running", "resumed", at=1.0)
     for final in ("completed", "max_steps", "budget_exceeded", "loop_detected"):
-        session = AgentSession.start("q")
-        session.finish(final, "x")  # type: ignore[arg-type]
+        session = AgentSession.start("q", id="s1", at=1.0)
+        session.finish(final, "x", at=1.0)  # type: ignore[arg-type]
         with pytest.raises(SessionError):
-            session.transition("running", "resumed")
+            session.transition("running", "resumed", at=1.0)
 
 
 def test_round_trip_keeps_everything() -> None:
@@ -75,15 +75,25 @@ def test_round_trip_keeps_everything() -> None:
     assert loaded.steps[0].observations[0].output == "IBAN 123"
 
 
-def test_reference_json_v1_loads_and_is_what_we_write() -> None:
-    reference = json.loads((REFERENCE / "session_v1.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 1 == SCHEMA_VERSION
+def test_reference_json_v2_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v2.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 2 == SCHEMA_VERSION
     loaded = AgentSession.from_dict(reference)
-    assert loaded.status == "awaiting_approval"
+    assert (loaded.status, loaded.phase) == ("awaiting_approval", "tools")
     assert [p.tool for p in loaded.pending_approvals()] == ["pay"]
+    assert [m.target for m in loaded.steps[0].calls[0].moves] == ["started", "completed"]
     assert loaded.question == "Pay Alice 150 € for 北京 tickets"
     # what this version writes is exactly the reference: a format change must bump the version
     assert sample_session().to_dict() == reference
+
+
+def test_reference_json_v1_still_loads_with_its_phase_derived() -> None:
+    reference = json.loads((REFERENCE / "session_v1.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 1
+    loaded = AgentSession.from_dict(reference)
+    assert (loaded.status, loaded.phase) == ("awaiting_approval", "tools")
+    assert [p.tool for p in loaded.pending_approvals()] == ["pay"]
+    assert loaded.steps[0].calls[0].moves == []
 
 
 def test_newer_schema_is_refused_clearly() -> None:

@@ -5,19 +5,26 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from miniagent.errors import SessionBusy, SessionError, SessionNotFound, StoreCorrupted
+from miniagent.errors import (
+    DecisionError,
+    SessionBusy,
+    SessionNotFound,
+    StoreCorrupted,
+)
 from miniagent.runtime.approvals import decide
-from miniagent.runtime.session import AgentSession
+from miniagent.runtime.driver import random_id
+from miniagent.session import AgentSession
 from miniagent.store import SQLiteStore
 from miniagent.store.base import new_owner
 
 
 def saved(store: SQLiteStore, question: str) -> AgentSession:
-    session = AgentSession.start(question)
+    session = AgentSession.start(question, id=random_id(), at=time.time())
     store.save(session)
     return session
 
@@ -26,7 +33,7 @@ def test_round_trip_list_and_wal(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     first = saved(store, "first 第一")
     second = saved(store, "second")
-    second.finish("completed", "done", "42")
+    second.finish("completed", "done", "42", at=time.time())
     store.save(second)
     assert store.load(first.id) == first
     assert store.load(second.id).final_answer == "42"
@@ -48,8 +55,8 @@ def test_default_path_comes_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_update_is_atomic_and_keeps_a_failed_change_out(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     session = saved(store, "q")
-    with pytest.raises(SessionError, match="not awaiting approval"):
-        store.update(session.id, lambda s: decide(s, None, True, None))
+    with pytest.raises(DecisionError, match="not awaiting approval"):
+        store.update(session.id, lambda s: decide(s, None, True, None, at=time.time()))
     assert store.load(session.id) == session
 
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
-from miniagent.runtime.events import Event
+from miniagent.runtime import events as ev
 from miniagent.types import RunResult, Step
 
 _SHOWN_CHARS = 600
@@ -29,21 +29,20 @@ class TraceDisplay:
         self.console = console or Console(stderr=False, highlight=False)
         self.verbose = verbose
 
-    def __call__(self, event: Event) -> None:
-        handler = getattr(self, f"_on_{event.kind}", None)
-        if handler is not None:
-            handler(event)
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.RunStarted):
+            self.console.print(f"[bold]Question:[/bold] {escape(event.question)}")
+        elif isinstance(event, ev.StepStarted):
+            self.console.rule(f"step {event.step}", style="dim")
+        elif isinstance(event, ev.ModelResponded):
+            self._model_responded(event)
+        elif isinstance(event, ev.ToolFinished):
+            self._tool_finished(event)
+        elif isinstance(event, ev.RunFinished):
+            self._run_finished(event)
 
-    def _on_run_started(self, event: Event) -> None:
-        self.console.print(f"[bold]Question:[/bold] {escape(event.question or '')}")
-
-    def _on_step_started(self, event: Event) -> None:
-        self.console.rule(f"step {event.step}", style="dim")
-
-    def _on_model_responded(self, event: Event) -> None:
+    def _model_responded(self, event: ev.ModelResponded) -> None:
         parsed, response = event.parsed, event.response
-        if parsed is None or response is None:
-            return
         usage = response.usage
         if self.verbose and response.content:
             self.console.print(Panel(escape(response.content), title="raw output", style="dim"))
@@ -63,18 +62,14 @@ class TraceDisplay:
             f"{usage.completion_tokens:,} completion tokens{cached}[/dim]"
         )
 
-    def _on_tool_finished(self, event: Event) -> None:
+    def _tool_finished(self, event: ev.ToolFinished) -> None:
         obs = event.observation
-        if obs is None:
-            return
         style = "red" if obs.is_error else "green"
         self.console.print(f"[{style}]Observation[/{style}] [dim]({obs.elapsed * 1000:.0f} ms)"
                            f"[/dim]: {escape(_short(obs.output))}")
 
-    def _on_run_finished(self, event: Event) -> None:
+    def _run_finished(self, event: ev.RunFinished) -> None:
         result = event.result
-        if result is None:
-            return
         usage = result.usage
         footer = (f"{result.status} · {len(result.steps)} steps · {usage.total_tokens:,} tokens · "
                   f"{result.elapsed:.2f} s")

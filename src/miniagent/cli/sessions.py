@@ -21,7 +21,7 @@ from miniagent.cli.common import (
     finish,
     show_progress,
 )
-from miniagent.runtime.session import AgentSession
+from miniagent.session import AgentSession
 
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
 
@@ -102,7 +102,7 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
 
     with cli_errors():
         session = open_store(store).update(
-            session_id, lambda s: decide(s, call_id, approved, reason))
+            session_id, lambda s: decide(s, call_id, approved, reason, at=time.time()))
     state = "approved" if approved else "denied"
     decided = [r.call.id for r in session.open_calls() if r.state == state]
     typer.echo(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
@@ -126,7 +126,7 @@ def deny(session_id: SessionId, call_id: CallId = None, reason: Reason = None,
 @sessions_app.command()
 def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = None) -> None:
     """End a session that is not running; it cannot be resumed afterwards."""
-    from miniagent.runtime.approvals import cancel as cancel_session
+    from miniagent.agent import cancel_session
 
     with cli_errors():
         cancel_session(open_store(store), session_id, reason or "cancelled from the command line")

@@ -1,31 +1,47 @@
-"""The Model interface: one async method, ``generate``.
+"""The Model interface: a transport with one async method, ``generate``, and a capabilities profile.
 
 Every backend (HTTP server, embedded llama.cpp, scripted replay) implements it. A model
-receives wire-format messages already rendered by a protocol and returns a normalised
+receives a request already rendered by a protocol and returns a normalised
 :class:`~miniagent.types.ModelResponse`; it raises only
-:class:`~miniagent.errors.ModelError` subclasses.
+:class:`~miniagent.errors.ModelError` subclasses. Which protocol speaks to it is decided from
+its :class:`Capabilities`, not by the model.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
 
+@dataclass(frozen=True, kw_only=True)
+class Capabilities:
+    """What a transport is configured for and known to support.
+
+    Attributes:
+        tool_mode: The protocol it was configured for: ``react``, ``native`` or ``auto``.
+        native_tools: Whether it takes the ``tools`` field: True, False, or None (unknown
+            until tried; ``auto`` finds out).
+        grammar: Whether it honours ``ModelRequest.grammar`` (constrained decoding).
+    """
+
+    tool_mode: ToolMode = "auto"
+    native_tools: bool | None = None
+    grammar: bool = False
+
+
 @runtime_checkable
 class Model(Protocol):
-    """What the loop needs from a model backend."""
+    """What the step logic needs from a model backend."""
 
-    tool_mode: ToolMode
-    """``react`` (text + stop words), ``native`` (``tools`` field) or ``auto``."""
+    @property
+    def capabilities(self) -> Capabilities:
+        """The transport's profile (see :class:`Capabilities`)."""
+        ...
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Run one chat completion."""
-        ...
-
-    def supports_native_tools(self) -> bool | None:
-        """What is known about native tool support: True, False, or None (not yet known)."""
         ...
 
     async def aclose(self) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from miniagent.errors import ConfigError, ModelError
+from miniagent.models.base import Capabilities
 from miniagent.protocol.native import normalize_completion
 from miniagent.threads import run_in_daemon_thread
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
@@ -162,7 +163,7 @@ class LocalModel:
 
     Example:
         >>> model = LocalModel("SmolLM2.gguf")  # doctest: +SKIP
-        >>> model.supports_native_tools()  # doctest: +SKIP
+        >>> model.capabilities.native_tools  # doctest: +SKIP
         False
     """
 
@@ -197,9 +198,11 @@ class LocalModel:
     def __repr__(self) -> str:
         return f"LocalModel({str(self.model_path)!r}, tool_mode={self.tool_mode!r})"
 
-    def supports_native_tools(self) -> bool | None:
-        """True in native mode; otherwise False, so ``auto`` runs the (grammar) ReAct protocol."""
-        return self.tool_mode == "native"
+    @property
+    def capabilities(self) -> Capabilities:
+        """Native tools only in native mode, so ``auto`` runs the (grammar) ReAct protocol."""
+        return Capabilities(tool_mode=self.tool_mode, native_tools=self.tool_mode == "native",
+                            grammar=self.grammar)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Run one chat completion in a worker thread.

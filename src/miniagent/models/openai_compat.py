@@ -5,9 +5,9 @@ through miniagent's own :class:`~miniagent.models.http.HttpClient` (stdlib only,
 ``import miniagent`` stays fast).
 
 Transport faults, timeouts, 429 and 5xx answers are retried with exponential backoff and
-full jitter (``Retry-After`` is honoured); other 4xx answers are not. In ``tool_mode="auto"``
-a 4xx that blames the ``tools`` field raises :class:`~miniagent.errors.ToolsNotSupported`
-and is remembered per ``(base_url, model)``, so the loop can fall back to ReAct.
+full jitter (``Retry-After`` is honoured); other 4xx answers are not. A 4xx that blames the
+``tools`` field raises :class:`~miniagent.errors.ToolsNotSupported`, so the ``auto`` protocol
+can fall back to ReAct (and remember that it did). The model itself keeps no such memory.
 """
 
 from __future__ import annotations
@@ -26,14 +26,12 @@ from miniagent.errors import (
     ModelTimeout,
     ToolsNotSupported,
 )
+from miniagent.models.base import Capabilities
 from miniagent.models.http import HttpClient, HttpResponse
 from miniagent.protocol.native import normalize_completion
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
 __all__ = ["OpenAICompatibleModel"]
-
-_NATIVE_TOOLS: dict[tuple[str, str], bool] = {}
-"""What each endpoint ``(base_url, model)`` showed about native tool calling."""
 
 _RETRY_STATUSES = frozenset({408, 429})
 _RETRY_AFTER_MAX = 60.0
@@ -66,7 +64,7 @@ class OpenAICompatibleModel:
 
     Example:
         >>> model = OpenAICompatibleModel(base_url="http://127.0.0.1:8000/v1", model="qwen")
-        >>> model.supports_native_tools() is None
+        >>> model.capabilities.native_tools is None
         True
     """
 
@@ -105,15 +103,18 @@ class OpenAICompatibleModel:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
 
-    def supports_native_tools(self) -> bool | None:
-        """True once a request with ``tools`` succeeded, False once refused, else None."""
-        return _NATIVE_TOOLS.get((self.base_url, self.model))
+    @property
+    def capabilities(self) -> Capabilities:
+        """Native tools as configured (unknown in ``auto``); a grammar with ``grammar_field``."""
+        native = {"react": False, "native": True}.get(self.tool_mode)
+        return Capabilities(tool_mode=self.tool_mode, native_tools=native,
+                            grammar=self.grammar_field is not None)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """POST one chat completion and normalise the answer.
 
         Raises:
-            ToolsNotSupported: ``tool_mode="auto"`` and the server refused ``tools``.
+            ToolsNotSupported: The server refused the ``tools`` field.
             ModelHTTPError: A non-retryable status, or retries ran out on one.
             ModelConnectionError: The server could not be reached, after retries.
             ModelTimeout: No answer within ``timeout``, after retries.
@@ -132,10 +133,7 @@ class OpenAICompatibleModel:
             raise ModelResponseError(
                 f"POST {self.url} answered {response.status} with an error: {_error_text(body)}"
             )
-        result = normalize_completion(body)
-        if request.tools:
-            _NATIVE_TOOLS[(self.base_url, self.model)] = True
-        return result
+        return normalize_completion(body)
 
     async def aclose(self) -> None:
         """Close the HTTP connections (only those of the model's own client)."""
@@ -194,8 +192,7 @@ class OpenAICompatibleModel:
         status = response.status
         text = response.text()
         detail = _error_text(text)
-        if with_tools and 400 <= status < 500 and self._refuses_tools(detail):
-            _NATIVE_TOOLS[(self.base_url, self.model)] = False
+        if with_tools and 400 <= status < 500 and _blames_tools(detail):
             return ToolsNotSupported(
                 f"POST {self.url} refused the tools field ({status}): {detail}",
                 status=status,
@@ -205,14 +202,13 @@ class OpenAICompatibleModel:
             f"POST {self.url} answered {status}: {detail}", status=status, body=text
         )
 
-    def _refuses_tools(self, detail: str) -> bool:
-        """A 4xx blaming tools means "unsupported" only in auto mode, before any success."""
-        if self.tool_mode != "auto" or self.supports_native_tools():
-            return False
-        lowered = detail.lower()
-        if "tool_call_id" in lowered:
-            return False
-        return any(word in lowered for word in _TOOL_WORDS)
+
+def _blames_tools(detail: str) -> bool:
+    """Whether a 4xx names the tools field itself (not, say, one bad ``tool_call_id``)."""
+    lowered = detail.lower()
+    if "tool_call_id" in lowered:
+        return False
+    return any(word in lowered for word in _TOOL_WORDS)
 
 
 def _grammar_body(field: GrammarField, grammar: str) -> dict[str, Any]:

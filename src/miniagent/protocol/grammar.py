@@ -40,7 +40,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from miniagent.protocol.react import ToolLike
+from miniagent.types import ToolLike
 
 __all__ = ["THOUGHT_MAX_CHARS", "JsonSchemaGrammar", "gbnf_literal", "react_grammar"]
 

@@ -8,7 +8,7 @@ tolerates what real servers send:
 - arguments as a JSON string, a dict, ``""``, ``null``, broken or double-encoded JSON;
 - the legacy ``function_call`` field;
 - names with stray whitespace or a trailing colon (``"calc:"``);
-- missing call ids;
+- missing call ids (left empty: the step logic assigns them from its driver's ids);
 - a ``finish_reason`` that contradicts the message (the calls present decide);
 - cached prompt tokens as ``prompt_tokens_details.cached_tokens`` or DeepSeek's
   ``prompt_cache_hit_tokens``.
@@ -21,9 +21,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from miniagent.errors import ModelResponseError
+from miniagent.errors import ModelError, ModelResponseError
 from miniagent.protocol.jsonscan import decode_arguments
-from miniagent.protocol.react_parser import new_call_id
 from miniagent.types import (
     Message,
     ModelRequest,
@@ -76,9 +75,9 @@ class NativeProtocol:
             wire.append({"role": "system", "content": instructions})
         wire.extend(render_message(m) for m in messages)
         specs = [tool_spec(t) for t in tools]
-        return ModelRequest(messages=wire, tools=specs or None, stop=None)
+        return ModelRequest(messages=wire, tools=specs or None, stop=None, protocol=self.name)
 
-    def parse(self, response: ModelResponse) -> ParsedOutput:
+    def parse(self, response: ModelResponse, request: ModelRequest | None = None) -> ParsedOutput:
         """Classify a response: tool calls -> action; text -> final answer; else invalid."""
         text = response.content or ""
         visible = strip_think(text).strip()
@@ -92,6 +91,16 @@ class NativeProtocol:
         if visible:
             return ParsedOutput(kind="final", final_answer=visible, text=text)
         return ParsedOutput(kind="invalid", error="empty response", text=text)
+
+    def format_error(self, error: str, tools: Sequence[ToolLike]) -> str:
+        names = ", ".join(t.name for t in tools) or "none"
+        return (f"Your last reply could not be used ({error}). Call one of the tools "
+                f"({names}) or reply with your final answer as plain text.")
+
+    def recover(self, error: ModelError, request: ModelRequest, messages: Sequence[Message],
+                tools: Sequence[ToolLike], instructions: str | None = None
+                ) -> ModelRequest | None:
+        return None
 
 
 def tool_spec(tool: ToolLike) -> dict[str, Any]:
@@ -200,7 +209,7 @@ def _tool_call(item: dict[str, Any]) -> ToolCall:
     arguments, error, raw_text = _arguments(raw)
     call_id = item.get("id")
     return ToolCall(
-        id=call_id if isinstance(call_id, str) and call_id else new_call_id(),
+        id=call_id if isinstance(call_id, str) else "",
         name=name,
         arguments=arguments,
         raw_arguments=raw_text,

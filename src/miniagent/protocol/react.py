@@ -11,15 +11,19 @@ and the observation goes back as a user message. Rendering is a pure function of
 the append-only history, so the prompt of step *k* is a byte prefix of the prompt
 of step *k+1* and servers can reuse their prefix cache.
 
-Parsing lives in :mod:`miniagent.protocol.react_parser`.
+Parsing lives in :mod:`miniagent.protocol.react_parser`, the grammar in
+:mod:`miniagent.protocol.grammar`; the protocol keeps a bounded cache of grammars per tool set.
 """
 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from miniagent.errors import ModelError
+from miniagent.protocol.grammar import react_grammar
 from miniagent.protocol.react_parser import parse_react
 from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, ToolCall, ToolLike
 
@@ -146,18 +150,29 @@ def _wire_message(message: Message) -> dict[str, Any]:
 
 
 class ReactProtocol:
-    """Tool use through text: a system prompt, stop words and a forgiving parser.
+    """Tool use through text: a system prompt, stop words, a grammar and a forgiving parser.
+
+    Args:
+        grammar: Attach a GBNF grammar built from the tools' schemas to every request
+            (backends that support constrained decoding then only produce well-formed steps).
+        grammar_cache: How many tool sets' grammars to keep.
 
     Example:
         >>> proto = ReactProtocol()
         >>> req = proto.render([Message(role="user", content="Hi")], tools=[])
         >>> req.messages[-1]
         {'role': 'user', 'content': 'Hi'}
-        >>> proto.parse(ModelResponse(content="Final Answer: Hello")).final_answer
+        >>> proto.parse(ModelResponse(content="Final Answer: Hello"), req).final_answer
         'Hello'
     """
 
     name = "react"
+
+    def __init__(self, *, grammar: bool = True, grammar_cache: int = 32) -> None:
+        self.grammar = grammar
+        self._grammars: OrderedDict[tuple[tuple[str, int], ...], tuple[str, list[ToolLike]]] = (
+            OrderedDict())
+        self._cache_size = max(1, grammar_cache)
 
     def render(
         self,
@@ -175,14 +190,32 @@ class ReactProtocol:
             instructions: Optional developer instructions for the system prompt.
 
         Returns:
-            A :class:`ModelRequest` with wire messages, no ``tools`` field and
-            :data:`STOP_WORDS`.
+            A :class:`ModelRequest` with wire messages, no ``tools`` field,
+            :data:`STOP_WORDS` and (with ``grammar``) the tools' grammar.
         """
         wire = [{"role": "system", "content": render_system_prompt(tools, instructions)}]
         wire.extend(_wire_message(m) for m in messages)
-        return ModelRequest(messages=wire, tools=None, stop=list(STOP_WORDS))
+        return ModelRequest(messages=wire, tools=None, stop=list(STOP_WORDS),
+                            grammar=self.grammar_for(tools) if self.grammar else None,
+                            protocol=self.name)
 
-    def parse(self, response: ModelResponse) -> ParsedOutput:
+    def grammar_for(self, tools: Sequence[ToolLike]) -> str:
+        """The ReAct grammar for these tools, built once per tool set (it takes ~0.2 ms).
+
+        The key is each tool's name and its schema's identity; an entry keeps its tools alive,
+        so an id cannot be reused by another schema while the entry is cached."""
+        key = tuple((tool.name, id(tool.parameters)) for tool in tools)
+        hit = self._grammars.get(key)
+        if hit is not None:
+            self._grammars.move_to_end(key)
+            return hit[0]
+        grammar = react_grammar(tools)
+        self._grammars[key] = (grammar, list(tools))
+        if len(self._grammars) > self._cache_size:
+            self._grammars.popitem(last=False)
+        return grammar
+
+    def parse(self, response: ModelResponse, request: ModelRequest | None = None) -> ParsedOutput:
         """Parse a model response; never raises.
 
         The text content is parsed with :func:`parse_react`. A server that answered
@@ -190,6 +223,7 @@ class ReactProtocol:
 
         Args:
             response: The model's response.
+            request: The request it answers (unused: every ReAct reply reads the same way).
 
         Returns:
             The parsed output (``action``, ``final`` or ``invalid``).
@@ -199,3 +233,11 @@ class ReactProtocol:
             call = response.tool_calls[0]
             return ParsedOutput(kind="action", tool_calls=[call], text=_synthesize_action(call))
         return parse_react(content)
+
+    def format_error(self, error: str, tools: Sequence[ToolLike]) -> str:
+        return format_error_observation(error, [t.name for t in tools])
+
+    def recover(self, error: ModelError, request: ModelRequest, messages: Sequence[Message],
+                tools: Sequence[ToolLike], instructions: str | None = None
+                ) -> ModelRequest | None:
+        return None

@@ -1,13 +1,15 @@
-"""Decisions on calls that wait for a person, and recovery of calls a crash interrupted."""
+"""Decisions on calls that wait for a person, and recovery of calls a crash interrupted.
+
+Plain functions over a session; the time of each decision is given by the caller.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Literal
 
-from miniagent.errors import SessionError
-from miniagent.runtime.session import AgentSession
-from miniagent.store.base import CheckpointStore, new_owner
+from miniagent.errors import DecisionError
+from miniagent.session import AgentSession
 from miniagent.types import CallRecord, Observation, PendingApproval
 
 Approver = Callable[[PendingApproval], bool | None]
@@ -22,30 +24,30 @@ INTERRUPTED_NOTE = (
 )
 
 
-def decide(session: AgentSession, call_id: str | None, approved: bool, reason: str | None) -> None:
-    """Approve or deny one waiting call (or all of them when ``call_id`` is None)."""
+def decide(session: AgentSession, call_id: str | None, approved: bool, reason: str | None, *,
+           at: float) -> None:
+    """Approve or deny one waiting call (or all of them when ``call_id`` is None).
+
+    Raises:
+        DecisionError: the session is not waiting, or no waiting call has that id.
+    """
     if session.status != "awaiting_approval":
-        raise SessionError(f"session {session.id} is not awaiting approval (status: "
-                           f"{session.status})")
+        raise DecisionError(f"session {session.id} is not awaiting approval (status: "
+                            f"{session.status})")
     waiting = [r for r in session.open_calls() if r.state == "awaiting_approval"]
     chosen = [r for r in waiting if call_id is None or r.call.id == call_id]
     if not chosen:
         ids = ", ".join(r.call.id for r in waiting) or "none"
-        raise SessionError(f"session {session.id} has no call {call_id!r} awaiting approval "
-                           f"(waiting: {ids})")
+        raise DecisionError(f"session {session.id} has no call {call_id!r} awaiting approval "
+                            f"(waiting: {ids})")
     for record in chosen:
-        record.state = "approved" if approved else "denied"
-        record.note = reason
+        apply_decision(record, approved, reason, at=at)
 
 
-def cancel(store: CheckpointStore, session_id: str, reason: str) -> None:
-    """End a session that no live process is running; it cannot be resumed afterwards."""
-    owner = new_owner()
-    store.acquire(session_id, owner)
-    try:
-        store.update(session_id, lambda s: s.transition("cancelled", reason), owner=owner)
-    finally:
-        store.release(session_id, owner)
+def apply_decision(record: CallRecord, approved: bool, reason: str | None, *, at: float) -> None:
+    """Record a person's decision on one waiting call."""
+    record.move("approved" if approved else "denied", reason or "decided by a person", at)
+    record.note = reason
 
 
 def denial(record: CallRecord) -> Observation:
@@ -63,7 +65,8 @@ def denial(record: CallRecord) -> Observation:
 
 
 def recover_interrupted(
-    session: AgentSession, is_idempotent: Callable[[str], bool], policy: InterruptedPolicy
+    session: AgentSession, is_idempotent: Callable[[str], bool], policy: InterruptedPolicy,
+    *, at: float,
 ) -> None:
     """Calls left ``started`` by a crash: rerun idempotent ones, otherwise apply ``policy``."""
     for record in session.open_calls():
@@ -71,8 +74,10 @@ def recover_interrupted(
             continue
         record.interrupted = True
         if policy == "rerun" or is_idempotent(record.call.name):
-            record.state = "ready"
+            record.move("ready", "interrupted by a crash; safe to run again", at)
         elif policy == "fail":
-            record.state, record.note = "denied", "the developer's policy is not to rerun it"
+            record.move("denied", "interrupted by a crash; the policy is not to rerun it", at)
+            record.note = "the developer's policy is not to rerun it"
         else:
-            record.state, record.note = "awaiting_approval", INTERRUPTED_NOTE
+            record.move("awaiting_approval", "interrupted by a crash; a person decides", at)
+            record.note = INTERRUPTED_NOTE

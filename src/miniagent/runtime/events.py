@@ -1,60 +1,106 @@
-"""Events the loop emits, and the bus that hands them to subscribers.
+"""Typed events of a run: what happened, in which session, step and span, and when.
 
-The loop never prints; the CLI (and anything else that wants to watch a run) subscribes::
+The step logic emits them through its driver; display (the CLI), traces and evaluation
+subscribe, and the loop never prints::
 
-    agent = Agent(model=..., on_event=lambda e: print(e.kind))
+    agent = Agent(model=..., on_event=lambda e: print(e.kind, e.span_id, e.parent_id))
 
-A subscriber that raises is reported through :mod:`logging` and never breaks the run.
+Spans nest: a run's span holds its steps' spans; a step's span holds its model call and its
+tool calls. Every model call and every tool call has a start and an end event
+(``model_started`` then ``model_responded`` or ``model_failed``; ``tool_started`` then
+``tool_finished``). ``at`` is the driver's clock (seconds since the epoch in-process).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
-from miniagent.types import ModelResponse, Observation, ParsedOutput, RunResult, ToolCall
-
-log = logging.getLogger("miniagent")
+from miniagent.types import (
+    ModelRequest,
+    ModelResponse,
+    Observation,
+    ParsedOutput,
+    PendingApproval,
+    RunResult,
+    ToolCall,
+)
 
 EventKind = Literal[
-    "run_started", "step_started", "model_responded", "tool_started", "tool_finished",
-    "run_finished",
+    "run_started", "step_started", "model_started", "model_responded", "model_failed",
+    "tool_started", "tool_finished", "approval_requested", "step_finished", "run_finished",
 ]
 
 
 @dataclass(kw_only=True)
 class Event:
-    """Something that happened in a run. Fields beyond ``kind`` are set per kind."""
+    """The fields every event has; each kind below adds its own."""
 
-    kind: EventKind
+    kind: ClassVar[EventKind]
     session_id: str
+    span_id: str
+    parent_id: str | None = None
     step: int = 0
-    question: str | None = None
-    response: ModelResponse | None = None
-    parsed: ParsedOutput | None = None
-    elapsed: float = 0.0
-    call: ToolCall | None = None
-    observation: Observation | None = None
-    result: RunResult | None = None
+    at: float = 0.0
 
 
-Subscriber = Callable[[Event], None]
+@dataclass(kw_only=True)
+class RunStarted(Event):
+    kind: ClassVar[EventKind] = "run_started"
+    question: str
 
 
-class EventBus:
-    """Calls every subscriber with every event, in subscription order."""
+@dataclass(kw_only=True)
+class StepStarted(Event):
+    kind: ClassVar[EventKind] = "step_started"
 
-    def __init__(self, subscribers: list[Subscriber] | None = None) -> None:
-        self._subscribers: list[Subscriber] = list(subscribers or [])
 
-    def subscribe(self, subscriber: Subscriber) -> None:
-        self._subscribers.append(subscriber)
+@dataclass(kw_only=True)
+class ModelStarted(Event):
+    kind: ClassVar[EventKind] = "model_started"
+    request: ModelRequest
 
-    def emit(self, event: Event) -> None:
-        for subscriber in self._subscribers:
-            try:
-                subscriber(event)
-            except Exception:
-                log.exception("event subscriber %r failed on %s", subscriber, event.kind)
+
+@dataclass(kw_only=True)
+class ModelResponded(Event):
+    kind: ClassVar[EventKind] = "model_responded"
+    response: ModelResponse
+    parsed: ParsedOutput
+    elapsed: float
+
+
+@dataclass(kw_only=True)
+class ModelFailed(Event):
+    kind: ClassVar[EventKind] = "model_failed"
+    error: str
+    elapsed: float
+
+
+@dataclass(kw_only=True)
+class ToolStarted(Event):
+    kind: ClassVar[EventKind] = "tool_started"
+    call: ToolCall
+
+
+@dataclass(kw_only=True)
+class ToolFinished(Event):
+    kind: ClassVar[EventKind] = "tool_finished"
+    call: ToolCall
+    observation: Observation
+
+
+@dataclass(kw_only=True)
+class ApprovalRequested(Event):
+    kind: ClassVar[EventKind] = "approval_requested"
+    pending: list[PendingApproval]
+
+
+@dataclass(kw_only=True)
+class StepFinished(Event):
+    kind: ClassVar[EventKind] = "step_finished"
+
+
+@dataclass(kw_only=True)
+class RunFinished(Event):
+    kind: ClassVar[EventKind] = "run_finished"
+    result: RunResult

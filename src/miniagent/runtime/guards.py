@@ -1,15 +1,24 @@
-"""Guards that keep a run bounded: steps, tokens, time, repetition, observation size."""
+"""Guards that keep a run bounded: steps, tokens, repetition, observation size.
+
+The deadline is the driver's (it owns the clock); these are plain checks over the session.
+"""
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from miniagent.types import ToolCall
+from miniagent.types import Step, ToolCall
+
+DEFAULT_MAX_STEPS = 10
+DEFAULT_TEMPERATURE = 0.0
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_MAX_OBSERVATION_CHARS = 4000
+DEFAULT_REPEAT_LIMIT = 3
+"""The defaults of :class:`Limits` and of the generation settings, written once here."""
 
 
 @dataclass(kw_only=True)
@@ -25,11 +34,11 @@ class Limits:
             gets an intervention instead of running; once more ends the run.
     """
 
-    max_steps: int = 10
+    max_steps: int = DEFAULT_MAX_STEPS
     token_budget: int | None = None
     timeout: float | None = None
-    max_observation_chars: int = 4000
-    repeat_limit: int = 3
+    max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS
+    repeat_limit: int = DEFAULT_REPEAT_LIMIT
 
 
 def truncate_observation(text: str, limit: int) -> str:
@@ -38,18 +47,6 @@ def truncate_observation(text: str, limit: int) -> str:
         return text
     removed = len(text) - limit
     return f"{text[:limit]}\n... [truncated {removed:,} of {len(text):,} chars]"
-
-
-class Deadline:
-    """A wall-clock deadline; ``remaining()`` is ``None`` when there is none."""
-
-    def __init__(self, timeout: float | None) -> None:
-        self._end = None if timeout is None else time.monotonic() + timeout
-
-    def remaining(self) -> float | None:
-        if self._end is None:
-            return None
-        return max(0.0, self._end - time.monotonic())
 
 
 Verdict = Literal["ok", "intervene", "stop"]
@@ -86,9 +83,18 @@ class LoopDetector:
     intervention ends the run with ``loop_detected``.
     """
 
-    def __init__(self, limit: int = 3) -> None:
+    def __init__(self, limit: int = DEFAULT_REPEAT_LIMIT) -> None:
         self.limit = limit
         self._seen: Counter[str] = Counter()
+
+    @classmethod
+    def replaying(cls, steps: list[Step], limit: int) -> LoopDetector:
+        """A detector that has seen these steps' calls (a resumed run keeps its counts)."""
+        detector = cls(limit)
+        for step in steps:
+            for call in step.tool_calls:
+                detector.check(call)
+        return detector
 
     def check(self, call: ToolCall) -> Verdict:
         key = action_key(call)

@@ -1,184 +1,233 @@
-"""The loop: render -> generate -> parse -> guard -> execute -> append -> checkpoint.
+"""The step logic: the one place where a step is decided.
 
-The only place the loop lives. A step's tool calls are recorded before they run and again when
-they complete, and the session is saved at each point, so a resumed run never repeats a
-completed call (see ``runtime/approvals.py`` for what happens to an interrupted one).
+A session's ``phase`` says what comes next: ``model`` (render the history through the protocol,
+generate, parse, apply the guards, plan the calls) or ``tools`` (ask for decisions, run what may
+run, append the observations). Every effect goes through :class:`Effects`, which a driver
+supplies: the model call, a tool call, a checkpoint, the clock, new ids, waiting for a person,
+and event delivery. This module does no I/O of its own and reads no clock, so the same effect
+results give the same session, byte for byte: the in-process driver, a Temporal workflow and a
+test's fake all run this same code.
+
+A step's calls are recorded ``started`` (and checkpointed) before they run and ``completed``
+(and checkpointed) when each returns, so a resumed run never repeats a completed call.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import time
-from typing import Any
+import dataclasses
+from collections.abc import Sequence
+from typing import Protocol
 
-from miniagent.errors import ModelError, SessionError, ToolsNotSupported
-from miniagent.models.base import Model
-from miniagent.protocol.grammar import react_grammar
-from miniagent.protocol.native import NativeProtocol
-from miniagent.protocol.react import ReactProtocol, format_error_observation
+from miniagent.errors import ModelError
+from miniagent.protocol.base import ActionProtocol
+from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import (
-    Approver,
     InterruptedPolicy,
+    apply_decision,
     denial,
     recover_interrupted,
 )
-from miniagent.runtime.events import Event, EventBus
-from miniagent.runtime.guards import Deadline, Limits, LoopDetector, truncate_observation
-from miniagent.runtime.session import AgentSession
-from miniagent.store.base import CheckpointStore
-from miniagent.threads import run_in_daemon_thread
-from miniagent.tools.registry import ToolRegistry
+from miniagent.runtime.guards import Limits, LoopDetector, truncate_observation
+from miniagent.session import AgentSession
 from miniagent.types import (
     CallRecord,
+    Decision,
     Message,
+    ModelRequest,
     ModelResponse,
     Observation,
     ParsedOutput,
     PendingApproval,
     RunResult,
+    SessionStatus,
     Step,
+    ToolCall,
+    ToolLike,
 )
 
-log = logging.getLogger("miniagent")
 
-Protocol = ReactProtocol | NativeProtocol
+class Effects(Protocol):
+    """Everything the step logic cannot do itself; a driver implements it."""
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """One model call; raises ModelError when the transport fails after its retries."""
+        ...
+
+    async def run_tool(self, call: ToolCall) -> Observation:
+        """Run one validated call of a registered tool; never raises."""
+        ...
+
+    async def checkpoint(self, session: AgentSession) -> None:
+        """Save the session (or nothing, where history is the checkpoint)."""
+        ...
+
+    async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
+        """Decisions for some of these calls, by call id; the others keep waiting."""
+        ...
+
+    def now(self) -> float:
+        """The time, in seconds since the epoch."""
+        ...
+
+    def new_id(self) -> str:
+        """A fresh id (hex), unique within the session."""
+        ...
+
+    def emit(self, event: ev.Event) -> None:
+        """Deliver an event to subscribers; must not block."""
+        ...
 
 
-class Runtime:
-    """Runs sessions for one agent configuration. Holds no per-run state."""
+class ToolCatalog(Protocol):
+    """What the step logic needs to know of the tools a run may call."""
 
-    def __init__(
-        self, *, model: Model, registry: ToolRegistry, limits: Limits, bus: EventBus,
-        store: CheckpointStore, instructions: str | None = None,
-        temperature: float | None = 0.0, max_tokens: int | None = 1024,
-        approver: Approver | None = None, on_interrupted: InterruptedPolicy = "ask",
-        grammar: bool = True,
-    ) -> None:
-        self.model, self.registry, self.limits, self.bus = model, registry, limits, bus
-        self.store, self.instructions = store, instructions
-        self.temperature, self.max_tokens = temperature, max_tokens
-        self.approver, self.on_interrupted = approver, on_interrupted
-        self.grammar = grammar
-        self._react, self._native = ReactProtocol(), NativeProtocol()
-        self._grammars: dict[tuple[tuple[str, int], ...], str] = {}
+    @property
+    def names(self) -> list[str]: ...
 
-    async def run(self, session: AgentSession, owner: str | None = None) -> RunResult:
-        """Step ``session`` until it has a status; always returns a result, never raises."""
-        start = time.monotonic()
-        deadline = Deadline(self.limits.timeout)
-        detector = LoopDetector(self.limits.repeat_limit)
-        for step in session.steps:  # a resumed session keeps its repetition counts
-            for call in step.tool_calls:
-                detector.check(call)
-        recover_interrupted(session, self._idempotent, self.on_interrupted)
-        self._emit(session, "run_started", question=session.question)
-        store_failed = False
+    def listed(self) -> Sequence[ToolLike]:
+        """The tools offered to the model, in order."""
+        ...
+
+    def needs_approval(self, call: ToolCall) -> bool: ...
+
+    def is_idempotent(self, name: str) -> bool: ...
+
+
+@dataclasses.dataclass(kw_only=True)
+class Rules:
+    """The agent's configuration as the step logic reads it."""
+
+    protocol: ActionProtocol
+    tools: ToolCatalog
+    limits: Limits
+    instructions: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    on_interrupted: InterruptedPolicy = "ask"
+
+
+class StepLogic:
+    """Steps one run of a session; a new instance per run (it holds the run's spans)."""
+
+    def __init__(self, rules: Rules, effects: Effects) -> None:
+        self.rules, self.fx = rules, effects
+        self._run_span = effects.new_id()
+        self._step_spans: dict[int, str] = {}
+        self._started = effects.now()
+
+    async def run(self, session: AgentSession) -> None:
+        """Step ``session`` until its run stops (its status is no longer ``running``)."""
+        rules = self.rules
+        detector = LoopDetector.replaying(session.steps, rules.limits.repeat_limit)
+        recover_interrupted(session, rules.tools.is_idempotent, rules.on_interrupted,
+                            at=self.fx.now())
+        self._emit(ev.RunStarted, session, span=self._run_span, parent=None,
+                   question=session.question)
         try:
             while not session.done:
-                remaining = deadline.remaining()
-                advance = self._advance(session, detector, owner)
-                await (advance if remaining is None else asyncio.wait_for(advance, remaining))
-        except asyncio.TimeoutError:
-            session.finish("timeout", f"the run exceeded its deadline of {self.limits.timeout} s")
+                if session.phase == "tools":
+                    await self.tools_step(session)
+                else:
+                    await self.model_step(session, detector)
         except ModelError as exc:
-            session.finish("error", f"model request failed: {exc}")
-        except SessionError as exc:  # another process took the session over, or a damaged store
-            session.finish("error", str(exc))
-            store_failed = True
-        except Exception as exc:  # a bug of ours must still end the run with a status
-            log.exception("internal error in session %s", session.id)
-            session.finish("error", f"internal error: {type(exc).__name__}: {exc}")
-        session.elapsed += time.monotonic() - start
-        if not store_failed:
-            self.store.save(session, owner=owner)
+            self.stop(session, "error", f"model request failed: {exc}")
+
+    def stop(self, session: AgentSession, status: SessionStatus, reason: str) -> None:
+        """End the run from outside a step (deadline, store failure, a bug of ours)."""
+        session.finish(status, reason, at=self.fx.now())
+
+    def settle(self, session: AgentSession) -> None:
+        """Account the run's time; the driver's last checkpoint comes after this."""
+        session.elapsed += self.fx.now() - self._started
+        session.updated_at = self.fx.now()
+
+    def finished(self, session: AgentSession) -> RunResult:
+        """The run's result, announced to subscribers."""
         result = session.result()
-        self._emit(session, "run_finished", result=result)
+        self._emit(ev.RunFinished, session, span=self._run_span, parent=None, result=result)
         return result
 
-    async def _advance(self, session: AgentSession, detector: LoopDetector, owner: str | None
-                       ) -> None:
-        last = session.steps[-1] if session.steps else None
-        # resumed with calls still to run, to decide, or whose observations are not yet in the
-        # history (a crash between the last call's checkpoint and the step's)
-        if last is not None and last.calls and session.messages[-1].role == "assistant":
-            await self._run_calls(session, last, owner)
-        else:
-            await self.step(session, detector, owner)
+    # -- the model phase ------------------------------------------------------------------
 
-    async def step(self, session: AgentSession, detector: LoopDetector, owner: str | None = None
-                   ) -> None:
-        """One model call and what follows from it; sets ``session.status`` when the run ends."""
+    async def model_step(self, session: AgentSession, detector: LoopDetector) -> None:
+        """One model call and what follows from it."""
         if self._limit_reached(session):
             return
         index = len(session.steps) + 1
-        self._emit(session, "step_started", step=index)
-        response, protocol, elapsed = await self._generate(session)
-        parsed = protocol.parse(response)
+        span = self._step_spans[index] = self.fx.new_id()
+        self._emit(ev.StepStarted, session, span=span, parent=self._run_span, step=index)
+        response, parsed, elapsed = await self._generate(session, index)
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
                     usage=response.usage, model_time=elapsed)
         session.steps.append(step)
         session.usage = session.usage + response.usage
-        self._emit(session, "model_responded", step=index, response=response, parsed=parsed,
-                   elapsed=elapsed)
         if parsed.kind == "final":
             session.messages.append(Message(role="assistant", content=parsed.text))
             step.final_answer = parsed.final_answer
-            session.finish("completed", "the model gave a final answer", parsed.final_answer)
+            session.finish("completed", "the model gave a final answer", parsed.final_answer,
+                           at=self.fx.now())
         elif parsed.kind == "action":
             self._plan(session, step, parsed, detector)
             if not session.done:
-                await self._run_calls(session, step, owner)
-                return  # _run_calls checkpoints
+                session.phase = "tools"
+                return  # the tools phase checkpoints once the calls are marked started
         else:
-            self._reject(session, step, parsed, protocol)
-        self.store.save(session, owner=owner)
+            self._reject(session, step, parsed)
+        self._end_step(session, index)
+        await self._checkpoint(session)
 
     def _limit_reached(self, session: AgentSession) -> bool:
-        limits, used = self.limits, session.usage.total_tokens
+        limits, used = self.rules.limits, session.usage.total_tokens
         if len(session.steps) >= limits.max_steps:
-            session.finish("max_steps", f"no final answer after max_steps={limits.max_steps}")
+            self.stop(session, "max_steps", f"no final answer after max_steps={limits.max_steps}")
         elif limits.token_budget is not None and used >= limits.token_budget:
-            session.finish("budget_exceeded",
-                           f"used {used:,} tokens of a budget of {limits.token_budget:,}")
+            self.stop(session, "budget_exceeded",
+                      f"used {used:,} tokens of a budget of {limits.token_budget:,}")
         return session.done
 
-    async def _generate(self, session: AgentSession) -> tuple[ModelResponse, Protocol, float]:
-        protocol = self._protocol()
-        started = time.perf_counter()
+    async def _generate(self, session: AgentSession, index: int
+                        ) -> tuple[ModelResponse, ParsedOutput, float]:
+        """Render, call the model (once more if the protocol can recover), parse."""
+        rules, step_span = self.rules, self._step_spans[index]
+        tools = rules.tools.listed()
+        request = self._settings(rules.protocol.render(session.messages, tools,
+                                                       rules.instructions))
+        span, started = self.fx.new_id(), self.fx.now()
+        self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
+                   request=request)
         try:
-            response = await self.model.generate(self._render(protocol, session))
-        except ToolsNotSupported:
-            if self.model.tool_mode != "auto":
-                raise
-            log.info("server rejected native tools; falling back to ReAct")
-            protocol = self._react
-            response = await self.model.generate(self._render(protocol, session))
-        return response, protocol, time.perf_counter() - started
+            try:
+                response = await self.fx.generate(request)
+            except ModelError as exc:
+                retry = rules.protocol.recover(exc, request, session.messages, tools,
+                                               rules.instructions)
+                if retry is None:
+                    raise
+                request = self._settings(retry)
+                response = await self.fx.generate(request)
+        except ModelError as exc:
+            self._emit(ev.ModelFailed, session, span=span, parent=step_span, step=index,
+                       error=str(exc), elapsed=self.fx.now() - started)
+            raise
+        elapsed = self.fx.now() - started
+        parsed = self._with_ids(rules.protocol.parse(response, request))
+        self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
+                   response=response, parsed=parsed, elapsed=elapsed)
+        return response, parsed, elapsed
 
-    def _protocol(self) -> Protocol:
-        mode = self.model.tool_mode
-        if mode == "react" or (mode == "auto" and self.model.supports_native_tools() is False):
-            return self._react
-        return self._native
-
-    def _render(self, protocol: Protocol, session: AgentSession) -> Any:
-        tools = list(self.registry)
-        request = protocol.render(session.messages, tools, self.instructions)
-        request.temperature, request.max_tokens = self.temperature, self.max_tokens
-        if self.grammar and protocol is self._react:
-            request.grammar = self._grammar_for(tools)
+    def _settings(self, request: ModelRequest) -> ModelRequest:
+        request.temperature, request.max_tokens = self.rules.temperature, self.rules.max_tokens
         return request
 
-    def _grammar_for(self, tools: list[Any]) -> str:
-        """The ReAct grammar for these tools, built once per tool set (it takes ~0.2 ms).
-
-        The key holds each schema's identity too: a tool registered again under the same name
-        brings a new schema."""
-        key = tuple((tool.name, id(tool.parameters)) for tool in tools)
-        if key not in self._grammars:
-            self._grammars[key] = react_grammar(tools)
-        return self._grammars[key]
+    def _with_ids(self, parsed: ParsedOutput) -> ParsedOutput:
+        """Give every call without an id one from the driver (copies: replies may be shared)."""
+        if any(not call.id for call in parsed.tool_calls):
+            parsed.tool_calls = [
+                call if call.id else dataclasses.replace(call, id=f"call_{self.fx.new_id()}")
+                for call in parsed.tool_calls
+            ]
+        return parsed
 
     def _plan(self, session: AgentSession, step: Step, parsed: ParsedOutput,
               detector: LoopDetector) -> None:
@@ -188,83 +237,110 @@ class Runtime:
         for call in parsed.tool_calls:
             verdict = detector.check(call)
             if verdict == "stop":
-                session.finish("loop_detected", f"'{call.name}' was repeated with the same "
-                               "arguments after an intervention")
+                self.stop(session, "loop_detected", f"'{call.name}' was repeated with the same "
+                          "arguments after an intervention")
                 return
             record = CallRecord(call=call)
             if verdict == "intervene":
-                text = LoopDetector.intervention(call, self.limits.repeat_limit)
-                record.state = "completed"
+                text = LoopDetector.intervention(call, self.rules.limits.repeat_limit)
                 record.observation = Observation(
                     call_id=call.id, tool_name=call.name, output=text, is_error=True)
-            elif self.registry.needs_approval(call):
-                record.state, record.note = "awaiting_approval", f"'{call.name}' needs approval"
+                record.move("completed", "repeated: answered with an intervention",
+                            self.fx.now())
+            elif self.rules.tools.needs_approval(call):
+                record.note = f"'{call.name}' needs approval"
+                record.move("awaiting_approval", record.note, self.fx.now())
             step.calls.append(record)
 
-    async def _run_calls(self, session: AgentSession, step: Step, owner: str | None) -> None:
+    def _reject(self, session: AgentSession, step: Step, parsed: ParsedOutput) -> None:
+        """Output that is neither an action nor an answer: tell the model the exact format."""
+        step.error = parsed.error or "unparseable output"
+        if parsed.text:
+            session.messages.append(Message(role="assistant", content=parsed.text))
+        note = self.rules.protocol.format_error(step.error, self.rules.tools.listed())
+        session.messages.append(Message(role="user", content=note))
+
+    # -- the tools phase ------------------------------------------------------------------
+
+    async def tools_step(self, session: AgentSession) -> None:
         """Run what may run, then append the observations or wait for a person."""
-        await self._ask_approver(session, step)
+        step = session.steps[-1]
+        await self._ask(session, step)
+        now = self.fx.now()
         for record in step.calls:
             if record.state == "denied":
-                record.state, record.observation = "completed", denial(record)
+                record.observation = denial(record)
+                record.move("completed", "denied: the model is told why", now)
         runnable = [r for r in step.calls if r.state in ("ready", "approved")]
         for record in runnable:
-            record.state = "started"
-            self._emit(session, "tool_started", step=step.index, call=record.call)
-        self.store.save(session, owner=owner)  # started is on disk before any tool runs
+            record.move("started", "about to run", now)
+        if runnable:
+            await self._checkpoint(session)  # started is on disk before any tool runs
         outcomes = await asyncio.gather(
-            *(self._execute(session, step, r, owner) for r in runnable), return_exceptions=True)
+            *(self._execute(session, step, r) for r in runnable), return_exceptions=True)
         for outcome in outcomes:  # every call has finished; now a failed checkpoint may surface
             if isinstance(outcome, BaseException):
                 raise outcome
         waiting = [r for r in step.calls if r.state == "awaiting_approval"]
         if waiting:
             names = ", ".join(f"{r.call.name} ({r.call.id})" for r in waiting)
-            session.transition("awaiting_approval", f"waiting for approval of {names}")
+            session.transition("awaiting_approval", f"waiting for approval of {names}",
+                               at=self.fx.now())
         else:
             for record in step.calls:
                 assert record.observation is not None
                 session.messages.append(Message(
                     role="tool", content=record.observation.output, tool_call_id=record.call.id,
                     name=record.call.name))
-        self.store.save(session, owner=owner)
+            session.phase = "model"
+            self._end_step(session, step.index)
+        await self._checkpoint(session)
 
-    async def _execute(self, session: AgentSession, step: Step, record: CallRecord,
-                       owner: str | None) -> None:
-        observation = await self.registry.execute(record.call)
-        observation.output = truncate_observation(
-            observation.output, self.limits.max_observation_chars)
-        record.observation, record.state = observation, "completed"
-        step.tool_time = max(step.tool_time, observation.elapsed)
-        self.store.save(session, owner=owner)  # completed is on disk as soon as it is known
-        self._emit(session, "tool_finished", step=step.index, call=record.call,
-                   observation=observation)
-
-    async def _ask_approver(self, session: AgentSession, step: Step) -> None:
-        if self.approver is None:
+    async def _ask(self, session: AgentSession, step: Step) -> None:
+        waiting = [r for r in step.calls if r.state == "awaiting_approval"]
+        if not waiting:
             return
-        for record in [r for r in step.calls if r.state == "awaiting_approval"]:
-            decision = await run_in_daemon_thread(self.approver, PendingApproval.of(record))
+        pending = [PendingApproval.of(r) for r in waiting]
+        self._emit(ev.ApprovalRequested, session, span=self._step_span(step.index),
+                   parent=self._run_span, step=step.index, pending=pending)
+        decisions = await self.fx.wait_for_decision(pending)
+        for record in waiting:
+            decision = decisions.get(record.call.id)
             if decision is not None:
-                record.state = "approved" if decision else "denied"
+                apply_decision(record, decision.approved, decision.reason, at=self.fx.now())
 
-    def _idempotent(self, name: str) -> bool:
-        tool = self.registry.get(name)
-        return tool is not None and tool.idempotent
+    async def _execute(self, session: AgentSession, step: Step, record: CallRecord) -> None:
+        span, parent = self.fx.new_id(), self._step_span(step.index)
+        self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
+                   call=record.call)
+        observation = await self.fx.run_tool(record.call)
+        observation.output = truncate_observation(
+            observation.output, self.rules.limits.max_observation_chars)
+        record.observation = observation
+        record.move("completed", "the tool returned", self.fx.now())
+        step.tool_time = max(step.tool_time, observation.elapsed)
+        await self._checkpoint(session)  # completed is on disk as soon as it is known
+        self._emit(ev.ToolFinished, session, span=span, parent=parent, step=step.index,
+                   call=record.call, observation=observation)
 
-    def _reject(self, session: AgentSession, step: Step, parsed: ParsedOutput,
-                protocol: Protocol) -> None:
-        """Output that is neither an action nor an answer: tell the model the exact format."""
-        step.error = parsed.error or "unparseable output"
-        if parsed.text:
-            session.messages.append(Message(role="assistant", content=parsed.text))
-        if protocol is self._react:
-            note = format_error_observation(step.error, self.registry.names)
-        else:
-            names = ", ".join(self.registry.names) or "none"
-            note = (f"Your last reply could not be used ({step.error}). Call one of the tools "
-                    f"({names}) or reply with your final answer as plain text.")
-        session.messages.append(Message(role="user", content=note))
+    # -- helpers --------------------------------------------------------------------------
 
-    def _emit(self, session: AgentSession, kind: Any, **fields: Any) -> None:
-        self.bus.emit(Event(kind=kind, session_id=session.id, **fields))
+    async def _checkpoint(self, session: AgentSession) -> None:
+        session.updated_at = self.fx.now()
+        await self.fx.checkpoint(session)
+
+    def _step_span(self, index: int) -> str:
+        """The span of step ``index`` (a resumed step gets a new one in this run)."""
+        span = self._step_spans.get(index)
+        if span is None:
+            span = self._step_spans[index] = self.fx.new_id()
+        return span
+
+    def _end_step(self, session: AgentSession, index: int) -> None:
+        self._emit(ev.StepFinished, session, span=self._step_span(index), parent=self._run_span,
+                   step=index)
+
+    def _emit(self, kind: type[ev.Event], session: AgentSession, *, span: str,
+              parent: str | None, step: int = 0, **fields: object) -> None:
+        self.fx.emit(kind(session_id=session.id, span_id=span, parent_id=parent, step=step,
+                          at=self.fx.now(), **fields))

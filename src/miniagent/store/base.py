@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from miniagent.runtime.session import AgentSession
+from miniagent.session import AgentSession
 
 LEASE_SECONDS = 600.0
 """How long a lease held by a process on another host stays valid without a checkpoint."""

@@ -8,10 +8,11 @@ that must outlive the process.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from miniagent.errors import SessionBusy, SessionNotFound
-from miniagent.runtime.session import FINAL, AgentSession
+from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import SessionSummary
 
 
@@ -68,6 +69,7 @@ class MemoryStore:
         with self._lock:
             self._check_lease(session_id, owner)
             change(session)
+            session.updated_at = time.time()
         return session
 
     def _check_lease(self, session_id: str, owner: str | None) -> None:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from miniagent.errors import SessionBusy, SessionNotFound, StoreCorrupted
-from miniagent.runtime.session import AgentSession
+from miniagent.session import AgentSession
 from miniagent.store.base import LEASE_SECONDS, SessionSummary, lease_alive
 
 _SCHEMA = """
@@ -99,7 +99,6 @@ class SQLiteStore:
 
     @staticmethod
     def _write(db: sqlite3.Connection, session: AgentSession) -> None:
-        session.updated_at = time.time()
         data = json.dumps(session.to_dict(), ensure_ascii=False, separators=(",", ":"))
         db.execute(
             "INSERT INTO sessions (id, status, question, steps, created_at, updated_at, data) "
@@ -143,6 +142,7 @@ class SQLiteStore:
             row = db.execute("SELECT data FROM sessions WHERE id = ?", (session_id,)).fetchone()
             session = _decode(session_id, row[0])
             change(session)
+            session.updated_at = time.time()
             self._write(db, session)
         return session
 

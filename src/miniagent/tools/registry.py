@@ -244,6 +244,26 @@ class ToolRegistry:
     def __repr__(self) -> str:
         return f"ToolRegistry({self.names!r})"
 
+    def listed(self) -> list[Tool]:
+        """The tools in registration order (what a run offers the model)."""
+        return list(self._tools.values())
+
+    def is_idempotent(self, name: str) -> bool:
+        """Whether the tool called ``name`` may run again after a crash interrupted it."""
+        target = self._tools.get(name)
+        return target is not None and target.idempotent
+
+    async def list_tools(self) -> list[Tool]:
+        """The registry as a tool source: its tools."""
+        return self.listed()
+
+    async def call_tool(self, call: ToolCall) -> Observation:
+        """The registry as a tool source: :meth:`execute`."""
+        return await self.execute(call)
+
+    async def aclose(self) -> None:
+        """Nothing to release: function tools hold no resources."""
+
     def openai_schemas(self) -> list[dict[str, Any]]:
         """Every tool in the OpenAI ``tools`` wire format, in registration order."""
         return [t.openai_schema() for t in self._tools.values()]

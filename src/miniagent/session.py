@@ -8,13 +8,16 @@
        └──────────────┴─────────────► cancelled                          (final)
 
 Every transition goes through :meth:`AgentSession.transition`, which checks it against
-``ALLOWED`` and records it with a timestamp and a reason. ``messages`` only ever grows.
+``ALLOWED`` and records it with the time it is given and a reason. ``phase`` says where the
+session goes on (``model``: it needs a model call; ``tools``: its last step has calls to run or
+to decide; ``done``). ``messages`` only ever grows.
+
+This module reads no clock and makes no id: both come from whoever drives the session, so the
+same inputs give the same saved session, byte for byte.
 """
 
 from __future__ import annotations
 
-import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -23,13 +26,15 @@ from miniagent.types import (
     CallRecord,
     Message,
     PendingApproval,
+    Phase,
     RunResult,
     SessionStatus,
     Step,
     TokenUsage,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Version 2 added ``phase`` and each call's recorded ``moves``; version 1 still loads."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -57,11 +62,12 @@ class Transition:
 
 @dataclass(kw_only=True)
 class AgentSession:
-    """Everything one run has accumulated; saved after every step."""
+    """Everything one run has accumulated; saved after every step and tool call."""
 
     question: str
-    id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    id: str
     status: SessionStatus = "running"
+    phase: Phase = "model"
     reason: str = ""
     final_answer: str | None = None
     messages: list[Message] = field(default_factory=list)
@@ -69,13 +75,16 @@ class AgentSession:
     usage: TokenUsage = field(default_factory=TokenUsage)
     transitions: list[Transition] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
-    created_at: float = field(default_factory=time.time)
-    updated_at: float = field(default_factory=time.time)
+    created_at: float = 0.0
+    updated_at: float = 0.0
     elapsed: float = 0.0
 
     @classmethod
-    def start(cls, question: str, metadata: dict[str, Any] | None = None) -> AgentSession:
-        session = cls(question=question, metadata=dict(metadata or {}))
+    def start(cls, question: str, *, id: str, at: float,
+              metadata: dict[str, Any] | None = None) -> AgentSession:
+        """A new session whose history holds the question."""
+        session = cls(question=question, id=id, metadata=dict(metadata or {}),
+                      created_at=at, updated_at=at)
         session.messages.append(Message(role="user", content=question))
         return session
 
@@ -84,27 +93,28 @@ class AgentSession:
         """True once the loop must stop stepping (any status but running)."""
         return self.status != "running"
 
-    def transition(self, target: SessionStatus, reason: str) -> None:
+    def transition(self, target: SessionStatus, reason: str, *, at: float) -> None:
         """Move to ``target``; raises SessionError for a move the state machine forbids."""
         if target not in ALLOWED.get(self.status, frozenset()):
             raise SessionError(
                 f"session {self.id} cannot go from {self.status} to {target} ({reason})"
             )
-        now = time.time()
-        self.transitions.append(
-            Transition(at=now, source=self.status, target=target, reason=reason)
-        )
-        self.status, self.reason, self.updated_at = target, reason, now
+        self.transitions.append(Transition(at=at, source=self.status, target=target,
+                                           reason=reason))
+        self.status, self.reason, self.updated_at = target, reason, at
+        if target in FINAL:
+            self.phase = "done"
 
-    def finish(self, status: SessionStatus, reason: str, final_answer: str | None = None) -> None:
+    def finish(self, status: SessionStatus, reason: str, final_answer: str | None = None, *,
+               at: float) -> None:
         """End the current run with ``status``; ignored when it has already ended."""
         if self.status == "running":
-            self.transition(status, reason)
+            self.transition(status, reason, at=at)
             self.final_answer = final_answer
 
     def open_calls(self) -> list[CallRecord]:
         """Calls of the last step that have no observation yet."""
-        if not self.steps:
+        if self.phase != "tools" or not self.steps:
             return []
         return [record for record in self.steps[-1].calls if record.state != "completed"]
 
@@ -131,7 +141,7 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
-        """Load a saved session; refuses a newer schema with a clear message."""
+        """Load a saved session (version 1 or 2); refuses a newer schema with a clear message."""
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise SessionError("saved session has no schema_version: not a miniagent session")
@@ -150,7 +160,21 @@ class AgentSession:
                 f"session {data.get('id', '?')} is damaged: {exc.error_count()} invalid "
                 f"field(s), first: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
             ) from None
+        if version == 1:
+            session.phase = _phase_of_v1(session)
         return session
+
+
+def _phase_of_v1(session: AgentSession) -> Phase:
+    """Version 1 kept no phase: a last step with calls still open, or whose observations are not
+    yet in the history (the last message is the assistant's), has calls to run or to decide."""
+    if session.status in FINAL:
+        return "done"
+    last = session.steps[-1] if session.steps else None
+    if last is None or not last.calls:
+        return "model"
+    still_open = any(record.state != "completed" for record in last.calls)
+    return "tools" if still_open or session.messages[-1].role == "assistant" else "model"
 
 
 _ADAPTER: Any = None

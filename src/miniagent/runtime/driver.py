@@ -1,0 +1,117 @@
+"""The in-process driver: performs the step logic's effects in this process.
+
+Model calls go to the agent's model, tool calls to its tools (sync ones on daemon worker
+threads), checkpoints to a :class:`~miniagent.store.base.CheckpointStore` under the run's lease,
+decisions to the inline approver (when there is one), events to the agent's bus. The run's
+deadline is an ``asyncio`` timeout around the step logic, and whatever ends a run (the
+deadline, a store fault, a bug of ours) still ends it with a status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from miniagent.errors import SessionError
+from miniagent.models.base import Model
+from miniagent.runtime.approvals import Approver
+from miniagent.runtime.bus import EventBus, Subscriber
+from miniagent.runtime.events import Event
+from miniagent.runtime.loop import Rules, StepLogic
+from miniagent.session import AgentSession
+from miniagent.store.base import CheckpointStore
+from miniagent.threads import run_in_daemon_thread
+from miniagent.tools.registry import ToolRegistry
+from miniagent.types import (
+    Decision,
+    ModelRequest,
+    ModelResponse,
+    Observation,
+    PendingApproval,
+    RunResult,
+    ToolCall,
+)
+
+log = logging.getLogger("miniagent")
+
+
+def random_id() -> str:
+    """16 hex digits from the OS's random source."""
+    return os.urandom(8).hex()
+
+
+@dataclass(kw_only=True)
+class InProcessEffects:
+    """The effects of one run, performed here (see :class:`~miniagent.runtime.loop.Effects`)."""
+
+    model: Model
+    tools: ToolRegistry
+    store: CheckpointStore
+    bus: EventBus
+    owner: str | None = None
+    approver: Approver | None = None
+    subscribers: tuple[Subscriber, ...] = ()
+    clock: Callable[[], float] = time.time
+    ids: Callable[[], str] = random_id
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        return await self.model.generate(request)
+
+    async def run_tool(self, call: ToolCall) -> Observation:
+        return await self.tools.execute(call)
+
+    async def checkpoint(self, session: AgentSession) -> None:
+        self.store.save(session, owner=self.owner)
+
+    async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
+        """Ask the inline approver, if any; without one every call keeps waiting."""
+        if self.approver is None:
+            return {}
+        await self.bus.flush()  # the trace so far is shown before a person is asked
+        decisions: dict[str, Decision] = {}
+        for item in pending:
+            try:
+                answer = await run_in_daemon_thread(self.approver, item)
+            except Exception as exc:  # the call stays waiting: it never runs unapproved
+                log.warning("the approver failed on call %s (%s: %s); it keeps waiting",
+                            item.call_id, type(exc).__name__, exc)
+                continue
+            if answer is not None:
+                decisions[item.call_id] = Decision(approved=bool(answer))
+        return decisions
+
+    def now(self) -> float:
+        return self.clock()
+
+    def new_id(self) -> str:
+        return self.ids()
+
+    def emit(self, event: Event) -> None:
+        self.bus.emit(event, self.subscribers)
+
+
+async def drive(session: AgentSession, rules: Rules, effects: InProcessEffects,
+                timeout: float | None) -> RunResult:
+    """Run the step logic on ``session`` under a deadline; always returns a result."""
+    logic = StepLogic(rules, effects)
+    store_failed = False
+    try:
+        await asyncio.wait_for(logic.run(session), timeout)
+    except asyncio.TimeoutError:
+        logic.stop(session, "timeout", f"the run exceeded its deadline of {timeout} s")
+    except SessionError as exc:  # another process took the session over, or a damaged store
+        logic.stop(session, "error", str(exc))
+        store_failed = True
+    except Exception as exc:  # a bug of ours must still end the run with a status
+        log.exception("internal error in session %s", session.id)
+        logic.stop(session, "error", f"internal error: {type(exc).__name__}: {exc}")
+    logic.settle(session)
+    if not store_failed:
+        effects.store.save(session, owner=effects.owner)
+    result = logic.finished(session)
+    await effects.bus.flush()
+    return result
