@@ -252,3 +252,135 @@ async def test_react_requests_carry_the_tools_grammar_unless_turned_off() -> Non
     native = ScriptedModel([{"content": "hi"}], tool_mode="native")
     await Agent(model=native, tools=[add]).arun("q")
     assert native.requests[0].grammar is None
+
+
+async def test_per_run_subscribers_see_only_their_run() -> None:
+    agent = Agent(model=ScriptedModel(["Final Answer: a", "Final Answer: b"]))
+    everything: list[str] = []
+    agent.subscribe(lambda e: everything.append(e.session_id))
+    mine: list[Event] = []
+    first = await agent.arun("q1", on_event=mine.append)
+    second = await agent.arun("q2")
+    assert {e.session_id for e in mine} == {first.session_id}
+    assert mine[-1].kind == "run_finished"
+    assert set(everything) == {first.session_id, second.session_id}
+
+
+async def test_a_blocked_subscriber_does_not_stall_the_run() -> None:
+    import threading
+
+    release = threading.Event()
+    delivered: list[str] = []
+
+    def blocked(event: Event) -> None:
+        release.wait(10)
+        delivered.append(event.kind)
+
+    model = ScriptedModel([act("add", {"a": 1, "b": 1}), "Final Answer: 2"])
+    agent = Agent(model=model, tools=[add], on_event=blocked)
+    agent.bus.flush_timeout = 0.05
+    result = await agent.arun("q")
+    assert (result.status, result.final_answer) == ("completed", "2")
+    assert delivered == []  # the run finished while the subscriber was still stuck
+    release.set()
+    for _ in range(200):  # bounded: the events arrive, in order, once it is unstuck
+        if delivered and delivered[-1] == "run_finished":
+            break
+        await asyncio.sleep(0.01)
+    assert delivered[0] == "run_started" and delivered[-1] == "run_finished"
+
+
+async def test_auto_protocol_remembers_success_and_refusal() -> None:
+    from miniagent.protocol.auto import AutoProtocol
+
+    rejected = ToolsNotSupported("tools are not supported", status=400)
+    model = ScriptedModel([rejected, "Final Answer: 1", "Final Answer: 2"], tool_mode="auto")
+    agent = Agent(model=model, tools=[add])
+    assert isinstance(agent.protocol, AutoProtocol) and agent.protocol.native_tools is None
+    await agent.arun("q1")
+    await agent.arun("q2")
+    assert agent.protocol.native_tools is False
+    assert [bool(r.tools) for r in model.requests] == [True, False, False]
+    # once tools worked, a later refusal is an error, not a fallback
+    ok = ScriptedModel([{"content": "hi"}, rejected], tool_mode="auto")
+    trusting = Agent(model=ok, tools=[add])
+    assert (await trusting.arun("q")).status == "completed"
+    failed = await trusting.arun("q")
+    assert failed.status == "error" and "tools are not supported" in failed.reason
+
+
+async def test_a_custom_protocol_plugs_in_without_touching_the_loop() -> None:
+    from miniagent.protocol.react import ReactProtocol
+    from miniagent.types import ModelRequest, ModelResponse, ParsedOutput
+
+    class Shouting(ReactProtocol):
+        name = "shouting"
+
+        def parse(self, response: ModelResponse, request: ModelRequest | None = None
+                  ) -> ParsedOutput:
+            parsed = super().parse(response, request)
+            if parsed.final_answer:
+                parsed.final_answer = parsed.final_answer.upper()
+            return parsed
+
+    agent = Agent(model=ScriptedModel(["Final Answer: hi"]), protocol=Shouting())
+    assert (await agent.arun("q")).final_answer == "HI"
+
+
+async def test_tools_from_another_source_are_listed_once_per_run_and_obey_approval() -> None:
+    from collections.abc import Sequence
+
+    from miniagent import Observation, Tool, ToolCall, ToolRegistry
+
+    @tool(requires_approval=lambda args: args["n"] > 9)
+    def remote(n: int) -> str:
+        """A tool another source offers."""
+        return f"remote {n}"
+
+    class Source:
+        def __init__(self) -> None:
+            self.listed = 0
+            self.closed = 0
+            self.registry = ToolRegistry([remote])
+
+        async def list_tools(self) -> Sequence[Tool]:
+            self.listed += 1
+            return self.registry.listed()
+
+        async def call_tool(self, call: ToolCall) -> Observation:
+            return await self.registry.execute(call)
+
+        async def aclose(self) -> None:
+            self.closed += 1
+
+    source = Source()
+    script = [act("remote", {"n": 1}), act("add", {"a": 1, "b": 2}), "Final Answer: ok",
+              act("remote", {"n": 10})]
+    agent = Agent(model=ScriptedModel(script), tools=[add, source])
+    result = await agent.arun("q")
+    assert result.status == "completed" and source.listed == 1
+    assert [o.output for s in result.steps for o in s.observations] == ["remote 1", "3"]
+    waiting = await agent.arun("q2")
+    assert waiting.status == "awaiting_approval" and source.listed == 2
+    assert "remote" in agent.model.requests[0].messages[0]["content"]  # type: ignore[attr-defined]
+    await agent.aclose()
+    assert source.closed == 1
+
+
+def test_an_approver_that_raises_leaves_the_call_waiting(caplog: pytest.LogCaptureFixture
+                                                          ) -> None:
+    ran: list[int] = []
+
+    @tool(requires_approval=True)
+    def pay(n: int) -> str:
+        """Pay."""
+        ran.append(n)
+        return "paid"
+
+    def broken(pending: object) -> bool:
+        raise RuntimeError("terminal gone")
+
+    agent = Agent(model=ScriptedModel([act("pay", {"n": 5})]), tools=[pay], approver=broken)
+    result = agent.run("q")
+    assert result.status == "awaiting_approval" and ran == []
+    assert "the approver failed" in caplog.text

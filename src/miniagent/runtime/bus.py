@@ -27,10 +27,17 @@ _Job = tuple[Event, tuple[Subscriber, ...]] | Callable[[], None]
 
 
 class EventBus:
-    """Agent-wide subscribers, plus the ones each run brings (``emit(..., extra)``)."""
+    """Agent-wide subscribers, plus the ones each run brings (``emit(..., extra)``).
 
-    def __init__(self, subscribers: Sequence[Subscriber] = ()) -> None:
+    Args:
+        subscribers: Called with every event, in this order.
+        flush_timeout: The longest :meth:`flush` waits for a slow subscriber, in seconds.
+    """
+
+    def __init__(self, subscribers: Sequence[Subscriber] = (), *,
+                 flush_timeout: float = 5.0) -> None:
         self._subscribers: tuple[Subscriber, ...] = tuple(subscribers)
+        self.flush_timeout = flush_timeout
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -45,8 +52,8 @@ class EventBus:
             self._jobs.put((event, targets))
             self._ensure_worker()
 
-    async def flush(self, timeout: float = 5.0) -> None:
-        """Wait until every event emitted so far was delivered, or ``timeout`` passed."""
+    async def flush(self) -> None:
+        """Wait until every event emitted so far was delivered, or ``flush_timeout`` passed."""
         if self._worker is None:
             return
         loop = asyncio.get_running_loop()
@@ -58,7 +65,7 @@ class EventBus:
 
         self._jobs.put(mark)
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(delivered, timeout)
+            await asyncio.wait_for(delivered, self.flush_timeout)
 
     def _ensure_worker(self) -> None:
         if self._worker is not None and self._worker.is_alive():
