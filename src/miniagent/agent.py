@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
+from miniagent import defaults
 from miniagent.errors import UserError
 from miniagent.models.base import Capabilities, Model
 from miniagent.protocol.auto import AutoProtocol
@@ -16,14 +17,7 @@ from miniagent.protocol.react import ReactProtocol
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.driver import InProcessEffects, drive, random_id
-from miniagent.runtime.guards import (
-    DEFAULT_MAX_OBSERVATION_CHARS,
-    DEFAULT_MAX_STEPS,
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_REPEAT_LIMIT,
-    DEFAULT_TEMPERATURE,
-    Limits,
-)
+from miniagent.runtime.guards import Limits
 from miniagent.runtime.loop import Rules
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, new_owner
@@ -79,13 +73,13 @@ class Agent:
         model: Model,
         tools: ToolRegistry | Iterable[ToolItem] = (),
         instructions: str | None = None,
-        max_steps: int = DEFAULT_MAX_STEPS,
+        max_steps: int = defaults.MAX_STEPS,
         token_budget: int | None = None,
         timeout: float | None = None,
-        max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
-        repeat_limit: int = DEFAULT_REPEAT_LIMIT,
-        temperature: float | None = DEFAULT_TEMPERATURE,
-        max_tokens: int | None = DEFAULT_MAX_TOKENS,
+        max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS,
+        repeat_limit: int = defaults.REPEAT_LIMIT,
+        temperature: float | None = defaults.TEMPERATURE,
+        max_tokens: int | None = defaults.MAX_TOKENS,
         store: CheckpointStore | None = None,
         approver: Approver | None = None,
         on_interrupted: InterruptedPolicy = "ask",

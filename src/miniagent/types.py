@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from miniagent import defaults
+
 Role = Literal["system", "user", "assistant", "tool"]
 ToolMode = Literal["react", "native", "auto"]
 Phase = Literal["model", "tools", "done"]
@@ -137,8 +139,8 @@ class ModelRequest:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None = None
     stop: list[str] | None = None
-    temperature: float | None = 0.0
-    max_tokens: int | None = 1024
+    temperature: float | None = defaults.TEMPERATURE
+    max_tokens: int | None = defaults.MAX_TOKENS
     extra_body: dict[str, Any] = field(default_factory=dict)
     grammar: str | None = None
     """A GBNF grammar for constrained decoding, honoured by backends that support it."""

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from miniagent import defaults
 from miniagent.cli.build import RunConfig, build_agent, env, open_store
 from miniagent.cli.common import (
     JsonOption,
@@ -40,7 +41,8 @@ def run(
     mode: Annotated[Mode, typer.Option(help="react (text + stop words), native (tools field) or auto")] = Mode.auto,  # noqa: E501
     tools: Annotated[list[str] | None, typer.Option("--tools", help="A Python file or module whose @tool functions are loaded, or 'builtin'. Repeatable.")] = None,  # noqa: E501
     workspace: Annotated[Path, typer.Option(help="Root the built-in file tools are confined to.")] = Path("."),  # noqa: E501
-    max_steps: Annotated[int, typer.Option(help="Model calls allowed before giving up.")] = 10,
+    max_steps: Annotated[int, typer.Option(help="Model calls allowed before giving up.")] = (
+        defaults.MAX_STEPS),
     timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the run, seconds.")] = None,  # noqa: E501
     request_timeout: Annotated[float, typer.Option(help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
     max_tokens: Annotated[int | None, typer.Option(help="Tokens per model turn [default: 1024; 256 for the embedded model]")] = None,  # noqa: E501

@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import typer
 
+from miniagent import defaults
 from miniagent.agent import Agent
 from miniagent.cli.loading import load_tools
 from miniagent.models.base import Model
@@ -36,7 +37,7 @@ class RunConfig:
     mode: str = "auto"
     tools: list[str] = field(default_factory=list)
     workspace: str = "."
-    max_steps: int = 10
+    max_steps: int = defaults.MAX_STEPS
     timeout: float | None = None
     request_timeout: float = 120.0
     max_tokens: int | None = None
@@ -71,7 +72,7 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
     registry = load_tools(config.tools, Path(config.workspace))
     model = build_model(config, api_key)
     # a small embedded model can ramble until max_tokens: keep its turns short by default
-    default_tokens = 1024 if config.base_url else 256
+    default_tokens = defaults.MAX_TOKENS if config.base_url else 256
     return Agent(model=model, tools=registry, max_steps=config.max_steps,
                  timeout=config.timeout, store=store, grammar=config.grammar,
                  max_tokens=config.max_tokens or default_tokens,

@@ -11,14 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from miniagent import defaults
 from miniagent.types import Step, ToolCall
-
-DEFAULT_MAX_STEPS = 10
-DEFAULT_TEMPERATURE = 0.0
-DEFAULT_MAX_TOKENS = 1024
-DEFAULT_MAX_OBSERVATION_CHARS = 4000
-DEFAULT_REPEAT_LIMIT = 3
-"""The defaults of :class:`Limits` and of the generation settings, written once here."""
 
 
 @dataclass(kw_only=True)
@@ -34,11 +28,11 @@ class Limits:
             gets an intervention instead of running; once more ends the run.
     """
 
-    max_steps: int = DEFAULT_MAX_STEPS
+    max_steps: int = defaults.MAX_STEPS
     token_budget: int | None = None
     timeout: float | None = None
-    max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS
-    repeat_limit: int = DEFAULT_REPEAT_LIMIT
+    max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS
+    repeat_limit: int = defaults.REPEAT_LIMIT
 
 
 def truncate_observation(text: str, limit: int) -> str:
@@ -83,7 +77,7 @@ class LoopDetector:
     intervention ends the run with ``loop_detected``.
     """
 
-    def __init__(self, limit: int = DEFAULT_REPEAT_LIMIT) -> None:
+    def __init__(self, limit: int = defaults.REPEAT_LIMIT) -> None:
         self.limit = limit
         self._seen: Counter[str] = Counter()
 

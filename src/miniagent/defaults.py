@@ -1,0 +1,15 @@
+"""The defaults of an agent's limits and generation settings, written once.
+
+``Agent``, ``Limits``, ``ModelRequest`` and the CLI all take them from here.
+"""
+
+MAX_STEPS = 10
+"""Model calls a run may make before it ends with ``max_steps``."""
+TEMPERATURE = 0.0
+"""Sampling temperature: 0 keeps models in format."""
+MAX_TOKENS = 1024
+"""Completion tokens per model call: enough that an Action line is not cut off."""
+MAX_OBSERVATION_CHARS = 4000
+"""Longer tool outputs are cut, with an explicit notice."""
+REPEAT_LIMIT = 3
+"""The same call this many times gets an intervention; once more ends the run."""
