@@ -18,6 +18,7 @@ from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.driver import InProcessEffects, drive, random_id
 from miniagent.runtime.guards import Limits
+from miniagent.runtime.incoming import storable
 from miniagent.runtime.loop import Rules
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, new_owner
@@ -78,6 +79,8 @@ class Agent:
         timeout: float | None = None,
         max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS,
         repeat_limit: int = defaults.REPEAT_LIMIT,
+        max_calls_per_step: int = defaults.MAX_CALLS_PER_STEP,
+        tool_concurrency: int = defaults.TOOL_CONCURRENCY,
         temperature: float | None = defaults.TEMPERATURE,
         max_tokens: int | None = defaults.MAX_TOKENS,
         store: CheckpointStore | None = None,
@@ -87,14 +90,17 @@ class Agent:
         protocol: ActionProtocol | None = None,
         on_event: Subscriber | None = None,
     ) -> None:
-        if max_steps < 1:
-            raise UserError(f"max_steps must be at least 1, got {max_steps}")
+        for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
+                             ("tool_concurrency", tool_concurrency)):
+            if value < 1:
+                raise UserError(f"{label} must be at least 1, got {value}")
         self.model = model
         self.registry, sources = _split_tools(tools)
         self.tools = ToolSet(self.registry, sources)
         self.limits = Limits(
             max_steps=max_steps, token_budget=token_budget, timeout=timeout,
             max_observation_chars=max_observation_chars, repeat_limit=repeat_limit,
+            max_calls_per_step=max_calls_per_step, tool_concurrency=tool_concurrency,
         )
         self.protocol = protocol or protocol_for(model.capabilities, grammar=grammar)
         self.instructions, self.temperature, self.max_tokens = instructions, temperature, max_tokens
@@ -112,7 +118,7 @@ class Agent:
 
         ``on_event`` receives this run's events (besides the agent's subscribers).
         """
-        session = AgentSession.start(question, id=random_id(), at=time.time(),
+        session = AgentSession.start(storable(question), id=random_id(), at=time.time(),
                                      metadata=metadata)
         self.store.save(session)
         return await self._drive(session.id, session, on_event)

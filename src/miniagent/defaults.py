@@ -13,3 +13,7 @@ MAX_OBSERVATION_CHARS = 4000
 """Longer tool outputs are cut, with an explicit notice."""
 REPEAT_LIMIT = 3
 """The same call this many times gets an intervention; once more ends the run."""
+MAX_CALLS_PER_STEP = 32
+"""Tool calls run from one reply; the model is told when it sent more."""
+TOOL_CONCURRENCY = 8
+"""Tool calls of one step that run at the same time."""

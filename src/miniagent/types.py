@@ -242,6 +242,8 @@ class Step:
     usage: TokenUsage = field(default_factory=TokenUsage)
     model_time: float = 0.0
     tool_time: float = 0.0
+    dropped_calls: int = 0
+    """Calls of the reply beyond the per-step limit, which were not run."""
 
     @property
     def tool_calls(self) -> list[ToolCall]:

@@ -26,6 +26,9 @@ class Limits:
         max_observation_chars: longer tool outputs are cut, with an explicit notice.
         repeat_limit: the same tool with the same normalised arguments this many times
             gets an intervention instead of running; once more ends the run.
+        max_calls_per_step: calls of one reply that are run; the rest are dropped and the
+            model is told the limit.
+        tool_concurrency: calls of one step that run at the same time.
     """
 
     max_steps: int = defaults.MAX_STEPS
@@ -33,6 +36,8 @@ class Limits:
     timeout: float | None = None
     max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS
     repeat_limit: int = defaults.REPEAT_LIMIT
+    max_calls_per_step: int = defaults.MAX_CALLS_PER_STEP
+    tool_concurrency: int = defaults.TOOL_CONCURRENCY
 
 
 def truncate_observation(text: str, limit: int) -> str:
@@ -41,6 +46,12 @@ def truncate_observation(text: str, limit: int) -> str:
         return text
     removed = len(text) - limit
     return f"{text[:limit]}\n... [truncated {removed:,} of {len(text):,} chars]"
+
+
+def too_many_calls(sent: int, limit: int) -> str:
+    """The notice appended to a step's last observation when a reply held too many calls."""
+    return (f"\n[Only the first {limit} of the {sent:,} tool calls in your reply were run: "
+            f"send at most {limit} per reply.]")
 
 
 Verdict = Literal["ok", "intervene", "stop"]
@@ -54,8 +65,10 @@ def _normalise(value: Any) -> Any:
         return _SPACES.sub(" ", value.strip().lower())
     if isinstance(value, bool) or value is None:
         return value
-    if isinstance(value, int | float):
-        return float(value)
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):  # 2 == 2.0; an int too large for a float stays exact
+        return float(value) if -(2**53) <= value <= 2**53 else value
     if isinstance(value, dict):
         return {str(k).lower(): _normalise(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -22,13 +22,14 @@ from typing import Protocol
 from miniagent.errors import ModelError
 from miniagent.protocol.base import ActionProtocol
 from miniagent.runtime import events as ev
+from miniagent.runtime import incoming
 from miniagent.runtime.approvals import (
     InterruptedPolicy,
     apply_decision,
     denial,
     recover_interrupted,
 )
-from miniagent.runtime.guards import Limits, LoopDetector, truncate_observation
+from miniagent.runtime.guards import Limits, LoopDetector, too_many_calls, truncate_observation
 from miniagent.session import AgentSession
 from miniagent.types import (
     CallRecord,
@@ -198,14 +199,14 @@ class StepLogic:
                    request=request)
         try:
             try:
-                response = await self.fx.generate(request)
+                response = incoming.response(await self.fx.generate(request))
             except ModelError as exc:
                 retry = rules.protocol.recover(exc, request, session.messages, tools,
                                                rules.instructions)
                 if retry is None:
                     raise
                 request = self._settings(retry)
-                response = await self.fx.generate(request)
+                response = incoming.response(await self.fx.generate(request))
         except ModelError as exc:
             self._emit(ev.ModelFailed, session, span=span, parent=step_span, step=index,
                        error=str(exc), elapsed=self.fx.now() - started)
@@ -221,17 +222,25 @@ class StepLogic:
         return request
 
     def _with_ids(self, parsed: ParsedOutput) -> ParsedOutput:
-        """Give every call without an id one from the driver (copies: replies may be shared)."""
-        if any(not call.id for call in parsed.tool_calls):
-            parsed.tool_calls = [
-                call if call.id else dataclasses.replace(call, id=f"call_{self.fx.new_id()}")
-                for call in parsed.tool_calls
-            ]
+        """The parsed reply made safe to keep, its calls given ids from the driver where the
+        model sent none (copies: replies may be shared)."""
+        parsed = incoming.parsed(parsed)
+        parsed.tool_calls = [
+            call if call.id else dataclasses.replace(call, id=f"call_{self.fx.new_id()}")
+            for call in parsed.tool_calls
+        ]
         return parsed
 
     def _plan(self, session: AgentSession, step: Step, parsed: ParsedOutput,
               detector: LoopDetector) -> None:
-        """Record the step's calls: ready, waiting for approval, or answered by an intervention."""
+        """Record the step's calls: ready, waiting for approval, or answered by an intervention.
+
+        Calls beyond the per-step limit are dropped (the model is told with the observations).
+        """
+        limit = self.rules.limits.max_calls_per_step
+        if len(parsed.tool_calls) > limit:
+            step.dropped_calls = len(parsed.tool_calls) - limit
+            parsed.tool_calls = parsed.tool_calls[:limit]
         session.messages.append(
             Message(role="assistant", content=parsed.text, tool_calls=parsed.tool_calls))
         for call in parsed.tool_calls:
@@ -276,8 +285,9 @@ class StepLogic:
             record.move("started", "about to run", now)
         if runnable:
             await self._checkpoint(session)  # started is on disk before any tool runs
+        slots = asyncio.Semaphore(max(1, self.rules.limits.tool_concurrency))
         outcomes = await asyncio.gather(
-            *(self._execute(session, step, r) for r in runnable), return_exceptions=True)
+            *(self._execute(session, step, r, slots) for r in runnable), return_exceptions=True)
         for outcome in outcomes:  # every call has finished; now a failed checkpoint may surface
             if isinstance(outcome, BaseException):
                 raise outcome
@@ -287,19 +297,25 @@ class StepLogic:
             session.transition("awaiting_approval", f"waiting for approval of {names}",
                                at=self.fx.now())
         else:
-            for record in step.calls:
-                assert record.observation is not None
-                session.messages.append(Message(
-                    role="tool", content=record.observation.output, tool_call_id=record.call.id,
-                    name=record.call.name))
+            self._append_observations(session, step)
             session.phase = "model"
             self._end_step(session, step.index)
         await self._checkpoint(session)
+
+    def _append_observations(self, session: AgentSession, step: Step) -> None:
+        notice = too_many_calls(len(step.calls) + step.dropped_calls,
+                                len(step.calls)) if step.dropped_calls else ""
+        for position, record in enumerate(step.calls, 1):
+            assert record.observation is not None
+            text = record.observation.output + (notice if position == len(step.calls) else "")
+            session.messages.append(Message(role="tool", content=text,
+                                            tool_call_id=record.call.id, name=record.call.name))
 
     async def _ask(self, session: AgentSession, step: Step) -> None:
         waiting = [r for r in step.calls if r.state == "awaiting_approval"]
         if not waiting:
             return
+        await self._checkpoint(session)  # a person may take long, or interrupt the process
         pending = [PendingApproval.of(r) for r in waiting]
         self._emit(ev.ApprovalRequested, session, span=self._step_span(step.index),
                    parent=self._run_span, step=step.index, pending=pending)
@@ -309,11 +325,13 @@ class StepLogic:
             if decision is not None:
                 apply_decision(record, decision.approved, decision.reason, at=self.fx.now())
 
-    async def _execute(self, session: AgentSession, step: Step, record: CallRecord) -> None:
+    async def _execute(self, session: AgentSession, step: Step, record: CallRecord,
+                       slots: asyncio.Semaphore) -> None:
         span, parent = self.fx.new_id(), self._step_span(step.index)
-        self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
-                   call=record.call)
-        observation = await self.fx.run_tool(record.call)
+        async with slots:  # the start event fires when the call really starts
+            self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
+                       call=record.call)
+            observation = incoming.observation(await self.fx.run_tool(record.call))
         observation.output = truncate_observation(
             observation.output, self.rules.limits.max_observation_chars)
         record.observation = observation

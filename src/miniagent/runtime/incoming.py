@@ -1,0 +1,106 @@
+"""What models and tools hand to the step logic, made safe to keep before it enters a session.
+
+Two hazards travel in such data: lone surrogates (``"\\ud800"`` from a JSON escape, or a file
+name decoded with ``surrogateescape``), which no UTF-8 store or terminal can encode, and
+arguments nested so deep, or numbers so large, that recursive code further on (the loop
+detector, JSON encoding, validation) fails. Both are dealt with here, once: surrogates become
+U+FFFD, and arguments nested deeper than :data:`MAX_DEPTH` are refused as invalid, so the model
+gets an error observation instead of the run a crash.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any
+
+from miniagent.types import ModelResponse, Observation, ParsedOutput, ToolCall
+
+MAX_DEPTH = 64
+"""The deepest nesting of tool arguments accepted (tool schemas rarely go past 5)."""
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (the text itself when it has none)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
+
+
+def response(reply: ModelResponse) -> ModelResponse:
+    """A model reply with storable text (its calls are admitted once parsed: :func:`parsed`)."""
+    if reply.content is None or storable(reply.content) is reply.content:
+        return reply
+    return dataclasses.replace(reply, content=storable(reply.content))
+
+
+def tool_call(call: ToolCall) -> ToolCall:
+    """The call itself when it is fine; otherwise a cleaned copy."""
+    name, raw = storable(call.name), storable(call.raw_arguments)
+    arguments, error = call.arguments, call.arguments_error
+    if _deeper_than(arguments, MAX_DEPTH):
+        arguments, error = {}, f"the arguments are nested deeper than {MAX_DEPTH} levels"
+        raw = raw[:200] + ("..." if len(raw) > 200 else "")
+    elif not _storable_value(arguments):
+        arguments = json.loads(storable(json.dumps(arguments, ensure_ascii=False)))
+    if (name, raw, error) == (call.name, call.raw_arguments, call.arguments_error) and (
+            arguments is call.arguments):
+        return call
+    return dataclasses.replace(call, name=name, raw_arguments=raw, arguments=arguments,
+                               arguments_error=error)
+
+
+def parsed(output: ParsedOutput) -> ParsedOutput:
+    """What a protocol made of a reply, every text and call made safe to keep (a parser may
+    decode escapes such as ``\\ud800`` into bad text)."""
+    output.text = storable(output.text)
+    for name in ("thought", "final_answer", "error"):
+        value = getattr(output, name)
+        if value is not None:
+            setattr(output, name, storable(value))
+    output.tool_calls = [tool_call(call) for call in output.tool_calls]
+    return output
+
+
+def observation(result: Observation) -> Observation:
+    """A tool's observation with storable text."""
+    output = storable(result.output)
+    return result if output is result.output else dataclasses.replace(result, output=output)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether containers nest deeper than ``limit`` (iterative: any depth is safe to check)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _storable_value(value: Any) -> bool:
+    """Whether every string (keys too) in a JSON-like value encodes as UTF-8."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if storable(item) is not item:
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
