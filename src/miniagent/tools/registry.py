@@ -47,7 +47,8 @@ from miniagent.tools.runner import (
     is_async_callable,
     run_with_timeout,
 )
-from miniagent.tools.schema import ToolSpec, build_tool_spec
+from miniagent.tools.schema import ToolSpec, build_tool_spec, check_tool_name
+from miniagent.tools.schema_tool import SchemaArguments
 from miniagent.types import Observation, ToolCall
 
 __all__ = ["NO_OUTPUT", "Tool", "ToolRegistry", "format_result", "tool"]
@@ -92,6 +93,64 @@ class Tool:
         self._setup(fn, spec.name, spec.description, spec.parameters, FunctionArguments(spec))
         self._set_options(timeout, idempotent, requires_approval)
         functools.update_wrapper(self, fn, updated=())
+
+    @classmethod
+    def from_schema(
+        cls,
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        fn: Callable[[dict[str, Any]], Any],
+        timeout: float | None = None,
+        idempotent: bool = False,
+        requires_approval: ApprovalRule = False,
+    ) -> Tool:
+        """A tool defined by a JSON Schema; ``fn`` gets the validated arguments dict.
+
+        The model's arguments are coerced the lax way function tools get them (``"20"`` for
+        an integer is 20, ``"true"`` for a boolean is ``True``, a number for a string its
+        text), missing properties with a ``default`` are filled in (nested ones too), and the
+        result is validated with :mod:`jsonschema` (the schema's ``$schema`` draft, else
+        2020-12) before ``fn`` runs: sync functions in a worker thread, async ones awaited.
+
+        Args:
+            name: the name the model uses (1-64 letters, digits, ``_`` or ``-``).
+            description: what the tool does, for the model.
+            parameters: a JSON Schema of an object (``"type": "object"`` or ``properties``);
+                the tool keeps a copy, with ``"type": "object"`` added when absent.
+            fn: called with one argument, the arguments dict; may be async.
+            timeout: seconds to wait for a result before giving the model a timeout error.
+            idempotent: the tool may run again when a crash left a call's outcome unknown.
+            requires_approval: ``True`` or a predicate on the validated arguments dict.
+
+        Raises:
+            ToolDefinitionError: an invalid name, a schema that is not valid JSON Schema or
+                does not describe an object, a ``$ref`` that cannot be resolved, ``fn`` not
+                callable, or a timeout that is not positive.
+
+        Example:
+            >>> directions = Tool.from_schema(
+            ...     name="get_directions", description="Route between two places.",
+            ...     parameters={"type": "object", "properties": {
+            ...         "from_": {"type": "string"}, "to": {"type": "string", "default": "home"}},
+            ...         "required": ["from_"]},
+            ...     fn=lambda args: f"{args['from_']} -> {args['to']}")
+            >>> directions.name, directions.parameters["required"]
+            ('get_directions', ['from_'])
+        """
+        check_tool_name(name)
+        _check_timeout(timeout)
+        if not isinstance(description, str):
+            raise ToolDefinitionError(f"Tool {name!r}: description must be a string.")
+        if not callable(fn):
+            raise ToolDefinitionError(f"Tool {name!r}: fn {fn!r} is not callable.")
+        checker = SchemaArguments(name, parameters)
+        self = cls.__new__(cls)
+        self.spec = None
+        self._setup(fn, name, description, checker.schema, checker)
+        self._set_options(timeout, idempotent, requires_approval)
+        return self
 
     def _setup(
         self,
@@ -224,6 +283,8 @@ def tool(
             "idempotent": idempotent or target.idempotent,
             "requires_approval": requires_approval or target.requires_approval,
         }
+        if target.spec is None:
+            return Tool.from_schema(parameters=target.parameters, fn=target.fn, **options)
         return Tool(target.fn, **options)
 
     return wrap if fn is None else wrap(fn)
