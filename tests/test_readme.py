@@ -47,3 +47,8 @@ def test_approval_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert namespace["result"].status == "completed"
     assert namespace["result"].final_answer == "Paid."
     assert (tmp_path / "sessions.db").exists()
+
+
+def test_schema_tool_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    exec(block_with("Tool.from_schema("), {})
+    assert capsys.readouterr().out == "A -> home with 2 stops\n"

@@ -1,8 +1,10 @@
 """Tools and the tool registry: ``@tool``, :class:`Tool`, :class:`ToolRegistry`.
 
-A tool is a plain typed Python function. ``@tool`` derives its JSON Schema and an
-arguments model once (see :mod:`miniagent.tools.schema`); the registry validates the
-model's arguments with that model in lax mode and runs the function.
+A tool is a plain typed Python function, or a JSON Schema with a function that takes the
+arguments dict (:meth:`Tool.from_schema`). ``@tool`` derives a function's JSON Schema and an
+arguments model once (see :mod:`miniagent.tools.schema`); a schema tool is checked with
+:mod:`jsonschema` (see :mod:`miniagent.tools.schema_tool`). Either way the registry
+validates and coerces the model's arguments the same lax way and runs the function.
 
 :meth:`ToolRegistry.execute` never raises (except :class:`asyncio.CancelledError`):
 an unknown tool, broken or mistyped arguments, a tool that raises or hangs, all
@@ -23,18 +25,30 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import difflib
 import functools
-import inspect
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, overload
 
-from miniagent.errors import ToolDefinitionError, ToolError
-from miniagent.threads import run_in_daemon_thread
-from miniagent.tools.arguments import NO_OUTPUT, format_result, prepare_arguments, preview
-from miniagent.tools.schema import ToolSpec, build_tool_spec
+from miniagent.errors import ToolDefinitionError
+from miniagent.tools.arguments import (
+    NO_OUTPUT,
+    ArgumentsChecker,
+    FunctionArguments,
+    check_arguments,
+    format_result,
+    preview,
+)
+from miniagent.tools.runner import (
+    Failure,
+    describe,
+    failure_text,
+    is_async_callable,
+    run_with_timeout,
+)
+from miniagent.tools.schema import ToolSpec, build_tool_spec, check_tool_name
+from miniagent.tools.schema_tool import SchemaArguments
 from miniagent.types import Observation, ToolCall
 
 __all__ = ["NO_OUTPUT", "Tool", "ToolRegistry", "format_result", "tool"]
@@ -43,12 +57,11 @@ ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 """``requires_approval``: always, never, or a predicate on the call's arguments."""
 
 
-
 class Tool:
     """A function the model can call, with its name, description and JSON Schema.
 
-    A ``Tool`` stays callable as the original function: ``add(2, 3) == 5``.
-    Build one with :func:`tool`.
+    A function tool stays callable as the original function: ``add(2, 3) == 5``.
+    Build one with :func:`tool`, or from a JSON Schema with :meth:`from_schema`.
 
     Attributes:
         fn: the wrapped function.
@@ -60,6 +73,8 @@ class Tool:
         idempotent: safe to run again after a crash left its outcome unknown.
         requires_approval: ``True``, or a predicate on the arguments dict, when a person
             must approve a call before it runs.
+        checker: validates a call's arguments and binds them to ``fn``'s parameters.
+        spec: what was derived from a function tool's signature; ``None`` for a schema tool.
     """
 
     def __init__(
@@ -72,15 +87,90 @@ class Tool:
         idempotent: bool = False,
         requires_approval: ApprovalRule = False,
     ) -> None:
-        if timeout is not None and not timeout > 0:
-            raise ToolDefinitionError(f"Tool timeout must be a positive number, got {timeout!r}.")
+        _check_timeout(timeout)
+        spec = build_tool_spec(fn, name=name, description=description)
+        self.spec: ToolSpec | None = spec
+        self._setup(fn, spec.name, spec.description, spec.parameters, FunctionArguments(spec))
+        self._set_options(timeout, idempotent, requires_approval)
+        functools.update_wrapper(self, fn, updated=())
+
+    @classmethod
+    def from_schema(
+        cls,
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        fn: Callable[[dict[str, Any]], Any],
+        timeout: float | None = None,
+        idempotent: bool = False,
+        requires_approval: ApprovalRule = False,
+    ) -> Tool:
+        """A tool defined by a JSON Schema; ``fn`` gets the validated arguments dict.
+
+        The model's arguments are coerced the lax way function tools get them (``"20"`` for
+        an integer is 20, ``"true"`` for a boolean is ``True``, a number for a string its
+        text), missing properties with a ``default`` are filled in (nested ones too), and the
+        result is validated with :mod:`jsonschema` (the schema's ``$schema`` draft, else
+        2020-12) before ``fn`` runs: sync functions in a worker thread, async ones awaited.
+
+        Args:
+            name: the name the model uses (1-64 letters, digits, ``_`` or ``-``).
+            description: what the tool does, for the model.
+            parameters: a JSON Schema of an object (``"type": "object"`` or ``properties``);
+                the tool keeps a copy, with ``"type": "object"`` added when absent.
+            fn: called with one argument, the arguments dict; may be async.
+            timeout: seconds to wait for a result before giving the model a timeout error.
+            idempotent: the tool may run again when a crash left a call's outcome unknown.
+            requires_approval: ``True`` or a predicate on the validated arguments dict.
+
+        Raises:
+            ToolDefinitionError: an invalid name, a schema that is not valid JSON Schema or
+                does not describe an object, a ``$ref`` that cannot be resolved, ``fn`` not
+                callable, or a timeout that is not positive.
+
+        Example:
+            >>> directions = Tool.from_schema(
+            ...     name="get_directions", description="Route between two places.",
+            ...     parameters={"type": "object", "properties": {
+            ...         "from_": {"type": "string"}, "to": {"type": "string", "default": "home"}},
+            ...         "required": ["from_"]},
+            ...     fn=lambda args: f"{args['from_']} -> {args['to']}")
+            >>> directions.name, directions.parameters["required"]
+            ('get_directions', ['from_'])
+        """
+        check_tool_name(name)
+        _check_timeout(timeout)
+        if not isinstance(description, str):
+            raise ToolDefinitionError(f"Tool {name!r}: description must be a string.")
+        if not callable(fn):
+            raise ToolDefinitionError(f"Tool {name!r}: fn {fn!r} is not callable.")
+        checker = SchemaArguments(name, parameters)
+        self = cls.__new__(cls)
+        self.spec = None
+        self._setup(fn, name, description, checker.schema, checker)
+        self._set_options(timeout, idempotent, requires_approval)
+        return self
+
+    def _setup(
+        self,
+        fn: Callable[..., Any],
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        checker: ArgumentsChecker,
+    ) -> None:
         self.fn = fn
-        self.spec: ToolSpec = build_tool_spec(fn, name=name, description=description)
+        self._name, self._description, self._parameters = name, description, parameters
+        self.checker: ArgumentsChecker = checker
+        self.is_async = is_async_callable(fn)
+
+    def _set_options(
+        self, timeout: float | None, idempotent: bool, requires_approval: ApprovalRule
+    ) -> None:
         self.timeout = None if timeout is None else float(timeout)
-        self.is_async = _is_async_callable(fn)
         self.idempotent = idempotent
         self.requires_approval = requires_approval
-        functools.update_wrapper(self, fn, updated=())
 
     def needs_approval(self, arguments: dict[str, Any]) -> bool:
         """Whether this call must wait for a person; a predicate that fails counts as yes."""
@@ -94,15 +184,15 @@ class Tool:
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        return self._name
 
     @property
     def description(self) -> str:
-        return self.spec.description
+        return self._description
 
     @property
     def parameters(self) -> dict[str, Any]:
-        return self.spec.parameters
+        return self._parameters
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -120,6 +210,11 @@ class Tool:
                 "parameters": self.parameters,
             },
         }
+
+
+def _check_timeout(timeout: float | None) -> None:
+    if timeout is not None and not timeout > 0:
+        raise ToolDefinitionError(f"Tool timeout must be a positive number, got {timeout!r}.")
 
 
 @overload
@@ -172,23 +267,25 @@ def tool(
     """
 
     def wrap(target: Callable[..., Any]) -> Tool:
-        if isinstance(target, Tool):
-            if name is None and description is None and timeout is None and not (
-                idempotent or requires_approval
-            ):
-                return target
+        if not isinstance(target, Tool):
             return Tool(
-                target.fn,
-                name=name or target.name,
-                description=description if description is not None else target.description,
-                timeout=timeout if timeout is not None else target.timeout,
-                idempotent=idempotent or target.idempotent,
-                requires_approval=requires_approval or target.requires_approval,
+                target, name=name, description=description, timeout=timeout,
+                idempotent=idempotent, requires_approval=requires_approval,
             )
-        return Tool(
-            target, name=name, description=description, timeout=timeout,
-            idempotent=idempotent, requires_approval=requires_approval,
-        )
+        if name is None and description is None and timeout is None and not (
+            idempotent or requires_approval
+        ):
+            return target
+        options: dict[str, Any] = {
+            "name": name or target.name,
+            "description": description if description is not None else target.description,
+            "timeout": timeout if timeout is not None else target.timeout,
+            "idempotent": idempotent or target.idempotent,
+            "requires_approval": requires_approval or target.requires_approval,
+        }
+        if target.spec is None:
+            return Tool.from_schema(parameters=target.parameters, fn=target.fn, **options)
+        return Tool(target.fn, **options)
 
     return wrap if fn is None else wrap(fn)
 
@@ -277,11 +374,8 @@ class ToolRegistry:
         target = self._tools.get(call.name) if isinstance(call.name, str) else None
         if target is None or target.requires_approval is False:
             return False
-        prepared = prepare_arguments(target, call)
-        if isinstance(prepared, str):
-            return False
-        args, kwargs = prepared
-        return target.needs_approval({**dict(zip(target.spec.positional_only, args)), **kwargs})
+        values = check_arguments(target, call)
+        return not isinstance(values, str) and target.needs_approval(values)
 
     async def execute_all(self, calls: list[ToolCall]) -> list[Observation]:
         """Run ``calls`` concurrently; the observations come back in call order."""
@@ -301,7 +395,7 @@ class ToolRegistry:
         try:
             output, is_error = await self._execute(call)
         except Exception as exc:  # last resort: nothing the model sends may escape
-            output, is_error = f"Error executing tool {preview(call.name)}: {_describe(exc)}", True
+            output, is_error = f"Error executing tool {preview(call.name)}: {describe(exc)}", True
         return Observation(
             call_id=str(call.id),
             tool_name=str(call.name),
@@ -314,22 +408,22 @@ class ToolRegistry:
         target = self._tools.get(call.name) if isinstance(call.name, str) else None
         if target is None:
             return self._unknown_tool(call.name), True
-        prepared = prepare_arguments(target, call)
-        if isinstance(prepared, str):
-            return prepared, True
-        args, kwargs = prepared
+        values = check_arguments(target, call)
+        if isinstance(values, str):
+            return values, True
+        args, kwargs = target.checker.bind(values)
         timeout = target.timeout if target.timeout is not None else self.default_timeout
         try:
-            outcome = await _run_with_timeout(target, args, kwargs, timeout)
+            outcome = await run_with_timeout(target.fn, target.is_async, args, kwargs, timeout)
         except asyncio.TimeoutError:
             return f"Tool {target.name!r} timed out after {timeout} s.", True
-        if isinstance(outcome, _Failure):
-            return _failure_text(target.name, outcome.error), True
+        if isinstance(outcome, Failure):
+            return failure_text(target.name, outcome.error), True
         try:
             return format_result(outcome), False
         except Exception as exc:
             return (
-                f"Tool {target.name!r} returned a result that cannot be shown: {_describe(exc)}",
+                f"Tool {target.name!r} returned a result that cannot be shown: {describe(exc)}",
                 True,
             )
 
@@ -342,77 +436,3 @@ class ToolRegistry:
             if close:
                 text += f" Did you mean {close[0]!r}?"
         return text
-
-
-# -- running -------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Failure:
-    """An exception raised by the tool itself (kept apart from our own timeout)."""
-
-    error: Exception
-
-
-async def _run_with_timeout(
-    target: Tool, args: list[Any], kwargs: dict[str, Any], timeout: float | None
-) -> Any:
-    """Run the tool; raises ``TimeoutError`` only for our own timeout.
-
-    Sync tools run in a worker thread. Python cannot kill a thread, so on timeout we
-    only stop waiting: the thread runs on until the function returns.
-    """
-    if target.is_async:
-        runner = _call_async(target.fn, args, kwargs)
-    else:
-        runner = _call_in_thread(target.fn, args, kwargs)
-    if timeout is None:
-        return await runner
-    return await asyncio.wait_for(runner, timeout)
-
-
-async def _call_async(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
-    try:
-        return await fn(*args, **kwargs)
-    except Exception as exc:
-        return _Failure(exc)
-
-
-async def _call_in_thread(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
-    result = await run_in_daemon_thread(_call_sync, fn, args, kwargs)
-    if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
-        try:
-            return await result
-        except Exception as exc:
-            return _Failure(exc)
-    return result
-
-
-def _call_sync(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:
-        return _Failure(exc)
-
-
-def _is_async_callable(fn: Any) -> bool:
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004  # callable instances
-    return call is not None and not inspect.isroutine(fn) and inspect.iscoroutinefunction(call)
-
-
-def _failure_text(name: str, error: Exception) -> str:
-    if isinstance(error, ToolError):
-        return str(error)
-    return f"Error executing tool {name!r}: {_describe(error)}"
-
-
-def _describe(exc: BaseException) -> str:
-    try:
-        message = str(exc)
-    except Exception:
-        message = ""
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

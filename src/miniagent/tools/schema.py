@@ -33,10 +33,10 @@ if TYPE_CHECKING:
 # pydantic and docstring_parser are imported when the first tool is defined, not at
 # `import miniagent` (together ~100 ms of a ~250 ms import).
 
-__all__ = ["ToolSpec", "build_tool_spec", "clean_json_schema"]
+__all__ = ["ToolSpec", "build_tool_spec", "check_tool_name", "clean_json_schema"]
 
 # What OpenAI-compatible servers accept as a function name.
-_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 _ARGS_CONFIG: ConfigDict = {
     "extra": "forbid",
@@ -115,10 +115,23 @@ def _tool_name(fn: Any, name: str | None) -> str:
     if name is None:
         target = fn.func if isinstance(fn, functools.partial) else fn
         name = getattr(target, "__name__", None) or type(target).__name__
-    if not _NAME_RE.match(name):
+    return check_tool_name(name, hint=" (pass name=... to @tool for lambdas and other unnamed"
+                           " callables)")
+
+
+def check_tool_name(name: Any, hint: str = "") -> str:
+    """Return ``name`` if OpenAI-compatible servers accept it as a function name.
+
+    Args:
+        name: the proposed tool name.
+        hint: appended to the error message.
+
+    Raises:
+        ToolDefinitionError: ``name`` is not 1-64 letters, digits, ``_`` or ``-``.
+    """
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise ToolDefinitionError(
-            f"Invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-' "
-            "(pass name=... to @tool for lambdas and other unnamed callables)."
+            f"Invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-'{hint}."
         )
     return name
 
