@@ -23,6 +23,7 @@ from miniagent.runtime.loop import Rules
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.store.memory import MemoryStore
+from miniagent.sync import run_coroutine
 from miniagent.tools.registry import Tool, ToolRegistry
 from miniagent.tools.source import ToolSet, ToolSource
 from miniagent.types import RunResult
@@ -195,7 +196,7 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._then_close(work))
+            return run_coroutine(self._then_close(work))
         work.close()
         raise UserError("a synchronous Agent method was called inside a running event loop; "
                         "use 'await agent.arun(...)' / 'await agent.aresume(...)' there")

@@ -139,3 +139,69 @@ def test_hostile_values_through_the_whole_run_always_end_with_a_status(
             result = Agent(model=model, tools=[echo], store=store, max_steps=4).run(texts[0])
             assert result.status in STATUSES
             assert store.load(result.session_id).status == result.status
+
+
+def test_a_tool_exiting_or_interrupting_becomes_an_error_observation() -> None:
+    import sys
+
+    @tool
+    def quits() -> str:
+        """Exit the process."""
+        sys.exit(3)
+
+    @tool
+    async def interrupts() -> str:
+        """Raise KeyboardInterrupt."""
+        raise KeyboardInterrupt
+
+    @tool
+    async def cancels_itself() -> str:
+        """Raise CancelledError of its own."""
+        raise asyncio.CancelledError
+
+    script = [native(("quits", "{}"), ("interrupts", "{}"), ("cancels_itself", "{}")),
+              {"content": "survived"}]
+    store = MemoryStore()
+    result = Agent(model=ScriptedModel(script, tool_mode="native"),
+                   tools=[quits, interrupts, cancels_itself], store=store).run("q")
+    assert (result.status, result.final_answer) == ("completed", "survived")
+    outputs = [o.output for o in result.steps[0].observations]
+    assert all(o.is_error for o in result.steps[0].observations)
+    assert "SystemExit: 3" in outputs[0] and "KeyboardInterrupt" in outputs[1]
+    assert "CancelledError" in outputs[2]
+    assert store.load(result.session_id).status == "completed"
+
+
+def _stubborn_tool(finished: list[str], *, timeout: float | None = None) -> Any:
+    @tool(timeout=timeout)
+    async def stubborn() -> str:
+        """Ignore cancellation for a long while."""
+        for _ in range(200):  # bounded: 20 s at most
+            try:
+                await asyncio.sleep(0.1)
+            except asyncio.CancelledError:
+                continue
+        finished.append("done")
+        return "late"
+
+    return stubborn
+
+
+def test_the_run_deadline_holds_against_a_tool_that_swallows_cancellation() -> None:
+    finished: list[str] = []
+    script = [native(("stubborn", "{}")), {"content": "never"}]
+    agent = Agent(model=ScriptedModel(script, tool_mode="native"),
+                  tools=[_stubborn_tool(finished)], timeout=0.3)
+    result = agent.run("q")
+    assert result.status == "timeout" and finished == []  # returned while the tool ran on
+
+
+def test_a_tool_timeout_holds_against_a_tool_that_swallows_cancellation() -> None:
+    finished: list[str] = []
+    script = [native(("stubborn", "{}")), {"content": "gave up on it"}]
+    agent = Agent(model=ScriptedModel(script, tool_mode="native"),
+                  tools=[_stubborn_tool(finished, timeout=0.2)])
+    result = agent.run("q")
+    assert (result.status, result.final_answer) == ("completed", "gave up on it")
+    assert "timed out after 0.2 s" in result.steps[0].observations[0].output
+    assert finished == []

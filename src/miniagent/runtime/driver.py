@@ -13,8 +13,9 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from miniagent.errors import SessionError
 from miniagent.models.base import Model
@@ -94,13 +95,17 @@ class InProcessEffects:
         self.bus.emit(event, self.subscribers)
 
 
+CANCEL_GRACE = 1.0
+"""Seconds the run's work gets to wind down after its deadline before it is left behind."""
+
+
 async def drive(session: AgentSession, rules: Rules, effects: InProcessEffects,
                 timeout: float | None) -> RunResult:
     """Run the step logic on ``session`` under a deadline; always returns a result."""
     logic = StepLogic(rules, effects)
     store_failed = False
     try:
-        await asyncio.wait_for(logic.run(session), timeout)
+        await _within(logic.run(session), timeout)
     except asyncio.TimeoutError:
         logic.stop(session, "timeout", f"the run exceeded its deadline of {timeout} s")
     except SessionError as exc:  # another process took the session over, or a damaged store
@@ -115,3 +120,21 @@ async def drive(session: AgentSession, rules: Rules, effects: InProcessEffects,
     result = logic.finished(session)
     await effects.bus.flush()
     return result
+
+
+async def _within(work: Coroutine[Any, Any, None], timeout: float | None) -> None:
+    """Await ``work``; past ``timeout`` cancel it and raise TimeoutError within
+    :data:`CANCEL_GRACE` seconds, even if something in it ignores the cancellation."""
+    if timeout is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if done:
+        return task.result()
+    task.cancel()
+    await asyncio.wait({task}, timeout=CANCEL_GRACE)
+    raise asyncio.TimeoutError

@@ -1,8 +1,14 @@
 """Running one tool function: awaited or in a worker thread, with a timeout.
 
 The function's own exceptions come back as a :class:`Failure` value, so a caller can tell
-them from our own :class:`asyncio.TimeoutError`. Split from ``registry.py``, which decides
-what to run and turns the outcome into an observation.
+them from our own :class:`asyncio.TimeoutError`. That includes what does not derive from
+``Exception``: a tool's ``sys.exit()``, ``KeyboardInterrupt`` or its own ``CancelledError``
+is the tool failing, not the run being stopped. Only the caller's cancellation (the run's
+deadline, the run being cancelled) cancels a call, and it takes effect at once even when the
+tool ignores it: an async tool runs as a task of its own that is waited for, never awaited
+directly, so a tool that swallows its cancellation is left behind instead of holding up the
+run. Split from ``registry.py``, which decides what to run and turns the outcome into an
+observation.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import asyncio
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from miniagent.errors import ToolError
@@ -24,7 +30,7 @@ __all__ = ["Failure", "describe", "failure_text", "is_async_callable", "run_with
 class Failure:
     """An exception raised by the tool itself (kept apart from our own timeout)."""
 
-    error: Exception
+    error: BaseException
 
 
 async def run_with_timeout(
@@ -39,33 +45,43 @@ async def run_with_timeout(
     Sync tools run in a worker thread. Python cannot kill a thread, so on timeout we
     only stop waiting: the thread runs on until the function returns.
     """
-    runner = _call_async(fn, args, kwargs) if is_async else _call_in_thread(fn, args, kwargs)
-    if timeout is None:
-        return await runner
-    return await asyncio.wait_for(runner, timeout)
-
-
-async def _call_async(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
-    try:
-        return await fn(*args, **kwargs)
-    except Exception as exc:
-        return Failure(exc)
-
-
-async def _call_in_thread(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
-    result = await run_in_daemon_thread(_call_sync, fn, args, kwargs)
+    if is_async:
+        return await _as_task(_guarded(lambda: fn(*args, **kwargs)), timeout)
+    result = await asyncio.wait_for(run_in_daemon_thread(_call_sync, fn, args, kwargs), timeout)
     if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
-        try:
-            return await result
-        except Exception as exc:
-            return Failure(exc)
+        return await _as_task(_guarded(lambda: result), timeout)
     return result
+
+
+async def _as_task(work: Awaitable[Any], timeout: float | None) -> Any:
+    """Wait for ``work`` in a task of its own; leave it behind on timeout or cancellation."""
+    task = asyncio.ensure_future(work)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:  # the run is stopping: do not wait for the tool to agree
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        raise asyncio.TimeoutError
+    if task.cancelled():  # the tool raised CancelledError itself; nobody cancelled it
+        return Failure(asyncio.CancelledError("the tool cancelled itself"))
+    return task.result()
+
+
+async def _guarded(start: Callable[[], Awaitable[Any]]) -> Any:
+    try:
+        return await start()
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt: the tool's, not the run's
+        return Failure(exc)
 
 
 def _call_sync(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
     try:
         return fn(*args, **kwargs)
-    except Exception as exc:
+    except BaseException as exc:  # on a worker thread: whatever it raised is the tool's
         return Failure(exc)
 
 
@@ -78,7 +94,7 @@ def is_async_callable(fn: Any) -> bool:
     return call is not None and not inspect.isroutine(fn) and inspect.iscoroutinefunction(call)
 
 
-def failure_text(name: str, error: Exception) -> str:
+def failure_text(name: str, error: BaseException) -> str:
     if isinstance(error, ToolError):
         return str(error)
     return f"Error executing tool {name!r}: {describe(error)}"
