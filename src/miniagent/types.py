@@ -66,7 +66,7 @@ class ToolLike(Protocol):
     def parameters(self) -> dict[str, Any]: ...
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ToolCall:
     """One request of the model to run a tool.
 
@@ -84,7 +84,7 @@ class ToolCall:
     arguments_error: str | None = None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Observation:
     """The result of one tool call, as text for the model."""
 
@@ -95,7 +95,7 @@ class Observation:
     elapsed: float = 0.0
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class TokenUsage:
     """Token counts as the server reported them; ``cached_tokens`` is part of ``prompt_tokens``."""
 
@@ -115,7 +115,7 @@ class TokenUsage:
         )
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Message:
     """One entry of the append-only history.
 
@@ -132,7 +132,7 @@ class Message:
     name: str | None = None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ModelRequest:
     """What a protocol asks a model for: wire-format messages plus generation settings."""
 
@@ -148,7 +148,7 @@ class ModelRequest:
     """The name of the protocol that rendered the request (transports ignore it)."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ModelResponse:
     """A model's answer, normalised: text content, native tool calls, usage."""
 
@@ -159,7 +159,7 @@ class ModelResponse:
     raw: Any = None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ParsedOutput:
     """What the protocol made of one model response."""
 
@@ -171,7 +171,7 @@ class ParsedOutput:
     text: str = ""  # the assistant text kept in the history (ReAct: cut at the stop word)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class CallMove:
     """One recorded move of a tool call's state."""
 
@@ -181,7 +181,7 @@ class CallMove:
     reason: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class CallRecord:
     """A tool call and where it stands; persisted so a resumed run never repeats a finished call.
 
@@ -205,7 +205,7 @@ class CallRecord:
         self.state = target
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Decision:
     """A person's decision on one waiting call."""
 
@@ -213,7 +213,7 @@ class Decision:
     reason: str | None = None
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class PendingApproval:
     """A call waiting for a person's decision."""
 
@@ -229,7 +229,7 @@ class PendingApproval:
                    reason=record.note or "")
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Step:
     """One turn of the loop: a model call and the tools it asked for."""
 
@@ -254,7 +254,7 @@ class Step:
         return [record.observation for record in self.calls if record.observation is not None]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RunResult:
     """How a run ended. ``status`` is always set; ``reason`` says why in words."""
 

@@ -32,7 +32,7 @@ EventKind = Literal[
 ]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class Event:
     """The fields every event has; each kind below adds its own."""
 
@@ -44,24 +44,24 @@ class Event:
     at: float = 0.0
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RunStarted(Event):
     kind: ClassVar[EventKind] = "run_started"
     question: str
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class StepStarted(Event):
     kind: ClassVar[EventKind] = "step_started"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ModelStarted(Event):
     kind: ClassVar[EventKind] = "model_started"
     request: ModelRequest
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ModelResponded(Event):
     kind: ClassVar[EventKind] = "model_responded"
     response: ModelResponse
@@ -69,38 +69,38 @@ class ModelResponded(Event):
     elapsed: float
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ModelFailed(Event):
     kind: ClassVar[EventKind] = "model_failed"
     error: str
     elapsed: float
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ToolStarted(Event):
     kind: ClassVar[EventKind] = "tool_started"
     call: ToolCall
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ToolFinished(Event):
     kind: ClassVar[EventKind] = "tool_finished"
     call: ToolCall
     observation: Observation
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class ApprovalRequested(Event):
     kind: ClassVar[EventKind] = "approval_requested"
     pending: list[PendingApproval]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class StepFinished(Event):
     kind: ClassVar[EventKind] = "step_finished"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RunFinished(Event):
     kind: ClassVar[EventKind] = "run_finished"
     result: RunResult
