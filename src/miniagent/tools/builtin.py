@@ -13,155 +13,17 @@ Example:
 
 from __future__ import annotations
 
-import ast
-import math
-import operator
-import warnings
-from collections.abc import Callable
 from datetime import datetime
 from datetime import timezone as dt_timezone
 from itertools import islice
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from miniagent.errors import ToolDefinitionError, ToolError
+from miniagent.tools.calculator import calculator
 from miniagent.tools.registry import Tool, tool
 
 __all__ = ["builtin_tools", "calculator", "current_time", "workspace_tools"]
-
-# -- calculator ----------------------------------------------------------------------
-
-_MAX_EXPRESSION_CHARS = 1000
-_MAX_INT_BITS = 4096  # about 1,200 decimal digits
-
-_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
-    ast.UAdd: operator.pos,
-    ast.USub: operator.neg,
-}
-_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "sqrt": math.sqrt,
-    "sin": math.sin,
-    "cos": math.cos,
-    "tan": math.tan,
-    "log": math.log,
-    "log10": math.log10,
-    "exp": math.exp,
-    "abs": abs,
-    "round": round,
-    "floor": math.floor,
-    "ceil": math.ceil,
-}
-_CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
-_ALLOWED = (
-    "numbers, + - * / // % **, parentheses, "
-    f"{', '.join(_FUNCTIONS)} and the constants {', '.join(_CONSTANTS)}"
-)
-
-
-@tool
-def calculator(expression: str) -> int | float:
-    """Evaluate an arithmetic expression, such as ``(2 + 3) * sqrt(16) / 2``.
-
-    Supports numbers, + - * / // % **, parentheses, the functions sqrt, sin, cos, tan,
-    log, log10, exp, abs, round, floor, ceil and the constants pi and e.
-
-    Args:
-        expression: the arithmetic expression to evaluate.
-    """
-    text = expression.strip()
-    if not text:
-        raise ToolError("The expression is empty. Example: calculator('2 * (3 + 4)').")
-    if len(text) > _MAX_EXPRESSION_CHARS:
-        raise ToolError(f"The expression is too long (max {_MAX_EXPRESSION_CHARS} characters).")
-    try:
-        with warnings.catch_warnings():  # "1_000x" warns before failing; the model gets the error
-            warnings.simplefilter("ignore", SyntaxWarning)
-            tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise ToolError(f"Cannot parse {text!r} as arithmetic. Allowed: {_ALLOWED}.") from exc
-    try:
-        return _evaluate(tree.body)
-    except ZeroDivisionError as exc:
-        raise ToolError(f"Division by zero in {text!r}.") from exc
-    except OverflowError as exc:
-        raise ToolError(f"The result of {text!r} is too large.") from exc
-    except RecursionError as exc:
-        raise ToolError(f"The expression {text!r} is nested too deeply.") from exc
-    except (ValueError, TypeError) as exc:
-        raise ToolError(f"Cannot evaluate {text!r}: {exc}.") from exc
-
-
-def _evaluate(node: ast.expr) -> Any:
-    if isinstance(node, ast.Constant):
-        if isinstance(node.value, bool) or not isinstance(node.value, int | float):
-            raise ToolError(f"Only numbers are allowed, not {node.value!r}. Allowed: {_ALLOWED}.")
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Pow):
-            _check_power(left, right)
-        return _checked(_BINARY[type(node.op)](left, right))
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_evaluate(node.operand))
-    if isinstance(node, ast.Name):
-        if node.id in _CONSTANTS:
-            return _CONSTANTS[node.id]
-        raise ToolError(f"Unknown name {node.id!r}. Allowed: {_ALLOWED}.")
-    if isinstance(node, ast.Call):
-        return _call(node)
-    raise ToolError(
-        f"{_describe_node(node)} is not allowed in the calculator. Allowed: {_ALLOWED}."
-    )
-
-
-def _call(node: ast.Call) -> Any:
-    if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
-        what = node.func.id if isinstance(node.func, ast.Name) else _describe_node(node.func)
-        raise ToolError(f"Unknown function {what!r}. Allowed functions: {', '.join(_FUNCTIONS)}.")
-    if node.keywords:
-        raise ToolError(f"{node.func.id}() takes positional arguments only.")
-    args = [_evaluate(arg) for arg in node.args]
-    if node.func.id == "round" and len(args) == 2 and not isinstance(args[1], int):
-        raise ToolError("round(x, n) needs a whole number of digits n.")
-    return _checked(_FUNCTIONS[node.func.id](*args))
-
-
-def _check_power(base: Any, exponent: Any) -> None:
-    if not (isinstance(base, int) and isinstance(exponent, int)) or abs(base) <= 1:
-        return
-    bits = (abs(base).bit_length() - 1) * exponent
-    if bits > _MAX_INT_BITS:
-        raise ToolError(f"The power is too large to compute (about {bits} bits).")
-
-
-def _checked(value: Any) -> Any:
-    if isinstance(value, complex):
-        raise ToolError("The result is not a real number (e.g. a fractional power of a negative).")
-    if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
-        raise ToolError(f"The result is too large (more than {_MAX_INT_BITS} bits).")
-    return value
-
-
-def _describe_node(node: ast.AST) -> str:
-    names = {
-        ast.Attribute: "Attribute access",
-        ast.Subscript: "Indexing",
-        ast.Lambda: "A lambda",
-        ast.Compare: "A comparison",
-        ast.BoolOp: "A boolean operator",
-    }
-    return names.get(type(node), f"The syntax {type(node).__name__!r}")
-
 
 # -- workspace files -----------------------------------------------------------------
 
