@@ -1,4 +1,4 @@
-"""Workspace file tools: confinement, reading by bytes, bounds."""
+"""Workspace file tools: confinement, reading by bytes, names that are not UTF-8, bounds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from miniagent import defaults
+from miniagent import Agent, ScriptedModel, SQLiteStore, defaults
 from miniagent.errors import ToolDefinitionError, ToolError
 from miniagent.tools import workspace as workspace_module
 from miniagent.tools.registry import Tool, ToolRegistry
@@ -255,6 +255,76 @@ def test_read_file_max_bytes_range(workspace: Path, max_bytes: int) -> None:
 def test_read_file_schema_has_max_bytes(workspace: Path) -> None:
     properties = _tools(workspace)["read_file"].parameters["properties"]
     assert properties["max_bytes"]["default"] == DEFAULT_READ_BYTES
+
+
+# -- names that are not UTF-8 ----------------------------------------------------------
+
+
+@pytest.fixture
+def latin1_workspace(workspace: Path) -> Path:
+    raw = os.fsencode(workspace)
+    try:
+        with open(os.path.join(raw, b"caf\xe9.txt"), "wb") as handle:
+            handle.write(b"one\ntwo\n")
+        os.mkdir(os.path.join(raw, b"d\xe9j\xe0"))
+        with open(os.path.join(raw, b"d\xe9j\xe0", b"n\xf6te"), "wb") as handle:
+            handle.write(b"inside\n")
+    except (OSError, UnicodeError):
+        pytest.skip("the file system refuses names that are not UTF-8")
+    return workspace
+
+
+def test_list_files_shows_undecodable_bytes_escaped(latin1_workspace: Path) -> None:
+    tools = _tools(latin1_workspace)
+    listing = tools["list_files"]()
+    listing.encode("utf-8")  # storable: no lone surrogates
+    assert "caf\\xe9.txt" in listing.splitlines()
+    assert "d\\xe9j\\xe0/" in listing.splitlines()
+    assert tools["list_files"]("d\\xe9j\\xe0") == "n\\xf6te"
+
+
+def test_escaped_names_are_accepted_back(latin1_workspace: Path) -> None:
+    tools = _tools(latin1_workspace)
+    assert tools["read_file"]("caf\\xe9.txt") == "one\ntwo\n"
+    assert tools["count_file_lines"]("caf\\xe9.txt") == 2
+    assert tools["read_file"]("d\\xe9j\\xe0/n\\xf6te") == "inside\n"
+    (latin1_workspace / "d\udce9j\udce0" / "sub").mkdir()
+    assert tools["list_files"]("d\\xe9j\\xe0/sub") == "(empty directory: d\\xe9j\\xe0/sub)"
+    with pytest.raises(ToolError, match="No such file"):
+        tools["read_file"]("caf\\xe8.txt")
+    with pytest.raises(ToolError, match="No such file"):
+        tools["read_file"]("caf\\x00.txt")
+    with pytest.raises(ToolError, match="outside the workspace"):
+        tools["read_file"]("..\\x2fsecret.txt")  # an escaped '/' still cannot leave
+
+
+def test_a_literal_backslash_name_wins_over_the_unescaped_one(workspace: Path) -> None:
+    (workspace / "x\\x41.txt").write_text("literal\n")
+    (workspace / "xA.txt").write_text("unescaped\n")
+    read = _tools(workspace)["read_file"]
+    assert read("x\\x41.txt") == "literal\n"
+    (workspace / "x\\x41.txt").unlink()
+    assert read("x\\x41.txt") == "unescaped\n"
+
+
+def test_control_characters_in_names_are_escaped(workspace: Path) -> None:
+    try:
+        (workspace / "two\nlines\x1b[2J.txt").write_text("ok\n")
+    except OSError:
+        pytest.skip("the file system refuses control characters in names")
+    tools = _tools(workspace)
+    assert "two\\x0alines\\x1b[2J.txt" in tools["list_files"]().splitlines()
+    assert tools["read_file"]("two\\x0alines\\x1b[2J.txt") == "ok\n"
+
+
+def test_latin1_name_through_an_agent_with_sqlite(latin1_workspace: Path, tmp_path: Path) -> None:
+    model = ScriptedModel(["Thought: look\nAction: list_files\nAction Input: {}",
+                           "Final Answer: done"])
+    agent = Agent(model=model, tools=workspace_tools(latin1_workspace),
+                  store=SQLiteStore(tmp_path / "s.db"))
+    result = agent.run("What is in the workspace?")
+    assert (result.status, result.final_answer) == ("completed", "done")
+    assert "caf\\xe9.txt" in model.requests[1].messages[-1]["content"]
 
 
 # -- list_files reads a bounded part of a directory -----------------------------------

@@ -11,7 +11,11 @@ refused with a message for the model. Every tool's cost is bounded whatever is o
 - ``list_files`` reads at most :data:`MAX_SCANNED_ENTRIES` directory entries and keeps
   only the :data:`MAX_LISTED` first names in order, not the whole directory.
 
-Contents that are not UTF-8 are decoded with replacement characters.
+Output is always storable text. Contents that are not UTF-8 are decoded with
+replacement characters. A file name's undecodable bytes (``caf\\xe9.txt`` written in
+Latin-1) and control characters are shown escaped as ``\\xNN``; the tools accept that
+escaped form back: a path that does not exist as written is tried with its ``\\xNN``
+escapes read as raw bytes (a file literally named with a backslash wins).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import codecs
 import heapq
 import io
 import os
+import re
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
@@ -107,6 +112,36 @@ def workspace_tools(root: str | Path) -> list[Tool]:
 
 # -- paths and names -------------------------------------------------------------------
 
+_ESCAPED_BYTE = re.compile(rb"\\x(0[1-9a-fA-F]|[1-9a-fA-F][0-9a-fA-F])")  # no NUL in names
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _display_name(name: str) -> str:
+    """``name`` as storable text: undecodable bytes and control characters as ``\\xNN``."""
+    try:
+        text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate not made from a byte (Windows names)
+        text = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _unescape(path: str) -> str | None:
+    """``path`` with ``\\xNN`` escapes as raw bytes, or ``None`` if it has none."""
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return None
+    unescaped = _ESCAPED_BYTE.sub(lambda m: bytes([int(m.group(1), 16)]), raw)
+    return os.fsdecode(unescaped) if unescaped != raw else None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 class _Workspace:
     """Resolves model-given paths inside ``root`` and refuses everything else."""
 
@@ -116,8 +151,15 @@ class _Workspace:
             raise ToolDefinitionError(f"The workspace root {str(self.root)!r} is not a directory.")
 
     def resolve(self, path: str) -> Path:
-        """The absolute path for ``path``; symlinks are followed before the check."""
-        return self._inside(path, path)
+        """The absolute path for ``path`` (or its ``\\xNN``-unescaped form, if only that
+        exists); symlinks are followed before the check."""
+        resolved = self._inside(path, path)
+        unescaped = _unescape(path) if not _exists(resolved) else None
+        if unescaped is not None:
+            candidate = self._inside(unescaped, path)
+            if _exists(candidate):
+                return candidate
+        return resolved
 
     def _inside(self, path: str, shown: str) -> Path:
         candidate = Path(path.strip() or ".")
@@ -135,7 +177,7 @@ class _Workspace:
         return resolved
 
     def relative(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix() if path != self.root else "."
+        return _display_name(path.relative_to(self.root).as_posix()) if path != self.root else "."
 
     def file(self, path: str) -> Path:
         resolved = self.resolve(path)
@@ -167,7 +209,7 @@ def _list_files(workspace: _Workspace, path: str) -> str:
 
             first = heapq.nsmallest(MAX_LISTED, counted(), key=lambda e: e.name)
             stopped = next(scan, None) is not None
-            lines = [e.name + ("/" if _is_dir(e) else "") for e in first]
+            lines = [_display_name(e.name) + ("/" if _is_dir(e) else "") for e in first]
     except OSError as exc:
         raise ToolError(f"Cannot list {path!r}: {exc.strerror or exc}.") from exc
     if not lines:
