@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from miniagent import Agent, MemoryStore, ScriptedModel
 from miniagent.errors import ToolError
+from miniagent.runtime.driver import random_id
+from miniagent.session import AgentSession
 from miniagent.tools.builtin import builtin_tools, current_time
 from miniagent.tools.registry import ToolRegistry
+from miniagent.types import CallRecord, Message, Step, ToolCall
 
 # -- time and the bundle -------------------------------------------------------------
 
@@ -41,3 +46,27 @@ def test_builtin_tools_bundle(tmp_path: Path) -> None:
     names = [t.name for t in tools]
     assert names == ["calculator", "list_files", "count_file_lines", "read_file", "current_time"]
     assert len(ToolRegistry(tools)) == 5
+
+
+def test_builtin_tools_are_idempotent(tmp_path: Path) -> None:
+    """All only read: a crash during one must not need a person to resume (issue 12)."""
+    registry = ToolRegistry(builtin_tools(tmp_path))
+    assert {name: registry.is_idempotent(name) for name in registry.names} == dict.fromkeys(
+        registry.names, True
+    )
+
+
+def test_list_files_interrupted_by_a_crash_is_rerun_on_resume(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a\n")
+    store = MemoryStore()
+    session = AgentSession.start("q", id=random_id(), at=time.time())
+    call = ToolCall(id="c1", name="list_files", arguments={}, raw_arguments="{}")
+    session.messages.append(Message(role="assistant", content="", tool_calls=[call]))
+    session.steps.append(Step(index=1, calls=[CallRecord(call=call, state="started")]))
+    session.phase = "tools"
+    store.save(session)  # as a crash during list_files leaves it
+    agent = Agent(model=ScriptedModel(["Final Answer: ok"]), tools=builtin_tools(tmp_path),
+                  store=store)
+    result = agent.resume(session.id)
+    assert (result.status, result.final_answer) == ("completed", "ok")
+    assert result.steps[0].observations[0].output == "a.txt"

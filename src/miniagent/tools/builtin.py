@@ -30,7 +30,7 @@ __all__ = ["builtin_tools", "calculator", "current_time", "workspace_tools"]
 # -- time ----------------------------------------------------------------------------
 
 
-@tool
+@tool(idempotent=True)  # no effects: a call a crash interrupted may run again
 def current_time(timezone: str = "UTC") -> str:
     """The current date and time in ISO 8601, e.g. 2024-05-01T14:03:00+02:00.
 

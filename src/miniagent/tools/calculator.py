@@ -95,7 +95,7 @@ _ALLOWED = (
 )
 
 
-@tool
+@tool(idempotent=True)  # no effects: a call a crash interrupted may run again
 def calculator(expression: str) -> int | float:
     """Evaluate an arithmetic expression, such as ``(2 + 3) * sqrt(16) / 2``.
 

@@ -72,8 +72,9 @@ def workspace_tools(root: str | Path) -> list[Tool]:
         ToolDefinitionError: ``root`` is not a directory.
     """
     workspace = _Workspace(root)
+    # All three only read: a call a crash interrupted may simply run again.
 
-    @tool
+    @tool(idempotent=True)
     def list_files(path: str = ".") -> str:
         """List the files and directories in a workspace directory (directories end with '/').
 
@@ -82,7 +83,7 @@ def workspace_tools(root: str | Path) -> list[Tool]:
         """
         return _list_files(workspace, path)
 
-    @tool
+    @tool(idempotent=True)
     def count_file_lines(file_path: str) -> int:
         """Count the lines of a text file in the workspace.
 
@@ -91,7 +92,7 @@ def workspace_tools(root: str | Path) -> list[Tool]:
         """
         return _count_lines(workspace.file(file_path), file_path)
 
-    @tool
+    @tool(idempotent=True)
     def read_file(
         file_path: str, start_line: int = 1, max_lines: int = 200,
         max_bytes: int = DEFAULT_READ_BYTES,
