@@ -1,4 +1,4 @@
-"""SQLiteStore on real files: round trips, WAL, damage, leases."""
+"""SQLiteStore on real files: round trips, WAL, damage, leases, hostile text."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from miniagent.runtime.driver import random_id
 from miniagent.session import AgentSession
 from miniagent.store import SQLiteStore
 from miniagent.store.base import new_owner
+from miniagent.types import Message
 
 
 def saved(store: SQLiteStore, question: str) -> AgentSession:
@@ -122,4 +123,42 @@ def test_lease_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
         db.execute("UPDATE sessions SET lease_owner = ?, lease_until = 1e12 WHERE id = ?",
                    (f"{host}:{dead.pid}:feedbeef", session.id))
     store.acquire(session.id, new_owner())
+
+
+
+def test_lone_surrogates_are_stored_as_replacement_characters(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = AgentSession.start("caf\udce9.txt?", id=random_id(), at=time.time())
+    session.messages.append(Message(role="assistant", content="broken \ud800 escape"))
+    session.messages.append(Message(role="user", content="a pair \ud83d\ude00 joined"))
+    session.finish("completed", "done", "\udfff", at=time.time())
+    store.save(session)
+    loaded = SQLiteStore(tmp_path / "s.db").load(session.id)
+    assert loaded.question == "caf\ufffd.txt?" and store.list()[0].question == "caf\ufffd.txt?"
+    assert [m.content for m in loaded.messages][-2:] == ["broken \ufffd escape",
+                                                          "a pair \U0001f600 joined"]
+    assert loaded.final_answer == "\ufffd"
+    with pytest.raises(SessionNotFound):
+        store.load("\udcff")
+
+
+def test_a_run_whose_answer_holds_a_lone_surrogate_is_saved(tmp_path: Path) -> None:
+    from miniagent import Agent, ScriptedModel
+
+    store = SQLiteStore(tmp_path / "s.db")
+    result = Agent(model=ScriptedModel(["Final Answer: \ud800"]), store=store).run("q")
+    assert result.status == "completed"
+    saved_session = SQLiteStore(tmp_path / "s.db").load(result.session_id)
+    assert (saved_session.status, saved_session.final_answer) == ("completed", "\ufffd")
+
+
+def test_a_row_of_invalid_utf8_is_read_without_crashing(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = saved(store, "q")
+    with sqlite3.connect(tmp_path / "s.db") as db:  # another program wrote raw bytes
+        db.execute("UPDATE sessions SET question = CAST(? AS TEXT), "
+                   "data = CAST(replace(data, '\"q\"', ?) AS TEXT) WHERE id = ?",
+                   (b"caf\xe9", b'"caf\xe9"', session.id))
+    assert store.list()[0].question == "caf\ufffd"
+    assert store.load(session.id).question == "caf\ufffd"
 

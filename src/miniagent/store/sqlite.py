@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from miniagent.errors import SessionBusy, SessionNotFound, StoreCorrupted
 from miniagent.session import AgentSession
@@ -65,6 +66,8 @@ class SQLiteStore:
             self._db.execute(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise self._damaged(exc) from None
+        # a row written by another program may hold invalid UTF-8: read it, never crash on it
+        self._db.text_factory = lambda raw: raw.decode("utf-8", "replace")
 
     def _damaged(self, exc: Exception) -> StoreCorrupted:
         return StoreCorrupted(
@@ -92,40 +95,39 @@ class SQLiteStore:
                 self._check_lease(db, session.id, owner)
             self._write(db, session)
             if owner is not None:
-                db.execute(
-                    "UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ?",
-                    (time.time() + LEASE_SECONDS, session.id, owner),
-                )
+                _execute(db, "UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ?",
+                         time.time() + LEASE_SECONDS, session.id, owner)
 
     @staticmethod
     def _write(db: sqlite3.Connection, session: AgentSession) -> None:
         data = json.dumps(session.to_dict(), ensure_ascii=False, separators=(",", ":"))
-        db.execute(
+        _execute(
+            db,
             "INSERT INTO sessions (id, status, question, steps, created_at, updated_at, data) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET status = excluded.status,"
             " steps = excluded.steps, updated_at = excluded.updated_at, data = excluded.data",
-            (session.id, session.status, session.question, len(session.steps),
-             session.created_at, session.updated_at, data),
+            session.id, session.status, session.question, len(session.steps),
+            session.created_at, session.updated_at, data,
         )
 
     def load(self, session_id: str) -> AgentSession:
         with self._lock:
             try:
-                row = self._db.execute(
-                    "SELECT data FROM sessions WHERE id = ?", (session_id,)
-                ).fetchone()
+                row = _execute(self._db, "SELECT data FROM sessions WHERE id = ?",
+                               session_id).fetchone()
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
         if row is None:
-            raise SessionNotFound(f"no session {session_id!r} in {self.path}")
+            raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
         return _decode(session_id, row[0])
 
     def list(self, limit: int = 50) -> list[SessionSummary]:
         with self._lock:
             try:
-                rows = self._db.execute(
+                rows = _execute(
+                    self._db,
                     "SELECT id, status, steps, question, created_at, updated_at FROM sessions "
-                    "ORDER BY updated_at DESC LIMIT ?", (limit,),
+                    "ORDER BY updated_at DESC LIMIT ?", limit,
                 ).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
@@ -139,7 +141,7 @@ class SQLiteStore:
                owner: str | None = None) -> AgentSession:
         with self._transaction() as db:
             self._check_lease(db, session_id, owner)
-            row = db.execute("SELECT data FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            row = _execute(db, "SELECT data FROM sessions WHERE id = ?", session_id).fetchone()
             session = _decode(session_id, row[0])
             change(session)
             session.updated_at = time.time()
@@ -148,11 +150,10 @@ class SQLiteStore:
 
     def _check_lease(self, db: sqlite3.Connection, session_id: str, owner: str | None) -> None:
         """Raise unless ``owner`` may write: nobody else alive holds the session's lease."""
-        row = db.execute(
-            "SELECT lease_owner, lease_until FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
+        row = _execute(db, "SELECT lease_owner, lease_until FROM sessions WHERE id = ?",
+                       session_id).fetchone()
         if row is None:
-            raise SessionNotFound(f"no session {session_id!r} in {self.path}")
+            raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
         if row[0] is not None and row[0] != owner and lease_alive(row[0], row[1]):
             raise SessionBusy(
                 f"session {session_id} is being run by another process ({row[0]}); "
@@ -162,21 +163,34 @@ class SQLiteStore:
     def acquire(self, session_id: str, owner: str) -> None:
         with self._transaction() as db:
             self._check_lease(db, session_id, owner)
-            db.execute(
-                "UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?",
-                (owner, time.time() + LEASE_SECONDS, session_id),
-            )
+            _execute(db, "UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?",
+                     owner, time.time() + LEASE_SECONDS, session_id)
 
     def release(self, session_id: str, owner: str) -> None:
         with self._transaction() as db:
-            db.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
-                "WHERE id = ? AND lease_owner = ?", (session_id, owner),
-            )
+            _execute(db, "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
+                     "WHERE id = ? AND lease_owner = ?", session_id, owner)
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def storable(text: str) -> str:
+    """``text`` as valid Unicode: surrogate pairs joined, lone surrogates replaced by U+FFFD.
+
+    Every text the store binds goes through it: SQLite holds UTF-8, which cannot encode lone
+    surrogates (from ``surrogateescape``d file names or a model's broken ``\\ud800`` escape).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def _execute(db: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Cursor:
+    return db.execute(sql, [storable(p) if isinstance(p, str) else p for p in params])
 
 
 def _decode(session_id: str, data: str) -> AgentSession:
