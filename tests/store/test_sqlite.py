@@ -1,8 +1,10 @@
-"""SQLiteStore on real files: round trips, WAL, damage, leases, hostile text."""
+"""SQLiteStore on real files: round trips, WAL, damage, leases, hostile text, file modes."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -161,4 +163,33 @@ def test_a_row_of_invalid_utf8_is_read_without_crashing(tmp_path: Path) -> None:
                    (b"caf\xe9", b'"caf\xe9"', session.id))
     assert store.list()[0].question == "caf\ufffd"
     assert store.load(session.id).question == "caf\ufffd"
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_store_its_folders_wal_and_shm_are_private(tmp_path: Path) -> None:
+    old_umask = os.umask(0o022)  # the usual one, which made them 0644 and 0755
+    try:
+        store = SQLiteStore(tmp_path / "new" / "deeper" / "s.db")
+        saved(store, "a transcript")
+        files = [tmp_path / "new" / "deeper" / name for name in ("s.db", "s.db-wal", "s.db-shm")]
+        assert all(f.exists() for f in files)  # the store is open: WAL and SHM are there
+        assert [_mode(f) for f in files] == [0o600, 0o600, 0o600]
+        assert _mode(tmp_path / "new") == _mode(tmp_path / "new" / "deeper") == 0o700
+        before = _mode(tmp_path)
+        SQLiteStore(tmp_path / "beside.db")
+        assert _mode(tmp_path) == before  # a folder miniagent did not create keeps its mode
+        assert _mode(tmp_path / "beside.db") == 0o600
+    finally:
+        os.umask(old_umask)
+
+
+def test_the_default_store_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MINIAGENT_STORE")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    store = SQLiteStore()
+    assert store.path == tmp_path / "share" / "miniagent" / "sessions.db"
+    assert _mode(tmp_path / "share") == _mode(tmp_path / "share" / "miniagent") == 0o700
+    assert _mode(store.path) == 0o600
 

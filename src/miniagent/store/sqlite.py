@@ -3,7 +3,8 @@
 Each session is one row: a few columns for listing and the whole session as JSON. A save is a
 single transaction, so a crash at any point leaves the last complete checkpoint readable. A
 damaged row makes only that session unreadable; a damaged file is reported and never
-overwritten.
+overwritten. The file, its folder and its WAL and SHM files are private to the user: they hold
+whole transcripts.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,15 @@ class SQLiteStore:
     """Sessions in one SQLite file. Safe to share between processes.
 
     Args:
-        path: The database file; created (with its folder) when missing.
+        path: The database file; created (with its folder, both private to the user) when
+            missing.
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        _private_folder(self.path.parent)
+        _private_file(self.path)  # SQLite gives the WAL and SHM files the same mode
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=10.0, isolation_level=None, check_same_thread=False
@@ -191,6 +194,23 @@ def storable(text: str) -> str:
 
 def _execute(db: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Cursor:
     return db.execute(sql, [storable(p) if isinstance(p, str) else p for p in params])
+
+
+def _private_folder(folder: Path) -> None:
+    """Create ``folder`` and its missing parents, each 0700; folders that exist are kept."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        with suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+
+
+def _private_file(path: Path) -> None:
+    """Create an empty database file readable only by its owner, unless it exists."""
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _decode(session_id: str, data: str) -> AgentSession:
