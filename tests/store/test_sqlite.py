@@ -1,4 +1,4 @@
-"""SQLiteStore on real files: round trips, WAL, damage, leases, hostile text, file modes."""
+"""SQLiteStore on real files: round trips, WAL, damage, leases, hostile text, modes, read-only."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from miniagent.errors import (
     SessionBusy,
     SessionNotFound,
     StoreCorrupted,
+    UserError,
 )
 from miniagent.runtime.approvals import decide
 from miniagent.runtime.driver import random_id
@@ -164,6 +165,7 @@ def test_a_row_of_invalid_utf8_is_read_without_crashing(tmp_path: Path) -> None:
     assert store.list()[0].question == "caf\ufffd"
     assert store.load(session.id).question == "caf\ufffd"
 
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -193,3 +195,35 @@ def test_the_default_store_is_private(tmp_path: Path, monkeypatch: pytest.Monkey
     assert _mode(tmp_path / "share") == _mode(tmp_path / "share" / "miniagent") == 0o700
     assert _mode(store.path) == 0o600
 
+
+def test_a_readonly_store_reads_and_never_writes(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    writer = SQLiteStore(path)
+    session = saved(writer, "q")
+    writer.close()
+    with sqlite3.connect(path) as db:  # a store that is not in WAL mode must stay so
+        db.execute("PRAGMA journal_mode=DELETE")
+    data = path.read_bytes()
+    store = SQLiteStore(path, readonly=True)
+    assert [r.session_id for r in store.list()] == [session.id]
+    assert store.load(session.id) == session
+    for write in (lambda: store.save(session), lambda: store.acquire(session.id, new_owner()),
+                  lambda: store.update(session.id, lambda s: None),
+                  lambda: store.release(session.id, "x")):
+        with pytest.raises(UserError, match="opened read-only"):
+            write()
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        store._db.execute("DELETE FROM sessions")  # the connection itself is mode=ro
+    store.close()
+    assert path.read_bytes() == data
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_a_readonly_store_that_does_not_exist_is_empty_and_stays_missing(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere" / "s.db"
+    store = SQLiteStore(path, readonly=True)
+    assert store.list() == []
+    with pytest.raises(SessionNotFound):
+        store.load("abc")
+    assert not path.parent.exists()

@@ -42,7 +42,7 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False,
                   limit: Annotated[int, typer.Option(help="At most this many.")] = 50) -> None:
     """Saved sessions, most recently updated first."""
     with cli_errors():
-        rows = open_store(store).list(limit)
+        rows = open_store(store, readonly=True).list(limit)
     if as_json:
         typer.echo(json.dumps([
             {"session_id": r.session_id, "status": r.status, "steps": r.steps,
@@ -61,7 +61,7 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False,
 def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption = False) -> None:
     """The whole trace of a session: steps, calls, observations, transitions."""
     with cli_errors():
-        session = open_store(store).load(session_id)
+        session = open_store(store, readonly=True).load(session_id)
     if as_json:
         typer.echo(json.dumps(session.to_dict(), ensure_ascii=False))
         return

@@ -19,7 +19,13 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from miniagent.errors import SessionBusy, SessionNotFound, StoreCorrupted
+from miniagent.errors import (
+    SessionBusy,
+    SessionError,
+    SessionNotFound,
+    StoreCorrupted,
+    UserError,
+)
 from miniagent.session import AgentSession
 from miniagent.store.base import LEASE_SECONDS, SessionSummary, lease_alive
 
@@ -37,7 +43,6 @@ CREATE TABLE IF NOT EXISTS sessions (
 )
 """
 
-
 def default_store_path() -> Path:
     """``MINIAGENT_STORE``, else ``$XDG_DATA_HOME/miniagent/sessions.db`` (~/.local/share)."""
     explicit = os.environ.get("MINIAGENT_STORE")
@@ -53,26 +58,61 @@ class SQLiteStore:
     Args:
         path: The database file; created (with its folder, both private to the user) when
             missing.
+        readonly: Only read: nothing is created or written, so a store in a folder or file the
+            user may not write can still be listed and shown. Writing methods raise UserError;
+            a missing file reads as an empty store.
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, readonly: bool = False) -> None:
         self.path = Path(path) if path is not None else default_store_path()
+        self.readonly = readonly
         self._lock = threading.Lock()
-        _private_folder(self.path.parent)
-        _private_file(self.path)  # SQLite gives the WAL and SHM files the same mode
         try:
-            self._db = sqlite3.connect(
-                self.path, timeout=10.0, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
+            self._db = self._open_readonly() if readonly else self._open()
         except sqlite3.DatabaseError as exc:
+            if not readonly and not _can_write(self.path):
+                raise self._unwritable(exc) from None
             raise self._damaged(exc) from None
         # a row written by another program may hold invalid UTF-8: read it, never crash on it
         self._db.text_factory = lambda raw: raw.decode("utf-8", "replace")
 
-    def _damaged(self, exc: Exception) -> StoreCorrupted:
+    def _open(self) -> sqlite3.Connection:
+        _private_folder(self.path.parent)
+        _private_file(self.path)  # SQLite gives the WAL and SHM files the same mode
+        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(_SCHEMA)
+        return db
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            return _empty_store()
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        db = _connect_readonly(uri)
+        try:
+            found = _has_sessions_table(db)
+        except sqlite3.OperationalError:
+            # a WAL-mode file without its -shm cannot be opened read-only in a folder we may
+            # not write; no writer has it open then (it would have made the -shm), so it is
+            # read as an immutable file
+            db.close()
+            db = _connect_readonly(uri + "&immutable=1")
+            found = _has_sessions_table(db)
+        if not found:
+            db.close()
+            return _empty_store()
+        return db
+
+    def _unwritable(self, exc: Exception) -> SessionError:
+        return SessionError(
+            f"session store {self.path} cannot be written ({exc}); check the permissions of "
+            "the file and its folder ('miniagent sessions list' and 'show' can still read it)")
+
+    def _damaged(self, exc: Exception) -> SessionError:
+        if "readonly" in str(exc):
+            return self._unwritable(exc)
         return StoreCorrupted(
             f"session store {self.path} cannot be read ({exc}); it was left untouched. "
             "Move it aside (or point MINIAGENT_STORE elsewhere) to start a new store."
@@ -80,6 +120,8 @@ class SQLiteStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.readonly:
+            raise UserError(f"session store {self.path} was opened read-only")
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -207,10 +249,34 @@ def _private_folder(folder: Path) -> None:
             os.mkdir(path, 0o700)
 
 
+def _can_write(path: Path) -> bool:
+    """Whether the database file's folder, and the file if it exists, can be written."""
+    folder_ok = os.access(path.parent, os.W_OK) if path.parent.exists() else True
+    return folder_ok and (not path.exists() or os.access(path, os.W_OK))
+
+
 def _private_file(path: Path) -> None:
     """Create an empty database file readable only by its owner, unless it exists."""
     with suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _connect_readonly(uri: str) -> sqlite3.Connection:
+    return sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None,
+                           check_same_thread=False)
+
+
+def _has_sessions_table(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+                      ).fetchone() is not None
+
+
+def _empty_store() -> sqlite3.Connection:
+    """An empty store in memory that refuses writes: what a missing file reads as."""
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    db.execute(_SCHEMA)
+    db.execute("PRAGMA query_only = ON")
+    return db
 
 
 def _decode(session_id: str, data: str) -> AgentSession:
