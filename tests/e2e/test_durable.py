@@ -180,6 +180,57 @@ def test_two_processes_resuming_at_once_one_wins(env: Env, tmp_path: Path) -> No
     assert env.log_lines() == ["started transfer", "transfer 100"]
 
 
+def set_lease_pid(store: Path, session_id: str, pid: int) -> str:
+    """Rewrite the session's lease as if its owner's PID now ran process ``pid``."""
+    with sqlite3.connect(store) as db:
+        (owner,) = db.execute("SELECT lease_owner FROM sessions WHERE id = ?",
+                              (session_id,)).fetchone()
+        parts = owner.split(":")
+        reused = ":".join([parts[0], str(pid), *parts[2:]])
+        db.execute("UPDATE sessions SET lease_owner = ? WHERE id = ?", (reused, session_id))
+    return reused
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="start times come from /proc")
+def test_a_crashed_runs_pid_reused_by_another_process_does_not_hold_its_session(
+        env: Env) -> None:
+    proc = start(env, "crash while fetching", DURABLE_SLOW="60")
+    env.kill_when_started(proc, "slow_fetch")
+    session_id = env.only_session()
+    set_lease_pid(env.store, session_id, os.getpid())  # like PID 1 of the next container
+    result = env.json("sessions", "resume", session_id, DURABLE_SLOW="0")
+    assert (result["status"], result["final_answer"]) == ("completed", "appended and fetched")
+
+
+def test_force_takes_a_live_session_over_with_a_warning(env: Env, tmp_path: Path) -> None:
+    first = env.json("run", "transfer money", "--tools", TOOLS, "--mode", "react")
+    session_id = first["session_id"]
+    assert env.run("sessions", "approve", session_id).returncode == 0
+    release = tmp_path / "release"
+    holder = env.popen("sessions", "resume", session_id, "--json", DURABLE_RELEASE=str(release))
+    try:
+        deadline = time.monotonic() + 60
+        while not (env.marks / "transfer").exists():  # the holder is inside its tool call
+            assert holder.poll() is None and time.monotonic() < deadline, holder.communicate()
+            time.sleep(0.05)
+        busy = env.run("sessions", "cancel", session_id)
+        assert busy.returncode == 1 and "being run by another process" in busy.stderr
+        assert "--force" in busy.stderr
+        forced = env.run("sessions", "cancel", session_id, "--force")
+        assert forced.returncode == 0, forced.stderr
+        assert "warning" in forced.stderr and "may still be running" in forced.stderr
+        release.touch()
+        out, _ = holder.communicate(timeout=90)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.communicate()
+    stopped = json.loads(out)  # its tool call finished, but it could not write any more
+    assert stopped["status"] == "error" and "taken over" in stopped["reason"]
+    shown = json.loads(env.run("sessions", "show", session_id, "--json").stdout)
+    assert shown["status"] == "cancelled"
+
+
 def test_listing_a_store_that_does_not_exist_creates_nothing(env: Env) -> None:
     listed = env.run("sessions", "list", "--json")
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [])

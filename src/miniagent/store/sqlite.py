@@ -27,7 +27,7 @@ from miniagent.errors import (
     UserError,
 )
 from miniagent.session import AgentSession
-from miniagent.store.base import LEASE_SECONDS, SessionSummary, lease_alive
+from miniagent.store.base import LEASE_SECONDS, LeaseRenewer, SessionSummary, lease_alive
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -42,6 +42,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     lease_until REAL
 )
 """
+
+_Leases = list[tuple[str, str]]  # (session id, owner)
+
 
 def default_store_path() -> Path:
     """``MINIAGENT_STORE``, else ``$XDG_DATA_HOME/miniagent/sessions.db`` (~/.local/share)."""
@@ -63,10 +66,14 @@ class SQLiteStore:
             a missing file reads as an empty store.
     """
 
+    RENEW_SECONDS = LEASE_SECONDS / 4
+    """How often the leases this store holds are renewed while their runs go on."""
+
     def __init__(self, path: str | Path | None = None, *, readonly: bool = False) -> None:
         self.path = Path(path) if path is not None else default_store_path()
         self.readonly = readonly
         self._lock = threading.Lock()
+        self._renewer = LeaseRenewer(self._renew, lambda: self.RENEW_SECONDS)
         try:
             self._db = self._open_readonly() if readonly else self._open()
         except sqlite3.DatabaseError as exc:
@@ -137,7 +144,7 @@ class SQLiteStore:
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
         with self._transaction() as db:
             if owner is not None:
-                self._check_lease(db, session.id, owner)
+                self._check_lease(db, session.id, owner, holding=True)
             self._write(db, session)
             if owner is not None:
                 _execute(db, "UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ?",
@@ -183,40 +190,80 @@ class SQLiteStore:
         ]
 
     def update(self, session_id: str, change: Callable[[AgentSession], None], *,
-               owner: str | None = None) -> AgentSession:
+               owner: str | None = None, force: bool = False) -> AgentSession:
+        """Load, apply ``change``, save, in one transaction.
+
+        With ``force``, a lease that looks held by a live process is overridden and dropped:
+        if that process is still running the session, its next checkpoint is refused (it
+        stops with an error) instead of writing over this change.
+        """
         with self._transaction() as db:
-            self._check_lease(db, session_id, owner)
+            self._check_lease(db, session_id, owner, force=force)
             row = _execute(db, "SELECT data FROM sessions WHERE id = ?", session_id).fetchone()
             session = _decode(session_id, row[0])
             change(session)
             session.updated_at = time.time()
             self._write(db, session)
+            if force:
+                _execute(db, "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
+                         "WHERE id = ? AND lease_owner IS NOT ?", session_id, owner)
         return session
 
-    def _check_lease(self, db: sqlite3.Connection, session_id: str, owner: str | None) -> None:
-        """Raise unless ``owner`` may write: nobody else alive holds the session's lease."""
+    def _check_lease(self, db: sqlite3.Connection, session_id: str, owner: str | None, *,
+                     force: bool = False, holding: bool = False) -> None:
+        """Raise unless ``owner`` may write: nobody else alive holds the session's lease.
+
+        With ``holding`` (a run's checkpoint), ``owner`` must still hold the lease itself: a
+        run whose lease was taken over (by force, or after it expired) never writes again.
+        """
         row = _execute(db, "SELECT lease_owner, lease_until FROM sessions WHERE id = ?",
                        session_id).fetchone()
         if row is None:
             raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
-        if row[0] is not None and row[0] != owner and lease_alive(row[0], row[1]):
+        if force or row[0] == owner:
+            return
+        if holding:
+            raise SessionBusy(f"session {session_id} was taken over by another process "
+                              f"({row[0] or 'and released'}); this run stops here")
+        if row[0] is not None and lease_alive(row[0], row[1]):
             raise SessionBusy(
-                f"session {session_id} is being run by another process ({row[0]}); "
-                "wait for it to stop"
+                f"session {session_id} is being run by another process ({row[0]}); wait for "
+                "it to stop (if you know it has, override with --force / force=True)"
             )
 
-    def acquire(self, session_id: str, owner: str) -> None:
+    def acquire(self, session_id: str, owner: str, *, force: bool = False) -> None:
+        """Take the session's lease; raises SessionBusy while a live process holds it.
+
+        With ``force``, take it even then (a person knows that process is gone). While this
+        store holds a lease it renews it, so a long tool call or a person slow to answer at
+        an approval prompt never lets a live run's lease expire.
+        """
         with self._transaction() as db:
-            self._check_lease(db, session_id, owner)
+            self._check_lease(db, session_id, owner, force=force)
             _execute(db, "UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?",
                      owner, time.time() + LEASE_SECONDS, session_id)
+        self._renewer.hold(session_id, owner)
 
     def release(self, session_id: str, owner: str) -> None:
+        self._renewer.drop(session_id, owner)
         with self._transaction() as db:
             _execute(db, "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
                      "WHERE id = ? AND lease_owner = ?", session_id, owner)
 
+    def _renew(self, held: _Leases) -> _Leases:
+        """Push the expiry of these leases forward; the ones no longer held are returned."""
+        lost: _Leases = []
+        with self._transaction() as db:
+            until = time.time() + LEASE_SECONDS
+            for session_id, owner in held:
+                cursor = _execute(db, "UPDATE sessions SET lease_until = ? "
+                                  "WHERE id = ? AND lease_owner = ?", until, session_id, owner)
+                if cursor.rowcount == 0:
+                    lost.append((session_id, owner))
+        return lost
+
     def close(self) -> None:
+        self._renewer.close()
         with self._lock:
             self._db.close()
 
