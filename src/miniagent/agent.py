@@ -21,7 +21,7 @@ from miniagent.runtime.guards import Limits
 from miniagent.runtime.incoming import storable
 from miniagent.runtime.loop import Rules
 from miniagent.session import FINAL, AgentSession
-from miniagent.store.base import CheckpointStore, new_owner
+from miniagent.store.base import CheckpointStore, lease_options, new_owner
 from miniagent.store.memory import MemoryStore
 from miniagent.sync import run_coroutine
 from miniagent.tools.registry import Tool, ToolRegistry
@@ -124,19 +124,22 @@ class Agent:
         self.store.save(session)
         return await self._drive(session.id, session, on_event)
 
-    async def aresume(self, session_id: str, *, on_event: Subscriber | None = None
-                      ) -> RunResult:
+    async def aresume(self, session_id: str, *, on_event: Subscriber | None = None,
+                      force: bool = False) -> RunResult:
         """Continue a saved session: after approvals, a crash, a timeout or an error.
+
+        ``force`` takes the session over even from a process that looks alive (a person
+        knows it is gone; if it is not, its next checkpoint is refused and it stops).
 
         Raises:
             SessionNotFound, SessionBusy (another live process runs it), SessionError.
         """
-        return await self._drive(session_id, None, on_event)
+        return await self._drive(session_id, None, on_event, force)
 
     async def _drive(self, session_id: str, fresh: AgentSession | None,
-                     on_event: Subscriber | None) -> RunResult:
+                     on_event: Subscriber | None, force: bool = False) -> RunResult:
         owner = new_owner()
-        self.store.acquire(session_id, owner)
+        self.store.acquire(session_id, owner, **lease_options(force))
         try:
             session = fresh or self.store.load(session_id)
             if session.status in FINAL:
@@ -156,28 +159,32 @@ class Agent:
                      instructions=self.instructions, temperature=self.temperature,
                      max_tokens=self.max_tokens, on_interrupted=self.on_interrupted)
 
-    def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None
-                ) -> None:
+    def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
+                *, force: bool = False) -> None:
         """Approve one waiting call, or all of them; ``resume`` then runs them.
+
+        ``force`` decides even while a process that looks alive holds the session.
 
         Raises:
             DecisionError: the session is not waiting, or has no such waiting call.
         """
-        self._decide(session_id, call_id, True, reason)
+        self._decide(session_id, call_id, True, reason, force)
 
-    def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None
-             ) -> None:
+    def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None,
+             *, force: bool = False) -> None:
         """Deny one waiting call, or all; on ``resume`` the model is told it was denied and why."""
-        self._decide(session_id, call_id, False, reason)
+        self._decide(session_id, call_id, False, reason, force)
 
     def _decide(self, session_id: str, call_id: str | None, approved: bool,
-                reason: str | None) -> None:
+                reason: str | None, force: bool = False) -> None:
         self.store.update(session_id,
-                          lambda s: decide(s, call_id, approved, reason, at=time.time()))
+                          lambda s: decide(s, call_id, approved, reason, at=time.time()),
+                          **lease_options(force))
 
-    def cancel(self, session_id: str, reason: str = "cancelled by a person") -> None:
+    def cancel(self, session_id: str, reason: str = "cancelled by a person", *,
+               force: bool = False) -> None:
         """End a session that no live process is running; it cannot be resumed afterwards."""
-        cancel_session(self.store, session_id, reason)
+        cancel_session(self.store, session_id, reason, force=force)
 
     def session(self, session_id: str) -> AgentSession:
         """The saved session, as of its last checkpoint."""
@@ -188,9 +195,10 @@ class Agent:
         """Synchronous :meth:`arun`; use ``await agent.arun(...)`` inside an event loop."""
         return self._sync(self.arun(question, metadata=metadata, on_event=on_event))
 
-    def resume(self, session_id: str, *, on_event: Subscriber | None = None) -> RunResult:
+    def resume(self, session_id: str, *, on_event: Subscriber | None = None,
+               force: bool = False) -> RunResult:
         """Synchronous :meth:`aresume`."""
-        return self._sync(self.aresume(session_id, on_event=on_event))
+        return self._sync(self.aresume(session_id, on_event=on_event, force=force))
 
     def _sync(self, work: Coroutine[Any, Any, T]) -> T:
         try:
@@ -214,10 +222,11 @@ class Agent:
         await self.model.aclose()
 
 
-def cancel_session(store: CheckpointStore, session_id: str, reason: str) -> None:
+def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,
+                   force: bool = False) -> None:
     """End a session that no live process is running; it cannot be resumed afterwards."""
     owner = new_owner()
-    store.acquire(session_id, owner)
+    store.acquire(session_id, owner, **lease_options(force))
     try:
         store.update(session_id, lambda s: s.transition("cancelled", reason, at=time.time()),
                      owner=owner)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -177,3 +178,106 @@ def test_two_processes_resuming_at_once_one_wins(env: Env, tmp_path: Path) -> No
     assert "being run by another process" in loser_err and "Traceback" not in loser_err
     assert json.loads(winner_out)["status"] == "completed"
     assert env.log_lines() == ["started transfer", "transfer 100"]
+
+
+def set_lease_pid(store: Path, session_id: str, pid: int) -> str:
+    """Rewrite the session's lease as if its owner's PID now ran process ``pid``."""
+    with sqlite3.connect(store) as db:
+        (owner,) = db.execute("SELECT lease_owner FROM sessions WHERE id = ?",
+                              (session_id,)).fetchone()
+        parts = owner.split(":")
+        reused = ":".join([parts[0], str(pid), *parts[2:]])
+        db.execute("UPDATE sessions SET lease_owner = ? WHERE id = ?", (reused, session_id))
+    return reused
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="start times come from /proc")
+def test_a_crashed_runs_pid_reused_by_another_process_does_not_hold_its_session(
+        env: Env) -> None:
+    proc = start(env, "crash while fetching", DURABLE_SLOW="60")
+    env.kill_when_started(proc, "slow_fetch")
+    session_id = env.only_session()
+    set_lease_pid(env.store, session_id, os.getpid())  # like PID 1 of the next container
+    result = env.json("sessions", "resume", session_id, DURABLE_SLOW="0")
+    assert (result["status"], result["final_answer"]) == ("completed", "appended and fetched")
+
+
+def test_force_takes_a_live_session_over_with_a_warning(env: Env, tmp_path: Path) -> None:
+    first = env.json("run", "transfer money", "--tools", TOOLS, "--mode", "react")
+    session_id = first["session_id"]
+    assert env.run("sessions", "approve", session_id).returncode == 0
+    release = tmp_path / "release"
+    holder = env.popen("sessions", "resume", session_id, "--json", DURABLE_RELEASE=str(release))
+    try:
+        deadline = time.monotonic() + 60
+        while not (env.marks / "transfer").exists():  # the holder is inside its tool call
+            assert holder.poll() is None and time.monotonic() < deadline, holder.communicate()
+            time.sleep(0.05)
+        busy = env.run("sessions", "cancel", session_id)
+        assert busy.returncode == 1 and "being run by another process" in busy.stderr
+        assert "--force" in busy.stderr
+        forced = env.run("sessions", "cancel", session_id, "--force")
+        assert forced.returncode == 0, forced.stderr
+        assert "warning" in forced.stderr and "may still be running" in forced.stderr
+        release.touch()
+        out, _ = holder.communicate(timeout=90)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.communicate()
+    stopped = json.loads(out)  # its tool call finished, but it could not write any more
+    assert stopped["status"] == "error" and "taken over" in stopped["reason"]
+    shown = json.loads(env.run("sessions", "show", session_id, "--json").stdout)
+    assert shown["status"] == "cancelled"
+
+
+def test_listing_a_store_that_does_not_exist_creates_nothing(env: Env) -> None:
+    listed = env.run("sessions", "list", "--json")
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
+    assert not env.store.exists()
+
+
+def run_on_readonly_folder(env: Env, folder: Path, *args: str
+                           ) -> subprocess.CompletedProcess[str]:
+    """Run the CLI where ``folder`` cannot be written: modes 0555/0444, or as root (who
+    ignores modes) a read-only bind mount in a mount namespace of its own."""
+    command = [sys.executable, "-m", "miniagent", *args]
+    if os.geteuid() != 0:
+        files = list(folder.iterdir())
+        for f in files:
+            f.chmod(0o444)
+        folder.chmod(0o555)
+        try:
+            return subprocess.run(command, env=env.base, capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL, timeout=120)
+        finally:
+            folder.chmod(0o700)
+            for f in files:
+                f.chmod(0o600)
+    probe = subprocess.run(["unshare", "--mount", "mount", "--bind", "-o", "ro", str(folder),
+                            str(folder)], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("as root, file modes do not stop writes and no read-only mount can be made "
+                    f"here ({probe.stderr.decode(errors='replace').strip()})")
+    script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script, str(folder), *command],
+                          env=env.base, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+
+
+def test_a_store_in_a_readonly_folder_can_be_listed_and_shown(env: Env) -> None:
+    out = env.run("run", "transfer money", "--tools", TOOLS, "--mode", "react", "--json")
+    session_id = json.loads(out.stdout)["session_id"]
+    db = sqlite3.connect(env.store)  # the last connection to close folds the WAL in
+    db.execute("SELECT count(*) FROM sessions").fetchone()
+    db.close()
+    assert not Path(f"{env.store}-wal").exists()
+    folder = env.store.parent
+    listed = run_on_readonly_folder(env, folder, "sessions", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [r["session_id"] for r in json.loads(listed.stdout)] == [session_id]
+    shown = run_on_readonly_folder(env, folder, "sessions", "show", session_id)
+    assert shown.returncode == 0 and "awaiting_approval" in shown.stdout, shown.stderr
+    refused = run_on_readonly_folder(env, folder, "sessions", "cancel", session_id)
+    assert refused.returncode == 1 and "cannot be written" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -1,8 +1,10 @@
-"""SQLiteStore on real files: round trips, WAL, damage, leases."""
+"""SQLiteStore on real files: round trips, WAL, damage, leases, hostile text, modes, read-only."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -15,12 +17,14 @@ from miniagent.errors import (
     SessionBusy,
     SessionNotFound,
     StoreCorrupted,
+    UserError,
 )
 from miniagent.runtime.approvals import decide
 from miniagent.runtime.driver import random_id
 from miniagent.session import AgentSession
 from miniagent.store import SQLiteStore
 from miniagent.store.base import new_owner
+from miniagent.types import Message
 
 
 def saved(store: SQLiteStore, question: str) -> AgentSession:
@@ -123,3 +127,103 @@ def test_lease_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
                    (f"{host}:{dead.pid}:feedbeef", session.id))
     store.acquire(session.id, new_owner())
 
+
+
+def test_lone_surrogates_are_stored_as_replacement_characters(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = AgentSession.start("caf\udce9.txt?", id=random_id(), at=time.time())
+    session.messages.append(Message(role="assistant", content="broken \ud800 escape"))
+    session.messages.append(Message(role="user", content="a pair \ud83d\ude00 joined"))
+    session.finish("completed", "done", "\udfff", at=time.time())
+    store.save(session)
+    loaded = SQLiteStore(tmp_path / "s.db").load(session.id)
+    assert loaded.question == "caf\ufffd.txt?" and store.list()[0].question == "caf\ufffd.txt?"
+    assert [m.content for m in loaded.messages][-2:] == ["broken \ufffd escape",
+                                                          "a pair \U0001f600 joined"]
+    assert loaded.final_answer == "\ufffd"
+    with pytest.raises(SessionNotFound):
+        store.load("\udcff")
+
+
+def test_a_run_whose_answer_holds_a_lone_surrogate_is_saved(tmp_path: Path) -> None:
+    from miniagent import Agent, ScriptedModel
+
+    store = SQLiteStore(tmp_path / "s.db")
+    result = Agent(model=ScriptedModel(["Final Answer: \ud800"]), store=store).run("q")
+    assert result.status == "completed"
+    saved_session = SQLiteStore(tmp_path / "s.db").load(result.session_id)
+    assert (saved_session.status, saved_session.final_answer) == ("completed", "\ufffd")
+
+
+def test_a_row_of_invalid_utf8_is_read_without_crashing(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = saved(store, "q")
+    with sqlite3.connect(tmp_path / "s.db") as db:  # another program wrote raw bytes
+        db.execute("UPDATE sessions SET question = CAST(? AS TEXT), "
+                   "data = CAST(replace(data, '\"q\"', ?) AS TEXT) WHERE id = ?",
+                   (b"caf\xe9", b'"caf\xe9"', session.id))
+    assert store.list()[0].question == "caf\ufffd"
+    assert store.load(session.id).question == "caf\ufffd"
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_store_its_folders_wal_and_shm_are_private(tmp_path: Path) -> None:
+    old_umask = os.umask(0o022)  # the usual one, which made them 0644 and 0755
+    try:
+        store = SQLiteStore(tmp_path / "new" / "deeper" / "s.db")
+        saved(store, "a transcript")
+        files = [tmp_path / "new" / "deeper" / name for name in ("s.db", "s.db-wal", "s.db-shm")]
+        assert all(f.exists() for f in files)  # the store is open: WAL and SHM are there
+        assert [_mode(f) for f in files] == [0o600, 0o600, 0o600]
+        assert _mode(tmp_path / "new") == _mode(tmp_path / "new" / "deeper") == 0o700
+        before = _mode(tmp_path)
+        SQLiteStore(tmp_path / "beside.db")
+        assert _mode(tmp_path) == before  # a folder miniagent did not create keeps its mode
+        assert _mode(tmp_path / "beside.db") == 0o600
+    finally:
+        os.umask(old_umask)
+
+
+def test_the_default_store_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MINIAGENT_STORE")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    store = SQLiteStore()
+    assert store.path == tmp_path / "share" / "miniagent" / "sessions.db"
+    assert _mode(tmp_path / "share") == _mode(tmp_path / "share" / "miniagent") == 0o700
+    assert _mode(store.path) == 0o600
+
+
+def test_a_readonly_store_reads_and_never_writes(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    writer = SQLiteStore(path)
+    session = saved(writer, "q")
+    writer.close()
+    with sqlite3.connect(path) as db:  # a store that is not in WAL mode must stay so
+        db.execute("PRAGMA journal_mode=DELETE")
+    data = path.read_bytes()
+    store = SQLiteStore(path, readonly=True)
+    assert [r.session_id for r in store.list()] == [session.id]
+    assert store.load(session.id) == session
+    for write in (lambda: store.save(session), lambda: store.acquire(session.id, new_owner()),
+                  lambda: store.update(session.id, lambda s: None),
+                  lambda: store.release(session.id, "x")):
+        with pytest.raises(UserError, match="opened read-only"):
+            write()
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        store._db.execute("DELETE FROM sessions")  # the connection itself is mode=ro
+    store.close()
+    assert path.read_bytes() == data
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_a_readonly_store_that_does_not_exist_is_empty_and_stays_missing(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere" / "s.db"
+    store = SQLiteStore(path, readonly=True)
+    assert store.list() == []
+    with pytest.raises(SessionNotFound):
+        store.load("abc")
+    assert not path.parent.exists()

@@ -61,9 +61,12 @@ class RunConfig:
         return {"cli": asdict(self)}
 
 
-def open_store(path: Path | None) -> SQLiteStore:
-    """``--store``, else MINIAGENT_STORE, else the per-user default file."""
-    return SQLiteStore(path)
+def open_store(path: Path | None, *, readonly: bool = False) -> SQLiteStore:
+    """``--store``, else MINIAGENT_STORE, else the per-user default file.
+
+    Commands that only read open it ``readonly``: they create and write nothing.
+    """
+    return SQLiteStore(path, readonly=readonly)
 
 
 def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,

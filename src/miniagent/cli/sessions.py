@@ -28,6 +28,9 @@ sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, 
 SessionId = Annotated[str, typer.Argument(help="The session id (see 'miniagent sessions list').")]
 CallId = Annotated[str | None, typer.Argument(help="One call id; default: every waiting call.")]
 Reason = Annotated[str | None, typer.Option("--reason", help="Why; the model is told.")]
+Force = Annotated[bool, typer.Option(
+    "--force", help="Even if another process seems to be running the session (you know it "
+    "is not).")]
 
 
 def _age(seconds: float) -> str:
@@ -42,7 +45,7 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False,
                   limit: Annotated[int, typer.Option(help="At most this many.")] = 50) -> None:
     """Saved sessions, most recently updated first."""
     with cli_errors():
-        rows = open_store(store).list(limit)
+        rows = open_store(store, readonly=True).list(limit)
     if as_json:
         typer.echo(json.dumps([
             {"session_id": r.session_id, "status": r.status, "steps": r.steps,
@@ -61,7 +64,7 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False,
 def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption = False) -> None:
     """The whole trace of a session: steps, calls, observations, transitions."""
     with cli_errors():
-        session = open_store(store).load(session_id)
+        session = open_store(store, readonly=True).load(session_id)
     if as_json:
         typer.echo(json.dumps(session.to_dict(), ensure_ascii=False))
         return
@@ -96,13 +99,22 @@ def _print_session(console: Console, s: AgentSession) -> None:
                       f"{escape(t.reason)}")
 
 
+def _warn_forced(session_id: str, force: bool) -> None:
+    if force:
+        typer.echo(f"miniagent: warning: --force: another process may still be running session "
+                   f"{session_id}; it is taken over anyway (that process stops at its next "
+                   "checkpoint, but a tool call it is running may still finish)", err=True)
+
+
 def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | None,
-            store: StoreOption) -> None:
+            store: StoreOption, force: bool) -> None:
     from miniagent.runtime.approvals import decide
 
+    _warn_forced(session_id, force)
     with cli_errors():
         session = open_store(store).update(
-            session_id, lambda s: decide(s, call_id, approved, reason, at=time.time()))
+            session_id, lambda s: decide(s, call_id, approved, reason, at=time.time()),
+            force=force)
     state = "approved" if approved else "denied"
     decided = [r.call.id for r in session.open_calls() if r.state == state]
     typer.echo(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
@@ -111,25 +123,28 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
 
 @sessions_app.command()
 def approve(session_id: SessionId, call_id: CallId = None, reason: Reason = None,
-            store: StoreOption = None) -> None:
+            store: StoreOption = None, force: Force = False) -> None:
     """Approve a waiting call (or all); then `resume` runs it."""
-    _decide(session_id, call_id, True, reason, store)
+    _decide(session_id, call_id, True, reason, store, force)
 
 
 @sessions_app.command()
 def deny(session_id: SessionId, call_id: CallId = None, reason: Reason = None,
-         store: StoreOption = None) -> None:
+         store: StoreOption = None, force: Force = False) -> None:
     """Deny a waiting call (or all); on `resume` the model is told why."""
-    _decide(session_id, call_id, False, reason, store)
+    _decide(session_id, call_id, False, reason, store, force)
 
 
 @sessions_app.command()
-def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = None) -> None:
+def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = None,
+           force: Force = False) -> None:
     """End a session that is not running; it cannot be resumed afterwards."""
     from miniagent.agent import cancel_session
 
+    _warn_forced(session_id, force)
     with cli_errors():
-        cancel_session(open_store(store), session_id, reason or "cancelled from the command line")
+        cancel_session(open_store(store), session_id, reason or "cancelled from the command line",
+                       force=force)
     typer.echo(f"cancelled session {session_id}")
 
 
@@ -145,8 +160,10 @@ def resume(
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here.")] = False,
     as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    force: Force = False,
 ) -> None:
     """Continue a session after approvals, a crash, a timeout or an error."""
+    _warn_forced(session_id, force)
     with cli_errors():
         sessions = open_store(store)
         recorded = RunConfig.recorded(sessions.load(session_id).metadata)
@@ -155,5 +172,5 @@ def resume(
         interactive = not (detach or as_json) and sys.stdin.isatty()
         agent = build_agent(config, sessions, api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        result = agent.resume(session_id)
+        result = agent.resume(session_id, force=force)
     finish(result, as_json=as_json, store=store)

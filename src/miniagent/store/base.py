@@ -1,19 +1,30 @@
-"""The checkpoint store interface, and the lease that keeps one session in one process."""
+"""The checkpoint store interface, and the lease that keeps one session in one process.
+
+A lease names its owner as ``host:pid:start:token``: the host, the process id, the process's
+start time (clock ticks since boot, from ``/proc/<pid>/stat``; ``-`` where there is no
+``/proc``) and a random token. The start time tells a live owner from another process that
+got the same id later (a container's CLI is often PID 1 in every run). A lease also has an
+expiry, which a live owner keeps pushing forward (see :class:`~miniagent.store.SQLiteStore`).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from miniagent.session import AgentSession
 
+log = logging.getLogger("miniagent")
+
 LEASE_SECONDS = 600.0
-"""How long a lease held by a process on another host stays valid without a checkpoint."""
+"""How long a lease stays valid unless its owner renews it (a live owner renews it well before)."""
 
 
 @dataclass(kw_only=True)
@@ -29,7 +40,12 @@ class SessionSummary:
 
 
 class CheckpointStore(Protocol):
-    """Saves and loads sessions; every method is atomic."""
+    """Saves and loads sessions; every method is atomic.
+
+    Stores shared between processes (:class:`~miniagent.store.SQLiteStore`) also take
+    ``force=True`` on ``acquire`` and ``update``: a person's override of a lease that looks
+    held, for when they know its owner is gone.
+    """
 
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
         """Insert or replace ``session``; with ``owner``, check and refresh that owner's lease."""
@@ -60,24 +76,55 @@ class CheckpointStore(Protocol):
         ...
 
 
+def lease_options(force: bool) -> dict[str, Any]:
+    """Keyword arguments for a store's ``acquire`` / ``update``: ``force`` only when it is set.
+
+    The in-process MemoryStore does not take ``force`` yet (its leases end with the process
+    that holds them); once every store does, ``force`` joins the protocol's signatures and
+    callers pass ``force=force`` directly.
+    """
+    return {"force": True} if force else {}
+
+
 def new_owner() -> str:
-    """A lease owner id: host, process id and a random token."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """A lease owner id: host, process id, the process's start time and a random token."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{process_start(pid) or '-'}:{uuid.uuid4().hex[:8]}"
 
 
 def lease_alive(owner: str | None, until: float | None) -> bool:
     """True while the lease's owner may still be running the session.
 
-    On this host, the owner's process id decides (a SIGKILLed process frees its sessions at
-    once); for another host, the lease's expiry time does.
+    A lease is free once its expiry has passed (a live owner renews it). Before that, on this
+    host, it is free as soon as its process is gone: the process id is not running, or is
+    running a process that started at another time than the owner did (the id was reused).
+    For another host, only the expiry can tell.
     """
-    if not owner:
+    if not owner or until is None or until <= time.time():
         return False
-    host, _, rest = owner.partition(":")
-    pid_text = rest.partition(":")[0]
-    if host == socket.gethostname() and pid_text.isdigit():
-        return _pid_alive(int(pid_text))
-    return until is not None and until > time.time()
+    parts = owner.split(":")
+    host, pid_text = parts[0], parts[1] if len(parts) > 1 else ""
+    start = parts[2] if len(parts) == 4 else ""  # older owners: host:pid:token
+    if host != socket.gethostname() or not pid_text.isdigit() or int(pid_text) == 0:
+        return True
+    pid = int(pid_text)
+    if not _pid_alive(pid):
+        return False
+    now_start = process_start(pid) if start.isdigit() else None
+    return now_start is None or now_start == start
+
+
+def process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux ``/proc``), else None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    # field 2 (the command name) is in parentheses and may hold spaces and ')'
+    fields = text.rpartition(")")[2].split()
+    start = fields[19] if len(fields) > 19 else ""  # field 22 of the whole line
+    return start if start.isdigit() else None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -88,3 +135,68 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+class LeaseRenewer:
+    """Keeps the leases a store holds from expiring while their runs go on.
+
+    A run renews its lease at every checkpoint, but a long tool call, a slow model or a person
+    at the approval prompt can keep it from checkpointing for longer than the lease lasts. One
+    daemon thread per store renews what it holds every ``every()`` seconds; it stops when the
+    store holds nothing. If the process dies, renewing stops with it and the lease expires.
+
+    Args:
+        renew: Renews the given (session id, owner) leases; returns the ones no longer held.
+        every: Seconds between renewals (read at each wait).
+    """
+
+    def __init__(self, renew: Callable[[list[tuple[str, str]]], list[tuple[str, str]]],
+                 every: Callable[[], float]) -> None:
+        self._renew, self._every = renew, every
+        self._held: dict[str, str] = {}
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def hold(self, session_id: str, owner: str) -> None:
+        with self._wake:
+            self._held[session_id] = owner
+            if self._thread is None or not self._thread.is_alive():  # none yet, or forked
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="miniagent-lease-renewer")
+                self._thread.start()
+
+    def drop(self, session_id: str, owner: str) -> None:
+        with self._wake:
+            if self._held.get(session_id) == owner:
+                del self._held[session_id]
+            self._wake.notify_all()
+
+    def close(self) -> None:
+        with self._wake:
+            self._closed = True
+            self._wake.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _idle(self) -> bool:
+        return self._closed or not self._held
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                self._wake.wait_for(self._idle, timeout=self._every())
+                if self._idle():
+                    self._thread = None
+                    return
+                held = list(self._held.items())
+            try:
+                lost = self._renew(held)
+            except Exception as exc:  # a busy or damaged store: the next checkpoint reports it
+                log.warning("could not renew session leases (%s: %s)", type(exc).__name__, exc)
+                continue
+            with self._wake:
+                for session_id, owner in lost:
+                    if self._held.get(session_id) == owner:
+                        del self._held[session_id]

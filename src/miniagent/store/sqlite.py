@@ -3,7 +3,8 @@
 Each session is one row: a few columns for listing and the whole session as JSON. A save is a
 single transaction, so a crash at any point leaves the last complete checkpoint readable. A
 damaged row makes only that session unreadable; a damaged file is reported and never
-overwritten.
+overwritten. The file, its folder and its WAL and SHM files are private to the user: they hold
+whole transcripts.
 """
 
 from __future__ import annotations
@@ -14,12 +15,19 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
-from miniagent.errors import SessionBusy, SessionNotFound, StoreCorrupted
+from miniagent.errors import (
+    SessionBusy,
+    SessionError,
+    SessionNotFound,
+    StoreCorrupted,
+    UserError,
+)
 from miniagent.session import AgentSession
-from miniagent.store.base import LEASE_SECONDS, SessionSummary, lease_alive
+from miniagent.store.base import LEASE_SECONDS, LeaseRenewer, SessionSummary, lease_alive
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -35,6 +43,8 @@ CREATE TABLE IF NOT EXISTS sessions (
 )
 """
 
+_Leases = list[tuple[str, str]]  # (session id, owner)
+
 
 def default_store_path() -> Path:
     """``MINIAGENT_STORE``, else ``$XDG_DATA_HOME/miniagent/sessions.db`` (~/.local/share)."""
@@ -49,24 +59,67 @@ class SQLiteStore:
     """Sessions in one SQLite file. Safe to share between processes.
 
     Args:
-        path: The database file; created (with its folder) when missing.
+        path: The database file; created (with its folder, both private to the user) when
+            missing.
+        readonly: Only read: nothing is created or written, so a store in a folder or file the
+            user may not write can still be listed and shown. Writing methods raise UserError;
+            a missing file reads as an empty store.
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        try:
-            self._db = sqlite3.connect(
-                self.path, timeout=10.0, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
+    RENEW_SECONDS = LEASE_SECONDS / 4
+    """How often the leases this store holds are renewed while their runs go on."""
 
-    def _damaged(self, exc: Exception) -> StoreCorrupted:
+    def __init__(self, path: str | Path | None = None, *, readonly: bool = False) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+        self.readonly = readonly
+        self._lock = threading.Lock()
+        self._renewer = LeaseRenewer(self._renew, lambda: self.RENEW_SECONDS)
+        try:
+            self._db = self._open_readonly() if readonly else self._open()
+        except sqlite3.DatabaseError as exc:
+            if not readonly and not _can_write(self.path):
+                raise self._unwritable(exc) from None
+            raise self._damaged(exc) from None
+        # a row written by another program may hold invalid UTF-8: read it, never crash on it
+        self._db.text_factory = lambda raw: raw.decode("utf-8", "replace")
+
+    def _open(self) -> sqlite3.Connection:
+        _private_folder(self.path.parent)
+        _private_file(self.path)  # SQLite gives the WAL and SHM files the same mode
+        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None,
+                             check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(_SCHEMA)
+        return db
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            return _empty_store()
+        uri = self.path.absolute().as_uri() + "?mode=ro"
+        db = _connect_readonly(uri)
+        try:
+            found = _has_sessions_table(db)
+        except sqlite3.OperationalError:
+            # a WAL-mode file without its -shm cannot be opened read-only in a folder we may
+            # not write; no writer has it open then (it would have made the -shm), so it is
+            # read as an immutable file
+            db.close()
+            db = _connect_readonly(uri + "&immutable=1")
+            found = _has_sessions_table(db)
+        if not found:
+            db.close()
+            return _empty_store()
+        return db
+
+    def _unwritable(self, exc: Exception) -> SessionError:
+        return SessionError(
+            f"session store {self.path} cannot be written ({exc}); check the permissions of "
+            "the file and its folder ('miniagent sessions list' and 'show' can still read it)")
+
+    def _damaged(self, exc: Exception) -> SessionError:
+        if "readonly" in str(exc):
+            return self._unwritable(exc)
         return StoreCorrupted(
             f"session store {self.path} cannot be read ({exc}); it was left untouched. "
             "Move it aside (or point MINIAGENT_STORE elsewhere) to start a new store."
@@ -74,6 +127,8 @@ class SQLiteStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.readonly:
+            raise UserError(f"session store {self.path} was opened read-only")
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -89,43 +144,42 @@ class SQLiteStore:
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
         with self._transaction() as db:
             if owner is not None:
-                self._check_lease(db, session.id, owner)
+                self._check_lease(db, session.id, owner, holding=True)
             self._write(db, session)
             if owner is not None:
-                db.execute(
-                    "UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ?",
-                    (time.time() + LEASE_SECONDS, session.id, owner),
-                )
+                _execute(db, "UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ?",
+                         time.time() + LEASE_SECONDS, session.id, owner)
 
     @staticmethod
     def _write(db: sqlite3.Connection, session: AgentSession) -> None:
         data = json.dumps(session.to_dict(), ensure_ascii=False, separators=(",", ":"))
-        db.execute(
+        _execute(
+            db,
             "INSERT INTO sessions (id, status, question, steps, created_at, updated_at, data) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET status = excluded.status,"
             " steps = excluded.steps, updated_at = excluded.updated_at, data = excluded.data",
-            (session.id, session.status, session.question, len(session.steps),
-             session.created_at, session.updated_at, data),
+            session.id, session.status, session.question, len(session.steps),
+            session.created_at, session.updated_at, data,
         )
 
     def load(self, session_id: str) -> AgentSession:
         with self._lock:
             try:
-                row = self._db.execute(
-                    "SELECT data FROM sessions WHERE id = ?", (session_id,)
-                ).fetchone()
+                row = _execute(self._db, "SELECT data FROM sessions WHERE id = ?",
+                               session_id).fetchone()
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
         if row is None:
-            raise SessionNotFound(f"no session {session_id!r} in {self.path}")
+            raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
         return _decode(session_id, row[0])
 
     def list(self, limit: int = 50) -> list[SessionSummary]:
         with self._lock:
             try:
-                rows = self._db.execute(
+                rows = _execute(
+                    self._db,
                     "SELECT id, status, steps, question, created_at, updated_at FROM sessions "
-                    "ORDER BY updated_at DESC LIMIT ?", (limit,),
+                    "ORDER BY updated_at DESC LIMIT ?", limit,
                 ).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
@@ -136,47 +190,140 @@ class SQLiteStore:
         ]
 
     def update(self, session_id: str, change: Callable[[AgentSession], None], *,
-               owner: str | None = None) -> AgentSession:
+               owner: str | None = None, force: bool = False) -> AgentSession:
+        """Load, apply ``change``, save, in one transaction.
+
+        With ``force``, a lease that looks held by a live process is overridden and dropped:
+        if that process is still running the session, its next checkpoint is refused (it
+        stops with an error) instead of writing over this change.
+        """
         with self._transaction() as db:
-            self._check_lease(db, session_id, owner)
-            row = db.execute("SELECT data FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            self._check_lease(db, session_id, owner, force=force)
+            row = _execute(db, "SELECT data FROM sessions WHERE id = ?", session_id).fetchone()
             session = _decode(session_id, row[0])
             change(session)
             session.updated_at = time.time()
             self._write(db, session)
+            if force:
+                _execute(db, "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
+                         "WHERE id = ? AND lease_owner IS NOT ?", session_id, owner)
         return session
 
-    def _check_lease(self, db: sqlite3.Connection, session_id: str, owner: str | None) -> None:
-        """Raise unless ``owner`` may write: nobody else alive holds the session's lease."""
-        row = db.execute(
-            "SELECT lease_owner, lease_until FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
+    def _check_lease(self, db: sqlite3.Connection, session_id: str, owner: str | None, *,
+                     force: bool = False, holding: bool = False) -> None:
+        """Raise unless ``owner`` may write: nobody else alive holds the session's lease.
+
+        With ``holding`` (a run's checkpoint), ``owner`` must still hold the lease itself: a
+        run whose lease was taken over (by force, or after it expired) never writes again.
+        """
+        row = _execute(db, "SELECT lease_owner, lease_until FROM sessions WHERE id = ?",
+                       session_id).fetchone()
         if row is None:
-            raise SessionNotFound(f"no session {session_id!r} in {self.path}")
-        if row[0] is not None and row[0] != owner and lease_alive(row[0], row[1]):
+            raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
+        if force or row[0] == owner:
+            return
+        if holding:
+            raise SessionBusy(f"session {session_id} was taken over by another process "
+                              f"({row[0] or 'and released'}); this run stops here")
+        if row[0] is not None and lease_alive(row[0], row[1]):
             raise SessionBusy(
-                f"session {session_id} is being run by another process ({row[0]}); "
-                "wait for it to stop"
+                f"session {session_id} is being run by another process ({row[0]}); wait for "
+                "it to stop (if you know it has, override with --force / force=True)"
             )
 
-    def acquire(self, session_id: str, owner: str) -> None:
+    def acquire(self, session_id: str, owner: str, *, force: bool = False) -> None:
+        """Take the session's lease; raises SessionBusy while a live process holds it.
+
+        With ``force``, take it even then (a person knows that process is gone). While this
+        store holds a lease it renews it, so a long tool call or a person slow to answer at
+        an approval prompt never lets a live run's lease expire.
+        """
         with self._transaction() as db:
-            self._check_lease(db, session_id, owner)
-            db.execute(
-                "UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?",
-                (owner, time.time() + LEASE_SECONDS, session_id),
-            )
+            self._check_lease(db, session_id, owner, force=force)
+            _execute(db, "UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?",
+                     owner, time.time() + LEASE_SECONDS, session_id)
+        self._renewer.hold(session_id, owner)
 
     def release(self, session_id: str, owner: str) -> None:
+        self._renewer.drop(session_id, owner)
         with self._transaction() as db:
-            db.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
-                "WHERE id = ? AND lease_owner = ?", (session_id, owner),
-            )
+            _execute(db, "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
+                     "WHERE id = ? AND lease_owner = ?", session_id, owner)
+
+    def _renew(self, held: _Leases) -> _Leases:
+        """Push the expiry of these leases forward; the ones no longer held are returned."""
+        lost: _Leases = []
+        with self._transaction() as db:
+            until = time.time() + LEASE_SECONDS
+            for session_id, owner in held:
+                cursor = _execute(db, "UPDATE sessions SET lease_until = ? "
+                                  "WHERE id = ? AND lease_owner = ?", until, session_id, owner)
+                if cursor.rowcount == 0:
+                    lost.append((session_id, owner))
+        return lost
 
     def close(self) -> None:
+        self._renewer.close()
         with self._lock:
             self._db.close()
+
+
+def storable(text: str) -> str:
+    """``text`` as valid Unicode: surrogate pairs joined, lone surrogates replaced by U+FFFD.
+
+    Every text the store binds goes through it: SQLite holds UTF-8, which cannot encode lone
+    surrogates (from ``surrogateescape``d file names or a model's broken ``\\ud800`` escape).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def _execute(db: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Cursor:
+    return db.execute(sql, [storable(p) if isinstance(p, str) else p for p in params])
+
+
+def _private_folder(folder: Path) -> None:
+    """Create ``folder`` and its missing parents, each 0700; folders that exist are kept."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        with suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+
+
+def _can_write(path: Path) -> bool:
+    """Whether the database file's folder, and the file if it exists, can be written."""
+    folder_ok = os.access(path.parent, os.W_OK) if path.parent.exists() else True
+    return folder_ok and (not path.exists() or os.access(path, os.W_OK))
+
+
+def _private_file(path: Path) -> None:
+    """Create an empty database file readable only by its owner, unless it exists."""
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _connect_readonly(uri: str) -> sqlite3.Connection:
+    return sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None,
+                           check_same_thread=False)
+
+
+def _has_sessions_table(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
+                      ).fetchone() is not None
+
+
+def _empty_store() -> sqlite3.Connection:
+    """An empty store in memory that refuses writes: what a missing file reads as."""
+    db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    db.execute(_SCHEMA)
+    db.execute("PRAGMA query_only = ON")
+    return db
 
 
 def _decode(session_id: str, data: str) -> AgentSession:
