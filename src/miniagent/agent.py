@@ -18,12 +18,12 @@ from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.driver import InProcessEffects, drive, random_id
 from miniagent.runtime.guards import Limits
-from miniagent.runtime.incoming import storable
 from miniagent.runtime.loop import Rules
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, lease_options, new_owner
 from miniagent.store.memory import MemoryStore
 from miniagent.sync import run_coroutine
+from miniagent.text import storable
 from miniagent.tools.registry import Tool, ToolRegistry
 from miniagent.tools.source import ToolSet, ToolSource
 from miniagent.types import RunResult

@@ -12,24 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from typing import Any
 
+from miniagent.text import storable
 from miniagent.types import ModelResponse, Observation, ParsedOutput, ToolCall
 
 MAX_DEPTH = 64
 """The deepest nesting of tool arguments accepted (tool schemas rarely go past 5)."""
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-def storable(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD (the text itself when it has none)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATES.sub("\ufffd", text)
-    return text
 
 
 def response(reply: ModelResponse) -> ModelResponse:

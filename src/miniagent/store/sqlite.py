@@ -28,6 +28,7 @@ from miniagent.errors import (
 )
 from miniagent.session import AgentSession
 from miniagent.store.base import LEASE_SECONDS, LeaseRenewer, SessionSummary, lease_alive
+from miniagent.text import storable
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -266,19 +267,6 @@ class SQLiteStore:
         self._renewer.close()
         with self._lock:
             self._db.close()
-
-
-def storable(text: str) -> str:
-    """``text`` as valid Unicode: surrogate pairs joined, lone surrogates replaced by U+FFFD.
-
-    Every text the store binds goes through it: SQLite holds UTF-8, which cannot encode lone
-    surrogates (from ``surrogateescape``d file names or a model's broken ``\\ud800`` escape).
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
 
 
 def _execute(db: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Cursor:
