@@ -20,7 +20,7 @@ from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.loop import Rules, StepLogic
 from miniagent.session import AgentSession
-from miniagent.types import Decision, ModelRequest, PendingApproval, ToolCall
+from miniagent.types import CallRecord, Decision, ModelRequest, PendingApproval, ToolCall
 
 
 @tool
@@ -70,7 +70,7 @@ class FakeEffects:
         self.recorded[call.id] = observation
         return observation
 
-    async def checkpoint(self, session: AgentSession) -> None:
+    async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
         self.saved.append(json.dumps(session.to_dict(), ensure_ascii=False))
 
     async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:

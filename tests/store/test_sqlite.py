@@ -227,3 +227,56 @@ def test_a_readonly_store_that_does_not_exist_is_empty_and_stays_missing(tmp_pat
     with pytest.raises(SessionNotFound):
         store.load("abc")
     assert not path.parent.exists()
+
+
+def test_a_completed_call_is_saved_alone_and_read_back_until_the_next_full_save(
+        tmp_path: Path) -> None:
+    from miniagent.types import CallRecord, Message, Observation, Step, ToolCall
+
+    store = SQLiteStore(tmp_path / "s.db")
+    session = AgentSession.start("q", id="s-calls", at=1.0)
+    calls = [ToolCall(id=f"c{i}", name="t") for i in range(3)]
+    session.messages.append(Message(role="assistant", content="", tool_calls=calls))
+    records = [CallRecord(call=c) for c in calls]
+    for record in records:
+        record.move("started", "about to run", 2.0)
+    session.steps.append(Step(index=1, calls=records))
+    session.phase = "tools"
+    store.save(session)
+    row_before = sqlite3.connect(tmp_path / "s.db").execute(
+        "SELECT data FROM sessions WHERE id = 's-calls'").fetchone()[0]
+    records[1].observation = Observation(call_id="c1", tool_name="t", output="one 一")
+    records[1].move("completed", "the tool returned", 3.0)
+    store.save_call(session, records[1])
+    # the session's row is not rewritten: the save cost follows the call
+    db = sqlite3.connect(tmp_path / "s.db")
+    assert db.execute("SELECT data FROM sessions WHERE id = 's-calls'").fetchone()[0] == row_before
+    loaded = SQLiteStore(tmp_path / "s.db").load("s-calls")  # as another process sees it
+    assert [r.state for r in loaded.steps[0].calls] == ["started", "completed", "started"]
+    assert loaded.steps[0].calls[1].observation.output == "one 一"  # type: ignore[union-attr]
+    store.save(session)  # the next full save takes the call in and clears its row
+    assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
+    assert SQLiteStore(tmp_path / "s.db").load("s-calls") == session
+
+
+def test_a_thousand_calls_in_one_step_complete_on_sqlite(tmp_path: Path) -> None:
+    import json
+
+    from miniagent import Agent, ScriptedModel, tool
+
+    @tool
+    def ping(n: int) -> str:
+        """Ping."""
+        return f"pong {n}"
+
+    calls = [{"id": f"c{i}", "type": "function",
+              "function": {"name": "ping", "arguments": json.dumps({"n": i})}}
+             for i in range(1000)]
+    model = ScriptedModel([{"content": None, "tool_calls": calls}, {"content": "done"}],
+                          tool_mode="native")
+    store = SQLiteStore(tmp_path / "s.db")
+    result = Agent(model=model, tools=[ping], store=store, max_calls_per_step=1000).run("q")
+    assert result.status == "completed"
+    loaded = store.load(result.session_id)
+    assert len(loaded.steps[0].observations) == 1000
+    assert loaded.steps[0].observations[-1].output == "pong 999"

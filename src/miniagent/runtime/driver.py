@@ -28,6 +28,7 @@ from miniagent.store.base import CheckpointStore
 from miniagent.threads import run_in_daemon_thread
 from miniagent.tools.registry import ToolRegistry
 from miniagent.types import (
+    CallRecord,
     Decision,
     ModelRequest,
     ModelResponse,
@@ -65,8 +66,11 @@ class InProcessEffects:
     async def run_tool(self, call: ToolCall) -> Observation:
         return await self.tools.execute(call)
 
-    async def checkpoint(self, session: AgentSession) -> None:
-        self.store.save(session, owner=self.owner)
+    async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
+        if call is None:
+            self.store.save(session, owner=self.owner)
+        else:
+            self.store.save_call(session, call, owner=self.owner)
 
     async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
         """Ask the inline approver, if any; without one every call keeps waiting."""

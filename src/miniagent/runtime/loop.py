@@ -59,8 +59,9 @@ class Effects(Protocol):
         """Run one validated call of a registered tool; never raises."""
         ...
 
-    async def checkpoint(self, session: AgentSession) -> None:
-        """Save the session (or nothing, where history is the checkpoint)."""
+    async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
+        """Save the session (or nothing, where history is the checkpoint). With ``call``, what
+        changed since the last checkpoint is that one call's completion."""
         ...
 
     async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
@@ -337,15 +338,15 @@ class StepLogic:
         record.observation = observation
         record.move("completed", "the tool returned", self.fx.now())
         step.tool_time = max(step.tool_time, observation.elapsed)
-        await self._checkpoint(session)  # completed is on disk as soon as it is known
+        await self._checkpoint(session, record)  # completed is on disk as soon as it is known
         self._emit(ev.ToolFinished, session, span=span, parent=parent, step=step.index,
                    call=record.call, observation=observation)
 
     # -- helpers --------------------------------------------------------------------------
 
-    async def _checkpoint(self, session: AgentSession) -> None:
+    async def _checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
         session.updated_at = self.fx.now()
-        await self.fx.checkpoint(session)
+        await self.fx.checkpoint(session, call)
 
     def _step_span(self, index: int) -> str:
         """The span of step ``index`` (a resumed step gets a new one in this run)."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from miniagent.session import AgentSession
+from miniagent.types import CallRecord
 
 log = logging.getLogger("miniagent")
 
@@ -49,6 +50,12 @@ class CheckpointStore(Protocol):
 
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
         """Insert or replace ``session``; with ``owner``, check and refresh that owner's lease."""
+        ...
+
+    def save_call(self, session: AgentSession, record: CallRecord, *,
+                  owner: str | None = None) -> None:
+        """Save one call of the session's last step (just completed), at a cost proportional
+        to that call, not to the session; the next :meth:`save` takes it in."""
         ...
 
     def load(self, session_id: str) -> AgentSession:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from miniagent.errors import SessionBusy, SessionNotFound
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import SessionSummary
+from miniagent.types import CallRecord
 
 
 class MemoryStore:
@@ -45,6 +46,11 @@ class MemoryStore:
         finished.sort(key=lambda s: s.updated_at)
         for old in finished[: max(0, len(finished) - self.keep_finished)]:
             del self._sessions[old.id]
+
+    def save_call(self, session: AgentSession, record: CallRecord, *,
+                  owner: str | None = None) -> None:
+        """The session object is kept itself: saving one call is saving it (O(1))."""
+        self.save(session, owner=owner)
 
     def load(self, session_id: str) -> AgentSession:
         with self._lock:

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from miniagent.errors import (
 from miniagent.session import AgentSession
 from miniagent.store.base import LEASE_SECONDS, LeaseRenewer, SessionSummary, lease_alive
 from miniagent.text import storable
+from miniagent.types import CallRecord
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -43,6 +45,17 @@ CREATE TABLE IF NOT EXISTS sessions (
     lease_until REAL
 )
 """
+
+_CALLS = """
+CREATE TABLE IF NOT EXISTS calls (
+    session_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (session_id, call_id)
+)
+"""
+"""Calls saved one by one since their session's last full save (see ``save_call``)."""
 
 _Leases = list[tuple[str, str]]  # (session id, owner)
 
@@ -92,6 +105,7 @@ class SQLiteStore:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(_SCHEMA)
+        db.execute(_CALLS)
         return db
 
     def _open_readonly(self) -> sqlite3.Connection:
@@ -151,9 +165,24 @@ class SQLiteStore:
                 _execute(db, "UPDATE sessions SET lease_until = ? WHERE id = ? AND lease_owner = ?",
                          time.time() + LEASE_SECONDS, session.id, owner)
 
+    def save_call(self, session: AgentSession, record: CallRecord, *,
+                  owner: str | None = None) -> None:
+        """Save one completed call in a row of its own: the cost follows the call, not the
+        session (a whole-session write per call made a step of 1,000 calls quadratic). The
+        lease is checked but not refreshed here (refreshing rewrites the session's row); the
+        store's renewal keeps it."""
+        data = json.dumps(asdict(record), ensure_ascii=False, separators=(",", ":"))
+        with self._transaction() as db:
+            if owner is not None:
+                self._check_lease(db, session.id, owner, holding=True)
+            _execute(db, "INSERT OR REPLACE INTO calls (session_id, call_id, step, data) "
+                     "VALUES (?, ?, ?, ?)", session.id, record.call.id, len(session.steps), data)
+
     @staticmethod
     def _write(db: sqlite3.Connection, session: AgentSession) -> None:
+        """Write the whole session; the calls saved one by one are in it now."""
         data = json.dumps(session.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        _execute(db, "DELETE FROM calls WHERE session_id = ?", session.id)
         _execute(
             db,
             "INSERT INTO sessions (id, status, question, steps, created_at, updated_at, data) "
@@ -166,13 +195,27 @@ class SQLiteStore:
     def load(self, session_id: str) -> AgentSession:
         with self._lock:
             try:
-                row = _execute(self._db, "SELECT data FROM sessions WHERE id = ?",
-                               session_id).fetchone()
+                self._db.execute("BEGIN")  # one snapshot of the session and its saved calls
+                try:
+                    row = _execute(self._db, "SELECT data FROM sessions WHERE id = ?",
+                                   session_id).fetchone()
+                    calls = self._saved_calls(self._db, session_id) if row else []
+                finally:
+                    self._db.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
         if row is None:
             raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
-        return _decode(session_id, row[0])
+        return _with_calls(_decode(session_id, row[0]), calls)
+
+    @staticmethod
+    def _saved_calls(db: sqlite3.Connection, session_id: str) -> list[tuple[int, str]]:
+        """(step, data) of calls saved since the session's last full save."""
+        try:
+            return _execute(db, "SELECT step, data FROM calls WHERE session_id = ?",
+                            session_id).fetchall()
+        except sqlite3.OperationalError:  # a store made before the calls table, read-only
+            return []
 
     def list(self, limit: int = 50) -> list[SessionSummary]:
         with self._lock:
@@ -201,7 +244,7 @@ class SQLiteStore:
         with self._transaction() as db:
             self._check_lease(db, session_id, owner, force=force)
             row = _execute(db, "SELECT data FROM sessions WHERE id = ?", session_id).fetchone()
-            session = _decode(session_id, row[0])
+            session = _with_calls(_decode(session_id, row[0]), self._saved_calls(db, session_id))
             change(session)
             session.updated_at = time.time()
             self._write(db, session)
@@ -310,8 +353,31 @@ def _empty_store() -> sqlite3.Connection:
     """An empty store in memory that refuses writes: what a missing file reads as."""
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     db.execute(_SCHEMA)
+    db.execute(_CALLS)
     db.execute("PRAGMA query_only = ON")
     return db
+
+
+def _with_calls(session: AgentSession, saved: list[tuple[int, str]]) -> AgentSession:
+    """The session with the calls saved one by one put back in their step."""
+    if not saved:
+        return session
+    from pydantic import TypeAdapter, ValidationError
+
+    adapter = TypeAdapter(CallRecord)
+    for step_number, data in saved:
+        if not 1 <= step_number <= len(session.steps):
+            continue  # a row left from a step the session no longer has: ignore it
+        calls = session.steps[step_number - 1].calls
+        try:
+            record = adapter.validate_json(data)
+        except ValidationError as exc:
+            raise StoreCorrupted(f"session {session.id} is damaged: a saved call is invalid "
+                                 f"({exc.error_count()} field(s))") from None
+        for position, old in enumerate(calls):
+            if old.call.id == record.call.id:
+                calls[position] = record
+    return session
 
 
 def _decode(session_id: str, data: str) -> AgentSession:
