@@ -16,6 +16,7 @@ Parsing lives in :mod:`miniagent.protocol.react_parser`.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -159,6 +160,10 @@ class ReactProtocol:
 
     name = "react"
 
+    def __init__(self) -> None:
+        # (instructions, [(name, description, copy of parameters)], prompt) of the last render
+        self._last_prompt: tuple[str | None, list[tuple[str, str, Any]], str] | None = None
+
     def render(
         self,
         messages: Sequence[Message],
@@ -178,9 +183,24 @@ class ReactProtocol:
             A :class:`ModelRequest` with wire messages, no ``tools`` field and
             :data:`STOP_WORDS`.
         """
-        wire = [{"role": "system", "content": render_system_prompt(tools, instructions)}]
+        wire = [{"role": "system", "content": self._system_prompt(tools, instructions)}]
         wire.extend(_wire_message(m) for m in messages)
         return ModelRequest(messages=wire, tools=None, stop=list(STOP_WORDS))
+
+    def _system_prompt(self, tools: Sequence[ToolLike], instructions: str | None) -> str:
+        """:func:`render_system_prompt`, reused while tools and instructions stay equal.
+
+        Every step of every run of an agent renders the same prompt; comparing the tools with
+        the last ones costs a fraction of building it (its JSON encoding of each schema).
+        The schemas are compared by value with a copy, so one changed in place is seen.
+        """
+        specs = [(t.name, t.description, t.parameters) for t in tools]
+        last = self._last_prompt  # one read: a render on another thread may replace it
+        if last is not None and last[0] == instructions and last[1] == specs:
+            return last[2]
+        prompt = render_system_prompt(tools, instructions)
+        self._last_prompt = (instructions, copy.deepcopy(specs), prompt)
+        return prompt
 
     def parse(self, response: ModelResponse) -> ParsedOutput:
         """Parse a model response; never raises.
