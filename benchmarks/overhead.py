@@ -391,19 +391,46 @@ def concurrency(sizes: list[int], latency: float, pool: int | None, stub_kind: s
 
 
 def profile_agent(sizes: list[int], latency: float, pool: int | None, stub_kind: str,
-                  timeout: float, top: int) -> None:
-    """cProfile around the agent's gather, sorted by own time (the event loop's thread only)."""
+                  timeout: float, top: int, collect: bool) -> None:
+    """cProfile around the agent's gather, sorted by own time (the event loop's thread only).
+
+    A garbage collection is charged to whichever function allocated when it started, so
+    with ``collect`` the own times of allocating functions include the collector's pauses
+    (its total is printed); without, the collector is off during the burst and the own
+    times are the functions' alone.
+    """
     for n in sizes:
         profile = Profile()
         with stub_server(latency, fast=stub_kind == "fast") as stub:
             work = partial(agent_burst, stub.url, n, pool or n, profile)
-            side = asyncio.run(timed(work, stub, timeout))
-        print(f"\n(d) cProfile of {n} concurrent agent runs: {side.wall or 0:.2f} s under the "
-              f"profiler, {side.done}/{n} completed {side.error}")
+            if not collect:
+                gc.disable()
+            try:
+                side = asyncio.run(timed(work, stub, timeout))
+            finally:
+                gc.enable()
+        where = (f"garbage collector on: {side.gc:.2f} s of collections charged to the "
+                 "functions that allocated" if collect else "garbage collector off")
+        print(f"\n(d) cProfile of {n} concurrent agent runs ({where}): {side.wall or 0:.2f} s "
+              f"under the profiler, {side.done}/{n} completed {side.error}")
         out = io.StringIO()
         stats = pstats.Stats(profile, stream=out)
         stats.sort_stats("tottime").print_stats(top)
         print("\n".join(line for line in out.getvalue().splitlines() if line.strip()))
+        print_time_by_file(stats)
+
+
+def print_time_by_file(stats: pstats.Stats, top: int = 15) -> None:
+    """Own time summed per source file (builtins by name): which module the time goes to."""
+    by_file: dict[str, float] = {}
+    raw: dict[tuple[str, int, str], tuple[Any, ...]] = stats.stats  # type: ignore[attr-defined]
+    for (file, _line, name), (_cc, _nc, own, _cum, _callers) in raw.items():
+        where = name if file == "~" else file.rpartition("/src/")[2].rpartition("/lib/")[2]
+        by_file[where] = by_file.get(where, 0.0) + own
+    total = sum(by_file.values()) or 1.0
+    print(f"    own time by file (total {total:.2f} s):")
+    for where, own in sorted(by_file.items(), key=lambda item: -item[1])[:top]:
+        print(f"    {own:7.3f} s {own / total:5.1%}  {where}")
 
 
 def main() -> None:
@@ -424,6 +451,8 @@ def main() -> None:
     parser.add_argument("--profile", type=int, nargs="*", default=None, metavar="N",
                         help="profile the agent at these sizes (default 3000 10000)")
     parser.add_argument("--profile-top", type=int, default=30)
+    parser.add_argument("--profile-gc", choices=["on", "off"], default="off",
+                        help="keep the garbage collector on while profiling")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}, "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
@@ -435,7 +464,7 @@ def main() -> None:
                 args.size_timeout, max(1, args.repeat))
     if args.profile is not None:
         profile_agent(args.profile or [3000, 10000], args.latency, args.max_connections,
-                      args.stub, args.size_timeout, args.profile_top)
+                      args.stub, args.size_timeout, args.profile_top, args.profile_gc == "on")
 
 
 if __name__ == "__main__":
