@@ -4,27 +4,48 @@ Prints:
   (a) runtime overhead per step: a 3-step ReAct run (render, HTTP, parse, a sync tool in a
       worker thread, events) against raw HTTP round trips of the same size to the same server;
   (b) `import miniagent` time against a bare interpreter start;
-  (c) wall time of 200 and 1,000 concurrent 3-step runs against a server answering in 100 ms,
-      against the ideal 0.3 s.
+  (c) wall time of 1,000, 3,000 and 10,000 concurrent 3-step runs against a server answering
+      in 100 ms, each against a raw asyncio floor measured in the same process run: the same
+      3 request bodies per run, the same number of concurrent runs and of connections, the
+      same stub server, sent with plain asyncio streams and no miniagent code
+      (``raw_floor.py``); the ratio agent/floor is the figure to watch;
+  (d) with ``--profile``: cProfile of the agent's runs at the given sizes, by own time.
 
-The stub server runs in its own process, so its work does not share the client's event loop.
-Usage: python benchmarks/overhead.py [--rounds 5] [--runs 100] [--concurrency 200 1000]
+The stub server runs in its own process, so its work does not share the client's event loop;
+(c) uses the minimal-work stub (``react_stub.py --fast``) unless ``--stub full``, and says
+when the stub used most of a core. Each side of each size has a timeout, and a size that
+fails prints its row anyway. Nothing but 127.0.0.1 is contacted; every stub is stopped.
+
+Usage: python benchmarks/overhead.py [--rounds 5] [--runs 100]
+       [--concurrency 1000 3000 10000] [--max-connections N] [--stub fast|full]
+       [--size-timeout 60] [--repeat 1] [--only-concurrency] [--profile 3000 10000]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import io
+import os
+import pstats
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from cProfile import Profile
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
+
+from raw_floor import floor_runs
+from react_stub import raise_nofile_limit
 
 from miniagent import Agent, OpenAICompatibleModel, tool
-from miniagent.models.http import HttpClient
+from miniagent.models.http import HttpClient, HttpResponse
 from miniagent.protocol.react import ReactProtocol
 
 STUB = Path(__file__).with_name("react_stub.py")
@@ -41,20 +62,67 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+@dataclass(kw_only=True)
+class Stub:
+    url: str
+    pid: int
+
+
 @contextmanager
-def stub_server(latency: float) -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, str(STUB), "--latency", str(latency)],
+def stub_server(latency: float, *, fast: bool = False) -> Iterator[Stub]:
+    command = [sys.executable, str(STUB), "--latency", str(latency)]
+    proc = subprocess.Popen([*command, "--fast"] if fast else command,
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        yield proc.stdout.readline().strip()
+        url = proc.stdout.readline().strip()
+        if not url:
+            raise RuntimeError(f"the stub server did not start (exit code {proc.poll()})")
+        yield Stub(url=url, pid=proc.pid)
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
-def make_agent(base_url: str) -> Agent:
-    model = OpenAICompatibleModel(base_url=base_url, model="bench", tool_mode="react")
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc; None elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def listen_overflows() -> int | None:
+    """The kernel's count of connections dropped for a full listen queue (Linux only)."""
+    try:
+        with open("/proc/net/netstat") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:]))
+            return int(table.get("ListenOverflows", 0))
+    return None
+
+
+def read_int(path: str) -> int | str:
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return "unknown"
+
+
+def make_agent(base_url: str, client: HttpClient | None = None) -> Agent:
+    model = OpenAICompatibleModel(base_url=base_url, model="bench", tool_mode="react",
+                                  client=client)
     return Agent(model=model, tools=[add], max_steps=5)
 
 
@@ -120,31 +188,283 @@ def import_time(repeats: int = 7) -> None:
     print(f"    import + define a first @tool (loads pydantic): {(first_tool - bare) * 1e3:.0f} ms")
 
 
-async def concurrent_runs(base_url: str, n: int) -> None:
-    agent = make_agent(base_url)
-    await agent.arun("warm up")
-    started = time.perf_counter()
-    results = await asyncio.gather(*(agent.arun(f"question {i}") for i in range(n)))
-    wall = time.perf_counter() - started
-    await agent.model.aclose()
-    done = sum(r.status == "completed" for r in results)
-    print(f"(c) {n:>5} concurrent 3-step runs: {wall:.2f} s, x{wall / 0.3:.2f} the ideal 0.3 s "
-          f"({done}/{n} completed; target within 2x)")
+# -- (c) concurrency against the raw asyncio floor ------------------------------------------
+
+QUESTION = "question {:06d}"  # fixed width: every run sends bodies of the same size
+
+
+class RecordingClient(HttpClient):
+    """An HttpClient that keeps every request body it sends (to give the floor the same)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bodies: list[bytes] = []
+
+    async def post_json(self, url: str, payload: dict[str, Any] | bytes,
+                        headers: dict[str, str] | None = None, timeout: float = 60.0
+                        ) -> HttpResponse:
+        assert isinstance(payload, bytes)
+        self.bodies.append(payload)
+        return await super().post_json(url, payload, headers, timeout)
+
+
+async def agent_bodies(base_url: str) -> list[bytes]:
+    """The bodies a 3-step run sends at each step (the question's digits aside)."""
+    client = RecordingClient()
+    agent = make_agent(base_url, client)
+    result = await agent.arun(QUESTION.format(0))
+    await client.aclose()
+    if result.status != "completed" or len(client.bodies) != 3:
+        raise RuntimeError(f"the capture run did not take 3 steps: {result.reason}")
+    return client.bodies
+
+
+@dataclass(kw_only=True)
+class Side:
+    """One timed burst of concurrent runs (the agent's or the floor's)."""
+
+    wall: float | None = None
+    done: int = 0
+    client_cpu: float = 0.0  # seconds of this process (all threads)
+    stub_cpu: float | None = None  # seconds of the stub process
+    overflows: int | None = None  # listen queue overflows during the burst
+    gc: float = 0.0  # seconds the cyclic garbage collector ran during the burst
+    error: str = ""
+
+
+class GcTimer:
+    """Adds up the time the garbage collector runs while it is installed."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._start
+
+    def __enter__(self) -> GcTimer:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        gc.callbacks.remove(self)
+
+
+async def timed(work: Callable[[], Awaitable[tuple[float, int]]], stub: Stub, timeout: float
+                ) -> Side:
+    side = Side()
+    cpu0, stub0, over0 = time.process_time(), cpu_seconds(stub.pid), listen_overflows()
+    collector = GcTimer()
+    try:
+        with collector:
+            side.wall, side.done = await asyncio.wait_for(work(), timeout)
+    except asyncio.TimeoutError:
+        side.error = f"timed out after {timeout:g} s"
+    except Exception as exc:  # one failed size must not hide the others
+        side.error = f"{type(exc).__name__}: {exc}"
+    side.gc = collector.total
+    side.client_cpu = time.process_time() - cpu0
+    stub1, over1 = cpu_seconds(stub.pid), listen_overflows()
+    if stub0 is not None and stub1 is not None:
+        side.stub_cpu = stub1 - stub0
+    if over0 is not None and over1 is not None:
+        side.overflows = over1 - over0
+    return side
+
+
+async def agent_burst(base_url: str, n: int, max_connections: int, profile: Profile | None
+                      ) -> tuple[float, int]:
+    client = HttpClient(max_connections=max_connections)
+    agent = make_agent(base_url, client)
+    try:
+        await agent.arun("warm up")
+        runs = [agent.arun(QUESTION.format(i)) for i in range(n)]
+        started = time.perf_counter()
+        if profile is not None:
+            profile.enable()
+        try:
+            results = await asyncio.gather(*runs)
+        finally:
+            if profile is not None:
+                profile.disable()
+        wall = time.perf_counter() - started
+        return wall, sum(r.status == "completed" for r in results)
+    finally:
+        await client.aclose()
+
+
+@dataclass(kw_only=True)
+class Row:
+    n: int
+    agent: Side
+    floor: Side
+
+
+def measure(stub_kind: str, latency: float, n: int, pool: int | None, timeout: float,
+            repeat: int) -> Row:
+    """The floor's and the agent's burst of ``n`` runs, in turns on one fresh stub server;
+    each side's median (by wall time) of ``repeat`` bursts."""
+    connections = pool or n
+    floors, agents = [], []
+    with stub_server(latency, fast=stub_kind == "fast") as stub:
+        bodies = asyncio.run(agent_bodies(stub.url))
+        url = f"{stub.url}/chat/completions"
+        for _ in range(repeat):
+            floors.append(asyncio.run(timed(partial(floor_runs, url, bodies, n, connections),
+                                            stub, timeout)))
+            agents.append(asyncio.run(timed(
+                partial(agent_burst, stub.url, n, connections, None), stub, timeout)))
+    return Row(n=n, agent=_median(agents), floor=_median(floors))
+
+
+def _median(sides: list[Side]) -> Side:
+    """The median burst by wall time; failed bursts count as slowest."""
+    ranked = sorted(sides, key=lambda s: s.wall if s.wall is not None else float("inf"))
+    return ranked[(len(ranked) - 1) // 2]
+
+
+HEADER = ("      runs  agent s  floor s  agent/floor  agent/ideal  CPU s a/f  CPU a/f  "
+          "agent GC s  client CPU a/f  stub CPU a/f  completed a/f")
+
+
+def print_row(row: Row, ideal: float) -> None:
+    a, f = row.agent, row.floor
+    ratio = f"{a.wall / f.wall:.2f}x" if a.wall and f.wall else "n/a"
+    to_ideal = f"{a.wall / ideal:.2f}x" if a.wall else "n/a"
+
+    def wall(side: Side) -> str:
+        return f"{side.wall:.2f}" if side.wall is not None else "failed"
+
+    def share(seconds: float | None, side: Side) -> str:
+        return f"{seconds / side.wall:.0%}" if side.wall and seconds is not None else "?"
+
+    client = f"{share(a.client_cpu, a)}/{share(f.client_cpu, f)}"
+    stub = f"{share(a.stub_cpu, a)}/{share(f.stub_cpu, f)}"
+    cpu = f"{a.client_cpu:.2f}/{f.client_cpu:.2f}"
+    cpu_ratio = f"{a.client_cpu / f.client_cpu:.2f}x" if f.client_cpu else "n/a"
+    print(f"    {row.n:>6}  {wall(a):>7}  {wall(f):>7}  {ratio:>11}  {to_ideal:>11}  {cpu:>9}  "
+          f"{cpu_ratio:>7}  {a.gc:>10.2f}  {client:>14}  {stub:>12}  {a.done:>6}/{f.done:<6}",
+          flush=True)
+    notes = [f"{who}: {side.error}" for who, side in (("agent", a), ("floor", f)) if side.error]
+    notes += [f"{who}: {side.overflows} listen queue overflows (SYNs retried: latency)"
+              for who, side in (("agent", a), ("floor", f)) if side.overflows]
+    notes += [f"{who}: the stub used {side.stub_cpu / side.wall:.0%} of a core: it, not "
+              "the client, may be the limit" for who, side in (("agent", a), ("floor", f))
+              if side.wall and side.stub_cpu is not None and side.stub_cpu > 0.85 * side.wall]
+    for note in notes:
+        print(f"            ! {note}", flush=True)
+
+
+def concurrency(sizes: list[int], latency: float, pool: int | None, stub_kind: str,
+                timeout: float, repeat: int) -> None:
+    ideal = 3 * latency
+    soft, hard = raise_nofile_limit()
+    pool_text = (f"agent HttpClient(max_connections={pool}) and the floor's pool both capped "
+                 f"at {pool}" if pool else "agent HttpClient(max_connections=<runs>) and a "
+                 "floor pool of <runs>: one connection per run at most, on both sides")
+    print(f"(c) concurrent 3-step runs against a raw asyncio floor (same bodies, same {stub_kind} "
+          f"stub answering in {latency * 1e3:.0f} ms; ideal {ideal:.2f} s; target agent/floor "
+          "<= 1.5x)")
+    print(f"    connections: {pool_text}")
+    print(f"    open files: soft {soft}, hard {hard}; listen backlog capped by "
+          f"net.core.somaxconn = {read_int('/proc/sys/net/core/somaxconn')}; "
+          f"timeout {timeout:g} s per burst; median of {repeat} burst(s) per side")
+    print(HEADER)
+    for n in sizes:
+        need = n + 100
+        if soft < need:
+            print(f"    {n:>6}  skipped: needs ~{need} open files, the limit is {soft}")
+            continue
+        try:
+            row = measure(stub_kind, latency, n, pool, timeout, repeat)
+        except Exception as exc:  # the stub failed to start, say: the next size still runs
+            print(f"    {n:>6}  failed: {type(exc).__name__}: {exc}", flush=True)
+            continue
+        print_row(row, ideal)
+    print("    CPU s: the client process's CPU seconds (every thread, the sync tool's workers "
+          "too), agent/floor;\n    client and stub CPU: CPU seconds over the wall time "
+          "(100% = one core busy); GC: time in the\n    cyclic garbage collector during the "
+          "agent's burst. On a shared machine the CPU columns are steadier than wall.")
+
+
+def profile_agent(sizes: list[int], latency: float, pool: int | None, stub_kind: str,
+                  timeout: float, top: int, collect: bool) -> None:
+    """cProfile around the agent's gather, sorted by own time (the event loop's thread only).
+
+    A garbage collection is charged to whichever function allocated when it started, so
+    with ``collect`` the own times of allocating functions include the collector's pauses
+    (its total is printed); without, the collector is off during the burst and the own
+    times are the functions' alone.
+    """
+    for n in sizes:
+        profile = Profile()
+        with stub_server(latency, fast=stub_kind == "fast") as stub:
+            work = partial(agent_burst, stub.url, n, pool or n, profile)
+            if not collect:
+                gc.disable()
+            try:
+                side = asyncio.run(timed(work, stub, timeout))
+            finally:
+                gc.enable()
+        where = (f"garbage collector on: {side.gc:.2f} s of collections charged to the "
+                 "functions that allocated" if collect else "garbage collector off")
+        print(f"\n(d) cProfile of {n} concurrent agent runs ({where}): {side.wall or 0:.2f} s "
+              f"under the profiler, {side.done}/{n} completed {side.error}")
+        out = io.StringIO()
+        stats = pstats.Stats(profile, stream=out)
+        stats.sort_stats("tottime").print_stats(top)
+        print("\n".join(line for line in out.getvalue().splitlines() if line.strip()))
+        print_time_by_file(stats)
+
+
+def print_time_by_file(stats: pstats.Stats, top: int = 15) -> None:
+    """Own time summed per source file (builtins by name): which module the time goes to."""
+    by_file: dict[str, float] = {}
+    raw: dict[tuple[str, int, str], tuple[Any, ...]] = stats.stats  # type: ignore[attr-defined]
+    for (file, _line, name), (_cc, _nc, own, _cum, _callers) in raw.items():
+        where = name if file == "~" else file.rpartition("/src/")[2].rpartition("/lib/")[2]
+        by_file[where] = by_file.get(where, 0.0) + own
+    total = sum(by_file.values()) or 1.0
+    print(f"    own time by file (total {total:.2f} s):")
+    for where, own in sorted(by_file.items(), key=lambda item: -item[1])[:top]:
+        print(f"    {own:7.3f} s {own / total:5.1%}  {where}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=100)
-    parser.add_argument("--concurrency", type=int, nargs="*", default=[200, 1000])
+    parser.add_argument("--concurrency", type=int, nargs="*", default=[1000, 3000, 10000])
+    parser.add_argument("--latency", type=float, default=0.1,
+                        help="the stub's answer time in (c) and (d), seconds")
+    parser.add_argument("--max-connections", type=int, default=None,
+                        help="cap both sides at this many connections (default: one per run)")
+    parser.add_argument("--stub", choices=["fast", "full"], default="fast")
+    parser.add_argument("--size-timeout", type=float, default=60.0,
+                        help="seconds each side of each size may take")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="bursts per side and size in (c); the median is shown")
+    parser.add_argument("--only-concurrency", action="store_true", help="skip (a) and (b)")
+    parser.add_argument("--profile", type=int, nargs="*", default=None, metavar="N",
+                        help="profile the agent at these sizes (default 3000 10000)")
+    parser.add_argument("--profile-top", type=int, default=30)
+    parser.add_argument("--profile-gc", choices=["on", "off"], default="off",
+                        help="keep the garbage collector on while profiling")
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}")
-    with stub_server(0.0) as url:
-        asyncio.run(overhead_per_step(url, args.rounds, args.runs))
-    import_time()
-    with stub_server(0.1) as url:
-        for n in args.concurrency:
-            asyncio.run(concurrent_runs(url, n))
+    print(f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}, "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    if not args.only_concurrency:
+        with stub_server(0.0) as stub:
+            asyncio.run(overhead_per_step(stub.url, args.rounds, args.runs))
+        import_time()
+    concurrency(args.concurrency, args.latency, args.max_connections, args.stub,
+                args.size_timeout, max(1, args.repeat))
+    if args.profile is not None:
+        profile_agent(args.profile or [3000, 10000], args.latency, args.max_connections,
+                      args.stub, args.size_timeout, args.profile_top, args.profile_gc == "on")
 
 
 if __name__ == "__main__":

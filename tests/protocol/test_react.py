@@ -169,6 +169,26 @@ def test_render_is_deterministic_and_pure() -> None:
     assert proto.render(msgs, tools).stop == STOP_WORDS
 
 
+def test_render_reuses_the_system_prompt_only_while_tools_and_instructions_are_equal() -> None:
+    proto = ReactProtocol()
+    tools = copy.deepcopy(TOOLS)
+    user = [Message(role="user", content="hi")]
+
+    def system(tools: list[FakeTool], instructions: str | None = None) -> str:
+        content = proto.render(user, tools, instructions).messages[0]["content"]
+        assert content == render_system_prompt(tools, instructions)
+        return str(content)
+
+    first = system(tools)
+    assert system(tools) is first  # reused
+    assert "Be brief." in system(tools, "Be brief.")
+    assert "weather" not in system(tools[:1])
+    tools[0].parameters["properties"]["expression"]["description"] = "a formula"
+    assert "a formula" in system(tools)  # a schema changed in place is seen
+    tools[0].description = "Compute."
+    assert "Compute." in system(tools)
+
+
 def test_format_error_observation() -> None:
     text = format_error_observation("no 'Action:' or 'Final Answer:' found", ["calc", "weather"])
     assert "no 'Action:' or 'Final Answer:' found" in text

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import socket
+import sys
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -304,6 +305,10 @@ class HttpClient:
         origin, target, host = _split_url(url)
         head = _head(method, target, host, headers or {}, len(body))
         try:
+            if sys.version_info >= (3, 11):
+                # a timer on the caller's task; wait_for would start a task per request
+                async with asyncio.timeout(timeout):
+                    return await self._exchange(origin, method, head, body)
             return await asyncio.wait_for(self._exchange(origin, method, head, body), timeout)
         except asyncio.TimeoutError:
             where = f"{origin[1]}:{origin[2]}"

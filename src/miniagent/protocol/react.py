@@ -17,6 +17,7 @@ Parsing lives in :mod:`miniagent.protocol.react_parser`, the grammar in
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -173,6 +174,8 @@ class ReactProtocol:
         self._grammars: OrderedDict[tuple[tuple[str, int], ...], tuple[str, list[ToolLike]]] = (
             OrderedDict())
         self._cache_size = max(1, grammar_cache)
+        # (instructions, [(name, description, copy of parameters)], prompt) of the last render
+        self._last_prompt: tuple[str | None, list[tuple[str, str, Any]], str] | None = None
 
     def render(
         self,
@@ -193,7 +196,7 @@ class ReactProtocol:
             A :class:`ModelRequest` with wire messages, no ``tools`` field,
             :data:`STOP_WORDS` and (with ``grammar``) the tools' grammar.
         """
-        wire = [{"role": "system", "content": render_system_prompt(tools, instructions)}]
+        wire = [{"role": "system", "content": self._system_prompt(tools, instructions)}]
         wire.extend(_wire_message(m) for m in messages)
         return ModelRequest(messages=wire, tools=None, stop=list(STOP_WORDS),
                             grammar=self.grammar_for(tools) if self.grammar else None,
@@ -214,6 +217,21 @@ class ReactProtocol:
         if len(self._grammars) > self._cache_size:
             self._grammars.popitem(last=False)
         return grammar
+
+    def _system_prompt(self, tools: Sequence[ToolLike], instructions: str | None) -> str:
+        """:func:`render_system_prompt`, reused while tools and instructions stay equal.
+
+        Every step of every run of an agent renders the same prompt; comparing the tools with
+        the last ones costs a fraction of building it (its JSON encoding of each schema).
+        The schemas are compared by value with a copy, so one changed in place is seen.
+        """
+        specs = [(t.name, t.description, t.parameters) for t in tools]
+        last = self._last_prompt  # one read: a render on another thread may replace it
+        if last is not None and last[0] == instructions and last[1] == specs:
+            return last[2]
+        prompt = render_system_prompt(tools, instructions)
+        self._last_prompt = (instructions, copy.deepcopy(specs), prompt)
+        return prompt
 
     def parse(self, response: ModelResponse, request: ModelRequest | None = None) -> ParsedOutput:
         """Parse a model response; never raises.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 from miniagent.errors import SessionBusy, SessionNotFound
@@ -20,16 +21,27 @@ from miniagent.types import CallRecord
 class MemoryStore:
     """A dict of sessions, with the same locking semantics as :class:`SQLiteStore`.
 
+    Finished sessions (completed, cancelled, ...) that no task holds a lease on queue up in
+    the order they were last saved or released; once more than ``keep_finished`` of them are
+    queued, the oldest are dropped, so a long-lived process does not grow without bound. A
+    finished session saved again moves to the back of the queue. Resumable sessions (any
+    status not in ``FINAL``) and sessions holding a lease are never dropped. Every method
+    but :meth:`list` takes O(1) time.
+
+    The store learns a session's status when it is saved, updated or released; a session
+    object changed in place (it is the same object :meth:`load` returns) without one of those
+    keeps its place.
+
     Args:
-        keep_finished: how many finished sessions (completed, cancelled, ...) to keep for
-            inspection; older ones are dropped so a long-lived process does not grow without
-            bound. Resumable sessions are always kept.
+        keep_finished: How many finished sessions without a lease to keep for inspection.
     """
 
     def __init__(self, keep_finished: int = 1000) -> None:
         self.keep_finished = keep_finished
         self._sessions: dict[str, AgentSession] = {}
         self._leases: dict[str, str] = {}
+        # ids of finished, unleased sessions, oldest first: the only ones that may be dropped
+        self._droppable: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
 
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
@@ -37,15 +49,18 @@ class MemoryStore:
             if owner is not None:
                 self._check_lease(session.id, owner)
             self._sessions[session.id] = session
-            if len(self._sessions) > 2 * self.keep_finished:
-                self._drop_oldest_finished()
+            self._enqueue(session)
 
-    def _drop_oldest_finished(self) -> None:
-        finished = [s for s in self._sessions.values()
-                    if s.status in FINAL and s.id not in self._leases]
-        finished.sort(key=lambda s: s.updated_at)
-        for old in finished[: max(0, len(finished) - self.keep_finished)]:
-            del self._sessions[old.id]
+    def _enqueue(self, session: AgentSession) -> None:
+        """Put ``session`` at the back of the drop queue if it may be dropped, else take it
+        out; then drop from the front down to ``keep_finished``. Holds ``_lock``."""
+        sid = session.id
+        self._droppable.pop(sid, None)
+        if session.status in FINAL and sid not in self._leases:
+            self._droppable[sid] = None
+            while len(self._droppable) > self.keep_finished:
+                oldest, _ = self._droppable.popitem(last=False)
+                del self._sessions[oldest]
 
     def save_call(self, session: AgentSession, record: CallRecord, *,
                   owner: str | None = None) -> None:
@@ -56,7 +71,7 @@ class MemoryStore:
         with self._lock:
             session = self._sessions.get(session_id)
         if session is None:
-            raise SessionNotFound(f"no session {session_id!r} in this process's memory store")
+            raise _not_found(session_id)
         return session
 
     def list(self, limit: int = 50) -> list[SessionSummary]:
@@ -76,6 +91,8 @@ class MemoryStore:
             self._check_lease(session_id, owner)
             change(session)
             session.updated_at = time.time()
+            if self._sessions.get(session_id) is session:  # not dropped meanwhile
+                self._enqueue(session)
         return session
 
     def _check_lease(self, session_id: str, owner: str | None) -> None:
@@ -84,12 +101,21 @@ class MemoryStore:
             raise SessionBusy(f"session {session_id} is being run by another task ({holder})")
 
     def acquire(self, session_id: str, owner: str) -> None:
-        self.load(session_id)
         with self._lock:
+            if session_id not in self._sessions:
+                raise _not_found(session_id)
             self._check_lease(session_id, owner)
             self._leases[session_id] = owner
+            self._droppable.pop(session_id, None)
 
     def release(self, session_id: str, owner: str) -> None:
         with self._lock:
             if self._leases.get(session_id) == owner:
                 del self._leases[session_id]
+                session = self._sessions.get(session_id)
+                if session is not None:
+                    self._enqueue(session)
+
+
+def _not_found(session_id: str) -> SessionNotFound:
+    return SessionNotFound(f"no session {session_id!r} in this process's memory store")
