@@ -20,7 +20,7 @@ from miniagent.runtime.driver import InProcessEffects, drive, random_id
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.loop import Rules
 from miniagent.session import FINAL, AgentSession
-from miniagent.store.base import CheckpointStore, lease_options, new_owner
+from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.store.memory import MemoryStore
 from miniagent.sync import run_coroutine
 from miniagent.text import storable
@@ -139,7 +139,7 @@ class Agent:
     async def _drive(self, session_id: str, fresh: AgentSession | None,
                      on_event: Subscriber | None, force: bool = False) -> RunResult:
         owner = new_owner()
-        self.store.acquire(session_id, owner, **lease_options(force))
+        self.store.acquire(session_id, owner, force=force)
         try:
             session = fresh or self.store.load(session_id)
             if session.status in FINAL:
@@ -179,7 +179,7 @@ class Agent:
                 reason: str | None, force: bool = False) -> None:
         self.store.update(session_id,
                           lambda s: decide(s, call_id, approved, reason, at=time.time()),
-                          **lease_options(force))
+                          force=force)
 
     def cancel(self, session_id: str, reason: str = "cancelled by a person", *,
                force: bool = False) -> None:
@@ -226,7 +226,7 @@ def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,
                    force: bool = False) -> None:
     """End a session that no live process is running; it cannot be resumed afterwards."""
     owner = new_owner()
-    store.acquire(session_id, owner, **lease_options(force))
+    store.acquire(session_id, owner, force=force)
     try:
         store.update(session_id, lambda s: s.transition("cancelled", reason, at=time.time()),
                      owner=owner)

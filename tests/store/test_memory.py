@@ -141,3 +141,18 @@ def test_agent_runs_keep_only_the_last_finished_sessions() -> None:
     assert [r.status for r in results] == ["completed"] * 5
     assert kept_questions(store) == {"q3", "q4"}
     assert store.load(results[4].session_id).final_answer == "4"
+
+
+def test_force_overrides_a_held_lease_and_the_old_holder_can_no_longer_save() -> None:
+    store = MemoryStore()
+    session = waiting("held")
+    store.save(session)
+    store.acquire(session.id, "task-a")
+    with pytest.raises(SessionBusy):
+        store.update(session.id, lambda s: None)
+    store.update(session.id, lambda s: s.transition("cancelled", "by a person", at=2.0),
+                 force=True)
+    assert store.load(session.id).status == "cancelled"
+    with pytest.raises(SessionBusy, match="taken over"):
+        store.save(session, owner="task-a")
+    store.acquire(session.id, "task-b", force=True)

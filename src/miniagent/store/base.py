@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from miniagent.session import AgentSession
 from miniagent.types import CallRecord
@@ -43,9 +43,8 @@ class SessionSummary:
 class CheckpointStore(Protocol):
     """Saves and loads sessions; every method is atomic.
 
-    Stores shared between processes (:class:`~miniagent.store.SQLiteStore`) also take
-    ``force=True`` on ``acquire`` and ``update``: a person's override of a lease that looks
-    held, for when they know its owner is gone.
+    ``force=True`` on ``acquire`` and ``update`` is a person's override of a lease that looks
+    held, for when they know its owner is gone; the overridden owner's next save is refused.
     """
 
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
@@ -67,30 +66,20 @@ class CheckpointStore(Protocol):
         ...
 
     def update(self, session_id: str, change: Callable[[AgentSession], None], *,
-               owner: str | None = None) -> AgentSession:
+               owner: str | None = None, force: bool = False) -> AgentSession:
         """Load, apply ``change``, save, in one transaction (approvals from another process).
 
         Raises SessionBusy while a live process other than ``owner`` holds the lease.
         """
         ...
 
-    def acquire(self, session_id: str, owner: str) -> None:
+    def acquire(self, session_id: str, owner: str, *, force: bool = False) -> None:
         """Take the session's lease; raises SessionBusy while a live process holds it."""
         ...
 
     def release(self, session_id: str, owner: str) -> None:
         """Give the lease back (only if ``owner`` holds it)."""
         ...
-
-
-def lease_options(force: bool) -> dict[str, Any]:
-    """Keyword arguments for a store's ``acquire`` / ``update``: ``force`` only when it is set.
-
-    The in-process MemoryStore does not take ``force`` yet (its leases end with the process
-    that holds them); once every store does, ``force`` joins the protocol's signatures and
-    callers pass ``force=force`` directly.
-    """
-    return {"force": True} if force else {}
 
 
 def new_owner() -> str:

@@ -40,6 +40,7 @@ class MemoryStore:
         self.keep_finished = keep_finished
         self._sessions: dict[str, AgentSession] = {}
         self._leases: dict[str, str] = {}
+        self._revoked: set[str] = set()  # owners whose lease a forced decision took
         # ids of finished, unleased sessions, oldest first: the only ones that may be dropped
         self._droppable: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
@@ -48,6 +49,9 @@ class MemoryStore:
         with self._lock:
             if owner is not None:
                 self._check_lease(session.id, owner)
+                if owner in self._revoked:
+                    raise SessionBusy(f"session {session.id} was taken over by a forced "
+                                      "decision; this run's changes are not saved")
             self._sessions[session.id] = session
             self._enqueue(session)
 
@@ -85,10 +89,15 @@ class MemoryStore:
         ]
 
     def update(self, session_id: str, change: Callable[[AgentSession], None], *,
-               owner: str | None = None) -> AgentSession:
+               owner: str | None = None, force: bool = False) -> AgentSession:
+        """Apply ``change``; with ``force``, even while another task holds the lease, which is
+        then dropped (that task's next save is refused)."""
         session = self.load(session_id)
         with self._lock:
-            self._check_lease(session_id, owner)
+            if not force:
+                self._check_lease(session_id, owner)
+            elif self._leases.get(session_id) not in (None, owner):
+                self._revoked.add(self._leases.pop(session_id))
             change(session)
             session.updated_at = time.time()
             if self._sessions.get(session_id) is session:  # not dropped meanwhile
@@ -100,11 +109,12 @@ class MemoryStore:
         if holder is not None and holder != owner:
             raise SessionBusy(f"session {session_id} is being run by another task ({holder})")
 
-    def acquire(self, session_id: str, owner: str) -> None:
+    def acquire(self, session_id: str, owner: str, *, force: bool = False) -> None:
         with self._lock:
             if session_id not in self._sessions:
                 raise _not_found(session_id)
-            self._check_lease(session_id, owner)
+            if not force:
+                self._check_lease(session_id, owner)
             self._leases[session_id] = owner
             self._droppable.pop(session_id, None)
 
