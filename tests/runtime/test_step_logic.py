@@ -82,6 +82,8 @@ class FakeEffects:
     def new_id(self) -> str:
         return f"{next(self._ids):04x}"
 
+    observed: bool = True
+
     def emit(self, event: Event) -> None:
         self.events.append(event)
 

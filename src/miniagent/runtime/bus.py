@@ -42,6 +42,10 @@ class EventBus:
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
 
+    @property
+    def has_subscribers(self) -> bool:
+        return bool(self._subscribers)
+
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers = (*self._subscribers, subscriber)
 

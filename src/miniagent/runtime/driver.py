@@ -95,6 +95,10 @@ class InProcessEffects:
     def new_id(self) -> str:
         return self.ids()
 
+    @property
+    def observed(self) -> bool:
+        return bool(self.subscribers) or self.bus.has_subscribers
+
     def emit(self, event: Event) -> None:
         self.bus.emit(event, self.subscribers)
 

@@ -5,7 +5,6 @@ The deadline is the driver's (it owns the clock); these are plain checks over th
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -60,7 +59,8 @@ _SPACES = re.compile(r"\s+")
 
 
 def _normalise(value: Any) -> Any:
-    """Make near-identical arguments compare equal: case, spacing, key order, 2 vs 2.0."""
+    """A hashable form in which near-identical arguments are equal: case, spacing, key order,
+    2 vs 2.0. Arguments are bounded in depth where they enter (``runtime/incoming.py``)."""
     if isinstance(value, str):
         return _SPACES.sub(" ", value.strip().lower())
     if isinstance(value, bool) or value is None:
@@ -70,16 +70,17 @@ def _normalise(value: Any) -> Any:
     if isinstance(value, int):  # 2 == 2.0; an int too large for a float stays exact
         return float(value) if -(2**53) <= value <= 2**53 else value
     if isinstance(value, dict):
-        return {str(k).lower(): _normalise(v) for k, v in value.items()}
+        items = ((str(k).lower(), _normalise(v)) for k, v in value.items())
+        return ("{}", tuple(sorted(items, key=lambda item: item[0])))
     if isinstance(value, list | tuple):
-        return [_normalise(v) for v in value]
+        return ("[]", tuple(_normalise(v) for v in value))
     return str(value)
 
 
-def action_key(call: ToolCall) -> str:
+def action_key(call: ToolCall) -> tuple[str, Any]:
     """A key equal for calls of the same tool with the same normalised arguments."""
     args = call.arguments if call.arguments else call.raw_arguments.strip()
-    return call.name + json.dumps(_normalise(args), sort_keys=True, ensure_ascii=False)
+    return call.name, _normalise(args)
 
 
 class LoopDetector:
@@ -92,7 +93,7 @@ class LoopDetector:
 
     def __init__(self, limit: int = defaults.REPEAT_LIMIT) -> None:
         self.limit = limit
-        self._seen: Counter[str] = Counter()
+        self._seen: Counter[tuple[str, Any]] = Counter()
 
     @classmethod
     def replaying(cls, steps: list[Step], limit: int) -> LoopDetector:

@@ -76,6 +76,11 @@ class Effects(Protocol):
         """A fresh id (hex), unique within the session."""
         ...
 
+    @property
+    def observed(self) -> bool:
+        """Whether anyone receives events (when not, none is built)."""
+        ...
+
     def emit(self, event: ev.Event) -> None:
         """Deliver an event to subscribers; must not block."""
         ...
@@ -286,12 +291,7 @@ class StepLogic:
             record.move("started", "about to run", now)
         if runnable:
             await self._checkpoint(session)  # started is on disk before any tool runs
-        slots = asyncio.Semaphore(max(1, self.rules.limits.tool_concurrency))
-        outcomes = await asyncio.gather(
-            *(self._execute(session, step, r, slots) for r in runnable), return_exceptions=True)
-        for outcome in outcomes:  # every call has finished; now a failed checkpoint may surface
-            if isinstance(outcome, BaseException):
-                raise outcome
+        await self._execute_all(session, step, runnable)
         waiting = [r for r in step.calls if r.state == "awaiting_approval"]
         if waiting:
             names = ", ".join(f"{r.call.name} ({r.call.id})" for r in waiting)
@@ -326,13 +326,33 @@ class StepLogic:
             if decision is not None:
                 apply_decision(record, decision.approved, decision.reason, at=self.fx.now())
 
+    async def _execute_all(self, session: AgentSession, step: Step,
+                           runnable: list[CallRecord]) -> None:
+        """Run the calls, at most ``tool_concurrency`` at a time; a failed checkpoint surfaces
+        only once every call has finished."""
+        if len(runnable) == 1:
+            await self._execute(session, step, runnable[0], None)
+            return
+        limit = self.rules.limits.tool_concurrency
+        slots = asyncio.Semaphore(limit) if len(runnable) > limit else None
+        outcomes = await asyncio.gather(
+            *(self._execute(session, step, r, slots) for r in runnable), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
     async def _execute(self, session: AgentSession, step: Step, record: CallRecord,
-                       slots: asyncio.Semaphore) -> None:
+                       slots: asyncio.Semaphore | None) -> None:
         span, parent = self.fx.new_id(), self._step_span(step.index)
-        async with slots:  # the start event fires when the call really starts
+        if slots is not None:
+            await slots.acquire()  # the start event fires when the call really starts
+        try:
             self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
                        call=record.call)
             observation = incoming.observation(await self.fx.run_tool(record.call))
+        finally:
+            if slots is not None:
+                slots.release()
         observation.output = truncate_observation(
             observation.output, self.rules.limits.max_observation_chars)
         record.observation = observation
@@ -361,5 +381,7 @@ class StepLogic:
 
     def _emit(self, kind: type[ev.Event], session: AgentSession, *, span: str,
               parent: str | None, step: int = 0, **fields: object) -> None:
+        if not self.fx.observed:
+            return  # span ids are still drawn: the ids a session gets must not depend on it
         self.fx.emit(kind(session_id=session.id, span_id=span, parent_id=parent, step=step,
                           at=self.fx.now(), **fields))

@@ -9,12 +9,12 @@ expiry, which a live owner keeps pushing forward (see :class:`~miniagent.store.S
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -84,8 +84,17 @@ class CheckpointStore(Protocol):
 
 def new_owner() -> str:
     """A lease owner id: host, process id, the process's start time and a random token."""
-    pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{process_start(pid) or '-'}:{uuid.uuid4().hex[:8]}"
+    return f"{_this_process()}:{os.urandom(4).hex()}"
+
+
+@functools.lru_cache(maxsize=4)
+def _process_identity(pid: int) -> str:
+    return f"{socket.gethostname()}:{pid}:{process_start(pid) or '-'}"
+
+
+def _this_process() -> str:
+    """``host:pid:start`` of this process, read once per process id (a fork gets its own)."""
+    return _process_identity(os.getpid())
 
 
 def lease_alive(owner: str | None, until: float | None) -> bool:
