@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner, Result
 
@@ -38,3 +41,25 @@ def test_a_bad_api_key_is_one_line(api_key: str) -> None:
     env_result = invoke("run", "hi", "--base-url", "http://127.0.0.1:1/v1",
                         MINIAGENT_API_KEY=api_key)
     assert "api_key" in one_line(env_result, 2)
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [("raise RuntimeError('boom at import')\n", "RuntimeError: boom at import"),
+     ("import sys\nsys.exit(4)\n", "SystemExit: 4"),
+     ("def broken(:\n", "SyntaxError")],
+)
+@pytest.mark.parametrize("as_module", [False, True])
+def test_a_tools_source_that_fails_on_import_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, says: str,
+        as_module: bool) -> None:
+    package = tmp_path / "failing_tools_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(body, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "failing_tools_pkg", raising=False)
+    source = "failing_tools_pkg" if as_module else str(package / "__init__.py")
+    for args in (["tools", source],
+                 ["run", "hi", "--base-url", "http://127.0.0.1:1/v1", "--tools", source]):
+        line = one_line(invoke(*args), 2)
+        assert says in line and str(package / "__init__.py") in line, line
