@@ -63,3 +63,22 @@ def test_a_tools_source_that_fails_on_import_is_one_line(
                  ["run", "hi", "--base-url", "http://127.0.0.1:1/v1", "--tools", source]):
         line = one_line(invoke(*args), 2)
         assert says in line and str(package / "__init__.py") in line, line
+
+
+def store_cases(tmp_path: Path) -> list[tuple[list[str], dict[str, str]]]:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder", encoding="utf-8")
+    return [
+        (["--store", str(a_file / "sessions.db")], {}),
+        (["--store", "/proc/miniagent-test/sessions.db"], {}),
+        ([], {"MINIAGENT_STORE": "", "XDG_DATA_HOME": "", "HOME": str(a_file)}),
+    ]
+
+
+@pytest.mark.parametrize("case", [0, 1, 2])
+def test_a_store_that_cannot_be_opened_is_one_line(tmp_path: Path, case: int) -> None:
+    store_args, env = store_cases(tmp_path)[case]
+    for command in (["sessions", "list"], ["sessions", "show", "abc"],
+                    ["run", "hi", "--base-url", "http://127.0.0.1:1/v1"]):
+        line = one_line(invoke(*command, *store_args, **env), 2)
+        assert "session store" in line and "--store" in line, line

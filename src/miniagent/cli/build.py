@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -13,9 +14,10 @@ import typer
 from miniagent import defaults
 from miniagent.agent import Agent
 from miniagent.cli.loading import load_tools
+from miniagent.errors import ConfigError
 from miniagent.models.base import Model
 from miniagent.models.openai_compat import GrammarField
-from miniagent.store.sqlite import SQLiteStore
+from miniagent.store.sqlite import SQLiteStore, default_store_path
 from miniagent.types import PendingApproval, ToolMode
 
 
@@ -62,8 +64,31 @@ class RunConfig:
 
 
 def open_store(path: Path | None) -> SQLiteStore:
-    """``--store``, else MINIAGENT_STORE, else the per-user default file."""
-    return SQLiteStore(path)
+    """``--store``, else MINIAGENT_STORE, else the per-user default file.
+
+    Raises:
+        ConfigError: The file or its folder cannot be made or opened (a file where a folder
+            should be, ``/proc``, ``HOME`` pointing at a file, no permission); one line.
+    """
+    try:
+        target = path if path is not None else default_store_path()
+        return SQLiteStore(target)
+    except RuntimeError as exc:  # Path.home(): no HOME and no passwd entry
+        raise ConfigError(f"cannot find the session store ({exc}); choose a file with "
+                          "--store or MINIAGENT_STORE") from None
+    except (OSError, sqlite3.InterfaceError) as exc:
+        raise ConfigError(f"cannot open the session store {target}: {_why(target, exc)}; "
+                          "choose another file with --store or MINIAGENT_STORE") from None
+
+
+def _why(target: Path, exc: Exception) -> str:
+    """The reason in the user's terms: which file stands where a folder must be, if one does."""
+    for folder in target.parents:
+        if folder.exists() and not folder.is_dir():
+            return f"{folder} is a file, not a folder"
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    culprit = getattr(exc, "filename", None)
+    return f"{reason} ({culprit})" if culprit and str(culprit) != str(target) else reason
 
 
 def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
