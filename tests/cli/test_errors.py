@@ -82,3 +82,28 @@ def test_a_store_that_cannot_be_opened_is_one_line(tmp_path: Path, case: int) ->
                     ["run", "hi", "--base-url", "http://127.0.0.1:1/v1"]):
         line = one_line(invoke(*command, *store_args, **env), 2)
         assert "session store" in line and "--store" in line, line
+
+
+def deeply_nested_session(store: Path) -> str:
+    """A saved session whose row holds JSON nested far deeper than the recursion limit."""
+    import sqlite3
+
+    from miniagent import Agent, ScriptedModel
+    from miniagent.store.sqlite import SQLiteStore
+
+    result = Agent(model=ScriptedModel(["Final Answer: ok"]), store=SQLiteStore(store)).run("q")
+    with sqlite3.connect(store) as db:
+        (data,) = db.execute("SELECT data FROM sessions").fetchone()
+        deep = data[:-1] + ',"deep":' + "[" * 100_000 + "]" * 100_000 + "}"
+        db.execute("UPDATE sessions SET data = ?", (deep,))
+    return result.session_id
+
+
+def test_a_session_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    store = tmp_path / "deep.db"
+    session_id = deeply_nested_session(store)
+    for command in (["show", session_id], ["show", session_id, "--json"],
+                    ["approve", session_id], ["cancel", session_id],
+                    ["resume", session_id, "--base-url", "http://127.0.0.1:1/v1"]):
+        line = one_line(invoke("sessions", *command, "--store", str(store)), 1)
+        assert session_id in line and "nested too deeply" in line, line

@@ -39,14 +39,21 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 @contextmanager
-def cli_errors() -> Iterator[None]:
-    """Our exceptions become one line on stderr (exit 2 for usage mistakes, else 1)."""
+def cli_errors(session_id: str | None = None) -> Iterator[None]:
+    """Our exceptions become one line on stderr (exit 2 for usage mistakes, else 1).
+
+    So does data nested deeper than Python's recursion limit (a damaged or hostile session
+    row), wherever in loading, deciding or printing it is met; ``session_id`` names it.
+    """
     try:
         yield
     except UserError as exc:
         raise fail(str(exc), 2) from None
     except MiniAgentError as exc:
         raise fail(str(exc), 1) from None
+    except RecursionError:
+        what = f"session {session_id}" if session_id else "the data"
+        raise fail(f"{what} cannot be read: it is nested too deeply", 1) from None
 
 
 def show_progress(agent: Agent, *, as_json: bool, verbose: bool) -> None:

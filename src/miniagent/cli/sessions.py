@@ -60,12 +60,12 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False,
 @sessions_app.command()
 def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption = False) -> None:
     """The whole trace of a session: steps, calls, observations, transitions."""
-    with cli_errors():
+    with cli_errors(session_id):
         session = open_store(store).load(session_id)
-    if as_json:
-        typer.echo(json.dumps(session.to_dict(), ensure_ascii=False))
-        return
-    _print_session(Console(highlight=False), session)
+        if as_json:
+            typer.echo(json.dumps(session.to_dict(), ensure_ascii=False))
+            return
+        _print_session(Console(highlight=False), session)
 
 
 def _print_session(console: Console, s: AgentSession) -> None:
@@ -100,7 +100,7 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
             store: StoreOption) -> None:
     from miniagent.runtime.approvals import decide
 
-    with cli_errors():
+    with cli_errors(session_id):
         session = open_store(store).update(
             session_id, lambda s: decide(s, call_id, approved, reason, at=time.time()))
     state = "approved" if approved else "denied"
@@ -128,7 +128,7 @@ def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = No
     """End a session that is not running; it cannot be resumed afterwards."""
     from miniagent.agent import cancel_session
 
-    with cli_errors():
+    with cli_errors(session_id):
         cancel_session(open_store(store), session_id, reason or "cancelled from the command line")
     typer.echo(f"cancelled session {session_id}")
 
@@ -147,7 +147,7 @@ def resume(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Continue a session after approvals, a crash, a timeout or an error."""
-    with cli_errors():
+    with cli_errors(session_id):
         sessions = open_store(store)
         recorded = RunConfig.recorded(sessions.load(session_id).metadata)
         config = recorded.merged(base_url=base_url, model=model, tools=tools,
