@@ -107,3 +107,75 @@ def test_a_session_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
                     ["resume", session_id, "--base-url", "http://127.0.0.1:1/v1"]):
         line = one_line(invoke("sessions", *command, "--store", str(store)), 1)
         assert session_id in line and "nested too deeply" in line, line
+
+
+APPROVAL_TOOLS = '''
+from miniagent import tool
+
+WIPED = []
+
+
+@tool(requires_approval=True)
+def wipe(target: str) -> str:
+    """Wipe something.
+
+    Args:
+        target: what to wipe
+    """
+    WIPED.append(target)
+    return "wiped " + target
+'''
+
+
+def test_an_inline_approver_that_raises_is_one_line_and_the_call_waits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.prompt import Confirm
+
+    import miniagent.cli
+    from miniagent.store.sqlite import SQLiteStore
+    from miniagent.testing.stub_server import StubServer
+
+    def terminal_gone(*_args: object, **_kwargs: object) -> bool:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(miniagent.cli, "asks_in_terminal", lambda **_: True)
+    monkeypatch.setattr(Confirm, "ask", terminal_gone)
+    tools = tmp_path / "approval_tools.py"
+    tools.write_text(APPROVAL_TOOLS, encoding="utf-8")
+    store = tmp_path / "s.db"
+    script = ['Thought: x\nAction: wipe\nAction Input: {"target": "disk"}', "Final Answer: done"]
+    with StubServer(script).run_in_thread() as stub:
+        result = invoke("run", "wipe it", "--base-url", stub.base_url, "--mode", "react",
+                        "--tools", str(tools), "--store", str(store))
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("miniagent: ") and "Input/output error" in line
+    assert "keeps waiting" in line
+    (summary,) = SQLiteStore(store).list()
+    assert summary.status == "awaiting_approval"
+    assert "wiped" not in result.stdout
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_library_error_log_is_one_line_unless_verbose(
+        monkeypatch: pytest.MonkeyPatch, verbose: bool) -> None:
+    from miniagent.cli.display import TraceDisplay
+    from miniagent.testing.stub_server import StubServer
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("the display broke")
+
+    monkeypatch.setattr(TraceDisplay, "_tool_finished", broken)
+    script = ['Thought: x\nAction: calculator\nAction Input: {"expression": "6*7"}',
+              "Final Answer: 42"]
+    with StubServer(script).run_in_thread() as stub:
+        result = invoke("run", "6*7?", "--base-url", stub.base_url, "--mode", "react",
+                        "--tools", "builtin", *(["-v"] if verbose else []))
+    assert result.exit_code == 0, result.output
+    if verbose:
+        assert "Traceback" in result.stderr and "the display broke" in result.stderr
+        return
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("miniagent: ") and "RuntimeError: the display broke" in line
+    assert "--verbose" in line

@@ -15,6 +15,7 @@ from miniagent.cli.common import (
     JsonOption,
     Mode,
     StoreOption,
+    asks_in_terminal,
     cli_errors,
     fail,
     finish,
@@ -63,8 +64,8 @@ def run(
         max_tokens=max_tokens, model_path=model_path, grammar=grammar,
         grammar_field=grammar_field,
     )
-    interactive = not (detach or as_json) and sys.stdin.isatty()
-    with cli_errors():
+    interactive = asks_in_terminal(detach=detach, as_json=as_json)
+    with cli_errors(verbose=verbose):
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
         result = agent.run(question, metadata=config.metadata())

@@ -123,7 +123,7 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
 
 
 def ask_in_terminal(pending: PendingApproval) -> bool | None:
-    """Ask y/n for one call; end of input leaves it waiting."""
+    """Ask y/n for one call; end of input, or a terminal that fails, leaves it waiting."""
     from rich.console import Console
     from rich.prompt import Confirm
 
@@ -134,4 +134,8 @@ def ask_in_terminal(pending: PendingApproval) -> bool | None:
     try:
         return Confirm.ask("Run it?", default=False, console=console)
     except EOFError:
+        return None
+    except Exception as exc:  # the terminal went away or sent bytes it cannot decode
+        typer.echo(f"miniagent: cannot ask for approval here ({type(exc).__name__}: {exc}); "
+                   f"call {pending.call_id} keeps waiting", err=True)
         return None

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import sys
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -39,12 +42,17 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 @contextmanager
-def cli_errors(session_id: str | None = None) -> Iterator[None]:
+def cli_errors(session_id: str | None = None, *, verbose: bool = False) -> Iterator[None]:
     """Our exceptions become one line on stderr (exit 2 for usage mistakes, else 1).
 
     So does data nested deeper than Python's recursion limit (a damaged or hostile session
-    row), wherever in loading, deciding or printing it is met; ``session_id`` names it.
+    row), wherever in loading, deciding or printing it is met; ``session_id`` names it. What
+    the library logs meanwhile (a failing subscriber, a bug of ours) is one line too, with
+    its traceback only when ``verbose``.
     """
+    logger = logging.getLogger("miniagent")
+    handler = _OneLineLog(verbose=verbose)
+    logger.addHandler(handler)
     try:
         yield
     except UserError as exc:
@@ -54,6 +62,35 @@ def cli_errors(session_id: str | None = None) -> Iterator[None]:
     except RecursionError:
         what = f"session {session_id}" if session_id else "the data"
         raise fail(f"{what} cannot be read: it is nested too deeply", 1) from None
+    finally:
+        logger.removeHandler(handler)
+
+
+class _OneLineLog(logging.Handler):
+    """Log records of the library as ``miniagent: message`` lines on (the current) stderr."""
+
+    def __init__(self, *, verbose: bool) -> None:
+        super().__init__(logging.WARNING)
+        self.verbose = verbose
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = " ".join(record.getMessage().split())
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                if self.verbose:
+                    text += "\n" + "".join(traceback.format_exception(exc)).rstrip()
+                else:
+                    text += f" ({type(exc).__name__}: {' '.join(str(exc).split())}; " \
+                            "--verbose shows the traceback)"
+            typer.echo(f"miniagent: {text}", err=True)
+        except Exception:
+            self.handleError(record)
+
+
+def asks_in_terminal(*, detach: bool, as_json: bool) -> bool:
+    """Whether approvals are asked here: a person at a terminal, who did not opt out."""
+    return not (detach or as_json) and sys.stdin.isatty()
 
 
 def show_progress(agent: Agent, *, as_json: bool, verbose: bool) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from typing import Annotated
 
@@ -17,6 +16,7 @@ from miniagent.cli.common import (
     JsonOption,
     Mode,
     StoreOption,
+    asks_in_terminal,
     cli_errors,
     finish,
     show_progress,
@@ -147,12 +147,12 @@ def resume(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Continue a session after approvals, a crash, a timeout or an error."""
-    with cli_errors(session_id):
+    with cli_errors(session_id, verbose=verbose):
         sessions = open_store(store)
         recorded = RunConfig.recorded(sessions.load(session_id).metadata)
         config = recorded.merged(base_url=base_url, model=model, tools=tools,
                                  mode=mode.value if mode else None)
-        interactive = not (detach or as_json) and sys.stdin.isatty()
+        interactive = asks_in_terminal(detach=detach, as_json=as_json)
         agent = build_agent(config, sessions, api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
         result = agent.resume(session_id)
