@@ -11,14 +11,20 @@ from typing import Any
 
 import pytest
 
+import miniagent
 from miniagent.errors import ConfigError
 from miniagent.testing.stub_server import StubServer
 
 
 def clean_env() -> dict[str, str]:
-    """The environment without endpoint settings (the store stays: conftest points it at tmp)."""
-    return {k: v for k, v in os.environ.items()
-            if k == "MINIAGENT_STORE" or not k.startswith(("MINIAGENT_", "OPENAI_"))}
+    """The environment without endpoint settings (the store stays: conftest points it at tmp).
+
+    ``PYTHONPATH`` is this checkout's source folder, absolute, so that a command run in
+    another folder (``cwd``) still runs this code and not an installed copy.
+    """
+    env = {k: v for k, v in os.environ.items()
+           if k == "MINIAGENT_STORE" or not k.startswith(("MINIAGENT_", "OPENAI_"))}
+    return {**env, "PYTHONPATH": str(Path(miniagent.__file__).parents[1])}
 
 
 def cli(*args: str, stdin: str = "", env: dict[str, str] | None = None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +22,7 @@ from miniagent.cli.common import (
 )
 from miniagent.cli.loading import load_tools
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
+from miniagent.cli.safe_text import json_text
 from miniagent.cli.sessions import sessions_app
 from miniagent.errors import UserError
 
@@ -115,7 +115,7 @@ def tools_cmd(
         registry = load_tools([source], workspace)
     except UserError as exc:
         raise fail(str(exc)) from None
-    typer.echo(json.dumps(registry.openai_schemas(), ensure_ascii=False, indent=2))
+    typer.echo(json_text(registry.openai_schemas(), indent=2))
 
 
 @app.command()
@@ -132,10 +132,10 @@ def parse(
     data = sys.stdin.read()
     if jsonl:
         for line in parse_jsonl(data.splitlines(), native_default=native):
-            typer.echo(json.dumps(line, ensure_ascii=False))
+            typer.echo(json_text(line))
         return
     out: dict[str, Any] = parse_native_body(data) if native else parse_react_text(data)
-    typer.echo(json.dumps(out, ensure_ascii=False))
+    typer.echo(json_text(out))
     if out.get("error") and native:
         raise typer.Exit(1)
 

@@ -110,7 +110,9 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         from miniagent.cli.local import local_model, local_notice
 
         local = local_model(config.model_path, config.mode, config.grammar)
-        typer.echo(local_notice(local), err=True)
+        from miniagent.cli.safe_text import visible
+
+        typer.echo(visible(local_notice(local)), err=True)
         return local
     from miniagent.models.openai_compat import OpenAICompatibleModel
 
@@ -124,18 +126,21 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
 
 def ask_in_terminal(pending: PendingApproval) -> bool | None:
     """Ask y/n for one call; end of input, or a terminal that fails, leaves it waiting."""
-    from rich.console import Console
     from rich.prompt import Confirm
 
-    console = Console(highlight=False)
+    from miniagent.cli.display import terminal
+    from miniagent.cli.safe_text import markup, visible
+
+    console = terminal()
     arguments = json.dumps(pending.arguments, ensure_ascii=False)
-    console.print(f"[bold magenta]Approval needed[/bold magenta]: {pending.tool} {arguments}"
-                  f" [dim]({pending.reason}; call {pending.call_id})[/dim]")
+    console.print(f"[bold magenta]Approval needed[/bold magenta]: {markup(pending.tool, 200)} "
+                  f"{markup(arguments, 2000)} [dim]({markup(pending.reason)}; call "
+                  f"{markup(pending.call_id, 100)})[/dim]")
     try:
         return Confirm.ask("Run it?", default=False, console=console)
     except EOFError:
         return None
     except Exception as exc:  # the terminal went away or sent bytes it cannot decode
-        typer.echo(f"miniagent: cannot ask for approval here ({type(exc).__name__}: {exc}); "
-                   f"call {pending.call_id} keeps waiting", err=True)
+        typer.echo(visible(f"miniagent: cannot ask for approval here ({type(exc).__name__}: "
+                           f"{exc}); call {pending.call_id} keeps waiting"), err=True)
         return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import traceback
@@ -15,6 +14,7 @@ from typing import Annotated
 import typer
 
 from miniagent.agent import Agent
+from miniagent.cli.safe_text import json_text, visible
 from miniagent.errors import MiniAgentError, UserError
 from miniagent.types import RunResult
 
@@ -37,7 +37,8 @@ EXIT_CODES = {"completed": 0, "awaiting_approval": 3}
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"miniagent: {message}", err=True)
+    """Print ``message`` as the one error line (it may quote a server or a session file)."""
+    typer.echo(f"miniagent: {visible(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -83,7 +84,7 @@ class _OneLineLog(logging.Handler):
                 else:
                     text += f" ({type(exc).__name__}: {' '.join(str(exc).split())}; " \
                             "--verbose shows the traceback)"
-            typer.echo(f"miniagent: {text}", err=True)
+            typer.echo(f"miniagent: {visible(text)}", err=True)
         except Exception:
             self.handleError(record)
 
@@ -105,7 +106,7 @@ def finish(result: RunResult, *, as_json: bool, store: Path | None) -> None:
     from miniagent.cli.display import approval_hint, result_to_json
 
     if as_json:
-        typer.echo(json.dumps(result_to_json(result), ensure_ascii=False))
+        typer.echo(json_text(result_to_json(result)))
     elif result.status == "awaiting_approval":
         typer.echo(approval_hint(result, store))
     raise typer.Exit(EXIT_CODES.get(result.status, 1))

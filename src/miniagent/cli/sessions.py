@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from miniagent.cli.build import RunConfig, build_agent, open_store
@@ -21,6 +20,8 @@ from miniagent.cli.common import (
     finish,
     show_progress,
 )
+from miniagent.cli.display import terminal
+from miniagent.cli.safe_text import json_text, markup, visible
 from miniagent.session import AgentSession
 
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
@@ -44,17 +45,17 @@ def list_sessions(store: StoreOption = None, as_json: JsonOption = False,
     with cli_errors():
         rows = open_store(store).list(limit)
     if as_json:
-        typer.echo(json.dumps([
+        typer.echo(json_text([
             {"session_id": r.session_id, "status": r.status, "steps": r.steps,
              "question": r.question, "updated_at": r.updated_at} for r in rows
-        ], ensure_ascii=False))
+        ]))
         return
     table = Table("id", "status", "steps", "age", "question")
     now = time.time()
     for r in rows:
-        table.add_row(r.session_id, r.status, str(r.steps), _age(now - r.updated_at),
-                      escape(r.question[:80]))
-    Console(highlight=False).print(table)
+        table.add_row(markup(r.session_id, 40), markup(r.status, 40), str(r.steps),
+                      _age(now - r.updated_at), markup(r.question[:80]))
+    terminal().print(table)
 
 
 @sessions_app.command()
@@ -63,37 +64,40 @@ def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption =
     with cli_errors(session_id):
         session = open_store(store).load(session_id)
         if as_json:
-            typer.echo(json.dumps(session.to_dict(), ensure_ascii=False))
+            typer.echo(json_text(session.to_dict()))
             return
-        _print_session(Console(highlight=False), session)
+        _print_session(terminal(), session)
 
 
 def _print_session(console: Console, s: AgentSession) -> None:
-    console.print(f"[bold]Session {s.id}[/bold]: {s.status} — {escape(s.reason)}")
-    console.print(f"Question: {escape(s.question)}")
+    """Every text of a session file is printed through ``markup``: the file may be hostile."""
+    console.print(f"[bold]Session {markup(s.id)}[/bold]: {markup(s.status, 40)} — "
+                  f"{markup(s.reason)}")
+    console.print(f"Question: {markup(s.question)}")
     console.print(f"[dim]{len(s.steps)} steps · {s.usage.total_tokens:,} tokens · "
                   f"{s.elapsed:.2f} s · created {time.ctime(s.created_at)}[/dim]")
     for step in s.steps:
         console.rule(f"step {step.index}", style="dim")
         if step.thought:
-            console.print(f"[italic cyan]Thought:[/italic cyan] {escape(step.thought)}")
+            console.print(f"[italic cyan]Thought:[/italic cyan] {markup(step.thought)}")
         for record in step.calls:
             args = json.dumps(record.call.arguments, ensure_ascii=False)
-            note = f" — {escape(record.note)}" if record.note else ""
-            console.print(f"[bold yellow]Action[/bold yellow] {escape(record.call.name)} "
-                          f"{escape(args)} [dim]({record.call.id}: {record.state}{note})[/dim]")
+            note = f" — {markup(record.note)}" if record.note else ""
+            console.print(f"[bold yellow]Action[/bold yellow] {markup(record.call.name, 200)} "
+                          f"{markup(args)} [dim]({markup(record.call.id, 100)}: "
+                          f"{markup(record.state, 40)}{note})[/dim]")
             if record.observation is not None:
                 style = "red" if record.observation.is_error else "green"
                 console.print(f"[{style}]Observation:[/{style}] "
-                              f"{escape(record.observation.output)}")
+                              f"{markup(record.observation.output)}")
         if step.error:
-            console.print(f"[red]Unparseable output:[/red] {escape(step.error)}")
+            console.print(f"[red]Unparseable output:[/red] {markup(step.error)}")
         if step.final_answer is not None:
-            console.print(f"[bold green]Final Answer:[/bold green] {escape(step.final_answer)}")
+            console.print(f"[bold green]Final Answer:[/bold green] {markup(step.final_answer)}")
     console.rule("transitions", style="dim")
     for t in s.transitions:
-        console.print(f"[dim]{time.ctime(t.at)}[/dim] {t.source} -> {t.target}: "
-                      f"{escape(t.reason)}")
+        console.print(f"[dim]{time.ctime(t.at)}[/dim] {markup(t.source, 40)} -> "
+                      f"{markup(t.target, 40)}: {markup(t.reason)}")
 
 
 def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | None,
@@ -105,8 +109,8 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
             session_id, lambda s: decide(s, call_id, approved, reason, at=time.time()))
     state = "approved" if approved else "denied"
     decided = [r.call.id for r in session.open_calls() if r.state == state]
-    typer.echo(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
-               f"miniagent sessions resume {session_id}")
+    typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
+                       f"miniagent sessions resume {session_id}"))
 
 
 @sessions_app.command()
@@ -130,7 +134,7 @@ def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = No
 
     with cli_errors(session_id):
         cancel_session(open_store(store), session_id, reason or "cancelled from the command line")
-    typer.echo(f"cancelled session {session_id}")
+    typer.echo(visible(f"cancelled session {session_id}"))
 
 
 @sessions_app.command()
