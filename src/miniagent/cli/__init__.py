@@ -13,11 +13,13 @@ from miniagent.cli.build import RunConfig, build_agent, env, open_store
 from miniagent.cli.common import (
     JsonOption,
     Mode,
+    SessionTracker,
     StoreOption,
     asks_in_terminal,
     cli_errors,
     fail,
     finish,
+    interrupted,
     show_progress,
 )
 from miniagent.cli.loading import load_tools
@@ -65,10 +67,11 @@ def run(
         grammar_field=grammar_field,
     )
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
-    with cli_errors(verbose=verbose):
+    tracker = SessionTracker()
+    with cli_errors(verbose=verbose), interrupted(tracker, store):
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        result = agent.run(question, metadata=config.metadata())
+        result = agent.run(question, metadata=config.metadata(), on_event=tracker)
     finish(result, as_json=as_json, store=store)
 
 

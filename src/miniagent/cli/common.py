@@ -16,6 +16,7 @@ import typer
 from miniagent.agent import Agent
 from miniagent.cli.safe_text import json_text, visible
 from miniagent.errors import MiniAgentError, UserError
+from miniagent.runtime.events import Event
 from miniagent.types import RunResult
 
 
@@ -87,6 +88,35 @@ class _OneLineLog(logging.Handler):
             typer.echo(f"miniagent: {visible(text)}", err=True)
         except Exception:
             self.handleError(record)
+
+
+class SessionTracker:
+    """A per-run subscriber (``on_event``) that learns the run's session id from its events."""
+
+    def __init__(self, session_id: str | None = None) -> None:
+        self.session_id = session_id
+
+    def __call__(self, event: Event) -> None:
+        self.session_id = event.session_id
+
+
+@contextmanager
+def interrupted(tracker: SessionTracker, store: Path | None) -> Iterator[None]:
+    """Ctrl-C exits 130 with one line: which session stopped and how to continue it."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if tracker.session_id is None:
+            raise fail("interrupted before a session was started", 130) from None
+        raise fail(f"interrupted: session {tracker.session_id} stopped after its last saved "
+                   f"step; continue it with: {resume_command(tracker.session_id, store)}",
+                   130) from None
+
+
+def resume_command(session_id: str, store: Path | None) -> str:
+    """The command that continues ``session_id`` (in the same store)."""
+    flag = f" --store {store}" if store else ""
+    return f"miniagent sessions resume {session_id}{flag}"
 
 
 def asks_in_terminal(*, detach: bool, as_json: bool) -> bool:

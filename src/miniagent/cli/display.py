@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.panel import Panel
 
+from miniagent.cli.common import resume_command
 from miniagent.cli.safe_text import clip, markup, visible
 from miniagent.runtime import events as ev
 from miniagent.types import RunResult, Step
@@ -126,6 +127,7 @@ def step_to_json(step: Step) -> dict[str, Any]:
 
 def approval_hint(result: RunResult, store: Path | None = None) -> str:
     """How to approve or deny what a session waits for, as commands to copy."""
+
     flag = f" --store {store}" if store else ""
     session_id = visible(result.session_id)
     lines = [f"Session {session_id} is awaiting approval:"]
@@ -135,6 +137,6 @@ def approval_hint(result: RunResult, store: Path | None = None) -> str:
     lines += [
         f"Approve: miniagent sessions approve {session_id} [CALL_ID]{flag}",
         f"Deny:    miniagent sessions deny {session_id} [CALL_ID] --reason '...'{flag}",
-        f"Then:    miniagent sessions resume {session_id}{flag}",
+        f"Then:    {resume_command(session_id, store)}",
     ]
     return "\n".join(lines)

@@ -14,10 +14,13 @@ from miniagent.cli.build import RunConfig, build_agent, open_store
 from miniagent.cli.common import (
     JsonOption,
     Mode,
+    SessionTracker,
     StoreOption,
     asks_in_terminal,
     cli_errors,
     finish,
+    interrupted,
+    resume_command,
     show_progress,
 )
 from miniagent.cli.display import terminal
@@ -110,7 +113,7 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
     state = "approved" if approved else "denied"
     decided = [r.call.id for r in session.open_calls() if r.state == state]
     typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
-                       f"miniagent sessions resume {session_id}"))
+                       f"{resume_command(session_id, store)}"))
 
 
 @sessions_app.command()
@@ -151,7 +154,7 @@ def resume(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Continue a session after approvals, a crash, a timeout or an error."""
-    with cli_errors(session_id, verbose=verbose):
+    with cli_errors(session_id, verbose=verbose), interrupted(SessionTracker(session_id), store):
         sessions = open_store(store)
         recorded = RunConfig.recorded(sessions.load(session_id).metadata)
         config = recorded.merged(base_url=base_url, model=model, tools=tools,
