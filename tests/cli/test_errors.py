@@ -179,3 +179,34 @@ def test_a_library_error_log_is_one_line_unless_verbose(
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("miniagent: ") and "RuntimeError: the display broke" in line
     assert "--verbose" in line
+
+
+def awaiting_session(store: Path) -> str:
+    from miniagent import Agent, ScriptedModel, tool
+    from miniagent.store.sqlite import SQLiteStore
+
+    @tool(requires_approval=True)
+    def wipe(target: str) -> str:
+        """Wipe something.
+
+        Args:
+            target: what to wipe
+        """
+        return "wiped " + target
+
+    model = ScriptedModel(['Thought: x\nAction: wipe\nAction Input: {"target": "disk"}'])
+    result = Agent(model=model, tools=[wipe], store=SQLiteStore(store)).run("wipe it")
+    assert result.status == "awaiting_approval"
+    return result.session_id
+
+
+def test_deciding_twice_says_nothing_waits_any_more(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    session_id = awaiting_session(store)
+    first = invoke("sessions", "approve", session_id, "--store", str(store))
+    assert first.exit_code == 0, first.output
+    for again in ("approve", "deny"):
+        line = one_line(invoke("sessions", again, session_id, "--store", str(store)), 2)
+        assert "None" not in line
+        assert f"session {session_id} has no call awaiting approval" in line, line
+        assert "approved" in line and f"miniagent sessions resume {session_id}" in line

@@ -25,6 +25,7 @@ from miniagent.cli.common import (
 )
 from miniagent.cli.display import terminal
 from miniagent.cli.safe_text import json_text, markup, visible
+from miniagent.errors import DecisionError
 from miniagent.session import AgentSession
 
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
@@ -107,13 +108,31 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
             store: StoreOption) -> None:
     from miniagent.runtime.approvals import decide
 
+    def change(session: AgentSession) -> None:
+        _check_something_waits(session, store)
+        decide(session, call_id, approved, reason, at=time.time())
+
     with cli_errors(session_id):
-        session = open_store(store).update(
-            session_id, lambda s: decide(s, call_id, approved, reason, at=time.time()))
+        session = open_store(store).update(session_id, change)
     state = "approved" if approved else "denied"
     decided = [r.call.id for r in session.open_calls() if r.state == state]
     typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
                        f"{resume_command(session_id, store)}"))
+
+
+def _check_something_waits(session: AgentSession, store: StoreOption) -> None:
+    """A session still awaiting approval whose calls were all decided: say so, and what next.
+
+    (``decide`` alone would report "no call None awaiting approval".)
+    """
+    if session.status != "awaiting_approval":
+        return  # decide explains: not awaiting approval, and the status
+    open_calls = session.open_calls()
+    if any(r.state == "awaiting_approval" for r in open_calls):
+        return
+    decided = ", ".join(f"{r.call.id} {r.state}" for r in open_calls) or "none"
+    raise DecisionError(f"session {session.id} has no call awaiting approval (decided: "
+                        f"{decided}); continue with: {resume_command(session.id, store)}")
 
 
 @sessions_app.command()
