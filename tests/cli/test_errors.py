@@ -210,3 +210,21 @@ def test_deciding_twice_says_nothing_waits_any_more(tmp_path: Path) -> None:
         assert "None" not in line
         assert f"session {session_id} has no call awaiting approval" in line, line
         assert "approved" in line and f"miniagent sessions resume {session_id}" in line
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--timeout", "-1"), ("--timeout", "0"), ("--timeout", "nan"),
+     ("--request-timeout", "0"), ("--request-timeout", "-5"), ("--request-timeout", "inf"),
+     ("--max-steps", "0"), ("--max-tokens", "0"), ("--max-tokens", "-3")],
+)
+def test_a_limit_that_is_not_positive_is_a_usage_error(option: str, value: str) -> None:
+    result = invoke("run", "hi", "--base-url", "http://127.0.0.1:1/v1", option, value)
+    assert result.exit_code == 2, result.output
+    assert option in result.stderr and "Traceback" not in result.output
+    assert "step 1" not in result.stdout  # refused before anything ran
+
+
+def test_a_list_limit_below_one_is_a_usage_error() -> None:
+    result = invoke("sessions", "list", "--limit", "0")
+    assert result.exit_code == 2 and "--limit" in result.stderr

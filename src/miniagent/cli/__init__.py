@@ -20,6 +20,7 @@ from miniagent.cli.common import (
     fail,
     finish,
     interrupted,
+    positive_seconds,
     show_progress,
 )
 from miniagent.cli.loading import load_tools
@@ -44,11 +45,11 @@ def run(
     mode: Annotated[Mode, typer.Option(help="react (text + stop words), native (tools field) or auto")] = Mode.auto,  # noqa: E501
     tools: Annotated[list[str] | None, typer.Option("--tools", help="A Python file or module whose @tool functions are loaded, or 'builtin'. Repeatable.")] = None,  # noqa: E501
     workspace: Annotated[Path, typer.Option(help="Root the built-in file tools are confined to.")] = Path("."),  # noqa: E501
-    max_steps: Annotated[int, typer.Option(help="Model calls allowed before giving up.")] = (
+    max_steps: Annotated[int, typer.Option(min=1, help="Model calls allowed before giving up.")] = (
         defaults.MAX_STEPS),
-    timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the run, seconds.")] = None,  # noqa: E501
-    request_timeout: Annotated[float, typer.Option(help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens per model turn [default: 1024; 256 for the embedded model]")] = None,  # noqa: E501
+    timeout: Annotated[float | None, typer.Option(callback=positive_seconds, help="Wall-clock limit for the run, seconds.")] = None,  # noqa: E501
+    request_timeout: Annotated[float, typer.Option(callback=positive_seconds, help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per model turn [default: 1024; 256 for the embedded model]")] = None,  # noqa: E501
     model_path: Annotated[str | None, typer.Option(help="GGUF file for the embedded model, used when no --base-url is set [env: MINIAGENT_MODEL_PATH]")] = None,  # noqa: E501
     grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True,  # noqa: E501
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501

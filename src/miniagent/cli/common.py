@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import traceback
 from collections.abc import Iterator
@@ -32,6 +33,13 @@ StoreOption = Annotated[Path | None, typer.Option(
     "--store", help="Session store file [env: MINIAGENT_STORE; default: "
     "~/.local/share/miniagent/sessions.db]")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
+def positive_seconds(value: float | None) -> float | None:
+    """An option callback: seconds must be a positive, finite number (or not given)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a positive number of seconds, got {value}")
+    return value
+
 
 EXIT_CODES = {"completed": 0, "awaiting_approval": 3}
 """Exit status by run status; any other status exits 1."""

@@ -43,8 +43,10 @@ def _age(seconds: float) -> str:
 
 
 @sessions_app.command("list")
-def list_sessions(store: StoreOption = None, as_json: JsonOption = False,
-                  limit: Annotated[int, typer.Option(help="At most this many.")] = 50) -> None:
+def list_sessions(
+    store: StoreOption = None, as_json: JsonOption = False,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 50,
+) -> None:
     """Saved sessions, most recently updated first."""
     with cli_errors():
         rows = open_store(store).list(limit)
