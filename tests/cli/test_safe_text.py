@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import miniagent
-from miniagent.cli.safe_text import clip, json_text, markup, visible
+from miniagent.cli.safe_text import TERMINAL_CHARS, clip, json_text, markup, visible
 from miniagent.testing.stub_server import StubServer
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # writes the clipboard
@@ -116,3 +116,23 @@ def test_trace_show_list_and_hints_print_no_escape_sequences(tmp_path: Path) -> 
         assert_inert(shown)
     show = cli("sessions", "show", session_id, cwd=tmp_path, store=store).stdout
     assert "\\x1b]52;c;" in show and "\\x1b[2J" in show and "\\x1b]0;pwned\\x07" in show
+
+
+def test_a_huge_final_answer_is_clipped_on_the_terminal_and_whole_in_json(tmp_path: Path) -> None:
+    answer = "word " * 400_000  # 2 MB
+    store = tmp_path / "s.db"
+    with StubServer(lambda _data, _n: f"Final Answer: {answer}").run_in_thread() as stub:
+        base = ["--base-url", stub.base_url, "--model", "m", "--mode", "react"]
+        shown = cli("run", "q", *base, cwd=tmp_path, store=store)
+        whole = cli("run", "q", *base, "--json", cwd=tmp_path, store=store)
+    assert shown.returncode == 0 and whole.returncode == 0, shown.stderr + whole.stderr
+    assert len(shown.stdout) < 100_000
+    cut = len(answer.strip()) - TERMINAL_CHARS
+    assert f"{cut:,} more characters not shown" in shown.stdout and "--json" in shown.stdout
+    result = json.loads(whole.stdout)
+    assert result["final_answer"] == answer.strip()
+    session_id = result["session_id"]
+    show = cli("sessions", "show", session_id, cwd=tmp_path, store=store)
+    assert len(show.stdout) < 100_000 and "more characters not shown" in show.stdout
+    show_json = cli("sessions", "show", session_id, "--json", cwd=tmp_path, store=store)
+    assert answer.strip() in show_json.stdout
