@@ -179,7 +179,8 @@ def test_run_trace_is_readable(tmp_path: Path) -> None:
         assert expected in text, expected
 
 
-def test_demo_runs_offline() -> None:
-    out = cli("demo")
+def test_demo_runs_offline_and_leaves_no_temporary_folder(tmp_path: Path) -> None:
+    out = cli("demo", env={"TMPDIR": str(tmp_path)})
     assert out.returncode == 0, out.stderr
     assert "file_path" in out.stdout and "69" in out.stdout
+    assert list(tmp_path.iterdir()) == []

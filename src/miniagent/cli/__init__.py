@@ -88,7 +88,7 @@ def demo(
 ) -> None:
     """Watch the loop work with no model: a scripted model served over real local HTTP."""
     from miniagent.agent import Agent
-    from miniagent.cli.demo import QUESTION, SCRIPT, make_workspace
+    from miniagent.cli.demo import QUESTION, SCRIPT, demo_workspace
     from miniagent.cli.display import TraceDisplay
     from miniagent.models.openai_compat import OpenAICompatibleModel
     from miniagent.testing.stub_server import StubServer
@@ -100,8 +100,8 @@ def demo(
         "HTTP client, parser, tools and guards are real. For a real model: miniagent run "
         "--base-url URL --model NAME ...[/dim]"
     )
-    workspace = make_workspace()
-    with StubServer(SCRIPT).run_in_thread() as server:
+    with cli_errors(verbose=verbose), demo_workspace() as workspace, \
+            StubServer(SCRIPT).run_in_thread() as server:
         llm = OpenAICompatibleModel(base_url=server.base_url, model="scripted-demo",
                                     tool_mode="react")
         agent = Agent(model=llm, tools=builtin_tools(workspace), max_steps=6, on_event=display)
