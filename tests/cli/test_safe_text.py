@@ -136,3 +136,29 @@ def test_a_huge_final_answer_is_clipped_on_the_terminal_and_whole_in_json(tmp_pa
     assert len(show.stdout) < 100_000 and "more characters not shown" in show.stdout
     show_json = cli("sessions", "show", session_id, "--json", cwd=tmp_path, store=store)
     assert answer.strip() in show_json.stdout
+
+
+def test_a_terminal_that_cannot_encode_the_text_gets_escapes_not_a_traceback(
+        tmp_path: Path) -> None:
+    from miniagent import Agent, ScriptedModel
+    from miniagent.store.sqlite import SQLiteStore
+
+    store = tmp_path / "s.db"
+    model = ScriptedModel(["Final Answer: 北京今天多云 🙂"])
+    session_id = Agent(model=model, store=SQLiteStore(store)).run("北京天气?").session_id
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MINIAGENT_", "OPENAI_"))}
+    env.update(PYTHONPATH=str(Path(miniagent.__file__).parents[1]), MINIAGENT_STORE=str(store),
+               PYTHONIOENCODING="latin-1")
+    for args, stdin in ((["sessions", "list"], ""), (["sessions", "show", session_id], ""),
+                        (["sessions", "list", "--json"], ""),
+                        (["sessions", "show", session_id, "--json"], ""),
+                        (["parse"], "Final Answer: 北京 🙂")):
+        out = subprocess.run([sys.executable, "-m", "miniagent", *args], input=stdin.encode(),
+                             capture_output=True, env=env, timeout=60)
+        assert out.returncode == 0, out.stderr.decode(errors="replace")
+        assert out.stderr == b""
+        if "--json" in args or args == ["parse"]:
+            parsed = json.loads(out.stdout.decode("latin-1"))
+            assert "北京" in json.dumps(parsed, ensure_ascii=False)
+        else:
+            assert b"\\u5317" in out.stdout  # 北, escaped

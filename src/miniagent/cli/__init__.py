@@ -17,6 +17,7 @@ from miniagent.cli.common import (
     StoreOption,
     asks_in_terminal,
     cli_errors,
+    echo_json,
     fail,
     finish,
     interrupted,
@@ -25,7 +26,7 @@ from miniagent.cli.common import (
 )
 from miniagent.cli.loading import load_tools
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
-from miniagent.cli.safe_text import json_text
+from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
 from miniagent.errors import UserError
 
@@ -34,6 +35,11 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
+
+
+@app.callback()
+def _every_command() -> None:
+    tolerant_streams()
 
 
 @app.command()
@@ -119,7 +125,7 @@ def tools_cmd(
         registry = load_tools([source], workspace)
     except UserError as exc:
         raise fail(str(exc)) from None
-    typer.echo(json_text(registry.openai_schemas(), indent=2))
+    echo_json(registry.openai_schemas(), indent=2)
 
 
 @app.command()
@@ -133,13 +139,14 @@ def parse(
     "error"}. With --native: {"content", "tool_calls", "cached_tokens"}; arguments that cannot
     be parsed are {"_invalid": true}; a ReAct input that is not a JSON object is {"_input": value}.
     """
-    data = sys.stdin.read()
+    # model output is UTF-8 whatever the terminal's locale; stray bytes stay visible
+    data = sys.stdin.buffer.read().decode("utf-8", errors="surrogateescape")
     if jsonl:
         for line in parse_jsonl(data.splitlines(), native_default=native):
-            typer.echo(json_text(line))
+            echo_json(line)
         return
     out: dict[str, Any] = parse_native_body(data) if native else parse_react_text(data)
-    typer.echo(json_text(out))
+    echo_json(out)
     if out.get("error") and native:
         raise typer.Exit(1)
 

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from miniagent.agent import Agent
-from miniagent.cli.safe_text import json_text, visible
+from miniagent.cli.safe_text import json_text, unicode_stream, visible
 from miniagent.errors import MiniAgentError, UserError
 from miniagent.runtime.events import Event
 from miniagent.types import RunResult
@@ -43,6 +43,11 @@ def positive_seconds(value: float | None) -> float | None:
 
 EXIT_CODES = {"completed": 0, "awaiting_approval": 3}
 """Exit status by run status; any other status exits 1."""
+
+
+def echo_json(value: object, *, indent: int | None = None) -> None:
+    """Print ``value`` as one JSON text; all-ASCII where stdout cannot encode Unicode."""
+    typer.echo(json_text(value, indent=indent, ascii_only=not unicode_stream(sys.stdout)))
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -144,7 +149,7 @@ def finish(result: RunResult, *, as_json: bool, store: Path | None) -> None:
     from miniagent.cli.display import approval_hint, result_to_json
 
     if as_json:
-        typer.echo(json_text(result_to_json(result)))
+        echo_json(result_to_json(result))
     elif result.status == "awaiting_approval":
         typer.echo(approval_hint(result, store))
     raise typer.Exit(EXIT_CODES.get(result.status, 1))

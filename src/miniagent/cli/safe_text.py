@@ -11,13 +11,17 @@ is a separate matter (``[bold]`` in a model's text) and is applied on top by :fu
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import re
-from typing import Any
+import sys
+from typing import Any, TextIO
 
 from rich.markup import escape
 
-__all__ = ["TERMINAL_CHARS", "clip", "json_text", "markup", "visible"]
+__all__ = ["TERMINAL_CHARS", "clip", "json_text", "markup", "tolerant_streams",
+           "unicode_stream", "visible"]
 
 TERMINAL_CHARS = 20_000
 """The most characters of one text (an answer, an observation) drawn on the terminal."""
@@ -59,11 +63,32 @@ def markup(text: str, limit: int = TERMINAL_CHARS) -> str:
     return escape(visible(clip(text, limit)))
 
 
-def json_text(value: Any, *, indent: int | None = None) -> str:
+def json_text(value: Any, *, indent: int | None = None, ascii_only: bool = False) -> str:
     """``value`` as JSON (non-ASCII kept readable), with nothing in it that drives a terminal.
 
     The characters :func:`visible` escapes become ``\\uXXXX`` escapes, so the JSON decodes to
-    exactly ``value``.
+    exactly ``value``; with ``ascii_only`` (for a terminal that cannot encode Unicode) all
+    non-ASCII characters do.
     """
-    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    text = json.dumps(value, ensure_ascii=ascii_only, indent=indent)
     return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def unicode_stream(stream: TextIO) -> bool:
+    """Whether ``stream`` encodes every character (UTF-8, UTF-16, ...)."""
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        return codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        return False
+
+
+def tolerant_streams() -> None:
+    """Make stdout and stderr print what their encoding lacks as escapes, never raise.
+
+    On a terminal set to Latin-1 or ASCII, a model's ``北京`` then prints as ``\\u5317\\u4eac``
+    instead of ending the command with a ``UnicodeEncodeError``.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and not unicode_stream(stream):
+            stream.reconfigure(errors="backslashreplace")

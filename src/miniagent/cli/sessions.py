@@ -18,13 +18,14 @@ from miniagent.cli.common import (
     StoreOption,
     asks_in_terminal,
     cli_errors,
+    echo_json,
     finish,
     interrupted,
     resume_command,
     show_progress,
 )
 from miniagent.cli.display import terminal
-from miniagent.cli.safe_text import json_text, markup, visible
+from miniagent.cli.safe_text import markup, visible
 from miniagent.errors import DecisionError
 from miniagent.session import AgentSession
 
@@ -51,10 +52,10 @@ def list_sessions(
     with cli_errors():
         rows = open_store(store).list(limit)
     if as_json:
-        typer.echo(json_text([
+        echo_json([
             {"session_id": r.session_id, "status": r.status, "steps": r.steps,
              "question": r.question, "updated_at": r.updated_at} for r in rows
-        ]))
+        ])
         return
     table = Table("id", "status", "steps", "age", "question")
     now = time.time()
@@ -70,7 +71,7 @@ def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption =
     with cli_errors(session_id):
         session = open_store(store).load(session_id)
         if as_json:
-            typer.echo(json_text(session.to_dict()))
+            echo_json(session.to_dict())
             return
         _print_session(terminal(), session)
 
