@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -228,3 +229,19 @@ def test_a_limit_that_is_not_positive_is_a_usage_error(option: str, value: str) 
 def test_a_list_limit_below_one_is_a_usage_error() -> None:
     result = invoke("sessions", "list", "--limit", "0")
     assert result.exit_code == 2 and "--limit" in result.stderr
+
+
+def test_parse_of_input_nested_too_deeply_reports_instead_of_raising() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    native = CliRunner().invoke(app, ["parse", "--native"], input=deep)
+    assert native.exit_code == 1, native.exception
+    assert not isinstance(native.exception, RecursionError)
+    out = json.loads(native.stdout)
+    assert "nested too deeply" in out["error"]
+    lines = CliRunner().invoke(app, ["parse", "--jsonl"], input=f'{{"text": {deep}}}\n"x"\n')
+    assert lines.exit_code == 0, lines.exception
+    first, second = (json.loads(line) for line in lines.stdout.splitlines())
+    assert "nested too deeply" in first["error"] and second["kind"] == "invalid"
+    react = CliRunner().invoke(app, ["parse"], input=f"Action: f\nAction Input: {deep}")
+    assert react.exit_code in (0, 1) and "Traceback" not in react.output
+    assert not isinstance(react.exception, RecursionError)

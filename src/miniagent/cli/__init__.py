@@ -141,12 +141,13 @@ def parse(
     """
     # model output is UTF-8 whatever the terminal's locale; stray bytes stay visible
     data = sys.stdin.buffer.read().decode("utf-8", errors="surrogateescape")
-    if jsonl:
-        for line in parse_jsonl(data.splitlines(), native_default=native):
-            echo_json(line)
-        return
-    out: dict[str, Any] = parse_native_body(data) if native else parse_react_text(data)
-    echo_json(out)
+    with cli_errors():  # what the parsers do not catch (input nested too deeply) is one line
+        if jsonl:
+            for line in parse_jsonl(data.splitlines(), native_default=native):
+                echo_json(line)
+            return
+        out: dict[str, Any] = parse_native_body(data) if native else parse_react_text(data)
+        echo_json(out)
     if out.get("error") and native:
         raise typer.Exit(1)
 
