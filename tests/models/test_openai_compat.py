@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from miniagent.errors import (
+    ConfigError,
     ModelConnectionError,
     ModelHTTPError,
     ModelResponseError,
@@ -245,3 +246,54 @@ async def test_grammar_is_sent_only_in_the_configured_field(
     sent = server.requests[0]
     assert {k: sent[k] for k in ("grammar", "guided_grammar", "structured_outputs")
             if k in sent} == expected
+
+
+@pytest.mark.parametrize(
+    ("base_url", "says"),
+    [("127.0.0.1:8000/v1", "http:// or https://"),
+     ("ftp://127.0.0.1/v1", "http:// or https://"),
+     ("http:///v1", "no host"),
+     ("http://127.0.0.1:99999/v1", "port"),
+     ("http://127.0.0.1:http/v1", "port"),
+     ("http://[::1/v1", "IPv6"),
+     ("http://127.0.0.1:8000/v 1", "whitespace or control"),
+     ("http://127.0.0.1:8000/v1?key=1", "query"),
+     ("http://127.0.0.1:8000/v1#x", "query"),
+     ("http://例え.jp/v1", "ASCII"),
+     ("", "http:// or https://")],
+)
+def test_a_bad_base_url_is_a_config_error(base_url: str, says: str) -> None:
+    with pytest.raises(ConfigError, match="base_url") as info:
+        OpenAICompatibleModel(base_url=base_url)
+    assert says.lower() in str(info.value).lower()
+
+
+def test_surrounding_whitespace_of_the_base_url_is_dropped() -> None:
+    model = OpenAICompatibleModel(base_url="  http://[::1]:8000/v1/ \n")
+    assert model.url == "http://[::1]:8000/v1/chat/completions"
+
+
+@pytest.mark.parametrize(
+    ("api_key", "says"),
+    [("sk-abc\r\nX-Injected: 1", "line break"), ("sk-abc\rdef", "line break"),
+     ("sk-\x00abc", "control character"), ("sk-ключ", "Latin-1")],
+)
+def test_an_api_key_that_cannot_be_a_header_is_a_config_error(api_key: str, says: str) -> None:
+    with pytest.raises(ConfigError, match="api_key") as info:
+        OpenAICompatibleModel(api_key=api_key)
+    assert says in str(info.value)
+    assert "abc" not in str(info.value) and "ключ" not in str(info.value)  # never echo a key
+
+
+async def test_surrounding_whitespace_of_the_api_key_is_dropped(stub: Stub) -> None:
+    server = stub(["ok"])
+    model = make_model(server, api_key=" sk-test\r\n")
+    await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert server.request_headers[0]["authorization"] == "Bearer sk-test"
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf")])
+def test_a_timeout_must_be_a_positive_number(timeout: float) -> None:
+    with pytest.raises(ConfigError, match="timeout"):
+        OpenAICompatibleModel(timeout=timeout)

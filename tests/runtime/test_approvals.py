@@ -258,3 +258,13 @@ def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:
     result = resumed.resume(first.session_id)
     assert outcome == ["SessionBusy"]
     assert result.status == "completed" and RAN == ["delete x"]
+
+
+def test_deciding_twice_says_every_call_was_decided(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    first = agent([act("delete_file", {"name": "x"})], store).run("q")
+    control = agent([], store)
+    control.approve(first.session_id)
+    with pytest.raises(DecisionError, match=r"has no call awaiting approval \(decided: .* "
+                                            r"approved\); resume it"):
+        control.deny(first.session_id)

@@ -384,3 +384,16 @@ def test_an_approver_that_raises_leaves_the_call_waiting(caplog: pytest.LogCaptu
     result = agent.run("q")
     assert result.status == "awaiting_approval" and ran == []
     assert "the approver failed" in caplog.text
+
+
+async def test_a_subscriber_raising_system_exit_does_not_stop_delivery() -> None:
+    seen: list[str] = []
+
+    def exits(event: Event) -> None:
+        raise SystemExit(1)
+
+    agent = Agent(model=ScriptedModel(["Final Answer: a", "Final Answer: b"]), on_event=exits)
+    agent.subscribe(lambda e: seen.append(e.kind))
+    await agent.arun("q1")
+    await agent.arun("q2")
+    assert seen.count("run_finished") == 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,14 +13,20 @@ from miniagent.cli.build import RunConfig, build_agent, env, open_store
 from miniagent.cli.common import (
     JsonOption,
     Mode,
+    SessionTracker,
     StoreOption,
+    asks_in_terminal,
     cli_errors,
+    echo_json,
     fail,
     finish,
+    interrupted,
+    positive_seconds,
     show_progress,
 )
 from miniagent.cli.loading import load_tools
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
+from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
 from miniagent.errors import UserError
 
@@ -30,6 +35,11 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
+
+
+@app.callback()
+def _every_command() -> None:
+    tolerant_streams()
 
 
 @app.command()
@@ -41,11 +51,11 @@ def run(
     mode: Annotated[Mode, typer.Option(help="react (text + stop words), native (tools field) or auto")] = Mode.auto,  # noqa: E501
     tools: Annotated[list[str] | None, typer.Option("--tools", help="A Python file or module whose @tool functions are loaded, or 'builtin'. Repeatable.")] = None,  # noqa: E501
     workspace: Annotated[Path, typer.Option(help="Root the built-in file tools are confined to.")] = Path("."),  # noqa: E501
-    max_steps: Annotated[int, typer.Option(help="Model calls allowed before giving up.")] = (
+    max_steps: Annotated[int, typer.Option(min=1, help="Model calls allowed before giving up.")] = (
         defaults.MAX_STEPS),
-    timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the run, seconds.")] = None,  # noqa: E501
-    request_timeout: Annotated[float, typer.Option(help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens per model turn [default: 1024; 256 for the embedded model]")] = None,  # noqa: E501
+    timeout: Annotated[float | None, typer.Option(callback=positive_seconds, help="Wall-clock limit for the run, seconds.")] = None,  # noqa: E501
+    request_timeout: Annotated[float, typer.Option(callback=positive_seconds, help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per model turn [default: 1024; 256 for the embedded model]")] = None,  # noqa: E501
     model_path: Annotated[str | None, typer.Option(help="GGUF file for the embedded model, used when no --base-url is set [env: MINIAGENT_MODEL_PATH]")] = None,  # noqa: E501
     grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True,  # noqa: E501
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501
@@ -63,11 +73,12 @@ def run(
         max_tokens=max_tokens, model_path=model_path, grammar=grammar,
         grammar_field=grammar_field,
     )
-    interactive = not (detach or as_json) and sys.stdin.isatty()
-    with cli_errors():
+    interactive = asks_in_terminal(detach=detach, as_json=as_json)
+    tracker = SessionTracker()
+    with cli_errors(verbose=verbose), interrupted(tracker, store):
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        result = agent.run(question, metadata=config.metadata())
+        result = agent.run(question, metadata=config.metadata(), on_event=tracker)
     finish(result, as_json=as_json, store=store)
 
 
@@ -83,7 +94,7 @@ def demo(
 ) -> None:
     """Watch the loop work with no model: a scripted model served over real local HTTP."""
     from miniagent.agent import Agent
-    from miniagent.cli.demo import QUESTION, SCRIPT, make_workspace
+    from miniagent.cli.demo import QUESTION, SCRIPT, demo_workspace
     from miniagent.cli.display import TraceDisplay
     from miniagent.models.openai_compat import OpenAICompatibleModel
     from miniagent.testing.stub_server import StubServer
@@ -95,8 +106,8 @@ def demo(
         "HTTP client, parser, tools and guards are real. For a real model: miniagent run "
         "--base-url URL --model NAME ...[/dim]"
     )
-    workspace = make_workspace()
-    with StubServer(SCRIPT).run_in_thread() as server:
+    with cli_errors(verbose=verbose), demo_workspace() as workspace, \
+            StubServer(SCRIPT).run_in_thread() as server:
         llm = OpenAICompatibleModel(base_url=server.base_url, model="scripted-demo",
                                     tool_mode="react")
         agent = Agent(model=llm, tools=builtin_tools(workspace), max_steps=6, on_event=display)
@@ -114,7 +125,7 @@ def tools_cmd(
         registry = load_tools([source], workspace)
     except UserError as exc:
         raise fail(str(exc)) from None
-    typer.echo(json.dumps(registry.openai_schemas(), ensure_ascii=False, indent=2))
+    echo_json(registry.openai_schemas(), indent=2)
 
 
 @app.command()
@@ -128,13 +139,15 @@ def parse(
     "error"}. With --native: {"content", "tool_calls", "cached_tokens"}; arguments that cannot
     be parsed are {"_invalid": true}; a ReAct input that is not a JSON object is {"_input": value}.
     """
-    data = sys.stdin.read()
-    if jsonl:
-        for line in parse_jsonl(data.splitlines(), native_default=native):
-            typer.echo(json.dumps(line, ensure_ascii=False))
-        return
-    out: dict[str, Any] = parse_native_body(data) if native else parse_react_text(data)
-    typer.echo(json.dumps(out, ensure_ascii=False))
+    # model output is UTF-8 whatever the terminal's locale; stray bytes stay visible
+    data = sys.stdin.buffer.read().decode("utf-8", errors="surrogateescape")
+    with cli_errors():  # what the parsers do not catch (input nested too deeply) is one line
+        if jsonl:
+            for line in parse_jsonl(data.splitlines(), native_default=native):
+                echo_json(line)
+            return
+        out: dict[str, Any] = parse_native_body(data) if native else parse_react_text(data)
+        echo_json(out)
     if out.get("error") and native:
         raise typer.Exit(1)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -13,9 +14,10 @@ import typer
 from miniagent import defaults
 from miniagent.agent import Agent
 from miniagent.cli.loading import load_tools
+from miniagent.errors import ConfigError
 from miniagent.models.base import Model
 from miniagent.models.openai_compat import GrammarField
-from miniagent.store.sqlite import SQLiteStore
+from miniagent.store.sqlite import SQLiteStore, default_store_path
 from miniagent.types import PendingApproval, ToolMode
 
 
@@ -65,8 +67,30 @@ def open_store(path: Path | None, *, readonly: bool = False) -> SQLiteStore:
     """``--store``, else MINIAGENT_STORE, else the per-user default file.
 
     Commands that only read open it ``readonly``: they create and write nothing.
+
+    Raises:
+        ConfigError: The file or its folder cannot be made or opened (a file where a folder
+            should be, ``/proc``, ``HOME`` pointing at a file, no permission); one line.
     """
-    return SQLiteStore(path, readonly=readonly)
+    try:
+        target = path if path is not None else default_store_path()
+        return SQLiteStore(target, readonly=readonly)
+    except RuntimeError as exc:  # Path.home(): no HOME and no passwd entry
+        raise ConfigError(f"cannot find the session store ({exc}); choose a file with "
+                          "--store or MINIAGENT_STORE") from None
+    except (OSError, sqlite3.InterfaceError) as exc:
+        raise ConfigError(f"cannot open the session store {target}: {_why(target, exc)}; "
+                          "choose another file with --store or MINIAGENT_STORE") from None
+
+
+def _why(target: Path, exc: Exception) -> str:
+    """The reason in the user's terms: which file stands where a folder must be, if one does."""
+    for folder in target.parents:
+        if folder.exists() and not folder.is_dir():
+            return f"{folder} is a file, not a folder"
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    culprit = getattr(exc, "filename", None)
+    return f"{reason} ({culprit})" if culprit and str(culprit) != str(target) else reason
 
 
 def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
@@ -88,7 +112,9 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         from miniagent.cli.local import local_model, local_notice
 
         local = local_model(config.model_path, config.mode, config.grammar)
-        typer.echo(local_notice(local), err=True)
+        from miniagent.cli.safe_text import visible
+
+        typer.echo(visible(local_notice(local)), err=True)
         return local
     from miniagent.models.openai_compat import OpenAICompatibleModel
 
@@ -101,15 +127,22 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
 
 
 def ask_in_terminal(pending: PendingApproval) -> bool | None:
-    """Ask y/n for one call; end of input leaves it waiting."""
-    from rich.console import Console
+    """Ask y/n for one call; end of input, or a terminal that fails, leaves it waiting."""
     from rich.prompt import Confirm
 
-    console = Console(highlight=False)
+    from miniagent.cli.display import terminal
+    from miniagent.cli.safe_text import markup, visible
+
+    console = terminal()
     arguments = json.dumps(pending.arguments, ensure_ascii=False)
-    console.print(f"[bold magenta]Approval needed[/bold magenta]: {pending.tool} {arguments}"
-                  f" [dim]({pending.reason}; call {pending.call_id})[/dim]")
+    console.print(f"[bold magenta]Approval needed[/bold magenta]: {markup(pending.tool, 200)} "
+                  f"{markup(arguments, 2000)} [dim]({markup(pending.reason)}; call "
+                  f"{markup(pending.call_id, 100)})[/dim]")
     try:
         return Confirm.ask("Run it?", default=False, console=console)
     except EOFError:
+        return None
+    except Exception as exc:  # the terminal went away or sent bytes it cannot decode
+        typer.echo(visible(f"miniagent: cannot ask for approval here ({type(exc).__name__}: "
+                           f"{exc}); call {pending.call_id} keeps waiting"), err=True)
         return None

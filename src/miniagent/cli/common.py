@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import logging
+import math
+import sys
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -12,7 +15,9 @@ from typing import Annotated
 import typer
 
 from miniagent.agent import Agent
+from miniagent.cli.safe_text import json_text, unicode_stream, visible
 from miniagent.errors import MiniAgentError, UserError
+from miniagent.runtime.events import Event
 from miniagent.types import RunResult
 
 
@@ -29,24 +34,107 @@ StoreOption = Annotated[Path | None, typer.Option(
     "~/.local/share/miniagent/sessions.db]")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
+def positive_seconds(value: float | None) -> float | None:
+    """An option callback: seconds must be a positive, finite number (or not given)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a positive number of seconds, got {value}")
+    return value
+
+
 EXIT_CODES = {"completed": 0, "awaiting_approval": 3}
 """Exit status by run status; any other status exits 1."""
 
 
+def echo_json(value: object, *, indent: int | None = None) -> None:
+    """Print ``value`` as one JSON text; all-ASCII where stdout cannot encode Unicode."""
+    typer.echo(json_text(value, indent=indent, ascii_only=not unicode_stream(sys.stdout)))
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"miniagent: {message}", err=True)
+    """Print ``message`` as the one error line (it may quote a server or a session file)."""
+    typer.echo(f"miniagent: {visible(message)}", err=True)
     return typer.Exit(code)
 
 
 @contextmanager
-def cli_errors() -> Iterator[None]:
-    """Our exceptions become one line on stderr (exit 2 for usage mistakes, else 1)."""
+def cli_errors(session_id: str | None = None, *, verbose: bool = False) -> Iterator[None]:
+    """Our exceptions become one line on stderr (exit 2 for usage mistakes, else 1).
+
+    So does data nested deeper than Python's recursion limit (a damaged or hostile session
+    row), wherever in loading, deciding or printing it is met; ``session_id`` names it. What
+    the library logs meanwhile (a failing subscriber, a bug of ours) is one line too, with
+    its traceback only when ``verbose``.
+    """
+    logger = logging.getLogger("miniagent")
+    handler = _OneLineLog(verbose=verbose)
+    logger.addHandler(handler)
     try:
         yield
     except UserError as exc:
         raise fail(str(exc), 2) from None
     except MiniAgentError as exc:
         raise fail(str(exc), 1) from None
+    except RecursionError:
+        what = f"session {session_id}" if session_id else "the data"
+        raise fail(f"{what} cannot be read: it is nested too deeply", 1) from None
+    finally:
+        logger.removeHandler(handler)
+
+
+class _OneLineLog(logging.Handler):
+    """Log records of the library as ``miniagent: message`` lines on (the current) stderr."""
+
+    def __init__(self, *, verbose: bool) -> None:
+        super().__init__(logging.WARNING)
+        self.verbose = verbose
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = " ".join(record.getMessage().split())
+            if record.exc_info and record.exc_info[1] is not None:
+                exc = record.exc_info[1]
+                if self.verbose:
+                    text += "\n" + "".join(traceback.format_exception(exc)).rstrip()
+                else:
+                    text += f" ({type(exc).__name__}: {' '.join(str(exc).split())}; " \
+                            "--verbose shows the traceback)"
+            typer.echo(f"miniagent: {visible(text)}", err=True)
+        except Exception:
+            self.handleError(record)
+
+
+class SessionTracker:
+    """A per-run subscriber (``on_event``) that learns the run's session id from its events."""
+
+    def __init__(self, session_id: str | None = None) -> None:
+        self.session_id = session_id
+
+    def __call__(self, event: Event) -> None:
+        self.session_id = event.session_id
+
+
+@contextmanager
+def interrupted(tracker: SessionTracker, store: Path | None) -> Iterator[None]:
+    """Ctrl-C exits 130 with one line: which session stopped and how to continue it."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if tracker.session_id is None:
+            raise fail("interrupted before a session was started", 130) from None
+        raise fail(f"interrupted: session {tracker.session_id} stopped after its last saved "
+                   f"step; continue it with: {resume_command(tracker.session_id, store)}",
+                   130) from None
+
+
+def resume_command(session_id: str, store: Path | None) -> str:
+    """The command that continues ``session_id`` (in the same store)."""
+    flag = f" --store {store}" if store else ""
+    return f"miniagent sessions resume {session_id}{flag}"
+
+
+def asks_in_terminal(*, detach: bool, as_json: bool) -> bool:
+    """Whether approvals are asked here: a person at a terminal, who did not opt out."""
+    return not (detach or as_json) and sys.stdin.isatty()
 
 
 def show_progress(agent: Agent, *, as_json: bool, verbose: bool) -> None:
@@ -61,7 +149,7 @@ def finish(result: RunResult, *, as_json: bool, store: Path | None) -> None:
     from miniagent.cli.display import approval_hint, result_to_json
 
     if as_json:
-        typer.echo(json.dumps(result_to_json(result), ensure_ascii=False))
+        echo_json(result_to_json(result))
     elif result.status == "awaiting_approval":
         typer.echo(approval_hint(result, store))
     raise typer.Exit(EXIT_CODES.get(result.status, 1))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 QUESTION = "How many lines does notes.txt have, and what is that number times 23?"
@@ -33,7 +35,10 @@ SCRIPT = [
 ]
 
 
-def make_workspace() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="miniagent-demo-"))
-    (root / "notes.txt").write_text(NOTES, encoding="utf-8")
-    return root
+@contextmanager
+def demo_workspace() -> Iterator[Path]:
+    """A temporary folder holding notes.txt, removed afterwards (even on Ctrl-C)."""
+    with tempfile.TemporaryDirectory(prefix="miniagent-demo-") as folder:
+        root = Path(folder)
+        (root / "notes.txt").write_text(NOTES, encoding="utf-8")
+        yield root

@@ -1,4 +1,8 @@
-"""The CLI's live trace: an event subscriber that prints each step with rich."""
+"""The CLI's live trace: an event subscriber that prints each step with rich.
+
+Everything a model, a tool or a server wrote goes through :func:`~miniagent.cli.safe_text.markup`
+(control characters escaped, long texts clipped, rich markup escaped) before it is printed.
+"""
 
 from __future__ import annotations
 
@@ -8,30 +12,36 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 
+from miniagent.cli.common import resume_command
+from miniagent.cli.safe_text import clip, markup, visible
 from miniagent.runtime import events as ev
 from miniagent.types import RunResult, Step
 
 _SHOWN_CHARS = 600
+"""Thoughts and observations in the live trace are shown up to this many characters."""
 
 
 def _short(text: str, limit: int = _SHOWN_CHARS) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else f"{text[:limit]} … ({len(text):,} chars)"
+    return markup(text.strip(), limit)
+
+
+def terminal() -> Console:
+    """A console that adds no highlighting and reads no ``:emoji:`` codes into the text."""
+    return Console(highlight=False, emoji=False)
 
 
 class TraceDisplay:
     """Prints thought, action, arguments, observation, tokens and time for each step."""
 
     def __init__(self, console: Console | None = None, *, verbose: bool = False) -> None:
-        self.console = console or Console(stderr=False, highlight=False)
+        self.console = console or terminal()
         self.verbose = verbose
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.RunStarted):
-            self.console.print(f"[bold]Question:[/bold] {escape(event.question)}")
+            self.console.print(f"[bold]Question:[/bold] {markup(event.question)}")
         elif isinstance(event, ev.StepStarted):
             self.console.rule(f"step {event.step}", style="dim")
         elif isinstance(event, ev.ModelResponded):
@@ -45,17 +55,16 @@ class TraceDisplay:
         parsed, response = event.parsed, event.response
         usage = response.usage
         if self.verbose and response.content:
-            self.console.print(Panel(escape(response.content), title="raw output", style="dim"))
+            self.console.print(Panel(markup(response.content), title="raw output", style="dim"))
         if parsed.thought:
-            thought = escape(_short(parsed.thought))
-            self.console.print(f"[italic cyan]Thought:[/italic cyan] {thought}")
+            self.console.print(f"[italic cyan]Thought:[/italic cyan] {_short(parsed.thought)}")
         for call in parsed.tool_calls:
             args = json.dumps(call.arguments, ensure_ascii=False) if call.arguments else (
                 call.raw_arguments or "{}")
-            self.console.print(f"[bold yellow]Action:[/bold yellow] {escape(call.name)} "
-                               f"{escape(_short(args, 300))}")
+            self.console.print(f"[bold yellow]Action:[/bold yellow] {markup(call.name, 200)} "
+                               f"{_short(args, 300)}")
         if parsed.kind == "invalid":
-            self.console.print(f"[red]Unparseable output:[/red] {escape(parsed.error or '')}")
+            self.console.print(f"[red]Unparseable output:[/red] {_short(parsed.error or '')}")
         cached = f", {usage.cached_tokens:,} cached" if usage.cached_tokens else ""
         self.console.print(
             f"[dim]model {event.elapsed:.2f} s · {usage.prompt_tokens:,} prompt + "
@@ -66,18 +75,19 @@ class TraceDisplay:
         obs = event.observation
         style = "red" if obs.is_error else "green"
         self.console.print(f"[{style}]Observation[/{style}] [dim]({obs.elapsed * 1000:.0f} ms)"
-                           f"[/dim]: {escape(_short(obs.output))}")
+                           f"[/dim]: {_short(obs.output)}")
 
     def _run_finished(self, event: ev.RunFinished) -> None:
         result = event.result
         usage = result.usage
-        footer = (f"{result.status} · {len(result.steps)} steps · {usage.total_tokens:,} tokens · "
+        status = markup(result.status, 40)
+        footer = (f"{status} · {len(result.steps)} steps · {usage.total_tokens:,} tokens · "
                   f"{result.elapsed:.2f} s")
         if result.final_answer is not None:
-            self.console.print(Panel(escape(result.final_answer), title="Final Answer",
+            self.console.print(Panel(markup(result.final_answer), title="Final Answer",
                                      subtitle=footer, border_style="green"))
         else:
-            self.console.print(Panel(escape(result.reason), title=f"Stopped: {result.status}",
+            self.console.print(Panel(markup(result.reason), title=f"Stopped: {status}",
                                      subtitle=footer, border_style="red"))
 
 
@@ -117,14 +127,16 @@ def step_to_json(step: Step) -> dict[str, Any]:
 
 def approval_hint(result: RunResult, store: Path | None = None) -> str:
     """How to approve or deny what a session waits for, as commands to copy."""
+
     flag = f" --store {store}" if store else ""
-    lines = [f"Session {result.session_id} is awaiting approval:"]
+    session_id = visible(result.session_id)
+    lines = [f"Session {session_id} is awaiting approval:"]
     for p in result.pending_approvals:
         args = json.dumps(p.arguments, ensure_ascii=False)
-        lines.append(f"  call {p.call_id}: {p.tool} {args}  ({p.reason})")
+        lines.append(visible(f"  call {p.call_id}: {p.tool} {clip(args, 500)}  ({p.reason})"))
     lines += [
-        f"Approve: miniagent sessions approve {result.session_id} [CALL_ID]{flag}",
-        f"Deny:    miniagent sessions deny {result.session_id} [CALL_ID] --reason '...'{flag}",
-        f"Then:    miniagent sessions resume {result.session_id}{flag}",
+        f"Approve: miniagent sessions approve {session_id} [CALL_ID]{flag}",
+        f"Deny:    miniagent sessions deny {session_id} [CALL_ID] --reason '...'{flag}",
+        f"Then:    {resume_command(session_id, store)}",
     ]
     return "\n".join(lines)

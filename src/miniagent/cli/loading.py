@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -47,10 +48,29 @@ def _import(source: str) -> ModuleType:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception as exc:
-            raise UserError(f"loading {source} failed: {type(exc).__name__}: {exc}") from exc
+        except (Exception, SystemExit) as exc:  # the user's code: anything may come out
+            del sys.modules[name]
+            raise UserError(f"loading tools from {source} failed: {_failure(exc)}") from None
         return module
     try:
         return importlib.import_module(source)
-    except ImportError as exc:
-        raise UserError(f"cannot import tools module {source!r}: {exc}") from exc
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not source.startswith(exc.name):
+            raise UserError(f"loading tools module {source!r} failed: {_failure(exc)}") from None
+        raise UserError(f"cannot import tools module {source!r}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        raise UserError(f"loading tools module {source!r} failed: {_failure(exc)}") from None
+
+
+def _failure(exc: BaseException) -> str:
+    """``Type: message (at file:line)``, in one line: what went wrong while importing, where."""
+    message = " ".join(str(exc).split())
+    if isinstance(exc, SyntaxError):
+        message = " ".join(str(exc.msg).split())
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else ""
+    else:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if not f.filename.startswith("<")]  # importlib's frozen frames say nothing
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return f"{text} (at {where})" if where else text

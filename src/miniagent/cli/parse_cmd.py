@@ -62,12 +62,20 @@ def parse_native_response(body: Any) -> dict[str, Any]:
     return out
 
 
-def parse_native_body(data: str) -> dict[str, Any]:
+def _loads(text: str, what: str) -> tuple[Any, str | None]:
+    """``(value, None)``, or ``(None, why)`` when ``text`` is not JSON or is nested too deeply."""
     try:
-        body = json.loads(data)
+        return json.loads(text), None
     except ValueError as exc:
-        return {"content": None, "tool_calls": [], "cached_tokens": None,
-                "error": f"stdin is not JSON: {exc}"}
+        return None, f"{what} is not JSON: {exc}"
+    except RecursionError:
+        return None, f"{what} is nested too deeply to decode"
+
+
+def parse_native_body(data: str) -> dict[str, Any]:
+    body, error = _loads(data, "stdin")
+    if error is not None:
+        return {"content": None, "tool_calls": [], "cached_tokens": None, "error": error}
     return parse_native_response(body)
 
 
@@ -77,10 +85,9 @@ def parse_jsonl(lines: Iterable[str], *, native_default: bool = False) -> Iterat
         if not line.strip():
             yield {"kind": "invalid", "error": "empty line"}
             continue
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            yield {"kind": "invalid", "error": f"line is not JSON: {exc}"}
+        item, error = _loads(line, "line")
+        if error is not None:
+            yield {"kind": "invalid", "error": error}
             continue
         if isinstance(item, dict) and "response" in item:
             yield parse_native_response(item["response"])

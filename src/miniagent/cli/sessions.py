@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from miniagent.cli.build import RunConfig, build_agent, open_store
 from miniagent.cli.common import (
     JsonOption,
     Mode,
+    SessionTracker,
     StoreOption,
+    asks_in_terminal,
     cli_errors,
+    echo_json,
     finish,
+    interrupted,
+    resume_command,
     show_progress,
 )
+from miniagent.cli.display import terminal
+from miniagent.cli.safe_text import markup, visible
+from miniagent.errors import DecisionError
 from miniagent.session import AgentSession
 
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
@@ -41,62 +47,67 @@ def _age(seconds: float) -> str:
 
 
 @sessions_app.command("list")
-def list_sessions(store: StoreOption = None, as_json: JsonOption = False,
-                  limit: Annotated[int, typer.Option(help="At most this many.")] = 50) -> None:
+def list_sessions(
+    store: StoreOption = None, as_json: JsonOption = False,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 50,
+) -> None:
     """Saved sessions, most recently updated first."""
     with cli_errors():
         rows = open_store(store, readonly=True).list(limit)
     if as_json:
-        typer.echo(json.dumps([
+        echo_json([
             {"session_id": r.session_id, "status": r.status, "steps": r.steps,
              "question": r.question, "updated_at": r.updated_at} for r in rows
-        ], ensure_ascii=False))
+        ])
         return
     table = Table("id", "status", "steps", "age", "question")
     now = time.time()
     for r in rows:
-        table.add_row(r.session_id, r.status, str(r.steps), _age(now - r.updated_at),
-                      escape(r.question[:80]))
-    Console(highlight=False).print(table)
+        table.add_row(markup(r.session_id, 40), markup(r.status, 40), str(r.steps),
+                      _age(now - r.updated_at), markup(r.question[:80]))
+    terminal().print(table)
 
 
 @sessions_app.command()
 def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption = False) -> None:
     """The whole trace of a session: steps, calls, observations, transitions."""
-    with cli_errors():
+    with cli_errors(session_id):
         session = open_store(store, readonly=True).load(session_id)
-    if as_json:
-        typer.echo(json.dumps(session.to_dict(), ensure_ascii=False))
-        return
-    _print_session(Console(highlight=False), session)
+        if as_json:
+            echo_json(session.to_dict())
+            return
+        _print_session(terminal(), session)
 
 
 def _print_session(console: Console, s: AgentSession) -> None:
-    console.print(f"[bold]Session {s.id}[/bold]: {s.status} — {escape(s.reason)}")
-    console.print(f"Question: {escape(s.question)}")
+    """Every text of a session file is printed through ``markup``: the file may be hostile."""
+    console.print(f"[bold]Session {markup(s.id)}[/bold]: {markup(s.status, 40)} — "
+                  f"{markup(s.reason)}")
+    console.print(f"Question: {markup(s.question)}")
     console.print(f"[dim]{len(s.steps)} steps · {s.usage.total_tokens:,} tokens · "
                   f"{s.elapsed:.2f} s · created {time.ctime(s.created_at)}[/dim]")
     for step in s.steps:
         console.rule(f"step {step.index}", style="dim")
         if step.thought:
-            console.print(f"[italic cyan]Thought:[/italic cyan] {escape(step.thought)}")
+            console.print(f"[italic cyan]Thought:[/italic cyan] {markup(step.thought)}")
         for record in step.calls:
             args = json.dumps(record.call.arguments, ensure_ascii=False)
-            note = f" — {escape(record.note)}" if record.note else ""
-            console.print(f"[bold yellow]Action[/bold yellow] {escape(record.call.name)} "
-                          f"{escape(args)} [dim]({record.call.id}: {record.state}{note})[/dim]")
+            note = f" — {markup(record.note)}" if record.note else ""
+            console.print(f"[bold yellow]Action[/bold yellow] {markup(record.call.name, 200)} "
+                          f"{markup(args)} [dim]({markup(record.call.id, 100)}: "
+                          f"{markup(record.state, 40)}{note})[/dim]")
             if record.observation is not None:
                 style = "red" if record.observation.is_error else "green"
                 console.print(f"[{style}]Observation:[/{style}] "
-                              f"{escape(record.observation.output)}")
+                              f"{markup(record.observation.output)}")
         if step.error:
-            console.print(f"[red]Unparseable output:[/red] {escape(step.error)}")
+            console.print(f"[red]Unparseable output:[/red] {markup(step.error)}")
         if step.final_answer is not None:
-            console.print(f"[bold green]Final Answer:[/bold green] {escape(step.final_answer)}")
+            console.print(f"[bold green]Final Answer:[/bold green] {markup(step.final_answer)}")
     console.rule("transitions", style="dim")
     for t in s.transitions:
-        console.print(f"[dim]{time.ctime(t.at)}[/dim] {t.source} -> {t.target}: "
-                      f"{escape(t.reason)}")
+        console.print(f"[dim]{time.ctime(t.at)}[/dim] {markup(t.source, 40)} -> "
+                      f"{markup(t.target, 40)}: {markup(t.reason)}")
 
 
 def _warn_forced(session_id: str, force: bool) -> None:
@@ -111,14 +122,32 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
     from miniagent.runtime.approvals import decide
 
     _warn_forced(session_id, force)
-    with cli_errors():
-        session = open_store(store).update(
-            session_id, lambda s: decide(s, call_id, approved, reason, at=time.time()),
-            force=force)
+
+    def change(session: AgentSession) -> None:
+        _check_something_waits(session, store)
+        decide(session, call_id, approved, reason, at=time.time())
+
+    with cli_errors(session_id):
+        session = open_store(store).update(session_id, change, force=force)
     state = "approved" if approved else "denied"
     decided = [r.call.id for r in session.open_calls() if r.state == state]
-    typer.echo(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
-               f"miniagent sessions resume {session_id}")
+    typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
+                       f"{resume_command(session_id, store)}"))
+
+
+def _check_something_waits(session: AgentSession, store: StoreOption) -> None:
+    """A session still awaiting approval whose calls were all decided: say so, and what next.
+
+    (``decide`` alone would report "no call None awaiting approval".)
+    """
+    if session.status != "awaiting_approval":
+        return  # decide explains: not awaiting approval, and the status
+    open_calls = session.open_calls()
+    if any(r.state == "awaiting_approval" for r in open_calls):
+        return
+    decided = ", ".join(f"{r.call.id} {r.state}" for r in open_calls) or "none"
+    raise DecisionError(f"session {session.id} has no call awaiting approval (decided: "
+                        f"{decided}); continue with: {resume_command(session.id, store)}")
 
 
 @sessions_app.command()
@@ -142,10 +171,10 @@ def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = No
     from miniagent.agent import cancel_session
 
     _warn_forced(session_id, force)
-    with cli_errors():
+    with cli_errors(session_id):
         cancel_session(open_store(store), session_id, reason or "cancelled from the command line",
                        force=force)
-    typer.echo(f"cancelled session {session_id}")
+    typer.echo(visible(f"cancelled session {session_id}"))
 
 
 @sessions_app.command()
@@ -164,12 +193,12 @@ def resume(
 ) -> None:
     """Continue a session after approvals, a crash, a timeout or an error."""
     _warn_forced(session_id, force)
-    with cli_errors():
+    with cli_errors(session_id, verbose=verbose), interrupted(SessionTracker(session_id), store):
         sessions = open_store(store)
         recorded = RunConfig.recorded(sessions.load(session_id).metadata)
         config = recorded.merged(base_url=base_url, model=model, tools=tools,
                                  mode=mode.value if mode else None)
-        interactive = not (detach or as_json) and sys.stdin.isatty()
+        interactive = asks_in_terminal(detach=detach, as_json=as_json)
         agent = build_agent(config, sessions, api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
         result = agent.resume(session_id, force=force)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from miniagent.errors import (
     ConfigError,
@@ -43,16 +45,76 @@ _TOOL_WORDS = ("tools", "tool_choice", "function call", "function_call", "tool c
 """Phrases of a 4xx that blame the tools field itself (not, say, one bad tool_call_id)."""
 
 
+def _checked_base_url(base_url: str) -> str:
+    """``base_url`` without surrounding whitespace or a trailing slash, if it can be POSTed to.
+
+    Checked here, once, so that a mistyped URL is a :class:`ConfigError` at construction
+    (one line in the CLI) instead of a failure inside every request.
+    """
+    url = base_url.strip().rstrip("/")
+    if not url.isascii():
+        raise ConfigError(f"base_url must be ASCII (percent-encode the path, write the host "
+                          f"in its xn-- form): {url!r}")
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise ConfigError(f"base_url contains whitespace or control characters: {url!r}")
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # parsed lazily: this is where "99999" or "http" is refused
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535", ...
+        raise ConfigError(f"base_url is not a valid URL ({exc}): {url!r}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ConfigError(f"base_url must start with http:// or https://, got {url!r} "
+                          "(e.g. http://127.0.0.1:8000/v1)")
+    if not parts.hostname:
+        raise ConfigError(f"base_url has no host: {url!r}")
+    if port == 0:
+        raise ConfigError(f"base_url has port 0, which no server listens on: {url!r}")
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        raise ConfigError(f"base_url cannot have a query or fragment (the request path "
+                          f"/chat/completions is appended to it): {url!r}")
+    return url
+
+
+def _checked_api_key(api_key: str | None) -> str | None:
+    """The key without surrounding whitespace, if it can travel in an HTTP header.
+
+    The messages never repeat the key, not even in part.
+    """
+    if api_key is None:
+        return None
+    key = api_key.strip()
+    if "\r" in key or "\n" in key:
+        raise ConfigError("api_key contains a line break, which would inject HTTP headers; "
+                          "check how it was pasted or read from a file")
+    if any(not c.isprintable() for c in key):
+        raise ConfigError("api_key contains a control character; check how it was pasted "
+                          "or read from a file")
+    try:
+        key.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ConfigError("api_key contains characters outside Latin-1, which an HTTP header "
+                          "cannot carry; check how it was pasted or read from a file") from None
+    return key
+
+
+def _checked_timeout(timeout: float) -> float:
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
 class OpenAICompatibleModel:
     """A chat model served over the OpenAI-compatible HTTP API.
 
     Args:
-        base_url: The API root, ending in ``/v1``.
+        base_url: The API root, ending in ``/v1``: ``http://`` or ``https://``, a host, maybe
+            a port, no query (surrounding whitespace is dropped).
         model: The ``model`` field of each request.
-        api_key: Sent as ``Authorization: Bearer <api_key>`` when set.
+        api_key: Sent as ``Authorization: Bearer <api_key>`` when set (surrounding
+            whitespace dropped; a line break or a non-Latin-1 character is refused).
         tool_mode: ``react`` (tools described in the prompt), ``native`` (the ``tools``
             field) or ``auto`` (native, falling back to ReAct where the server refuses it).
-        timeout: Seconds per attempt.
+        timeout: Seconds per attempt (positive and finite).
         max_retries: Retries after the first attempt.
         backoff_base: The first retry waits up to this many seconds, doubling each time.
         backoff_max: The longest wait between attempts (``Retry-After`` aside).
@@ -61,6 +123,9 @@ class OpenAICompatibleModel:
             llama.cpp's server, ``"guided_grammar"`` for vLLM < 0.12,
             ``"structured_outputs"`` for newer vLLM. ``None`` (the default) sends none.
         client: A shared :class:`HttpClient`; by default the model has its own.
+
+    Raises:
+        ConfigError: ``base_url``, ``api_key``, ``timeout`` or ``grammar_field`` cannot work.
 
     Example:
         >>> model = OpenAICompatibleModel(base_url="http://127.0.0.1:8000/v1", model="qwen")
@@ -83,11 +148,11 @@ class OpenAICompatibleModel:
         grammar_field: GrammarField | None = None,
         client: HttpClient | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = _checked_base_url(base_url)
         self.model = model
-        self.api_key = api_key
+        self.api_key = _checked_api_key(api_key)
         self.tool_mode: ToolMode = tool_mode
-        self.timeout = timeout
+        self.timeout = _checked_timeout(timeout)
         self.max_retries = max(0, max_retries)
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
@@ -100,8 +165,8 @@ class OpenAICompatibleModel:
         self._client = client
         self._owns_client = client is None
         self._headers = {"Accept": "application/json"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        if self.api_key:
+            self._headers["Authorization"] = f"Bearer {self.api_key}"
 
     @property
     def capabilities(self) -> Capabilities:

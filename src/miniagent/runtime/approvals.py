@@ -36,6 +36,10 @@ def decide(session: AgentSession, call_id: str | None, approved: bool, reason: s
                             f"{session.status})")
     waiting = [r for r in session.open_calls() if r.state == "awaiting_approval"]
     chosen = [r for r in waiting if call_id is None or r.call.id == call_id]
+    if not chosen and call_id is None:  # every call was decided already
+        decided = ", ".join(f"{r.call.id} {r.state}" for r in session.open_calls()) or "none"
+        raise DecisionError(f"session {session.id} has no call awaiting approval (decided: "
+                            f"{decided}); resume it to go on")
     if not chosen:
         ids = ", ".join(r.call.id for r in waiting) or "none"
         raise DecisionError(f"session {session.id} has no call {call_id!r} awaiting approval "

@@ -90,7 +90,7 @@ class EventBus:
             for subscriber in targets:
                 try:
                     subscriber(event)
-                except Exception:
+                except BaseException:  # SystemExit too (rich on a broken pipe): keep delivering
                     log.exception("event subscriber %r failed on %s", subscriber, event.kind)
 
 

@@ -110,7 +110,8 @@ class SQLiteStore:
 
     def _open_readonly(self) -> sqlite3.Connection:
         if not self.path.exists():
-            return _empty_store()
+            _no_file_in_the_way(self.path)
+            return _empty_store()  # nothing saved yet: an empty listing, not an error
         uri = self.path.absolute().as_uri() + "?mode=ro"
         db = _connect_readonly(uri)
         try:
@@ -135,6 +136,9 @@ class SQLiteStore:
     def _damaged(self, exc: Exception) -> SessionError:
         if "readonly" in str(exc):
             return self._unwritable(exc)
+        if "unable to open" in str(exc):  # a folder, /proc, a missing device: not corruption
+            return SessionError(f"session store {self.path} cannot be opened ({exc}); choose "
+                                "another file with --store or MINIAGENT_STORE")
         return StoreCorrupted(
             f"session store {self.path} cannot be read ({exc}); it was left untouched. "
             "Move it aside (or point MINIAGENT_STORE elsewhere) to start a new store."
@@ -337,6 +341,15 @@ def _private_file(path: Path) -> None:
     """Create an empty database file readable only by its owner, unless it exists."""
     with suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _no_file_in_the_way(path: Path) -> None:
+    """Raise NotADirectoryError when a file stands where one of ``path``'s folders must be."""
+    for folder in path.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise NotADirectoryError(20, "a file stands where a folder must be", str(folder))
+            return
 
 
 def _connect_readonly(uri: str) -> sqlite3.Connection:
