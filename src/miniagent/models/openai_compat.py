@@ -27,7 +27,7 @@ from miniagent.errors import (
     ToolsNotSupported,
 )
 from miniagent.models.base import Capabilities
-from miniagent.models.http import HttpClient, HttpResponse
+from miniagent.models.http import DEFAULT_MAX_BODY_BYTES, HttpClient, HttpResponse
 from miniagent.protocol.native import normalize_completion
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
@@ -61,6 +61,9 @@ class OpenAICompatibleModel:
             llama.cpp's server, ``"guided_grammar"`` for vLLM < 0.12,
             ``"structured_outputs"`` for newer vLLM. ``None`` (the default) sends none.
         client: A shared :class:`HttpClient`; by default the model has its own.
+        max_body_bytes: The largest response body its own client reads (32 MiB by
+            default); a longer one is a :class:`~miniagent.errors.ModelResponseError`.
+            A shared ``client`` keeps its own limit.
 
     Example:
         >>> model = OpenAICompatibleModel(base_url="http://127.0.0.1:8000/v1", model="qwen")
@@ -82,6 +85,7 @@ class OpenAICompatibleModel:
         extra_body: dict[str, Any] | None = None,
         grammar_field: GrammarField | None = None,
         client: HttpClient | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -97,6 +101,9 @@ class OpenAICompatibleModel:
                               f"got {grammar_field!r}")
         self.grammar_field = grammar_field
         self.url = f"{self.base_url}/chat/completions"
+        if max_body_bytes < 1:
+            raise ConfigError(f"max_body_bytes must be at least 1, got {max_body_bytes}")
+        self.max_body_bytes = max_body_bytes
         self._client = client
         self._owns_client = client is None
         self._headers = {"Accept": "application/json"}
@@ -159,7 +166,7 @@ class OpenAICompatibleModel:
     async def _post(self, payload: bytes, *, with_tools: bool) -> HttpResponse:
         """POST with retries; return the first 2xx answer."""
         if self._client is None:
-            self._client = HttpClient()
+            self._client = HttpClient(max_body_bytes=self.max_body_bytes)
         attempts = self.max_retries + 1
         last: ModelError | None = None
         for attempt in range(1, attempts + 1):
