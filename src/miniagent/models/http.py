@@ -68,8 +68,12 @@ class HttpResponse:
     body: bytes = b""
 
     def json(self) -> Any:
-        """Decode the body as JSON (raises :class:`ValueError` when it is not JSON)."""
-        return json.loads(self.body)
+        """Decode the body as JSON (raises :class:`ValueError` when it is not JSON, or nests
+        deeper than the decoder can go)."""
+        try:
+            return json.loads(self.body)
+        except RecursionError:
+            raise ValueError("the body nests too deeply to decode") from None
 
     def text(self) -> str:
         """The body decoded as UTF-8, undecodable bytes replaced."""

@@ -28,7 +28,8 @@ from miniagent.errors import (
 )
 from miniagent.models.base import Capabilities
 from miniagent.models.http import DEFAULT_MAX_BODY_BYTES, HttpClient, HttpResponse
-from miniagent.protocol.native import normalize_completion
+from miniagent.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
+from miniagent.protocol.native import MAX_BODY_DEPTH, normalize_completion
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
 __all__ = ["OpenAICompatibleModel"]
@@ -125,12 +126,18 @@ class OpenAICompatibleModel:
             ModelHTTPError: A non-retryable status, or retries ran out on one.
             ModelConnectionError: The server could not be reached, after retries.
             ModelTimeout: No answer within ``timeout``, after retries.
-            ModelResponseError: A 2xx answer that is not a chat completion.
+            ModelResponseError: A 2xx answer that is not a chat completion (or is too deep
+                or too large to be read as one).
         """
         payload = json.dumps(self._body(request), ensure_ascii=False).encode()
         response = await self._post(payload, with_tools=bool(request.tools))
         try:
-            body = response.json()
+            body = loads_limited(response.body, max_depth=MAX_BODY_DEPTH)
+        except JSONLimitError as exc:
+            raise ModelResponseError(
+                f"POST {self.url} answered {response.status} with a body past a decoding "
+                f"limit ({exc}): {_excerpt(response.text())}"
+            ) from None
         except ValueError:
             raise ModelResponseError(
                 f"POST {self.url} answered {response.status} with a body that is not JSON: "
@@ -255,18 +262,21 @@ def _error_text(body: Any) -> str:
     data = body
     if isinstance(body, str):
         try:
-            data = json.loads(body)
-        except ValueError:
+            data = loads_limited(body, max_depth=MAX_BODY_DEPTH)
+        except ValueError:  # not JSON, or too deep to look into
             return _excerpt(body)
     if isinstance(data, dict):
         error = data.get("error", data.get("detail", data.get("message")))
         if isinstance(error, dict):
             error = error.get("message", error)
         if error is not None:
-            return _excerpt(error if isinstance(error, str) else json.dumps(error))
-    return _excerpt(body if isinstance(body, str) else json.dumps(body))
+            return _excerpt(error if isinstance(error, str) else excerpt(error, 300))
+    return _excerpt(body if isinstance(body, str) else excerpt(body, 300))
 
 
 def _excerpt(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "..."
+    """The start of ``text`` on one line (only the start is looked at: bodies can be huge)."""
+    head = " ".join(text[: limit * 4].split())
+    if len(head) <= limit and len(text) <= limit * 4:
+        return head
+    return head[:limit] + "..."
