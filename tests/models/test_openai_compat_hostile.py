@@ -15,7 +15,8 @@ import pytest
 from miniagent import Agent
 from miniagent.errors import ModelHTTPError, ModelResponseError
 from miniagent.models.http import HttpResponse
-from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.models.openai_compat import OpenAICompatibleModel, _retry_after
+from miniagent.testing.stub_server import Fault, StubServer
 from miniagent.types import ModelRequest
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -109,3 +110,36 @@ def test_a_run_against_a_deep_body_ends_with_status_error(raw_server: RawServer)
 def test_http_response_json_raises_only_value_error() -> None:
     with pytest.raises(ValueError, match="nests too deeply"):
         HttpResponse(status=200, body=b"[" * 100_000).json()
+
+
+# -- Retry-After --------------------------------------------------------------------------
+
+
+def retry_after(value: str) -> float | None:
+    return _retry_after(HttpResponse(status=429, headers={"retry-after": value}))
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["nan", "NaN", "inf", "-inf", "Infinity", "-1", "-0.5", "61", "1e9", "1e2", "9" * 5000,
+     "5_0", "٣", "0x10", "garbage", "", " ", "1.", ".5", "Wed, 21 Oct 2015 07:28:00 GMT"],
+)
+def test_retry_after_that_is_not_a_bounded_number_of_seconds_is_ignored(value: str) -> None:
+    assert retry_after(value) is None
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("0", 0.0), ("1", 1.0), (" 2.5 ", 2.5),
+                                                ("60", 60.0), ("007", 7.0)])
+def test_retry_after_in_seconds_is_taken(value: str, seconds: float) -> None:
+    assert retry_after(value) == seconds
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e9"])
+async def test_retry_after_nan_falls_back_to_the_backoff(
+        stub: Callable[..., StubServer], value: str) -> None:
+    server = stub([Fault(status=429, headers={"Retry-After": value}), "after the backoff"])
+    model = OpenAICompatibleModel(base_url=server.base_url, backoff_base=0.01)
+    response = await asyncio.wait_for(model.generate(ModelRequest(messages=MESSAGES)),
+                                      HANG_CHECK)
+    await model.aclose()
+    assert response.content == "after the backoff"

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
+import re
 from typing import Any, Literal, get_args
 
 from miniagent.errors import (
@@ -36,6 +38,8 @@ __all__ = ["OpenAICompatibleModel"]
 
 _RETRY_STATUSES = frozenset({408, 429})
 _RETRY_AFTER_MAX = 60.0
+_DELAY_SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,12})?")
+"""``Retry-After`` as delay-seconds (RFC 9110: digits; a fraction tolerated)."""
 GrammarField = Literal["grammar", "guided_grammar", "structured_outputs"]
 """Where a server takes a GBNF grammar; sent only when set, since other servers reject it."""
 
@@ -238,15 +242,17 @@ def _retryable(status: int) -> bool:
 
 
 def _retry_after(response: HttpResponse) -> float | None:
-    """``Retry-After`` in seconds (the HTTP-date form is ignored), capped."""
-    value = response.headers.get("retry-after")
-    if value is None:
+    """``Retry-After`` in seconds, or None (then the usual backoff applies).
+
+    Only plain seconds from 0 to 60 are taken: the HTTP-date form, and anything ``float``
+    would read but no server means (``nan``, ``inf``, ``-1``, ``1e9``, ``5_0``, ``٣``), are
+    ignored, so a server cannot stall the retries until the run's deadline.
+    """
+    value = response.headers.get("retry-after", "").strip()
+    if not _DELAY_SECONDS.fullmatch(value):
         return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return min(max(seconds, 0.0), _RETRY_AFTER_MAX)
+    seconds = float(value)
+    return seconds if math.isfinite(seconds) and 0.0 <= seconds <= _RETRY_AFTER_MAX else None
 
 
 def _exhausted(last: ModelError, url: str, attempts: int) -> ModelError:
