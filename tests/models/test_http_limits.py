@@ -203,3 +203,21 @@ async def test_malformed_numbers_are_a_connection_error(
         await client.aclose()
 
 
+
+
+async def test_a_head_of_one_header_repeated_is_read_in_linear_time(
+        raw_server: RawServer) -> None:
+    """A 1 MiB head of 170,000 repeats of one header; the join is ", ".join, not quadratic."""
+    head = b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 170_000 + b"Content-Length: 2\r\n\r\n{}"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(head)
+        await writer.drain()
+
+    async with raw_server(handler) as base:
+        client = HttpClient()
+        response = await client.post_json(base + "/chat/completions", {"m": 1},
+                                          timeout=HANG_CHECK)
+        await client.aclose()
+    assert response.headers["x"] == ", ".join(["y"] * 170_000)

@@ -204,14 +204,14 @@ def _parse_head(block: bytes) -> tuple[int, str, dict[str, str]]:
     code = rest[:3]
     if not version.startswith("HTTP/1.") or not _DIGITS.fullmatch(code.encode()):
         raise _ProtocolError(f"bad status line {lines[0][:80]!r}")
-    headers: dict[str, str] = {}
+    values: dict[str, list[str]] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
-        if not sep:
-            continue
-        key = name.strip().lower()
-        value = value.strip()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        if sep:
+            values.setdefault(name.strip().lower(), []).append(value.strip())
+    # Joined once: appending to a growing string made 170,000 repeats of one header (a
+    # 1 MiB head) cost 1.6 s of CPU, blocking the event loop.
+    headers = {key: ", ".join(parts) for key, parts in values.items()}
     return int(code), version, headers
 
 
