@@ -243,11 +243,11 @@ def test_parse_of_input_nested_too_deeply_reports_instead_of_raising() -> None:
     assert native.exit_code == 1, native.exception
     assert not isinstance(native.exception, RecursionError)
     out = json.loads(native.stdout)
-    assert "nested too deeply" in out["error"]
+    assert "nested deeper than" in out["error"]
     lines = CliRunner().invoke(app, ["parse", "--jsonl"], input=f'{{"text": {deep}}}\n"x"\n')
     assert lines.exit_code == 0, lines.exception
     first, second = (json.loads(line) for line in lines.stdout.splitlines())
-    assert "nested too deeply" in first["error"] and second["kind"] == "invalid"
+    assert "nested deeper than" in first["error"] and second["kind"] == "invalid"
     react = CliRunner().invoke(app, ["parse"], input=f"Action: f\nAction Input: {deep}")
     assert react.exit_code in (0, 1) and "Traceback" not in react.output
     assert not isinstance(react.exception, RecursionError)

@@ -374,3 +374,52 @@ def test_think_tag_inside_arguments_is_kept() -> None:
 def test_several_leading_think_blocks() -> None:
     out = parse_react("<think>a</think>\n<think>b</think>\nFinal Answer: c")
     assert (out.final_answer, out.thought) == ("c", "a\nb")
+
+
+# --- tool names are kept as written --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "name"),
+    [
+        ("__init__", "__init__"),
+        ("__call__()", "__call__"),
+        ("_private", "_private"),
+        ("trailing_", "trailing_"),
+        ("_both_", "_both_"),
+        ("__dunder__:", "__dunder__"),
+        ("my-tool", "my-tool"),
+        ("-dash-", "-dash-"),
+        ("snake_case_tool", "snake_case_tool"),
+        ("**calc**", "calc"),
+        ("**__init__**", "__init__"),
+        ("`__init__`", "__init__"),
+        ("`my-tool`.", "my-tool"),
+        ("calc:", "calc"),
+        ("calc!", "calc"),
+        ("calc?", "calc"),
+    ],
+)
+@pytest.mark.parametrize("label", ["Action: ", "Action:", "**Action:** ", "__Action:__ ",
+                                   "**Action**: ", "- Action: "])
+def test_tool_names_keep_their_underscores_and_dashes(label: str, written: str, name: str) -> None:
+    out = parse_react(f"Thought: t\n{label}{written}\nAction Input: {{}}")
+    assert out.kind == "action"
+    assert out.tool_calls[0].name == name
+
+
+@pytest.mark.parametrize("form", ['{name}({{"a": 1}})', '{name} {{"a": 1}}',
+                                  '{name}\nAction Input: {{"a": 1}}'])
+def test_dunder_names_in_every_action_form(form: str) -> None:
+    out = parse_react("Action: " + form.format(name="__init__"))
+    assert [(c.name, c.arguments) for c in out.tool_calls] == [("__init__", {"a": 1})]
+
+
+def test_inline_action_keeps_a_dunder_name() -> None:
+    out = parse_react('I will call it. Action: __init__ Action Input: {"a": 1}')
+    assert [(c.name, c.arguments) for c in out.tool_calls] == [("__init__", {"a": 1})]
+
+
+def test_final_answer_keeps_leading_underscores() -> None:
+    assert parse_react("Final Answer: __main__ is the module").final_answer == \
+        "__main__ is the module"

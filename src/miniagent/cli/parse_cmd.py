@@ -1,13 +1,22 @@
-"""`miniagent parse`: how a raw model output is understood, as JSON (a debugging aid)."""
+"""`miniagent parse`: how a raw model output is understood, as JSON (a debugging aid).
+
+Input is decoded as the model client decodes a server's body (:func:`loads_limited`, no
+deeper than :data:`MAX_BODY_DEPTH`), so nothing read from stdin reaches recursive code:
+every failure is an object with ``error``, which the command prints (exit 1), never a
+traceback.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from miniagent.protocol.jsonscan import decode_arguments
-from miniagent.protocol.native import normalize_completion, reported_cached_tokens
+from miniagent.protocol.jsonscan import MAX_DEPTH, decode_arguments, loads_limited
+from miniagent.protocol.native import (
+    MAX_BODY_DEPTH,
+    normalize_completion,
+    reported_cached_tokens,
+)
 from miniagent.protocol.react_parser import parse_react
 from miniagent.types import ToolCall
 
@@ -20,7 +29,7 @@ def _react_arguments(call: ToolCall) -> dict[str, Any]:
     if call.arguments or not call.raw_arguments.strip():
         return call.arguments
     try:  # a bare value: the registry gives it to the tool's single parameter
-        return {"_input": json.loads(call.raw_arguments)}
+        return {"_input": loads_limited(call.raw_arguments, max_depth=MAX_DEPTH)}
     except ValueError:
         return {"_input": call.raw_arguments.strip()}
 
@@ -62,20 +71,12 @@ def parse_native_response(body: Any) -> dict[str, Any]:
     return out
 
 
-def _loads(text: str, what: str) -> tuple[Any, str | None]:
-    """``(value, None)``, or ``(None, why)`` when ``text`` is not JSON or is nested too deeply."""
-    try:
-        return json.loads(text), None
-    except ValueError as exc:
-        return None, f"{what} is not JSON: {exc}"
-    except RecursionError:
-        return None, f"{what} is nested too deeply to decode"
-
-
 def parse_native_body(data: str) -> dict[str, Any]:
-    body, error = _loads(data, "stdin")
-    if error is not None:
-        return {"content": None, "tool_calls": [], "cached_tokens": None, "error": error}
+    try:
+        body = loads_limited(data, max_depth=MAX_BODY_DEPTH)
+    except ValueError as exc:  # not JSON, or past a limit (too deep, too many digits)
+        return {"content": None, "tool_calls": [], "cached_tokens": None,
+                "error": f"stdin is not usable JSON: {exc}"}
     return parse_native_response(body)
 
 
@@ -85,9 +86,10 @@ def parse_jsonl(lines: Iterable[str], *, native_default: bool = False) -> Iterat
         if not line.strip():
             yield {"kind": "invalid", "error": "empty line"}
             continue
-        item, error = _loads(line, "line")
-        if error is not None:
-            yield {"kind": "invalid", "error": error}
+        try:
+            item = loads_limited(line, max_depth=MAX_BODY_DEPTH)
+        except ValueError as exc:
+            yield {"kind": "invalid", "error": f"line is not usable JSON: {exc}"}
             continue
         if isinstance(item, dict) and "response" in item:
             yield parse_native_response(item["response"])

@@ -10,13 +10,17 @@ What it does:
 - a keep-alive pool per origin ``(scheme, host, port)``: a deque of idle connections,
   O(1) to take and give back, at most ``max_connections`` open per origin;
 - request bodies with ``Content-Length``; responses delimited by ``Content-Length``,
-  ``Transfer-Encoding: chunked`` or the server closing the connection;
+  ``Transfer-Encoding: chunked`` or the server closing the connection, each read up to
+  ``max_body_bytes`` (32 MiB by default: a server that never stops sending costs that
+  much memory at most);
 - ``https`` through :func:`ssl.create_default_context`;
 - a pooled connection the server has closed meanwhile is retried once, transparently,
   on a fresh connection (only when no byte of the answer had arrived).
 
-Errors: :class:`~miniagent.errors.ModelConnectionError` for transport faults and
-:class:`~miniagent.errors.ModelTimeout` when ``timeout`` passes. Any HTTP status is
+Errors: :class:`~miniagent.errors.ModelConnectionError` for transport faults,
+:class:`~miniagent.errors.ModelTimeout` when ``timeout`` passes and
+:class:`~miniagent.errors.ModelResponseError` for a body over ``max_body_bytes`` (the
+connection is then closed, not pooled; retrying would only fetch it again). Any HTTP status is
 returned, not raised: deciding what a 429 or a 500 means is the caller's job.
 """
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import socket
 import sys
 from collections import deque
@@ -33,14 +38,20 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from miniagent.errors import ModelConnectionError, ModelTimeout
+from miniagent.errors import ModelConnectionError, ModelResponseError, ModelTimeout
 
-__all__ = ["HttpClient", "HttpResponse"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "HttpClient", "HttpResponse"]
+
+DEFAULT_MAX_BODY_BYTES = 32 << 20
+"""The default cap on a response body: far above any chat completion (1 MiB is a long one)."""
 
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _Origin = tuple[str, str, int]
 _READ_LIMIT = 1 << 20  # longest header block or chunk-size line accepted
 _TRANSPORT_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError)
+_CLOSE_READ = 1 << 16  # bytes asked for at a time from a body delimited by the close
+_DIGITS = re.compile(rb"[0-9]+")
+_HEX_DIGITS = re.compile(rb"[0-9A-Fa-f]+")
 
 
 @dataclass(kw_only=True, slots=True)
@@ -58,8 +69,12 @@ class HttpResponse:
     body: bytes = b""
 
     def json(self) -> Any:
-        """Decode the body as JSON (raises :class:`ValueError` when it is not JSON)."""
-        return json.loads(self.body)
+        """Decode the body as JSON (raises :class:`ValueError` when it is not JSON, or nests
+        deeper than the decoder can go)."""
+        try:
+            return json.loads(self.body)
+        except RecursionError:
+            raise ValueError("the body nests too deeply to decode") from None
 
     def text(self) -> str:
         """The body decoded as UTF-8, undecodable bytes replaced."""
@@ -72,6 +87,13 @@ class _ProtocolError(Exception):
 
 class _StaleConnection(Exception):
     """A reused connection failed before any byte of the answer arrived."""
+
+
+class _BodyTooLarge(Exception):
+    """The answer's body is (or says it will be) longer than the client's limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the answer's body is over the {limit:,} byte limit (max_body_bytes)")
 
 
 class _Slots:
@@ -181,42 +203,71 @@ def _parse_head(block: bytes) -> tuple[int, str, dict[str, str]]:
     lines = block.decode("latin-1").split("\r\n")
     version, _, rest = lines[0].partition(" ")
     code = rest[:3]
-    if not version.startswith("HTTP/1.") or not code.isdigit():
+    if not version.startswith("HTTP/1.") or not _DIGITS.fullmatch(code.encode()):
         raise _ProtocolError(f"bad status line {lines[0][:80]!r}")
-    headers: dict[str, str] = {}
+    values: dict[str, list[str]] = {}
     for line in lines[1:]:
         name, sep, value = line.partition(":")
-        if not sep:
-            continue
-        key = name.strip().lower()
-        value = value.strip()
-        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        if sep:
+            values.setdefault(name.strip().lower(), []).append(value.strip())
+    # Joined once: appending to a growing string made 170,000 repeats of one header (a
+    # 1 MiB head) cost 1.6 s of CPU, blocking the event loop.
+    headers = {key: ", ".join(parts) for key, parts in values.items()}
     return int(code), version, headers
 
 
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts: list[bytes] = []
+async def _read_chunked(reader: asyncio.StreamReader, limit: int) -> bytes:
+    """A chunked body, counted as it comes: chunk data, and the size lines and trailers
+    too (a server sending endless tiny chunks or trailers is cut off all the same)."""
+    body = bytearray()  # not a list of chunks: a million 1-byte chunks would cost ~50 MB
+    framing = 0
     while True:
         line = await reader.readuntil(b"\r\n")
+        framing += len(line)
         size_text = line.split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise _ProtocolError(f"bad chunk size {size_text[:20]!r}") from None
-        if size < 0:
-            raise _ProtocolError(f"negative chunk size {size_text[:20]!r}")
+        if not _HEX_DIGITS.fullmatch(size_text):  # int(_, 16) takes "0x1f", "+1", "1_0"
+            raise _ProtocolError(f"bad chunk size {size_text[:20]!r}")
+        size = int(size_text, 16)
+        if size > limit - len(body) or framing > limit:
+            raise _BodyTooLarge(limit)
         if size == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                pass  # trailers: ignored
-            return b"".join(parts)
-        parts.append(await reader.readexactly(size))
+            while (line := await reader.readuntil(b"\r\n")) != b"\r\n":
+                framing += len(line)  # trailers: ignored, but counted
+                if framing > limit:
+                    raise _BodyTooLarge(limit)
+            return bytes(body)
+        body += await reader.readexactly(size)
         await reader.readexactly(2)
 
 
+async def _read_until_close(reader: asyncio.StreamReader, limit: int) -> bytes:
+    """A body delimited by the server closing the connection, at most ``limit`` bytes."""
+    body = bytearray()
+    while chunk := await reader.read(_CLOSE_READ):
+        if len(chunk) > limit - len(body):
+            raise _BodyTooLarge(limit)
+        body += chunk
+    return bytes(body)
+
+
+def _content_length(value: str, limit: int) -> int:
+    """The declared body length, refused before any byte is read when over ``limit``."""
+    digits = value.strip().encode("latin-1")
+    if not _DIGITS.fullmatch(digits):  # int() takes "+5", "5_0", "٥", and "5, 5" is two
+        raise _ProtocolError(f"bad Content-Length {value[:20]!r}")
+    if len(digits.lstrip(b"0")) > len(str(limit)) or int(digits) > limit:
+        raise _BodyTooLarge(limit)
+    return int(digits)
+
+
 async def _read_response(
-    reader: asyncio.StreamReader, method: str, block: bytes
+    reader: asyncio.StreamReader, method: str, block: bytes, max_body: int
 ) -> tuple[HttpResponse, bool]:
-    """Read one answer whose first header block is ``block``; say if the connection stays."""
+    """Read one answer whose first header block is ``block``; say if the connection stays.
+
+    Raises:
+        _BodyTooLarge: The body is, or is declared to be, longer than ``max_body``.
+    """
     status, version, headers = _parse_head(block)
     while 100 <= status < 200 and status != 101:  # interim answer (100 Continue): skip it
         status, version, headers = _parse_head(await reader.readuntil(b"\r\n\r\n"))
@@ -227,18 +278,12 @@ async def _read_response(
     if method == "HEAD" or status in (204, 304):
         body = b""
     elif "chunked" in headers.get("transfer-encoding", "").lower():
-        body = await _read_chunked(reader)
+        body = await _read_chunked(reader, max_body)
     elif "content-length" in headers:
-        try:
-            length = int(headers["content-length"])
-        except ValueError:
-            raise _ProtocolError("bad Content-Length") from None
-        if length < 0:
-            raise _ProtocolError("negative Content-Length")
-        body = await reader.readexactly(length)
+        body = await reader.readexactly(_content_length(headers["content-length"], max_body))
     else:
-        body = await reader.read()  # delimited by the server closing the connection
         keep = False
+        body = await _read_until_close(reader, max_body)
     return HttpResponse(status=status, headers=headers, body=body), keep
 
 
@@ -248,6 +293,9 @@ class HttpClient:
     Args:
         max_connections: The most connections open at once to one origin; further
             requests wait for a free one (the wait counts against their timeout).
+        max_body_bytes: The longest response body read; a longer one (or a
+            ``Content-Length`` over it) raises :class:`~miniagent.errors.ModelResponseError`
+            and the connection is closed.
 
     Example:
         >>> async def ask() -> dict:
@@ -260,10 +308,15 @@ class HttpClient:
         ...         await client.aclose()
     """
 
-    def __init__(self, *, max_connections: int = 1000) -> None:
+    def __init__(
+        self, *, max_connections: int = 1000, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        if max_body_bytes < 1:
+            raise ValueError("max_body_bytes must be at least 1")
         self.max_connections = max_connections
+        self.max_body_bytes = max_body_bytes
         self._pools: dict[_Origin, _Pool] = {}
 
     async def post_json(
@@ -288,6 +341,7 @@ class HttpClient:
         Raises:
             ModelConnectionError: The server could not be reached or broke the connection.
             ModelTimeout: No complete answer within ``timeout``.
+            ModelResponseError: The body is longer than ``max_body_bytes``.
         """
         if isinstance(payload, dict):
             payload = json.dumps(payload, ensure_ascii=False).encode()
@@ -338,9 +392,12 @@ class HttpClient:
         keep = False
         try:
             block = await _send(conn, head, body, reused=reused)
-            response, keep = await _read_response(reader, method, block)
+            response, keep = await _read_response(reader, method, block, self.max_body_bytes)
         except (*_TRANSPORT_ERRORS, _ProtocolError) as exc:
             raise ModelConnectionError(_describe(exc, pool.origin)) from exc
+        except _BodyTooLarge as exc:
+            where = f"{pool.origin[1]}:{pool.origin[2]}"
+            raise ModelResponseError(f"{where} sent too much: {exc}") from None
         finally:
             if keep and self._pools.get(pool.origin) is pool:  # not dropped by aclose()
                 pool.idle.append(conn)

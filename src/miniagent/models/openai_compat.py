@@ -16,6 +16,7 @@ import asyncio
 import json
 import math
 import random
+import re
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
@@ -29,14 +30,17 @@ from miniagent.errors import (
     ToolsNotSupported,
 )
 from miniagent.models.base import Capabilities
-from miniagent.models.http import HttpClient, HttpResponse
-from miniagent.protocol.native import normalize_completion
+from miniagent.models.http import DEFAULT_MAX_BODY_BYTES, HttpClient, HttpResponse
+from miniagent.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
+from miniagent.protocol.native import MAX_BODY_DEPTH, normalize_completion
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
 __all__ = ["OpenAICompatibleModel"]
 
 _RETRY_STATUSES = frozenset({408, 429})
 _RETRY_AFTER_MAX = 60.0
+_DELAY_SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,12})?")
+"""``Retry-After`` as delay-seconds (RFC 9110: digits; a fraction tolerated)."""
 GrammarField = Literal["grammar", "guided_grammar", "structured_outputs"]
 """Where a server takes a GBNF grammar; sent only when set, since other servers reject it."""
 
@@ -123,6 +127,9 @@ class OpenAICompatibleModel:
             llama.cpp's server, ``"guided_grammar"`` for vLLM < 0.12,
             ``"structured_outputs"`` for newer vLLM. ``None`` (the default) sends none.
         client: A shared :class:`HttpClient`; by default the model has its own.
+        max_body_bytes: The largest response body its own client reads (32 MiB by
+            default); a longer one is a :class:`~miniagent.errors.ModelResponseError`.
+            A shared ``client`` keeps its own limit.
 
     Raises:
         ConfigError: ``base_url``, ``api_key``, ``timeout`` or ``grammar_field`` cannot work.
@@ -147,6 +154,7 @@ class OpenAICompatibleModel:
         extra_body: dict[str, Any] | None = None,
         grammar_field: GrammarField | None = None,
         client: HttpClient | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         self.base_url = _checked_base_url(base_url)
         self.model = model
@@ -162,6 +170,9 @@ class OpenAICompatibleModel:
                               f"got {grammar_field!r}")
         self.grammar_field = grammar_field
         self.url = f"{self.base_url}/chat/completions"
+        if max_body_bytes < 1:
+            raise ConfigError(f"max_body_bytes must be at least 1, got {max_body_bytes}")
+        self.max_body_bytes = max_body_bytes
         self._client = client
         self._owns_client = client is None
         self._headers = {"Accept": "application/json"}
@@ -183,12 +194,18 @@ class OpenAICompatibleModel:
             ModelHTTPError: A non-retryable status, or retries ran out on one.
             ModelConnectionError: The server could not be reached, after retries.
             ModelTimeout: No answer within ``timeout``, after retries.
-            ModelResponseError: A 2xx answer that is not a chat completion.
+            ModelResponseError: A 2xx answer that is not a chat completion (or is too deep
+                or too large to be read as one).
         """
         payload = json.dumps(self._body(request), ensure_ascii=False).encode()
         response = await self._post(payload, with_tools=bool(request.tools))
         try:
-            body = response.json()
+            body = loads_limited(response.body, max_depth=MAX_BODY_DEPTH)
+        except JSONLimitError as exc:
+            raise ModelResponseError(
+                f"POST {self.url} answered {response.status} with a body past a decoding "
+                f"limit ({exc}): {_excerpt(response.text())}"
+            ) from None
         except ValueError:
             raise ModelResponseError(
                 f"POST {self.url} answered {response.status} with a body that is not JSON: "
@@ -224,7 +241,7 @@ class OpenAICompatibleModel:
     async def _post(self, payload: bytes, *, with_tools: bool) -> HttpResponse:
         """POST with retries; return the first 2xx answer."""
         if self._client is None:
-            self._client = HttpClient()
+            self._client = HttpClient(max_body_bytes=self.max_body_bytes)
         attempts = self.max_retries + 1
         last: ModelError | None = None
         for attempt in range(1, attempts + 1):
@@ -289,15 +306,17 @@ def _retryable(status: int) -> bool:
 
 
 def _retry_after(response: HttpResponse) -> float | None:
-    """``Retry-After`` in seconds (the HTTP-date form is ignored), capped."""
-    value = response.headers.get("retry-after")
-    if value is None:
+    """``Retry-After`` in seconds, or None (then the usual backoff applies).
+
+    Only plain seconds from 0 to 60 are taken: the HTTP-date form, and anything ``float``
+    would read but no server means (``nan``, ``inf``, ``-1``, ``1e9``, ``5_0``, ``٣``), are
+    ignored, so a server cannot stall the retries until the run's deadline.
+    """
+    value = response.headers.get("retry-after", "").strip()
+    if not _DELAY_SECONDS.fullmatch(value):
         return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return min(max(seconds, 0.0), _RETRY_AFTER_MAX)
+    seconds = float(value)
+    return seconds if math.isfinite(seconds) and 0.0 <= seconds <= _RETRY_AFTER_MAX else None
 
 
 def _exhausted(last: ModelError, url: str, attempts: int) -> ModelError:
@@ -313,18 +332,21 @@ def _error_text(body: Any) -> str:
     data = body
     if isinstance(body, str):
         try:
-            data = json.loads(body)
-        except ValueError:
+            data = loads_limited(body, max_depth=MAX_BODY_DEPTH)
+        except ValueError:  # not JSON, or too deep to look into
             return _excerpt(body)
     if isinstance(data, dict):
         error = data.get("error", data.get("detail", data.get("message")))
         if isinstance(error, dict):
             error = error.get("message", error)
         if error is not None:
-            return _excerpt(error if isinstance(error, str) else json.dumps(error))
-    return _excerpt(body if isinstance(body, str) else json.dumps(body))
+            return _excerpt(error if isinstance(error, str) else excerpt(error, 300))
+    return _excerpt(body if isinstance(body, str) else excerpt(body, 300))
 
 
 def _excerpt(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "..."
+    """The start of ``text`` on one line (only the start is looked at: bodies can be huge)."""
+    head = " ".join(text[: limit * 4].split())
+    if len(head) <= limit and len(text) <= limit * 4:
+        return head
+    return head[:limit] + "..."

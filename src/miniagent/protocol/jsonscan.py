@@ -1,4 +1,4 @@
-"""String-aware JSON extraction and repair, shared by both protocols.
+"""String-aware JSON extraction, bounded decoding and repair, shared by both protocols.
 
 Models wrap tool arguments in Markdown fences, follow them with prose that holds
 more braces, write Python dicts with single quotes, or stop half-way through.
@@ -8,14 +8,39 @@ while it tracks quoted strings and escapes.
 
 :func:`decode_arguments` is the single place where raw argument text becomes a
 ``dict``: strict :func:`json.loads` first, ``json_repair`` only when that fails.
+
+Everything decoded from a model or a server goes through :func:`loads_limited`, which
+fails only with :class:`ValueError`: the C decoder's :class:`RecursionError` (about 1,000
+levels), the integer digit limit (``9`` x 5,000) and values nested past a given depth all
+become :class:`JSONLimitError`, so no recursive code further on meets them.
+:func:`excerpt` shows any value in a few hundred characters without recursing or
+encoding the whole of it.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["decode_arguments", "scan_end", "strip_fences"]
+__all__ = [
+    "MAX_DEPTH",
+    "JSONLimitError",
+    "decode_arguments",
+    "deeper_than",
+    "excerpt",
+    "loads_limited",
+    "scan_end",
+    "strip_fences",
+]
+
+MAX_DEPTH = 64
+"""The deepest nesting of tool arguments decoded (tool schemas rarely go past 5)."""
+
+_REPAIR_MAX_CHARS = 100_000
+"""Longer broken arguments are not repaired: ``json_repair`` is superlinear (2 s at 200k
+characters, minutes at 5M), and a model rarely writes that much in one call."""
 
 _OPENERS = {"{": "}", "[": "]"}
 _QUOTES = "\"'"
@@ -111,24 +136,174 @@ def _string_end(text: str, start: int) -> int | None:
     return None
 
 
+class JSONLimitError(ValueError):
+    """JSON that is well-formed, or may be, but past a limit: too deep, or a number with
+    too many digits. Repairing it cannot help."""
+
+
+def loads_limited(data: str | bytes, *, max_depth: int) -> Any:
+    """:func:`json.loads`, failing only with :class:`ValueError`, and no deeper than ``max_depth``.
+
+    Args:
+        data: JSON text, or bytes in UTF-8 (or UTF-16/32, as :func:`json.loads` detects).
+        max_depth: The deepest nesting of arrays and objects accepted (a scalar is 0 deep).
+
+    Returns:
+        The decoded value.
+
+    Raises:
+        JSONLimitError: The value nests deeper than ``max_depth`` (or deeper than the
+            decoder can go), or holds an integer past Python's digit limit.
+        ValueError: Any other reason the text is not JSON (a one-line message).
+
+    Example:
+        >>> loads_limited("[[1]]", max_depth=2)
+        [[1]]
+        >>> loads_limited("[[1]]", max_depth=1)
+        Traceback (most recent call last):
+        ...
+        miniagent.protocol.jsonscan.JSONLimitError: nested deeper than 1 levels
+    """
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise JSONLimitError(f"nested deeper than {max_depth} levels") from None
+    except MemoryError:
+        raise JSONLimitError("too large to decode") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, the digit limit
+        if "integer string conversion" in str(exc):
+            raise JSONLimitError(
+                f"a number with more than {sys.get_int_max_str_digits()} digits"
+            ) from None
+        raise ValueError(_short_reason(exc)) from None
+    # Nesting needs brackets: text with few of them cannot be too deep (saves the walk).
+    opens = data.count(b"[") + data.count(b"{") if isinstance(data, bytes) else (
+        data.count("[") + data.count("{"))
+    if opens > max_depth and deeper_than(value, max_depth):
+        raise JSONLimitError(f"nested deeper than {max_depth} levels")
+    return value
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists, tuples and dicts in ``value`` nest deeper than ``limit``.
+
+    Iterative, so any depth is safe to check; it stops at the first path past ``limit``
+    (a value that contains itself is deeper than any limit).
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def excerpt(value: Any, limit: int = 200) -> str:
+    """``value`` written as JSON, cut after about ``limit`` characters.
+
+    Iterative and lazy: a body nested 100,000 deep, one holding itself, or one of 32 MiB
+    costs only the characters shown. Lone surrogates are shown as ``\\udXXX`` escapes, so
+    the excerpt can go into any message that is printed or stored.
+    """
+    parts: list[str] = []
+    size = 0
+    for piece in _pieces(value, limit):
+        parts.append(piece)
+        size += len(piece)
+        if size > limit:
+            text = "".join(parts)[:limit] + "..."
+            break
+    else:
+        text = "".join(parts)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+class _Token(str):
+    """Punctuation queued among the values still to be written (told apart by type)."""
+
+
+def _pieces(value: Any, limit: int) -> Iterator[str]:
+    """The JSON text of ``value``, a piece at a time, with an explicit stack of iterators."""
+    stack: list[Iterator[Any]] = [iter((value,))]
+    while stack:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+        elif isinstance(item, _Token):
+            yield item
+        elif isinstance(item, dict):
+            stack.append(_members(item))
+        elif isinstance(item, list | tuple):
+            stack.append(_elements(item))
+        else:
+            yield _scalar(item, limit)
+
+
+_END = object()
+
+
+def _members(obj: dict[Any, Any]) -> Iterator[Any]:
+    yield _Token("{")
+    for i, (key, item) in enumerate(obj.items()):
+        yield _Token(", " if i else "")
+        name = _scalar(key, 200)
+        yield _Token((name if isinstance(key, str) else json.dumps(name)) + ": ")
+        yield item
+    yield _Token("}")
+
+
+def _elements(items: list[Any] | tuple[Any, ...]) -> Iterator[Any]:
+    yield _Token("[")
+    for i, item in enumerate(items):
+        yield _Token(", " if i else "")
+        yield item
+    yield _Token("]")
+
+
+def _scalar(value: Any, limit: int) -> str:
+    if isinstance(value, str):
+        return json.dumps(value[: limit + 1], ensure_ascii=False)
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int):
+        try:
+            return str(value)
+        except ValueError:  # past the digit limit
+            return f"<an integer of {value.bit_length()} bits>"
+    if isinstance(value, float):
+        return repr(value)
+    return f"<{type(value).__name__}>"
+
+
 def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     """Decode tool-call argument text into a dict, as leniently as is safe.
 
     Steps, in order:
 
     1. Strip Markdown fences / backticks; empty or blank text -> ``({}, None)``.
-    2. Strict :func:`json.loads`. A dict -> ``(dict, None)``. A JSON string whose
-       content is itself a JSON object (double-encoded arguments) -> that dict.
+    2. Strict decoding (:func:`loads_limited`). A dict -> ``(dict, None)``. A JSON string
+       whose content is itself a JSON object (double-encoded arguments) -> that dict.
        Any other value (``"Paris"``, ``42``, ``[1, 2]``) -> ``(None, None)``.
-    3. Text that fails strict decoding and does not start with ``{`` is a bare
+    3. Text past a limit (nested deeper than :data:`MAX_DEPTH`, a number of thousands of
+       digits) -> ``(None, "invalid JSON: <what>")``: repairing cannot fix that.
+    4. Text that fails strict decoding and does not start with ``{`` is a bare
        value such as ``Paris`` -> ``(None, None)``.
-    4. Otherwise (an object with single quotes, trailing commas, Python literals,
-       or truncated) -> ``json_repair``. A dict -> ``(dict, None)``; anything
-       else -> ``(None, "invalid JSON: <reason>")``, and so is an empty dict
-       repaired out of text that held more than braces (content lost, not fixed).
+    5. Otherwise (an object with single quotes, trailing commas, Python literals,
+       or truncated) -> ``json_repair``, for texts up to 100,000 characters. A dict
+       within the depth limit -> ``(dict, None)``; anything else -> ``(None, "invalid
+       JSON: <reason>")``, and so is an empty dict repaired out of text that held more
+       than braces (content lost, not fixed).
 
     ``(None, None)`` means "a bare value": the caller keeps the raw text and the
     tool registry maps it to a tool's single parameter, or reports the problem.
+    Nothing raises, whatever the text.
 
     Args:
         raw: The argument text as the model wrote it.
@@ -148,20 +323,30 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     if not text:
         return {}, None
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        reason = _short_reason(exc)
+        value = loads_limited(text, max_depth=MAX_DEPTH)
+    except JSONLimitError as exc:
+        return None, f"invalid JSON: {exc}"
+    except ValueError as exc:
+        reason = str(exc)
     else:
         if isinstance(value, dict):
             return value, None
         if isinstance(value, str):
-            inner = _loads_dict(value)
+            try:
+                inner = _loads_dict(value)
+            except JSONLimitError as exc:  # an object meant, and past a limit
+                return None, f"invalid JSON: {exc}"
             if inner is not None:
                 return inner, None
         return None, None
     if not text.startswith("{"):
         return None, None
+    if len(text) > _REPAIR_MAX_CHARS:
+        return None, (f"invalid JSON: {reason} (not repaired: longer than "
+                      f"{_REPAIR_MAX_CHARS} characters)")
     repaired = _repair(text)
+    if isinstance(repaired, dict) and deeper_than(repaired, MAX_DEPTH):
+        return None, f"invalid JSON: nested deeper than {MAX_DEPTH} levels"
     # An empty dict repaired out of non-empty text means the content was lost, not fixed.
     if isinstance(repaired, dict) and (repaired or not text.strip("{} \t\r\n")):
         return repaired, None
@@ -169,13 +354,19 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _loads_dict(text: str) -> dict[str, Any] | None:
-    """Strictly decode ``text`` if it is a JSON object, else ``None``."""
+    """Strictly decode ``text`` if it is a JSON object, else ``None``.
+
+    Raises:
+        JSONLimitError: It is an object, too deep or with too long a number.
+    """
     stripped = text.strip()
     if not stripped.startswith("{"):
         return None
     try:
-        value = json.loads(stripped)
-    except (ValueError, RecursionError):
+        value = loads_limited(stripped, max_depth=MAX_DEPTH)
+    except JSONLimitError:
+        raise
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
 
@@ -186,7 +377,7 @@ def _repair(text: str) -> Any:
 
     try:
         return json_repair.repair_json(text, return_objects=True)
-    except Exception:  # the repair library must not crash the loop
+    except Exception:  # the repair library must not crash the loop (RecursionError too)
         return None
 
 

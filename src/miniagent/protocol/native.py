@@ -11,7 +11,12 @@ tolerates what real servers send:
 - missing call ids (left empty: the step logic assigns them from its driver's ids);
 - a ``finish_reason`` that contradicts the message (the calls present decide);
 - cached prompt tokens as ``prompt_tokens_details.cached_tokens`` or DeepSeek's
-  ``prompt_cache_hit_tokens``.
+  ``prompt_cache_hit_tokens``;
+- content as a list of parts, of which only the text ones count.
+
+No body shape makes it raise anything but :class:`~miniagent.errors.ModelResponseError`:
+a body nested deeper than :data:`MAX_BODY_DEPTH` is refused before anything recurses into
+it, and the helpers never encode or print a value they have not bounded.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from miniagent.errors import ModelError, ModelResponseError
-from miniagent.protocol.jsonscan import decode_arguments
+from miniagent.protocol.jsonscan import MAX_DEPTH, decode_arguments, deeper_than, excerpt
 from miniagent.types import (
     Message,
     ModelRequest,
@@ -33,7 +38,13 @@ from miniagent.types import (
     ToolLike,
 )
 
-__all__ = ["NativeProtocol", "ToolLike", "normalize_completion"]
+__all__ = ["MAX_BODY_DEPTH", "NativeProtocol", "ToolLike", "normalize_completion"]
+
+MAX_BODY_DEPTH = 128
+"""The deepest nesting of a response body accepted: a completion is about 8 levels deep
+around its tool arguments, which may nest :data:`~miniagent.protocol.jsonscan.MAX_DEPTH`."""
+_MAX_COUNT = 2**53 - 1
+"""The largest token count believed (exact as a float, fits SQLite); larger is garbage."""
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
 _THINK_CLOSE = "</think>"
@@ -157,14 +168,17 @@ def normalize_completion(body: dict[str, Any]) -> ModelResponse:
     """Turn a ``/v1/chat/completions`` response body into a :class:`ModelResponse`.
 
     Odd shapes are tolerated (see the module docstring); only a body without
-    ``choices[0]`` is an error.
+    ``choices[0]``, or one nested deeper than :data:`MAX_BODY_DEPTH`, is an error.
 
     Raises:
-        ModelResponseError: There is no ``choices[0]``.
+        ModelResponseError: There is no ``choices[0]``, or the body nests too deeply.
     """
+    if deeper_than(body, MAX_BODY_DEPTH):
+        raise ModelResponseError(
+            f"the response body nests deeper than {MAX_BODY_DEPTH} levels: {excerpt(body)}")
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ModelResponseError(f"not a chat completion (no choices[0]): {_excerpt(body)}")
+        raise ModelResponseError(f"not a chat completion (no choices[0]): {excerpt(body)}")
     choice = choices[0]
     message = choice.get("message")
     if not isinstance(message, dict):
@@ -182,13 +196,23 @@ def normalize_completion(body: dict[str, Any]) -> ModelResponse:
 
 
 def _content(value: Any) -> str | None:
-    """The text content: None stays None; a list of parts is joined."""
+    """The text content: None stays None; of a list of parts (or one part), the text ones
+    (a plain string, or a dict with a string ``text``) are joined and the rest (images,
+    numbers, nulls) skipped; any other value is no content."""
     if value is None or isinstance(value, str):
         return value
+    if isinstance(value, dict):
+        value = [value]
     if isinstance(value, list):
-        texts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in value]
-        return "".join(t for t in texts if isinstance(t, str))
-    return str(value)
+        return "".join(text for part in value if (text := _part_text(part)) is not None)
+    return None
+
+
+def _part_text(part: Any) -> str | None:
+    if isinstance(part, str):
+        return part
+    text = part.get("text") if isinstance(part, dict) else None
+    return text if isinstance(text, str) else None
 
 
 def _tool_calls(message: dict[str, Any]) -> list[ToolCall]:
@@ -204,7 +228,8 @@ def _tool_call(item: dict[str, Any]) -> ToolCall:
     function = item.get("function")
     if not isinstance(function, dict):
         function = item  # flat {"name", "arguments"}, as a few servers send
-    name = str(function.get("name") or "").strip().rstrip(":").strip()
+    name = function.get("name")
+    name = name.strip().rstrip(":").strip() if isinstance(name, str) else ""
     raw = function.get("arguments", function.get("parameters"))
     arguments, error, raw_text = _arguments(raw)
     call_id = item.get("id")
@@ -222,10 +247,21 @@ def _arguments(raw: Any) -> tuple[dict[str, Any], str | None, str]:
     if raw is None:
         return {}, None, ""
     if isinstance(raw, dict):
-        return raw, None, json.dumps(raw, ensure_ascii=False)
-    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+        if deeper_than(raw, MAX_DEPTH):
+            return {}, f"invalid JSON: nested deeper than {MAX_DEPTH} levels", excerpt(raw)
+        return raw, None, _dumps(raw)
+    text = raw if isinstance(raw, str) else _dumps(raw)
     decoded, error = decode_arguments(text)
     return decoded or {}, error, text
+
+
+def _dumps(value: Any) -> str:
+    """JSON text of a decoded value (depth already bounded); an excerpt when it has no JSON
+    form (a number past the digit limit, a non-JSON type from a caller's own dict)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return excerpt(value)
 
 
 def reported_cached_tokens(usage: Any) -> int | None:
@@ -251,12 +287,12 @@ def _usage(usage: Any) -> TokenUsage:
 
 
 def _int(value: Any) -> int:
-    try:
-        return max(0, int(value))
-    except (TypeError, ValueError, OverflowError):  # null, "12k", 1e999
+    """A token count; anything that is not one (null, "12k", NaN, 1e999, -5, true, 10**400)
+    counts as 0, unreported."""
+    if isinstance(value, bool):
         return 0
-
-
-def _excerpt(value: Any, limit: int = 200) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + "..."
+    try:
+        count = int(value)
+    except (TypeError, ValueError, OverflowError):  # null, "12k", nan, inf, 5,000 digits
+        return 0
+    return count if 0 <= count <= _MAX_COUNT else 0

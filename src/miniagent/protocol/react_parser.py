@@ -41,7 +41,10 @@ _WORDS = (
     r"|(?P<observation>observation|观察)"
     r"|(?P<thought>thoughts?|thinking|思考|想法)"
 )
-_COLON = r"(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?[ \t]*"
+# After the colon, a closing bold marker (``**Action:** calc``, ``__Action:__ calc``) sits
+# right against it and is not followed by a name character; ``Action: __init__`` and
+# ``Action:__init__`` keep their underscores for the tool name.
+_COLON = r"(?:\*\*|__)?[ \t]*[:：](?:(?:\*\*|__)(?![\w]))?[ \t]*"
 # Labels at the start of a line, after optional bullets / quote marks / bold markers.
 _LINE_LABEL = re.compile(rf"^[ \t>#*_\-]*(?:{_WORDS}){_COLON}", re.IGNORECASE | re.MULTILINE)
 # Fallback: labels anywhere, when a model writes "... Action: calc" on one line.
@@ -293,9 +296,13 @@ def _skip_fence(body: str, p: int) -> int:
 
 
 def _clean_name(text: str) -> str:
-    """``` `calc` ```, ``"calc"``, ``calc.``, ``[calc]``, ``**calc**``, ``calc()`` -> ``calc``."""
+    """``` `calc` ```, ``"calc"``, ``calc.``, ``[calc]``, ``**calc**``, ``calc()`` -> ``calc``.
+
+    Only quoting, emphasis and punctuation around the name go: underscores and dashes are
+    part of it (``__init__``, ``_private``, ``my-tool``).
+    """
     name = text.strip().strip("`'\"*[]<>").strip()
-    name = name.rstrip(".。:：,;，(").strip().strip("`'\"*").strip()
+    name = name.rstrip(".。:：,;，!?！？(").strip().strip("`'\"*").strip()
     if name.endswith("()"):
         name = name[:-2]
     return name

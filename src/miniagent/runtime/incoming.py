@@ -14,12 +14,9 @@ import dataclasses
 import json
 from typing import Any
 
+from miniagent.protocol.jsonscan import MAX_DEPTH, deeper_than
 from miniagent.text import storable
 from miniagent.types import ModelResponse, Observation, ParsedOutput, ToolCall
-
-MAX_DEPTH = 64
-"""The deepest nesting of tool arguments accepted (tool schemas rarely go past 5)."""
-
 
 
 def response(reply: ModelResponse) -> ModelResponse:
@@ -33,7 +30,7 @@ def tool_call(call: ToolCall) -> ToolCall:
     """The call itself when it is fine; otherwise a cleaned copy."""
     name, raw = storable(call.name), storable(call.raw_arguments)
     arguments, error = call.arguments, call.arguments_error
-    if _deeper_than(arguments, MAX_DEPTH):
+    if deeper_than(arguments, MAX_DEPTH):
         arguments, error = {}, f"the arguments are nested deeper than {MAX_DEPTH} levels"
         raw = raw[:200] + ("..." if len(raw) > 200 else "")
     elif not _storable_value(arguments):
@@ -61,23 +58,6 @@ def observation(result: Observation) -> Observation:
     """A tool's observation with storable text."""
     output = storable(result.output)
     return result if output is result.output else dataclasses.replace(result, output=output)
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether containers nest deeper than ``limit`` (iterative: any depth is safe to check)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
-        if depth >= limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
 
 
 def _storable_value(value: Any) -> bool:
