@@ -47,6 +47,7 @@ from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
 from miniagent.session import AgentSession
 from miniagent.store import CheckpointStore, MemoryStore
+from miniagent.tool_context import ToolContext, tool_context
 from miniagent.tools.registry import Tool, ToolRegistry, tool
 from miniagent.tools.source import ToolSource
 from miniagent.types import (
@@ -117,6 +118,7 @@ __all__ = [
     "TokenUsage",
     "Tool",
     "ToolCall",
+    "ToolContext",
     "ToolDefinitionError",
     "ToolError",
     "ToolRegistry",
@@ -126,4 +128,5 @@ __all__ = [
     "UserError",
     "__version__",
     "tool",
+    "tool_context",
 ]

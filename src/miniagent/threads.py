@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import queue
 import threading
@@ -85,11 +86,13 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
         else:
             future.set_result(result)
 
+    context = contextvars.copy_context()  # the caller's tool context reaches a sync tool
+
     def job() -> None:
         result: Any = None
         error: BaseException | None = None
         try:
-            result = fn(*args)
+            result = context.run(fn, *args)
         except BaseException as exc:  # handed to the awaiting task, not lost in the thread
             error = exc
         workers.done()

@@ -20,6 +20,7 @@ from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.loop import Rules, StepLogic
 from miniagent.session import AgentSession
+from miniagent.tool_context import ToolContext
 from miniagent.types import CallRecord, Decision, ModelRequest, PendingApproval, ToolCall
 
 
@@ -63,7 +64,7 @@ class FakeEffects:
             raise item
         return item
 
-    async def run_tool(self, call: ToolCall) -> Observation:
+    async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
         if self.observations is not None:
             return self.observations[call.id]
         observation = await TOOLS.execute(call)

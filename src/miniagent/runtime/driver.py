@@ -27,6 +27,7 @@ from miniagent.runtime.loop import Rules, StepLogic
 from miniagent.session import AgentSession
 from miniagent.store.base import CheckpointStore
 from miniagent.threads import run_in_daemon_thread
+from miniagent.tool_context import ToolContext, using_context
 from miniagent.tools.registry import ToolRegistry
 from miniagent.types import (
     CallRecord,
@@ -79,8 +80,9 @@ class InProcessEffects:
     async def generate(self, request: ModelRequest) -> ModelResponse:
         return await self.model.generate(request)
 
-    async def run_tool(self, call: ToolCall) -> Observation:
-        return await self.tools.execute(call)
+    async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
+        with using_context(context):
+            return await self.tools.execute(call)
 
     async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
         if call is None:

@@ -31,6 +31,7 @@ from miniagent.runtime.approvals import (
 )
 from miniagent.runtime.guards import Limits, LoopDetector, too_many_calls, truncate_observation
 from miniagent.session import AgentSession
+from miniagent.tool_context import ToolContext
 from miniagent.types import (
     CallRecord,
     Decision,
@@ -55,8 +56,9 @@ class Effects(Protocol):
         """One model call; raises ModelError when the transport fails after its retries."""
         ...
 
-    async def run_tool(self, call: ToolCall) -> Observation:
-        """Run one validated call of a registered tool; never raises."""
+    async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
+        """Run one validated call of a registered tool, with ``context`` installed for
+        :func:`~miniagent.tool_context.tool_context`; never raises."""
         ...
 
     async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
@@ -349,7 +351,9 @@ class StepLogic:
         try:
             self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
                        call=record.call)
-            observation = incoming.observation(await self.fx.run_tool(record.call))
+            context = ToolContext.for_call(session.id, record.call.id, record.call.name,
+                                           step.index, session.metadata)
+            observation = incoming.observation(await self.fx.run_tool(record.call, context))
         finally:
             if slots is not None:
                 slots.release()

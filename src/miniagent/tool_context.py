@@ -1,0 +1,71 @@
+"""What a running tool may know about its call: :func:`tool_context`.
+
+A tool is a plain function, so it is not handed a context argument; a side-effecting tool that
+needs an idempotency key (to make a payment or send a mail at most once across retries and
+resumes) reads it here::
+
+    @tool
+    def send_mail(to: str, body: str) -> str:
+        key = tool_context().idempotency_key   # the same on every attempt of this call
+
+The step logic builds the context (it is pure data); the driver installs it around the call.
+In process the key is ``session id:call id``, which a resumed session keeps; a Temporal worker
+uses the workflow id and the activity id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["ToolContext", "tool_context", "using_context"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolContext:
+    """The call being run: its session, step, call id, attempt and idempotency key."""
+
+    session_id: str
+    call_id: str
+    tool: str
+    step: int
+    idempotency_key: str
+    attempt: int = 1
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def for_call(cls, session_id: str, call_id: str, tool: str, step: int,
+                 metadata: dict[str, Any] | None = None) -> ToolContext:
+        return cls(session_id=session_id, call_id=call_id, tool=tool, step=step,
+                   idempotency_key=f"{session_id}:{call_id}", metadata=dict(metadata or {}))
+
+
+_CURRENT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
+    "miniagent_tool_context", default=None)
+
+
+def tool_context() -> ToolContext:
+    """The context of the tool call running now; a clear error outside one."""
+    context = _CURRENT.get()
+    if context is None:
+        raise LookupError("tool_context() is only available inside a tool call run by an agent")
+    return context
+
+
+def current_context() -> ToolContext | None:
+    """The context of the tool call running now, or None."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def using_context(context: ToolContext) -> Iterator[None]:
+    """Install ``context`` for the code run inside (tasks and worker threads started there
+    inherit it)."""
+    token = _CURRENT.set(context)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
