@@ -21,8 +21,8 @@ from typing import Protocol
 
 from miniagent.errors import ModelError
 from miniagent.protocol.base import ActionProtocol
+from miniagent.runtime import compress, incoming
 from miniagent.runtime import events as ev
-from miniagent.runtime import incoming
 from miniagent.runtime.approvals import (
     InterruptedPolicy,
     apply_decision,
@@ -114,6 +114,7 @@ class Rules:
     temperature: float | None = None
     max_tokens: int | None = None
     on_interrupted: InterruptedPolicy = "ask"
+    compression: compress.Compression | None = None
 
 
 class StepLogic:
@@ -166,6 +167,13 @@ class StepLogic:
         index = len(session.steps) + 1
         span = self._step_spans[index] = self.fx.new_id()
         self._emit(ev.StepStarted, session, span=span, parent=self._run_span, step=index)
+        if self.rules.compression is not None:
+            done = await compress.compact(session, self.rules.compression, self.fx.generate,
+                                          step=index, now=self.fx.now)
+            if done is not None:
+                self._emit(ev.ContextCompacted, session, span=self.fx.new_id(), parent=span,
+                           step=index, compaction=done)
+                await self._checkpoint(session)
         response, parsed, elapsed = await self._generate(session, index)
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
                     usage=response.usage, model_time=elapsed)
@@ -199,9 +207,8 @@ class StepLogic:
                         ) -> tuple[ModelResponse, ParsedOutput, float]:
         """Render, call the model (once more if the protocol can recover), parse."""
         rules, step_span = self.rules, self._step_spans[index]
-        tools = rules.tools.listed()
-        request = self._settings(rules.protocol.render(session.messages, tools,
-                                                       rules.instructions))
+        tools, history = rules.tools.listed(), compress.history(session)
+        request = self._settings(rules.protocol.render(history, tools, rules.instructions))
         span, started = self.fx.new_id(), self.fx.now()
         self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
                    request=request)
@@ -209,7 +216,7 @@ class StepLogic:
             try:
                 response = incoming.response(await self.fx.generate(request))
             except ModelError as exc:
-                retry = rules.protocol.recover(exc, request, session.messages, tools,
+                retry = rules.protocol.recover(exc, request, history, tools,
                                                rules.instructions)
                 if retry is None:
                     raise
