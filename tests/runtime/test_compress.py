@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -81,32 +82,51 @@ def test_without_compress_at_nothing_changes() -> None:
 
 
 def test_crossing_the_threshold_replaces_the_oldest_rounds_once_and_keeps_the_last() -> None:
-    agent, model, result = run(12, compress_at=1500, keep_last=3)
+    agent, model, result = run(20, compress_at=2500, keep_last=3)
     assert (result.status, result.final_answer) == ("completed", "read them all")
     session = agent.session(result.session_id)
     assert len(session.compactions) >= 2
-    assert len(session.messages) == 1 + 12 * 2 + 1  # the history itself keeps every message
+    assert len(session.messages) == 1 + 20 * 2 + 1  # the history itself keeps every message
     sent = [r.messages for r in model.requests]
     compacted_at = {c.step for c in session.compactions}
     for step in range(2, len(sent) + 1):  # append-only except at a compaction
         assert is_prefix(sent[step - 2], sent[step - 1]) == (step not in compacted_at), step
     for c in session.compactions:
-        assert c.mode == "truncate" and c.size_after < c.size_before
-        assert c.size_before > 1500 and c.unit == "tokens"
-    last = session.compactions[-1]
-    final_request = sent[-1]
-    summary = final_request[2]["content"]  # system, question, summary, then whole rounds
-    assert final_request[1] == {"role": "user", "content": "Read the document"}
-    assert summary.startswith(f"{HEADER} (rounds 1-{last.rounds};")
-    for n in range(1, last.rounds + 1):  # every summarised call whole, its result cut
+        assert c.mode == "truncate" and c.size_before > 2500 and c.unit == "tokens"
+        assert c.size_after <= 2500 // 2 and c.start == 1
+    first = session.compactions[0]
+    request = sent[first.step - 1]
+    summary = request[2]["content"]  # system, question, summary, then whole rounds
+    assert request[1] == {"role": "user", "content": "Read the document"}
+    assert summary == first.summary
+    header = re.match(rf"{HEADER} \(rounds 1-{first.rounds}; each result cut to about "
+                      r"(\d+) characters; later steps follow in full\):\n", summary)
+    assert header is not None and int(header.group(1)) in (200, 100, 50)
+    cut = int(header.group(1))
+    for n in range(1, first.rounds + 1):  # every summarised call whole, its result cut
         assert f'[{n}] I read page {n} next\n    Action: fetch {{"n": {n}}}\n' in summary
-        assert f"Result: page {n} begins: " in summary
+        result = re.search(rf"Result: (page {n} begins: .*?)\.\.\. \[\d+ more", summary)
+        assert result is not None and len(result.group(1)) == cut
         assert page_text(n) not in summary
     assert "more characters cut" in summary
-    kept = final_request[3:]
-    assert len(kept) >= 2 * 3  # at least keep_last whole rounds
-    whole = [m["content"] for m in kept if m["content"].startswith("Observation:")]
-    assert whole[-3:] == [f"Observation: {page_text(n)}" for n in (10, 11, 12)]
+    kept = request[3:]
+    assert len(kept) == 2 * 3  # exactly keep_last whole rounds after the summary
+    assert [m["content"] for m in kept[1::2]] == [
+        f"Observation: {page_text(n)}" for n in range(first.rounds + 1, first.rounds + 4)]
+    last = session.compactions[-1]
+    assert sent[-1][2]["content"] == last.summary and last.rounds > first.rounds
+
+
+def test_results_are_cut_shorter_to_leave_room_before_the_next_crossing() -> None:
+    agent, model, result = run(30, compress_at=1500, keep_last=2)
+    assert result.status == "completed"
+    compactions = agent.session(result.session_id).compactions
+    steps = [c.step for c in compactions]
+    assert len(steps) >= 3
+    assert all(b - a >= 2 for a, b in itertools.pairwise(steps)), steps  # never every step
+    last = compactions[-1]
+    assert "each result cut to about 50 characters" in last.summary
+    assert all(f'Action: fetch {{"n": {n}}}' in last.summary for n in range(1, last.rounds + 1))
 
 
 def test_native_rounds_keep_each_call_with_its_result() -> None:

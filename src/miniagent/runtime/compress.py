@@ -16,7 +16,11 @@ separated from its result, and the last ``keep_last`` rounds stay whole, byte fo
 
 Inside the summary a tool call also stays whole: its tool name and its complete arguments,
 paired with its result. What is shortened is the result (cut to ``observation_chars``, about
-200 characters, with the number of characters cut) and the thought (cut the same way); or, with
+200 characters, with the number of characters cut) and the thought (cut the same way). Where
+that leaves the history above half of ``compress_at``, the results are cut shorter (halved, to
+50 characters), then the oldest summarised rounds keep only their calls (with the size of the
+result left out): the room below the threshold is what keeps the next compaction many steps
+away instead of one (the summary grows with every compaction). Or, with
 ``compress="model"``, the model writes the summary of the results itself (through the driver's
 ``generate``, like any model call) and the calls are listed after it, name and arguments whole.
 
@@ -40,12 +44,21 @@ from typing import Literal
 from miniagent.errors import ModelError, UserError
 from miniagent.runtime import incoming
 from miniagent.session import AgentSession
-from miniagent.types import Compaction, Message, ModelRequest, ModelResponse, TokenUsage
+from miniagent.types import (
+    Compaction,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TokenUsage,
+    ToolCall,
+)
 
 Unit = Literal["tokens", "chars"]
 Mode = Literal["truncate", "model"]
 
 HEADER = "Summary of earlier steps"
+MIN_RESULT_CHARS = 50
+"""The shortest a summarised result is cut to (see :func:`compaction`)."""
 _SIZE = re.compile(r"\s*(\d[\d_,]*)\s*(c|chars?|characters|t|tokens?)?\s*", re.IGNORECASE)
 _ACTION_LINE = re.compile(r"^[ \t>#*_\-]*(?:action|行动|动作)\b", re.IGNORECASE | re.MULTILINE)
 _THOUGHT_LABEL = re.compile(r"^[ \t>#*_\-]*(?:thought|思考)[ \t*]*[:：][ \t*]*", re.IGNORECASE)
@@ -204,11 +217,8 @@ def compaction(session: AgentSession, config: Compression, plan: Plan,
         if mode == "model":
             why = str(reply) if isinstance(reply, ModelError) else "the model's summary was empty"
             note, mode = f"{why}; the results were cut instead", "truncate"
-        summary = (f"{HEADER} (rounds 1-{plan.rounds}; each result cut to about "
-                   f"{config.observation_chars} characters; later steps follow in full):\n"
-                   + _transcript(covered, 1, config.observation_chars))
-    shown = Message(role="user", content=summary)
-    after = size([*messages[:plan.start], shown, *messages[plan.end:]], config.unit)
+        summary = _cut_summary(session, config, plan)
+    after = _size_with(session, plan, summary, config.unit)
     return Compaction(step=step, at=at, start=plan.start, end=plan.end, rounds=plan.rounds,
                       summary=summary, mode=mode, unit=config.unit,
                       size_before=plan.size_before, size_after=after, usage=usage, note=note)
@@ -237,24 +247,64 @@ async def compact(session: AgentSession, config: Compression,
     return done
 
 
-def _transcript(messages: Sequence[Message], number: int, cut: int) -> str:
-    """One entry per round: the thought, each call whole with its result cut, notes."""
+def _cut_summary(session: AgentSession, config: Compression, plan: Plan) -> str:
+    """The summarised rounds with their results cut to ``observation_chars``; shorter where the
+    history would stay above half the threshold (the room below it is what keeps the next
+    compaction many steps away): results halved down to :data:`MIN_RESULT_CHARS`, then the
+    oldest rounds (half of them, three quarters, ...) reduced to their calls alone."""
+    covered = session.messages[plan.start:plan.end]
+    cut, brief = config.observation_chars, 0
+    while True:
+        summary = (f"{HEADER} (rounds 1-{plan.rounds}; each result cut to about {cut} "
+                   "characters; later steps follow in full):\n"
+                   + _transcript(covered, 1, cut, brief))
+        if brief >= plan.rounds or _size_with(session, plan, summary,
+                                              config.unit) <= config.at // 2:
+            return summary
+        if cut > MIN_RESULT_CHARS:
+            cut = max(MIN_RESULT_CHARS, cut // 2)
+        else:
+            brief = plan.rounds if plan.rounds - brief <= 1 else (brief + plan.rounds + 1) // 2
+
+
+def _size_with(session: AgentSession, plan: Plan, summary: str, unit: Unit) -> int:
+    messages = session.messages
+    shown = Message(role="user", content=summary)
+    return size([*messages[:plan.start], shown, *messages[plan.end:]], unit)
+
+
+def _transcript(messages: Sequence[Message], number: int, cut: int, brief: int = 0) -> str:
+    """One entry per round: the thought, each call whole with its result cut, notes; the
+    first ``brief`` rounds only as their calls, with the size of each result left out."""
     lines: list[str] = []
     results = {m.tool_call_id: m.content or "" for m in messages if m.role == "tool"}
+    first = number
     for message in messages:
+        short = number - first <= brief  # this round (number - 1) is one of the brief ones
         if message.role == "assistant":
+            short = number - first < brief
             thought = _thought(message)
-            lines.append(f"[{number}] " + (_short(thought, cut) if thought else "(no thought)"))
+            if short:
+                lines.append(f"[{number}]")
+            else:
+                lines.append(f"[{number}] " + (_short(thought, max(cut, 60)) if thought
+                                                else "(no thought)"))
             number += 1
             for call in message.tool_calls:
-                arguments = _arguments(call.arguments, call.raw_arguments)
-                result = results.get(call.id)
-                lines.append(f"    Action: {call.name} {arguments}")
-                lines.append("    Result: " + (_short(result, cut) if result is not None
-                                                else "(none)"))
-        elif message.role != "tool":
-            lines.append("    Note: " + _short(message.content or "", cut))
+                lines.append(_call_line(call, results.get(call.id), None if short else cut))
+        elif message.role != "tool" and not short:
+            lines.append("    Note: " + _short(message.content or "", max(cut, 60)))
     return "\n".join(lines)
+
+
+def _call_line(call: ToolCall, result: str | None, cut: int | None) -> str:
+    """``Action: name {arguments}`` whole, then its result cut, or only the result's size."""
+    action = f"    Action: {call.name} {_arguments(call.arguments, call.raw_arguments)}"
+    if result is None:
+        return f"{action}\n    Result: (none)"
+    if cut is None:
+        return f"{action} (result of {len(result)} characters left out)"
+    return f"{action}\n    Result: {_short(result, cut)}"
 
 
 def _calls_list(messages: Sequence[Message]) -> str:
