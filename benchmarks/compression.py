@@ -93,7 +93,7 @@ def token_counter(args: argparse.Namespace) -> tuple[str, Any]:
                                     vocab_only=True, verbose=False)
             return "SmolLM2 tokens", lambda text: len(vocab.tokenize(
                 text.encode("utf-8"), add_bos=False, special=True))
-        except Exception as exc:  # noqa: BLE001 - no llama.cpp or no model: say so, go on
+        except Exception as exc:  # no llama.cpp or no model: say so, go on
             print(f"(no SmolLM2 tokenizer: {type(exc).__name__}: {exc}; estimating)")
     return "estimated tokens", lambda text: estimate(text, "tokens")
 

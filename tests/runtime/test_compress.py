@@ -124,6 +124,9 @@ def test_results_are_cut_shorter_to_leave_room_before_the_next_crossing() -> Non
     steps = [c.step for c in compactions]
     assert len(steps) >= 3
     assert all(b - a >= 2 for a, b in itertools.pairwise(steps)), steps  # never every step
+    sent = [r.messages for r in model.requests]
+    assert [n + 1 for n, (a, b) in enumerate(itertools.pairwise(sent), 1)
+            if not is_prefix(a, b)] == steps  # the cache breaks at the compactions only
     last = compactions[-1]
     assert "each result cut to about 50 characters" in last.summary
     assert all(f'Action: fetch {{"n": {n}}}' in last.summary for n in range(1, last.rounds + 1))
