@@ -4,6 +4,7 @@ compactions, and a compaction is a recorded, persisted event that a resumed run 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
@@ -11,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from miniagent import Agent, ModelResponse, ScriptedModel, SQLiteStore, tool
 from miniagent.errors import ModelConnectionError, UserError
-from miniagent.runtime.compress import HEADER, Compression, estimate, history
+from miniagent.runtime.compress import HEADER, Compression, compact, estimate, history, size
 from miniagent.runtime.events import ContextCompacted, Event
 from miniagent.session import AgentSession
-from miniagent.types import ModelRequest, TokenUsage
+from miniagent.types import Message, ModelRequest, TokenUsage, ToolCall
 
 
 def page_text(n: int) -> str:
@@ -247,3 +250,74 @@ def test_old_sessions_load_without_compactions() -> None:
     reference = Path(__file__).with_name("reference") / "session_v2.json"
     loaded = AgentSession.from_dict(json.loads(reference.read_text(encoding="utf-8")))
     assert loaded.compactions == [] and history(loaded) is loaded.messages
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> AgentSession:
+    """A question, then rounds: native (several calls, their results), ReAct (one call), a
+    format-error note, with results of any size and text of any script."""
+    session = AgentSession.start(draw(st.text(max_size=40)), id="s", at=0.0)
+    for n in range(draw(st.integers(0, 25))):
+        kind = draw(st.sampled_from(["native", "react", "note"]))
+        text = draw(st.text(max_size=300))
+        if kind == "note":
+            session.messages.append(Message(role="assistant", content=text))
+            session.messages.append(Message(role="user", content="Format error: " + text))
+            continue
+        calls = [ToolCall(id=f"c{n}_{i}", name=draw(st.sampled_from(["fetch", "add", "写"])),
+                          arguments={"n": draw(st.integers())})
+                 for i in range(1 if kind == "react" else draw(st.integers(1, 3)))]
+        session.messages.append(Message(role="assistant", content=text, tool_calls=calls))
+        for call in calls:
+            session.messages.append(Message(role="tool", content=draw(st.text(max_size=2000)),
+                                            tool_call_id=call.id, name=call.name))
+    return session
+
+
+def rounds_of(messages: list[Message]) -> list[list[Message]]:
+    out: list[list[Message]] = []
+    for message in messages:
+        if message.role == "assistant":
+            out.append([message])
+        elif out:
+            out[-1].append(message)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories(), st.integers(1, 3000), st.integers(1, 5), st.sampled_from(["tokens", "chars"]))
+def test_compaction_invariants_hold_for_any_history(session: AgentSession, at: int,
+                                                    keep_last: int, unit: str) -> None:
+    config = Compression(at=at, unit=unit, keep_last=keep_last)  # type: ignore[arg-type]
+
+    async def no_model(request: ModelRequest) -> ModelResponse:
+        raise AssertionError("truncate mode calls no model")
+
+    messages = list(session.messages)
+    before = size(history(session), config.unit)
+    done = asyncio.run(compact(session, config, no_model, step=1, now=lambda: 5.0))
+    assert session.messages == messages  # nothing lost
+    sent = list(history(session))
+    rounds = rounds_of(messages)
+    if done is None:  # under the threshold, too few rounds, or rounds too short to gain
+        assert sent == messages
+        if before > at and len(rounds) > keep_last:
+            replaced = [m for r in rounds[:-keep_last] for m in r]
+            assert all(len(m.content or "") <= 300 for m in replaced)
+        return
+    assert before > at and done.size_before == before and done.size_after < before
+    assert done.size_after == size(sent, config.unit)
+    assert sent[0] == messages[0] and sent[1].content == done.summary
+    assert rounds_of(sent[2:]) == rounds[-keep_last:]  # the last rounds whole
+    offered: set[str | None] = set()
+    for message in sent:  # no result without the call it answers
+        if message.role == "assistant":
+            offered = {c.id for c in message.tool_calls}
+        elif message.role == "tool":
+            assert message.tool_call_id in offered
+    for message in messages[done.start:done.end]:  # every summarised call named whole
+        for call in message.tool_calls:
+            assert f"Action: {call.name} {json.dumps(call.arguments, separators=(', ', ': '))}" \
+                in done.summary
+    again = asyncio.run(compact(session, config, no_model, step=2, now=lambda: 6.0))
+    assert again is None or len(rounds_of(sent[2:])) > keep_last  # no second one at once

@@ -104,6 +104,8 @@ class Plan:
     end: int
     rounds: int
     size_before: int
+    cut_summary: str = ""
+    """The summary with cut results (used in ``truncate`` mode, and when the model's fails)."""
     request: ModelRequest | None = None
 
 
@@ -177,6 +179,9 @@ def plan(session: AgentSession, config: Compression) -> Plan | None:
     rounds = (last.rounds if last else 0) + len(round_starts(session.messages[:end],
                                                              last.end if last else first))
     result = Plan(start=first, end=end, rounds=rounds, size_before=before)
+    result.cut_summary = _cut_summary(session, config, result)
+    if _size_with(session, result, result.cut_summary, config.unit) >= before:
+        return None  # rounds too small to gain from a summary: it would only break the cache
     if config.mode == "model":
         result.request = summary_request(session, last, first, end, config)
     return result
@@ -210,14 +215,17 @@ def compaction(session: AgentSession, config: Compression, plan: Plan,
     text = (reply.content or "").strip() if isinstance(reply, ModelResponse) else ""
     if isinstance(reply, ModelResponse):
         usage = reply.usage
-    if mode == "model" and text:
-        summary = (f"{HEADER} (rounds 1-{plan.rounds}, summarised by the model):\n{text}"
+    summary = plan.cut_summary
+    if mode == "model":
+        written = (f"{HEADER} (rounds 1-{plan.rounds}, summarised by the model):\n{text}"
                    + _calls_list(covered))
-    else:
-        if mode == "model":
-            why = str(reply) if isinstance(reply, ModelError) else "the model's summary was empty"
+        if text and _size_with(session, plan, written, config.unit) < plan.size_before:
+            summary = written
+        else:
+            why = (str(reply) if isinstance(reply, ModelError) else
+                   "the model's summary was longer than what it replaced" if text else
+                   "the model's summary was empty")
             note, mode = f"{why}; the results were cut instead", "truncate"
-        summary = _cut_summary(session, config, plan)
     after = _size_with(session, plan, summary, config.unit)
     return Compaction(step=step, at=at, start=plan.start, end=plan.end, rounds=plan.rounds,
                       summary=summary, mode=mode, unit=config.unit,
