@@ -7,9 +7,10 @@ Prints:
       ``compress_at`` / ``keep_last``; counted with SmolLM2's tokenizer when llama.cpp and the
       model are installed (the estimate miniagent uses is printed beside it), as a ratio;
   (b) with llama.cpp (the embedded SmolLM2 model, in process, one thread): both runs' prompts
-      replayed in order with ``max_tokens=1``, so the KV cache of the common prefix is reused
-      as a server would (prompt-evaluation time and evaluated tokens, from llama.cpp's own
-      counters), then the prompts of each compaction step and the two steps after it again from
+      replayed in order (the compressed run first) with ``max_tokens=1``, so the KV cache of
+      the common prefix is reused as a server would (prompt-evaluation time and evaluated
+      tokens, from llama.cpp's own counters), then the prompts of each compaction step and the
+      two steps after it again from
       a cold cache: warm against cold is what the append-only history buys back after a
       compaction, and the compaction step itself shows what one compaction costs.
 
@@ -17,6 +18,7 @@ A script, not a test: it prints figures and asserts nothing.
 
 Usage: python benchmarks/compression.py [--steps 30] [--observation-chars 400]
            [--compress-at 2000] [--keep-last 4] [--no-llama] [--model-path FILE.gguf]
+           [--steps-after 2] [--skip-plain-replay]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import asyncio
 import random
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -140,24 +143,32 @@ async def llama_cpp_figures(plain: Run, compressed: Run, args: argparse.Namespac
     print(f"(b) llama.cpp in process ({model.model_path.name}, 1 thread, n_ctx {args.n_ctx}): "
           "prompt evaluation, prefix cache as a server keeps it")
     started = time.perf_counter()
-    warm_plain = await replay(model, plain.requests)
-    warm = await replay(model, compressed.requests)
-    for name, figures in (("without compression", warm_plain), ("with compression", warm)):
+    runs = (("with compression", compressed), ("without compression", plain))
+    if args.skip_plain_replay:
+        runs = runs[:1]
+    replays: dict[str, list[dict[str, float]]] = {}
+    for name, run in runs:
+        figures = replays[name] = await replay(model, run.requests)
         print(f"    {name}: {sum(f['prompt_ms'] for f in figures) / 1000:.1f} s prompt time over "
               f"the run, {sum(f['prompt_n'] for f in figures):,.0f} of "
-              f"{sum(f['prompt_tokens'] for f in figures):,.0f} prompt tokens evaluated")
+              f"{sum(f['prompt_tokens'] for f in figures):,.0f} prompt tokens evaluated",
+              flush=True)
+    warm = replays["with compression"]
     print("    step  prompt tok  evaluated  warm ms  cold ms  warm/cold")
     after: list[tuple[float, float]] = []
     at_compaction: list[tuple[float, float]] = []
     for compaction in compressed.session.compactions:
-        for step in range(compaction.step, min(compaction.step + 3, len(warm) + 1)):
+        last = min(compaction.step + args.steps_after, len(warm))
+        for step in range(compaction.step, last + 1):
             hot, frozen = warm[step - 1], await cold(model, compressed.requests[step - 1])
             pair = (hot["prompt_ms"], frozen["prompt_ms"])
             (at_compaction if step == compaction.step else after).append(pair)
             mark = " (compaction)" if step == compaction.step else ""
             print(f"    {step:>4}  {hot['prompt_tokens']:>10,.0f}  {hot['prompt_n']:>9,.0f}  "
-                  f"{pair[0]:>7.0f}  {pair[1]:>7.0f}  {pair[0] / pair[1]:>9.2f}{mark}")
-    for name, pairs in (("compaction steps", at_compaction), ("the 2 steps after", after)):
+                  f"{pair[0]:>7.0f}  {pair[1]:>7.0f}  {pair[0] / pair[1]:>9.2f}{mark}",
+                  flush=True)
+    for name, pairs in (("compaction steps", at_compaction),
+                        (f"the {args.steps_after} steps after each", after)):
         if pairs:
             ratio = statistics.mean(p[0] / p[1] for p in pairs)
             print(f"    {name}: warm/cold prompt time {ratio:.2f} (mean of {len(pairs)})")
@@ -173,9 +184,14 @@ def main() -> None:
     parser.add_argument("--no-llama", action="store_true", help="skip (b)")
     parser.add_argument("--model-path", default=None)
     parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--steps-after", type=int, default=2,
+                        help="steps after each compaction measured cold too")
+    parser.add_argument("--skip-plain-replay", action="store_true",
+                        help="(b) without replaying the uncompressed run")
     args = parser.parse_args()
     plain, compressed = scripted_run(args, None), scripted_run(args, args.compress_at)
     tokens_sent(plain, compressed, args)
+    sys.stdout.flush()
     if not args.no_llama:
         asyncio.run(llama_cpp_figures(plain, compressed, args))
 
