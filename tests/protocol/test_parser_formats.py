@@ -189,6 +189,7 @@ def test_an_action_and_a_final_answer_on_one_line_is_a_format_error() -> None:
     out = invalid("Thought: agent thought here\nAction: search Final Answer:\n"
                   "Action Input: what is the temperature in SF?")
     assert "on one line" in (out.error or "")
+    assert action_of("Action: final-answer-check\nAction Input: {}")[0] == "final-answer-check"
 
 
 def test_an_observation_before_the_thought_does_not_hide_the_answer() -> None:

@@ -34,10 +34,10 @@ Answer on one line) is a format error or an arguments error, never a guess.
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from miniagent.protocol.blobs import is_final_name, read_blob, unwrap
 from miniagent.protocol.jsonscan import (
     MAX_DEPTH,
     decode_arguments,
@@ -80,14 +80,7 @@ _OBSERVATION_ANYWHERE = re.compile(
     r"(?<![A-Za-z0-9_])(?:\*\*|__)?observation(?:\*\*|__)?[ \t]*[:：]|观察[:：]", re.IGNORECASE
 )
 _ZH_KINDS = {"zh_input": "input", "zh_action": "action", "zh_final": "final"}
-_WRAPPER = re.compile(r"([A-Za-z_][\w.\-]*)[ \t]*\((.*)\)", re.DOTALL)
 _FINAL_IN_NAME = re.compile(r"\bfinal[ \t-]*answer\b", re.IGNORECASE)
-_FINAL_NAMES = frozenset({"final answer", "finalanswer"})
-# (name key, argument keys) of JSON blobs that name a tool: LangChain's structured chat,
-# OpenAI-style {"name", "arguments"} (Llama 3 writes "parameters"), and {"tool", "tool_input"}
-_BLOB_KEYS = (("action", ("action_input", "input", "arguments")),
-              ("name", ("arguments", "parameters", "args")),
-              ("tool", ("tool_input", "input", "arguments")))
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
@@ -232,9 +225,9 @@ def _parse_action(
         return _parse_blob(body, labels, action, think, *blob)
     name, raw_args, end = _read_action(body, labels, action)
     thought = _thought(body, labels, action.start, think)
-    if name.lower().replace("_", " ") in _FINAL_NAMES:  # "Action: Final Answer" + its input
+    if is_final_name(name):  # "Action: Final Answer" with the answer as its input
         return _final_action(raw_args, thought, body[: _cut(body, labels, end)].strip())
-    if _FINAL_IN_NAME.search(name):
+    if " " in name and _FINAL_IN_NAME.search(name):  # "Action: search Final Answer:"
         return ParsedOutput(kind="invalid", thought=thought, text=body[: _cut(body, labels, end)]
                             .strip(), error="'Action:' and 'Final Answer:' on one line: write "
                             "either an action or a final answer")
@@ -249,7 +242,7 @@ def _parse_action(
             error=f"{what}, and no 'Final Answer:' follows",
             text=body[: _cut(body, labels, end)].strip(),
         )
-    raw_args, mismatch = _unwrap(raw_args, name)
+    raw_args, mismatch = unwrap(raw_args, name)
     arguments, error = decode_arguments(raw_args) if mismatch is None else (None, mismatch)
     call = ToolCall(
         id="",  # the step logic assigns ids from its driver, so a replay gives the same
@@ -281,22 +274,6 @@ def _final_action(raw: str, thought: str | None, text: str) -> ParsedOutput:
     return ParsedOutput(kind="final", thought=thought, final_answer=answer.strip(), text=text)
 
 
-def _unwrap(raw: str, name: str) -> tuple[str, str | None]:
-    """``Action Input: calc({"x": 1})``: the JSON inside the call of the named tool.
-
-    A wrapper naming another tool is an error (which of the two was meant is unknown)."""
-    m = _WRAPPER.fullmatch(raw.strip()) if raw.endswith(")") else None
-    if m is None:
-        return raw, None
-    inner = m.group(2).strip()
-    if inner and inner[0] not in "{\"'":
-        return raw, None  # positional Python-style arguments: left to the tool's validation
-    if m.group(1).lower() != name.lower():
-        return raw, (f"'Action Input' calls {m.group(1)}(...) but the Action is '{name}': "
-                     "write the arguments as one JSON object")
-    return inner, None
-
-
 def _blob(body: str, labels: list[_Label], action: _Label) -> tuple[str, int] | None:
     """``Action:`` then a JSON object at once (fenced or not, on its line or the next):
     the object names the tool. Returns its raw text and where it ends."""
@@ -308,64 +285,15 @@ def _blob(body: str, labels: list[_Label], action: _Label) -> tuple[str, int] | 
 
 def _parse_blob(body: str, labels: list[_Label], action: _Label, think: str | None,
                 raw: str, end: int) -> ParsedOutput:
-    """LangChain's ``{"action": ..., "action_input": ...}`` (``"action": "Final Answer"`` is
-    the answer) or ``{"name": ..., "arguments": ...}``; an object naming no tool is invalid."""
-    complete = scan_end(raw, 0) == len(raw)  # a truncated blob is not repaired into a call
-    named = _named(_decode_blob(raw)) if complete else None
+    """A JSON blob naming the tool (see :mod:`miniagent.protocol.blobs`)."""
+    call, answer, error = read_blob(raw, NO_ACTION_NAMES)
     thought = _thought(body, labels, action.start, think)
     text = body[: _cut(body, labels, end)].strip()
-    if named is None or named[0].lower() in NO_ACTION_NAMES:
-        what = "names no tool" if complete else "is not complete"
-        return ParsedOutput(kind="invalid", thought=thought, text=text, error=(
-            f"the JSON object after 'Action:' {what}: write "
-            '{"action": "<tool name>", "action_input": {...}}, or the Action and Action Input '
-            "lines"))
-    name, given = named
-    if name.lower().replace("_", " ") in _FINAL_NAMES:
-        if isinstance(given, dict) and len(given) == 1:  # smolagents' final_answer(answer=...)
-            given = next(iter(given.values()))
-        answer = given if isinstance(given, str) else _json_text(given)
-        if not answer.strip():
-            return ParsedOutput(kind="invalid", thought=thought, text=text,
-                                error="'Final Answer' is empty")
-        return ParsedOutput(kind="final", thought=thought, final_answer=answer.strip(),
-                            text=text)
-    if isinstance(given, str):
-        raw_args = given
-        arguments, error = decode_arguments(given)
-    else:
-        raw_args = "" if given is None else _json_text(given)
-        arguments, error = (given if isinstance(given, dict) else None), None
-    call = ToolCall(id="", name=name, arguments=arguments if arguments is not None else {},
-                    raw_arguments=raw_args, arguments_error=error)
-    return ParsedOutput(kind="action", thought=thought, tool_calls=[call], text=text)
-
-
-def _decode_blob(raw: str) -> Any:
-    """The blob's object; of a list of blobs, the first (only the first action counts)."""
-    if raw.startswith("["):
-        try:
-            items = loads_limited(raw, max_depth=MAX_DEPTH)
-        except ValueError:
-            return None
-        return items[0] if isinstance(items, list) and items else None
-    return decode_arguments(raw)[0]
-
-
-def _named(value: Any) -> tuple[str, Any] | None:
-    """The tool name and the arguments of a JSON blob, if it names a tool."""
-    if not isinstance(value, dict):
-        return None
-    for name_key, argument_keys in _BLOB_KEYS:
-        name = value.get(name_key)
-        if isinstance(name, str) and name.strip():
-            given = next((value[k] for k in argument_keys if k in value), None)
-            return name.strip(), given
-    return None
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    if call is not None:
+        return ParsedOutput(kind="action", thought=thought, tool_calls=[call], text=text)
+    if answer is not None:
+        return ParsedOutput(kind="final", thought=thought, final_answer=answer, text=text)
+    return ParsedOutput(kind="invalid", thought=thought, text=text, error=error)
 
 
 def _read_action(body: str, labels: list[_Label], action: _Label) -> tuple[str, str, int]:
