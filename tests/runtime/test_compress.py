@@ -321,3 +321,69 @@ def test_compaction_invariants_hold_for_any_history(session: AgentSession, at: i
                 in done.summary
     again = asyncio.run(compact(session, config, no_model, step=2, now=lambda: 6.0))
     assert again is None or len(rounds_of(sent[2:])) > keep_last  # no second one at once
+
+
+class Replayable:
+    """Effects with ids from a counter and a ticking clock, replies from a script: the same
+    script gives the same session, byte for byte."""
+
+    observed = True
+
+    def __init__(self, script: list[ModelResponse], observations: dict[str, Any]) -> None:
+        self.script, self.saved, self.events = list(script), [], []  # type: ignore[var-annotated]
+        self.ids, self.clock = itertools.count(), itertools.count(1_000)
+        self.observations = observations  # recorded by the first run, replayed by the next
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        reply = self.script.pop(0)
+        assert (request.protocol == "summary") == (reply.content or "").startswith("SUMMARY")
+        return reply
+
+    async def run_tool(self, call: Any, context: Any) -> Any:
+        from miniagent import ToolRegistry
+
+        if call.id not in self.observations:
+            self.observations[call.id] = await ToolRegistry([fetch]).execute(call)
+        return self.observations[call.id]
+
+    async def checkpoint(self, session: AgentSession, call: Any = None) -> None:
+        self.saved.append(json.dumps(session.to_dict(), ensure_ascii=False))
+
+    async def wait_for_decision(self, pending: Any) -> dict[str, Any]:
+        return {}
+
+    def now(self) -> float:
+        return float(next(self.clock))
+
+    def new_id(self) -> str:
+        return f"{next(self.ids):04x}"
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+
+async def test_a_compacted_run_replays_to_a_byte_identical_session() -> None:
+    from miniagent import ToolRegistry
+    from miniagent.protocol.react import ReactProtocol
+    from miniagent.runtime.guards import Limits
+    from miniagent.runtime.loop import Rules, StepLogic
+
+    def script() -> list[ModelResponse]:
+        replies = [ModelResponse(content=action(n)) for n in range(1, 9)]
+        replies.insert(6, ModelResponse(content="SUMMARY: pages 1-4 hold facts"))
+        return [*replies, ModelResponse(content="Final Answer: done")]
+
+    rules = Rules(protocol=ReactProtocol(), tools=ToolRegistry([fetch]),
+                  limits=Limits(max_steps=12),
+                  compression=Compression.of(1500, keep_last=2, mode="model"))
+    sessions, observations = [], {}  # type: ignore[var-annotated]
+    for _ in range(2):
+        effects = Replayable(script(), observations)
+        session = AgentSession.start("Read the document", id="s-fixed", at=1.0)
+        await StepLogic(rules, effects).run(session)
+        sessions.append((session, effects))
+    (first, fx1), (second, fx2) = sessions
+    assert first.status == "completed" and first.compactions[0].mode == "model"
+    assert "SUMMARY: pages 1-4 hold facts" in first.compactions[0].summary
+    assert fx1.saved == fx2.saved and json.dumps(first.to_dict()) == json.dumps(second.to_dict())
+    assert [e.kind for e in fx1.events].count("context_compacted") == len(first.compactions)
