@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 from miniagent import defaults
 
 Role = Literal["system", "user", "assistant", "tool"]
-ToolMode = Literal["react", "native", "auto"]
+ToolMode = Literal["react", "native", "hybrid", "auto"]
 Phase = Literal["model", "tools", "done"]
 """Where a session goes on: it needs a model call, has calls to run (or to decide), or is over."""
 ParseKind = Literal["action", "final", "invalid"]
