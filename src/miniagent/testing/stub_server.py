@@ -303,6 +303,10 @@ class StubServer:
             message = "tools are not supported by this server"
             await self._write(writer, 400, {"error": {"message": message}}, keep)
             return keep
+        if self.stream_style.reject_stream_options and "stream_options" in data:
+            error = {"error": {"message": "Unrecognized request argument: stream_options"}}
+            await self._write(writer, 400, error, keep)
+            return keep
         reply = self._next_reply(data)
         if self.latency:
             await asyncio.sleep(self.latency)
@@ -318,10 +322,6 @@ class StubServer:
                       data: dict[str, Any], keep: bool) -> bool:
         """Send ``body`` as a stream of server-sent events in :attr:`stream_style`."""
         style = self.stream_style
-        if style.reject_stream_options and "stream_options" in data:
-            error = {"error": {"message": "Unrecognized request argument: stream_options"}}
-            await self._write(writer, 400, error, keep)
-            return keep
         options = data.get("stream_options")
         with_usage = isinstance(options, dict) and options.get("include_usage") is True
         events = stream_events(body, style, with_usage=with_usage)
