@@ -146,6 +146,8 @@ class ModelRequest:
     """A GBNF grammar for constrained decoding, honoured by backends that support it."""
     protocol: str = ""
     """The name of the protocol that rendered the request (transports ignore it)."""
+    tool_choice: str | None = None
+    """``auto``, ``required``, ``none`` or a tool's name, sent with ``tools`` (None: not sent)."""
 
 
 @dataclass(kw_only=True, slots=True)

@@ -32,6 +32,7 @@ from typing import Any
 from miniagent.errors import ConfigError, ModelError
 from miniagent.models.base import Capabilities
 from miniagent.protocol.native import normalize_completion
+from miniagent.protocol.tool_choice import wire_tool_choice
 from miniagent.threads import run_in_daemon_thread
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
@@ -312,6 +313,8 @@ class LocalModel:
             kwargs["stop"] = list(request.stop)
         if request.tools:
             kwargs["tools"] = request.tools
+            if request.tool_choice:
+                kwargs["tool_choice"] = wire_tool_choice(request.tool_choice)
             kwargs.setdefault("tool_choice", "auto")
         elif self.grammar and request.grammar:
             kwargs["grammar"] = self._compiled_grammar(request.grammar)

@@ -43,6 +43,7 @@ from miniagent.models.sse import SSEError, SSEReader
 from miniagent.models.streaming import DeltaSink, StreamAccumulator, StreamIncomplete
 from miniagent.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
 from miniagent.protocol.native import MAX_BODY_DEPTH, normalize_completion
+from miniagent.protocol.tool_choice import wire_tool_choice
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
 __all__ = ["OpenAICompatibleModel"]
@@ -296,6 +297,8 @@ class OpenAICompatibleModel:
             body["stop"] = request.stop
         if request.tools:
             body["tools"] = request.tools
+            if request.tool_choice:
+                body["tool_choice"] = wire_tool_choice(request.tool_choice)
         elif request.grammar and self.grammar_field:
             body.update(_grammar_body(self.grammar_field, request.grammar))
         body.update(self.extra_body)

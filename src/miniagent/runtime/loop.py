@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from miniagent.errors import ModelError
+from miniagent.protocol import tool_choice
 from miniagent.protocol.base import ActionProtocol
 from miniagent.runtime import events as ev
 from miniagent.runtime import incoming
@@ -114,6 +115,8 @@ class Rules:
     temperature: float | None = None
     max_tokens: int | None = None
     on_interrupted: InterruptedPolicy = "ask"
+    tool_choice: str | None = None
+    """auto, required, none or a tool's name (see :mod:`miniagent.protocol.tool_choice`)."""
 
 
 class StepLogic:
@@ -200,8 +203,9 @@ class StepLogic:
         """Render, call the model (once more if the protocol can recover), parse."""
         rules, step_span = self.rules, self._step_spans[index]
         tools = rules.tools.listed()
+        choice = tool_choice.for_step(rules.tool_choice, session.steps)
         request = self._settings(rules.protocol.render(session.messages, tools,
-                                                       rules.instructions))
+                                                       rules.instructions), choice)
         span, started = self.fx.new_id(), self.fx.now()
         self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
                    request=request)
@@ -213,21 +217,22 @@ class StepLogic:
                                                rules.instructions)
                 if retry is None:
                     raise
-                request = self._settings(retry)
+                request = self._settings(retry, choice)
                 response = incoming.response(await self.fx.generate(request))
         except ModelError as exc:
             self._emit(ev.ModelFailed, session, span=span, parent=step_span, step=index,
                        error=str(exc), elapsed=self.fx.now() - started)
             raise
         elapsed = self.fx.now() - started
-        parsed = self._with_ids(rules.protocol.parse(response, request))
+        parsed = self._with_ids(tool_choice.enforce(rules.protocol.parse(response, request),
+                                                    choice))
         self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
                    response=response, parsed=parsed, elapsed=elapsed)
         return response, parsed, elapsed
 
-    def _settings(self, request: ModelRequest) -> ModelRequest:
+    def _settings(self, request: ModelRequest, choice: str | None) -> ModelRequest:
         request.temperature, request.max_tokens = self.rules.temperature, self.rules.max_tokens
-        return request
+        return tool_choice.constrain(request, choice, self.rules.tools.listed())
 
     def _with_ids(self, parsed: ParsedOutput) -> ParsedOutput:
         """The parsed reply made safe to keep, its calls given ids from the driver where the
