@@ -12,6 +12,7 @@ from miniagent.errors import UserError
 from miniagent.models.base import Capabilities, Model
 from miniagent.protocol.auto import AutoProtocol
 from miniagent.protocol.base import ActionProtocol
+from miniagent.protocol.hybrid import HybridProtocol
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
 from miniagent.protocol.tool_choice import check_choice
@@ -35,9 +36,11 @@ ToolItem = Tool | Callable[..., Any] | ToolSource
 
 
 def protocol_for(capabilities: Capabilities, *, grammar: bool = True) -> ActionProtocol:
-    """The protocol a transport was configured for: react, native, or auto."""
+    """The protocol a transport was configured for: react, native, hybrid, or auto."""
     if capabilities.tool_mode == "react":
         return ReactProtocol(grammar=grammar)
+    if capabilities.tool_mode == "hybrid":
+        return HybridProtocol()
     if capabilities.tool_mode == "native":
         return NativeProtocol()
     return AutoProtocol(native_tools=capabilities.native_tools, grammar=grammar)

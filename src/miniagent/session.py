@@ -33,8 +33,9 @@ from miniagent.types import (
     TokenUsage,
 )
 
-SCHEMA_VERSION = 2
-"""Version 2 added ``phase`` and each call's recorded ``moves``; version 1 still loads."""
+SCHEMA_VERSION = 3
+"""Version 2 added ``phase`` and each call's recorded ``moves``, version 3 each message's
+``reasoning``; versions 1 and 2 still load."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -141,7 +142,7 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
-        """Load a saved session (version 1 or 2); refuses a newer schema with a clear message."""
+        """Load a saved session (version 1 to 3); refuses a newer schema with a clear message."""
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise SessionError("saved session has no schema_version: not a miniagent session")

@@ -9,7 +9,7 @@ import pytest
 
 from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted
 from miniagent.session import SCHEMA_VERSION, AgentSession
-from miniagent.types import CallRecord, Observation, Step, TokenUsage, ToolCall
+from miniagent.types import CallRecord, Message, Observation, Step, TokenUsage, ToolCall
 
 REFERENCE = Path(__file__).with_name("reference")
 
@@ -75,16 +75,36 @@ def test_round_trip_keeps_everything() -> None:
     assert loaded.steps[0].observations[0].output == "IBAN 123"
 
 
-def test_reference_json_v2_loads_and_is_what_we_write() -> None:
+def reasoning_session() -> AgentSession:
+    """The sample with its tool-call turn in the history, carrying the server's reasoning
+    (version 3's field)."""
+    session = sample_session()
+    calls = [record.call for record in session.steps[0].calls]
+    session.messages.append(Message(role="assistant", content="Thought: look up, then pay",
+                                    tool_calls=calls, reasoning="Alice first; 150 € is fine"))
+    return session
+
+
+def test_reference_json_v3_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v3.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 3 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == reasoning_session()
+    assert loaded.messages[-1].reasoning == "Alice first; 150 € is fine"
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert reasoning_session().to_dict() == reference
+
+
+def test_reference_json_v2_still_loads_without_reasoning() -> None:
     reference = json.loads((REFERENCE / "session_v2.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 2 == SCHEMA_VERSION
+    assert reference["schema_version"] == 2
     loaded = AgentSession.from_dict(reference)
     assert (loaded.status, loaded.phase) == ("awaiting_approval", "tools")
     assert [p.tool for p in loaded.pending_approvals()] == ["pay"]
     assert [m.target for m in loaded.steps[0].calls[0].moves] == ["started", "completed"]
     assert loaded.question == "Pay Alice 150 € for 北京 tickets"
-    # what this version writes is exactly the reference: a format change must bump the version
-    assert sample_session().to_dict() == reference
+    assert loaded == sample_session()
+    assert all(m.reasoning is None for m in loaded.messages)
 
 
 def test_reference_json_v1_still_loads_with_its_phase_derived() -> None:

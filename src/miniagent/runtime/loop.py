@@ -254,8 +254,8 @@ class StepLogic:
         if len(parsed.tool_calls) > limit:
             step.dropped_calls = len(parsed.tool_calls) - limit
             parsed.tool_calls = parsed.tool_calls[:limit]
-        session.messages.append(
-            Message(role="assistant", content=parsed.text, tool_calls=parsed.tool_calls))
+        session.messages.append(Message(role="assistant", content=parsed.text,
+                                        tool_calls=parsed.tool_calls, reasoning=parsed.reasoning))
         for call in parsed.tool_calls:
             verdict = detector.check(call)
             if verdict == "stop":
