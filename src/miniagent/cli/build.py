@@ -46,6 +46,8 @@ class RunConfig:
     model_path: str | None = None
     grammar: bool = True
     grammar_field: str | None = None
+    stream: bool = False
+    tool_choice: str | None = None
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -103,7 +105,8 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
     return Agent(model=model, tools=registry, max_steps=config.max_steps,
                  timeout=config.timeout, store=store, grammar=config.grammar,
                  max_tokens=config.max_tokens or default_tokens,
-                 approver=ask_in_terminal if interactive else None)
+                 approver=ask_in_terminal if interactive else None,
+                 tool_choice=config.tool_choice)
 
 
 def build_model(config: RunConfig, api_key: str | None) -> Model:
@@ -123,6 +126,7 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         api_key=api_key or env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),
         tool_mode=cast(ToolMode, config.mode), timeout=config.request_timeout,
         grammar_field=cast(GrammarField | None, config.grammar_field) if config.grammar else None,
+        stream=config.stream,
     )
 
 
