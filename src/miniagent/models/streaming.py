@@ -85,6 +85,7 @@ class StreamAccumulator:
                  on_delta: DeltaSink | None = None) -> None:
         self.stop_words = [s for s in stop or () if s]
         self._hold = max((len(s) for s in self.stop_words), default=1) - 1
+        self._firsts = frozenset(s[0] for s in self.stop_words)
         self.on_delta = on_delta
         self.text = ""
         self.reasoning = ""
@@ -210,11 +211,12 @@ class StreamAccumulator:
         return min(found) if found else None
 
     def _held_back(self) -> int:
-        """How many final characters could begin a stop word."""
-        for size in range(min(self._hold, len(self.text)), 0, -1):
-            tail = self.text[-size:]
-            if any(s.startswith(tail) for s in self.stop_words):
-                return size
+        """How many final characters could begin a stop word (only where a stop word's first
+        character stands: that is rare, and this runs for every delta)."""
+        text, end = self.text, len(self.text)
+        for i in range(max(0, end - self._hold), end):
+            if text[i] in self._firsts and any(s.startswith(text[i:]) for s in self.stop_words):
+                return end - i
         return 0
 
     def _flush(self) -> None:
