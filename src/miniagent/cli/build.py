@@ -49,6 +49,8 @@ class RunConfig:
     compress_at: str | None = None
     keep_last: int = 4
     compress: str = "truncate"
+    stream: bool = False
+    tool_choice: str | None = None
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -108,7 +110,8 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
                  max_tokens=config.max_tokens or default_tokens,
                  approver=ask_in_terminal if interactive else None,
                  compress_at=config.compress_at, keep_last=config.keep_last,
-                 compress=config.compress)  # type: ignore[arg-type]  # checked by Agent
+                 compress=config.compress,  # type: ignore[arg-type]  # checked by Agent
+                 tool_choice=config.tool_choice)
 
 
 def build_model(config: RunConfig, api_key: str | None) -> Model:
@@ -128,6 +131,7 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         api_key=api_key or env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),
         tool_mode=cast(ToolMode, config.mode), timeout=config.request_timeout,
         grammar_field=cast(GrammarField | None, config.grammar_field) if config.grammar else None,
+        stream=config.stream,
     )
 
 
