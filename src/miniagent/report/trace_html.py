@@ -252,12 +252,14 @@ def _request(request: dict[str, Any]) -> str:
 
 
 def _parsed(parsed: dict[str, Any]) -> str:
-    rows = []
-    for key in ("kind", "thought", "final_answer", "error"):
+    rows = [f'<p class="kv">kind <span class="tag">{esc(parsed.get("kind", "?"))}</span></p>']
+    for key in ("thought", "final_answer", "error"):
         if parsed.get(key) not in (None, ""):
-            rows.append(f"<p class=\"kv\">{esc(key)}</p>{pre(str(parsed[key]))}")
-    if parsed.get("tool_calls"):
-        rows.append(f"<p class=\"kv\">tool calls</p>{pre(_json(parsed['tool_calls']))}")
+            rows.append(f"<p class=\"kv\">{esc(key.replace('_', ' '))}</p>{pre(str(parsed[key]))}")
+    calls = [c for c in parsed.get("tool_calls") or [] if isinstance(c, dict)]
+    if calls:
+        lines = "\n".join(f"{c.get('name')} {_args(c)}  (id {c.get('id')})" for c in calls)
+        rows.append(f'<p class="kv">tool calls</p>{pre(lines)}')
     return "".join(rows)
 
 
