@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from miniagent.cli.safe_text import clip, visible
-from miniagent.observe.reader import ModelCall, RunView, StepView, Trace
+from miniagent.observe.reader import ModelCall, RunView, StepView, Trace, objects
+from miniagent.observe.reader import number as finite
 
 SHORT = 600
 """Characters of a thought, observation or answer shown without ``--full``."""
@@ -43,7 +44,10 @@ def _short(text: str, limit: int) -> str:
 def when(at: float | None) -> str:
     if at is None:
         return "?"
-    return datetime.fromtimestamp(at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return f"at {at}"
 
 
 def tokens(usage: dict[str, int]) -> str:
@@ -78,7 +82,7 @@ def _step_lines(step: StepView, full: bool) -> Iterator[str]:
             yield "  Observation: (none: the trace ends before the tool returned)"
             continue
         label = "Observation (error)" if obs.get("is_error") else "Observation"
-        ms = float(obs.get("elapsed") or 0) * 1000
+        ms = finite(obs.get("elapsed")) * 1000
         yield f"  {label} ({ms:.0f} ms): {_text(obs.get('output', ''), full)}"
     for approval in step.approvals:
         yield f"  Waiting for approval: {visible(str(approval.get('tool')))} " \
@@ -89,10 +93,9 @@ def _step_lines(step: StepView, full: bool) -> Iterator[str]:
 
 def _model_lines(call: ModelCall, full: bool) -> Iterator[str]:
     if full:
-        for message in call.sent.get("messages") or []:
-            if isinstance(message, dict):
-                yield f"  prompt · {visible(str(message.get('role')))}: " \
-                      f"{_text(message.get('content') or '', True)}"
+        for message in objects(call.sent.get("messages")):
+            yield f"  prompt · {visible(str(message.get('role')))}: " \
+                  f"{_text(message.get('content') or '', True)}"
     if call.error is not None:
         kind = f"{visible(call.error_type)}: " if call.error_type else ""
         yield f"  Model failed: {kind}{_text(call.error, full)}"
@@ -120,5 +123,5 @@ def _footer(run: RunView) -> str:
     total = usage["prompt_tokens"] + usage["completion_tokens"]
     cached = f" ({usage['cached_tokens']:,} cached)" if usage["cached_tokens"] else ""
     return (f"{visible(str(result.get('status')))} · {result.get('steps', len(run.steps))} steps"
-            f" · {total:,} tokens{cached} · {float(result.get('elapsed') or 0):.2f} s · "
+            f" · {total:,} tokens{cached} · {finite(result.get('elapsed')):.2f} s · "
             f"{_text(str(result.get('reason', '')), False, 300)}")

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,19 +25,32 @@ from typing import Any
 
 from miniagent.errors import UserError
 
-__all__ = ["ModelCall", "RunView", "StepView", "ToolRun", "Trace", "read_trace"]
+__all__ = ["ModelCall", "RunView", "StepView", "ToolRun", "Trace", "number", "objects",
+           "read_trace"]
 
 MAX_TRACE_BYTES = 512 * 1024 * 1024
 """A larger file is refused rather than read into memory."""
 
 
-def _number(value: Any, default: float = 0.0) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        else default
+def number(value: Any, default: float = 0.0) -> float:
+    """``value`` if it is a finite number (not a bool), else ``default``: trace files are
+    read as untrusted input."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    try:
+        result = float(value)
+    except OverflowError:  # an int too large for a float
+        return default
+    return result if math.isfinite(result) else default
 
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def objects(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects in ``value`` if it is a list, else none."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 @dataclass
@@ -56,7 +70,7 @@ class ModelCall:
     @property
     def usage(self) -> dict[str, int]:
         usage = _dict(_dict(self.response).get("usage"))
-        return {k: int(_number(usage.get(k))) for k in
+        return {k: int(number(usage.get(k))) for k in
                 ("prompt_tokens", "completion_tokens", "cached_tokens")}
 
     @property
@@ -150,7 +164,7 @@ class RunView:
                 for key, value in step.usage.items():
                     total[key] += value
             return total
-        return {k: int(_number(reported.get(k))) for k in
+        return {k: int(number(reported.get(k))) for k in
                 ("prompt_tokens", "completion_tokens", "cached_tokens")}
 
 
@@ -209,7 +223,7 @@ class _Builder:
         self._tools: dict[str, ToolRun] = {}
 
     def add(self, r: dict[str, Any]) -> None:
-        kind, at = r["kind"], _number(r.get("at"))
+        kind, at = r["kind"], number(r.get("at"))
         if kind == "run_started":
             run = RunView(session_id=r["session_id"], span_id=str(r.get("span_id", "")),
                           question=str(r.get("question", "")), started_at=at,
@@ -218,7 +232,7 @@ class _Builder:
             self._current[run.session_id] = run
             return
         run = self._run_of(r)
-        index = int(_number(r.get("step")))
+        index = int(number(r.get("step")))
         step = run.step(index) if index > 0 else None
         handler = getattr(self, f"_{kind}", None)
         if handler is not None:
@@ -258,7 +272,7 @@ class _Builder:
         if call is not None:
             call.response, call.parsed = _dict(r.get("response")), _dict(r.get("parsed"))
             call.retried = _dict(r.get("retried")) or None
-            call.elapsed = _number(r.get("elapsed"))
+            call.elapsed = number(r.get("elapsed"))
 
     def _model_failed(self, r: dict[str, Any], run: RunView, step: StepView | None,
                       at: float) -> None:
@@ -266,7 +280,7 @@ class _Builder:
         if call is not None:
             call.error = str(r.get("error", ""))
             call.error_type = str(r.get("error_type") or "") or None
-            call.elapsed = _number(r.get("elapsed"))
+            call.elapsed = number(r.get("elapsed"))
 
     def _tool_started(self, r: dict[str, Any], run: RunView, step: StepView | None,
                       at: float) -> None:
@@ -292,7 +306,7 @@ class _Builder:
     def _approval_requested(self, r: dict[str, Any], run: RunView, step: StepView | None,
                             at: float) -> None:
         if step is not None:
-            step.approvals += [p for p in r.get("pending") or [] if isinstance(p, dict)]
+            step.approvals += objects(r.get("pending"))
 
     def _run_finished(self, r: dict[str, Any], run: RunView, step: StepView | None,
                       at: float) -> None:

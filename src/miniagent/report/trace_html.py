@@ -14,7 +14,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from miniagent.observe.reader import ModelCall, RunView, StepView, ToolRun, Trace, read_trace
+from miniagent.observe.reader import (
+    ModelCall,
+    RunView,
+    StepView,
+    ToolRun,
+    Trace,
+    objects,
+    read_trace,
+)
+from miniagent.observe.reader import number as finite
 from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre
 
 __all__ = ["render_trace", "write_trace_html"]
@@ -100,7 +109,7 @@ def _run(run: RunView, number: int, total: int) -> str:
         f"<span>{len(run.steps)} step(s)</span>",
         f"<span>{usage['prompt_tokens']:,} prompt ({usage['cached_tokens']:,} cached) + "
         f"{usage['completion_tokens']:,} completion tokens</span>",
-        f"<span>{float(result.get('elapsed') or 0):.2f} s</span>",
+        f"<span>{finite(result.get('elapsed')):.2f} s</span>",
     ]
     if run.model:
         facts.append(f"<span>model {esc(run.model)}</span>")
@@ -168,8 +177,7 @@ def _what(step: StepView) -> str:
         return f"unparseable output: {parsed.get('error') or ''}"
     if step.tools:
         return " · ".join(f"{t.name} {_args(t.call)}" for t in step.tools)
-    calls = parsed.get("tool_calls") or []
-    return " · ".join(f"{c.get('name')} {_args(c)}" for c in calls if isinstance(c, dict))
+    return " · ".join(f"{c.get('name')} {_args(c)}" for c in objects(parsed.get("tool_calls")))
 
 
 def _args(call: dict[str, Any]) -> str:
@@ -230,9 +238,7 @@ def _request(request: dict[str, Any]) -> str:
     if extra:
         settings["extra_body"] = extra
     out = [f'<p class="kv">{esc(json.dumps(settings, ensure_ascii=False))}</p>']
-    for message in request.get("messages") or []:
-        if not isinstance(message, dict):
-            continue
+    for message in objects(request.get("messages")):
         content = message.get("content")
         text = content if isinstance(content, str) else _json(content) if content else ""
         calls = message.get("tool_calls")
@@ -243,9 +249,9 @@ def _request(request: dict[str, Any]) -> str:
             role += f" ({message['tool_call_id']})"
         out.append(f'<div class="msg"><div class="role">{esc(role)}</div>'
                    f"{pre(text, cls='prompt')}</div>")
-    if request.get("tools"):
-        out.append(details(esc(f"tools offered ({len(request['tools'])})"),
-                           pre(_json(request["tools"]))))
+    tools = objects(request.get("tools"))
+    if tools:
+        out.append(details(esc(f"tools offered ({len(tools)})"), pre(_json(tools))))
     if request.get("grammar"):
         out.append(details(esc("grammar (GBNF)"), pre(str(request["grammar"]))))
     return "".join(out)
@@ -256,7 +262,7 @@ def _parsed(parsed: dict[str, Any]) -> str:
     for key in ("thought", "final_answer", "error"):
         if parsed.get(key) not in (None, ""):
             rows.append(f"<p class=\"kv\">{esc(key.replace('_', ' '))}</p>{pre(str(parsed[key]))}")
-    calls = [c for c in parsed.get("tool_calls") or [] if isinstance(c, dict)]
+    calls = objects(parsed.get("tool_calls"))
     if calls:
         lines = "\n".join(f"{c.get('name')} {_args(c)}  (id {c.get('id')})" for c in calls)
         rows.append(f'<p class="kv">tool calls</p>{pre(lines)}')
@@ -271,7 +277,7 @@ def _tool(tool: ToolRun) -> str:
         return head + '<p class="warn">No observation: the trace ends before the tool returned.</p>'
     error = bool(obs.get("is_error"))
     label = "Observation (error)" if error else "Observation"
-    ms = float(obs.get("elapsed") or 0) * 1000
+    ms = finite(obs.get("elapsed")) * 1000
     return (f"{head}<div class=\"obs{' error' if error else ''}\"><p class=\"kv\">{label} · "
             f"{ms:.0f} ms</p>{pre(str(obs.get('output', '')), cls='observation')}</div>")
 
