@@ -142,3 +142,43 @@ def test_run_otlp_exports_to_a_receiver(tmp_path: Path) -> None:
     chat = receiver.named("chat")[0]
     assert chat.attributes["gen_ai.conversation.id"] == session
     assert "北京天气怎么样？" in chat.attributes["gen_ai.input.messages"]
+
+
+APPROVAL_TOOLS = '''
+from miniagent import tool
+
+@tool(requires_approval=True)
+def pay(to: str, amount: int) -> str:
+    """Pay someone.
+
+    Args:
+        to: who
+        amount: how much
+    """
+    return f"paid {amount} to {to}"
+'''
+
+
+def test_a_resumed_session_traces_into_the_same_file(tmp_path: Path) -> None:
+    (tmp_path / "tools.py").write_text(APPROVAL_TOOLS, encoding="utf-8")
+    store = str(tmp_path / "s.db")
+    script = ['Thought: pay\nAction: pay\nAction Input: {"to": "Alice", "amount": 5}',
+              "Thought: done\nFinal Answer: paid"]
+    with StubServer(script).run_in_thread() as stub:
+        first = cli("run", "Pay Alice 5", "--base-url", stub.base_url, "--model", "m",
+                    "--mode", "react", "--tools", "tools.py", "--detach", "--json",
+                    "--store", store, "--trace", "t.jsonl", cwd=tmp_path)
+        session = json.loads(first.stdout)["session_id"]
+        assert json.loads(first.stdout)["status"] == "awaiting_approval", first.stderr
+        approve = cli("sessions", "approve", session, "--store", store, cwd=tmp_path)
+        assert approve.returncode == 0, approve.stderr
+        second = cli("sessions", "resume", session, "--store", store, "--json",
+                     "--trace", "t.jsonl", cwd=tmp_path)
+        assert json.loads(second.stdout)["status"] == "completed", second.stderr
+    shown = cli("trace", "show", "t.jsonl", cwd=tmp_path).stdout
+    first_run, second_run = shown.split("Run 2 of 2")
+    assert "Waiting for approval: pay" in first_run and "awaiting_approval" in first_run
+    assert "── step 1 (resumed: the model call was in an earlier run)" in second_run
+    assert "Action: pay" in second_run and "Observation (" in second_run
+    assert "paid 5 to Alice" in second_run and "Final Answer: paid" in second_run
+    assert "completed · 2 steps" in second_run

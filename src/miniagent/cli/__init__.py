@@ -25,7 +25,7 @@ from miniagent.cli.common import (
     show_progress,
 )
 from miniagent.cli.loading import load_tools
-from miniagent.cli.observing import observing
+from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
@@ -66,9 +66,9 @@ def run(
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
-    trace: Annotated[Path | None, typer.Option("--trace", help="Append every event to this JSONL file (credentials redacted); read it with 'miniagent trace show|html'.")] = None,  # noqa: E501
-    otlp: Annotated[str | None, typer.Option("--otlp", help="Export OpenTelemetry spans over OTLP/HTTP to this collector URL, e.g. http://127.0.0.1:4318 (extra 'otel').")] = None,  # noqa: E501
-    otlp_content: Annotated[bool, typer.Option("--otlp-content", help="Include messages, tool arguments and results in the spans (redacted).")] = False,  # noqa: E501
+    trace: TraceOption = None,
+    otlp: OtlpOption = None,
+    otlp_content: OtlpContentOption = False,
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(

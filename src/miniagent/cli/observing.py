@@ -5,11 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from miniagent.agent import Agent
 from miniagent.observe.describe import describe_model
 from miniagent.observe.redact import model_secrets
+
+TraceOption = Annotated[Path | None, typer.Option(
+    "--trace", help="Append every event to this JSONL file (credentials redacted); read it "
+    "with 'miniagent trace show|html'.")]
+OtlpOption = Annotated[str | None, typer.Option(
+    "--otlp", help="Export OpenTelemetry spans over OTLP/HTTP to this collector URL, e.g. "
+    "http://127.0.0.1:4318 (extra 'otel').")]
+OtlpContentOption = Annotated[bool, typer.Option(
+    "--otlp-content", help="Include messages, tool arguments and results in the spans "
+    "(redacted).")]
 
 
 @contextmanager

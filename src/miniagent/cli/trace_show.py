@@ -71,7 +71,10 @@ def _run_lines(run: RunView, number: int, total: int, full: bool) -> Iterator[st
 
 def _step_lines(step: StepView, full: bool) -> Iterator[str]:
     model_time = sum(c.elapsed or 0 for c in step.model_calls)
-    yield f"── step {step.index} · model {model_time:.2f} s · {tokens(step.usage)}"
+    if step.outcome == "resumed":
+        yield f"── step {step.index} (resumed: the model call was in an earlier run)"
+    else:
+        yield f"── step {step.index} · model {model_time:.2f} s · {tokens(step.usage)}"
     for call in step.model_calls:
         yield from _model_lines(call, full)
     for tool in step.tools:

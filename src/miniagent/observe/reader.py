@@ -121,8 +121,11 @@ class StepView:
 
     @property
     def outcome(self) -> str:
-        """``action``, ``final``, ``invalid``, ``failed`` (the model call), or ``unknown``."""
-        if self.model_calls and self.model_calls[-1].error is not None:
+        """``action``, ``final``, ``invalid``, ``failed`` (the model call), ``resumed`` (the
+        step's model call was in an earlier run; its calls ran in this one), or ``unknown``."""
+        if not self.model_calls:
+            return "resumed" if self.tools or self.approvals else "unknown"
+        if self.model_calls[-1].error is not None:
             return "failed"
         kind = self.parsed.get("kind")
         return str(kind) if kind in ("action", "final", "invalid") else "unknown"
