@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from miniagent.observe.redact import REDACTED, Redactor, env_secrets, model_secrets
 
 
@@ -47,3 +49,26 @@ def test_model_secrets_reads_an_api_key_attribute() -> None:
         api_key = "sk-attr-123456"
 
     assert model_secrets(WithKey()) == ["sk-attr-123456"] and model_secrets(object()) == []
+
+
+def test_json_line_redacts_like_a_walk_and_looks_into_wire_arguments() -> None:
+    redact = Redactor(['sk-quote"and\\slash-123456', "plain-secret-99"], from_env=False)
+    value = {
+        "messages": [{"role": "user", "content": 'my key is sk-quote"and\\slash-123456'},
+                     {"role": "assistant", "tool_calls": [{"function": {
+                         "name": "login",
+                         "arguments": '{"user": "bob", "password": "hunter2!"}'}}]}],
+        "headers": {"Authorization": "Bearer plain-secret-99"},
+        "text": "Authorization: Bearer abc.def.ghi123 and plain-secret-99",
+        "北京": "多云",
+    }
+    line = redact.json_line(value)
+    decoded = json.loads(line)
+    assert "hunter2" not in line and "plain-secret" not in line and "slash-123456" not in line
+    assert decoded["messages"][0]["content"] == f"my key is {REDACTED}"
+    arguments = json.loads(decoded["messages"][1]["tool_calls"][0]["function"]["arguments"])
+    assert arguments == {"user": "bob", "password": REDACTED}
+    assert decoded["headers"] == {"Authorization": REDACTED}
+    assert decoded["text"] == f"Authorization: {REDACTED} and {REDACTED}"
+    assert '"北京": "多云"' in line
+    assert value["headers"]["Authorization"] == "Bearer plain-secret-99"  # not changed

@@ -22,7 +22,6 @@ goes through a :class:`~miniagent.observe.redact.Redactor` first.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterable
@@ -68,7 +67,7 @@ class JsonlTracer:
 
     def write(self, record: dict[str, Any]) -> None:
         """Append one record (redacted) as a line; reopens the file after :meth:`close`."""
-        line = json.dumps(self.redact(record), ensure_ascii=False, default=repr)
+        line = self.redact.json_line(record)
         with self._lock:
             handle = self._file or self._open()
             handle.write(line + "\n")

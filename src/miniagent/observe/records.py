@@ -36,21 +36,24 @@ def event_record(event: ev.Event) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
+    """Dataclasses as dicts, at any depth in lists; dicts are kept as they are (wire messages,
+    arguments and server answers are JSON already, and are not copied: a history is large)."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value] if any(_needs_plain(v) for v in value) else value
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return repr(value)
+    return value
+
+
+def _needs_plain(value: Any) -> bool:
+    return value is not None and not isinstance(value, (dict, str, int, float, bool))
 
 
 def _response(response: ModelResponse) -> dict[str, Any]:
     raw = response.raw
-    meta = {k: _plain(v) for k, v in raw.items() if k != "choices"} if isinstance(
-        raw, dict) else None
+    meta = {k: v for k, v in raw.items() if k != "choices"} if isinstance(raw, dict) else None
     return {
         "content": response.content,
         "tool_calls": _plain(response.tool_calls),

@@ -20,6 +20,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -53,8 +55,13 @@ _TOKEN_TEXT = re.compile(
     r"|\bsk-[A-Za-z0-9_-]{12,}")
 
 
-def _normal_key(key: str) -> str:
-    return key.lower().replace("-", "").replace("_", "")
+@functools.lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    return key.lower().replace("-", "").replace("_", "") in _SECRET_KEYS
+
+
+def _hides(key: object, value: object) -> bool:
+    return isinstance(key, str) and _secret_key(key) and value not in (None, "")
 
 
 def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -95,19 +102,78 @@ class Redactor:
         for secret in self._secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)
-        return _TOKEN_TEXT.sub(_token_replacement, value)
+        return _tokens_redacted(value)
 
     def __call__(self, value: Any) -> Any:
         """A copy of the JSON-like ``value``, redacted."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
-            return {key: (REDACTED if isinstance(key, str) and _normal_key(key) in _SECRET_KEYS
-                          and value[key] not in (None, "") else self(value[key]))
+            return {key: REDACTED if _hides(key, value[key]) else self(value[key])
                     for key in value}
         if isinstance(value, (list, tuple)):
             return [self(item) for item in value]
         return value
+
+    def json_line(self, value: Any) -> str:
+        """``value`` as one line of JSON (UTF-8 kept), redacted: what :meth:`__call__` and
+        ``json.dumps`` give, computed faster for large values (the text is redacted once, as
+        a whole line, and only the fields named like credentials are looked for inside)."""
+        line = json.dumps(value, ensure_ascii=False, default=repr)
+        if any(_secret_key(name) for name in _JSON_KEYS.findall(line)):
+            line = json.dumps(_without_secret_fields(value), ensure_ascii=False, default=repr)
+        for secret in self._secrets:
+            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]  # as it stands in JSON
+            if escaped in line:
+                line = line.replace(escaped, REDACTED)
+        return _tokens_redacted(line)
+
+
+def _without_secret_fields(value: Any) -> Any:
+    """``value`` with credential-named fields' values replaced, copied only where it changes;
+    an ``arguments`` string holding a JSON object (a wire tool call) is looked into too."""
+    if isinstance(value, dict):
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            if _hides(key, item):
+                new: Any = REDACTED
+            elif key == "arguments" and isinstance(item, str) and item[:1] == "{":
+                new = _arguments_text(item)
+            else:
+                new = _without_secret_fields(item)
+            if new is not item:
+                changed = dict(value) if changed is None else changed
+                changed[key] = new
+        return value if changed is None else changed
+    if isinstance(value, list):
+        items = [_without_secret_fields(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    return value
+
+
+def _arguments_text(text: str) -> str:
+    try:
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    cleaned = _without_secret_fields(decoded)
+    return text if cleaned is decoded else json.dumps(cleaned, ensure_ascii=False)
+
+
+_JSON_KEYS = re.compile(r'"([A-Za-z0-9_-]{1,64})\\?"\s*:')
+"""Object keys in a JSON text, also inside a JSON string (``\\"key\\":``). Only when one names a
+credential is the value walked to replace it: a walk of a long history costs more."""
+
+_TOKEN_HINTS = ("authorization", "bearer", "basic", "sk-")
+"""Substrings (of the lower-cased text) without which :data:`_TOKEN_TEXT` cannot match: the
+regular expression is run only when one is there (it is the costly part on long texts)."""
+
+
+def _tokens_redacted(text: str) -> str:
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _TOKEN_HINTS):
+        return text
+    return _TOKEN_TEXT.sub(_token_replacement, text)
 
 
 def _token_replacement(match: re.Match[str]) -> str:
