@@ -161,3 +161,32 @@ def test_an_unwritable_trace_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match="cannot write the trace file"):
         JsonlTracer(tmp_path / "file" / "trace.jsonl")
+
+
+WRITER = """
+import sys
+from miniagent import Agent, ScriptedModel
+question = sys.argv[2] * 20_000
+for n in range(10):
+    Agent(model=ScriptedModel(["Final Answer: ok"]), trace=sys.argv[1]).run(question)
+"""
+
+
+def test_processes_appending_to_one_file_never_mix_lines(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import miniagent
+
+    trace = tmp_path / "shared.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(Path(miniagent.__file__).parents[1])}
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(trace), letter], env=env)
+             for letter in "abc"]
+    for proc in procs:
+        assert proc.wait(120) == 0
+    lines = records(trace)  # every line decodes: none was interleaved with another
+    finished = [r for r in lines if r["kind"] == "run_finished"]
+    assert len(finished) == 30
+    questions = {r["question"] for r in lines if r["kind"] == "run_started"}
+    assert questions == {letter * 20_000 for letter in "abc"}

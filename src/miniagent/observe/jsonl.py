@@ -11,10 +11,10 @@ Each line is one :func:`~miniagent.observe.records.event_record`: the rendered r
 model call (wire messages, tools, stop words, temperature, max tokens, grammar), the raw output
 and what the protocol parsed from it, each tool call and its observation, guard interventions,
 timings (``at`` on every record, ``elapsed`` on model calls and observations), token usage with
-cached tokens, and the final status. Text is UTF-8 (``ensure_ascii=False``). Lines are appended
-and flushed one by one, so a crash loses at most the line being written, and a resumed session
-can trace into the same file. ``miniagent trace show FILE`` and ``miniagent trace html FILE``
-read it back.
+cached tokens, and the final status. Text is UTF-8 (``ensure_ascii=False``). Each line is
+appended with one unbuffered write, so a crash loses at most the line being written, a resumed
+session can trace into the same file, and tracers of several processes can share one.
+``miniagent trace show FILE`` and ``miniagent trace html FILE`` read it back.
 
 API keys, ``Authorization`` headers and other credentials never reach the file: each record
 goes through a :class:`~miniagent.observe.redact.Redactor` first.
@@ -56,7 +56,7 @@ class JsonlTracer:
         self.model = model
         self.redact = Redactor(secrets)
         self._lock = threading.Lock()
-        self._file: IO[str] | None = None
+        self._file: IO[bytes] | None = None
         self._open()  # fail now, with a clear message, rather than on the first event
 
     def __call__(self, event: Event) -> None:
@@ -67,11 +67,13 @@ class JsonlTracer:
 
     def write(self, record: dict[str, Any]) -> None:
         """Append one record (redacted) as a line; reopens the file after :meth:`close`."""
-        line = self.redact.json_line(record)
+        data = (self.redact.json_line(record) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
             handle = self._file or self._open()
-            handle.write(line + "\n")
-            handle.flush()
+            view = memoryview(data)
+            while view:  # one write() per line where the OS allows: tracers of several
+                written = handle.write(view)  # processes may append to the same file
+                view = view[written or 0:]
 
     def close(self) -> None:
         """Close the file; a later event reopens it and appends."""
@@ -80,9 +82,9 @@ class JsonlTracer:
                 self._file.close()
                 self._file = None
 
-    def _open(self) -> IO[str]:
+    def _open(self) -> IO[bytes]:
         try:
-            self._file = self.path.open("a", encoding="utf-8", errors="backslashreplace")
+            self._file = self.path.open("ab", buffering=0)
         except OSError as exc:
             raise ConfigError(f"cannot write the trace file {self.path}: "
                               f"{exc.strerror or exc}") from None

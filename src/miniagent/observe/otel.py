@@ -48,8 +48,10 @@ from miniagent.types import TokenUsage
 try:
     from opentelemetry import trace as otel_trace
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ConfigError("OpenTelemetry is not installed: pip install 'miniagent[otel]'") from exc
+
+    _MISSING = ""
+except ImportError:  # pragma: no cover - depends on the environment; said when used
+    _MISSING = "OpenTelemetry is not installed: pip install 'miniagent[otel]'"
 
 __all__ = ["CONTENT_ENV", "OtelTracer", "otlp_provider"]
 
@@ -88,6 +90,8 @@ class OtelTracer:
                  secrets: Iterable[str | None] = ()) -> None:
         from miniagent import __version__
 
+        if _MISSING:
+            raise ConfigError(_MISSING)
         self.model, self.agent_name = model, agent_name
         self.tracer = otel_trace.get_tracer(INSTRUMENTATION, __version__,
                                             tracer_provider=tracer_provider)
@@ -327,6 +331,8 @@ def otlp_provider(url: str, *, service_name: str = "miniagent") -> Any:
     Raises:
         ConfigError: ``url`` is not an http(s) URL, or the exporter is not installed.
     """
+    if _MISSING:
+        raise ConfigError(_MISSING)
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
