@@ -322,11 +322,13 @@ def output_message(event: ev.ModelResponded) -> dict[str, Any]:
             "finish_reason": response.finish_reason or "stop"}
 
 
-def otlp_provider(url: str, *, service_name: str = "miniagent") -> Any:
+def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float = 5.0) -> Any:
     """A tracer provider that batches spans to an OTLP/HTTP collector at ``url``.
 
     ``url`` is the traces endpoint (``http://127.0.0.1:4318/v1/traces``), or a collector's
-    base URL, to which ``/v1/traces`` is added. Call ``shutdown()`` on it to send what is left.
+    base URL, to which ``/v1/traces`` is added. Call ``shutdown()`` on it to send what is left;
+    with no collector listening, the exporter retries for about ``timeout`` seconds, logs a
+    warning and drops the batch (the run itself is never affected).
 
     Raises:
         ConfigError: ``url`` is not an http(s) URL, or the exporter is not installed.
@@ -347,5 +349,6 @@ def otlp_provider(url: str, *, service_name: str = "miniagent") -> Any:
                           f"got {url!r}")
     endpoint = url if parts.path not in ("", "/") else url.rstrip("/") + "/v1/traces"
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=timeout)))
     return provider
