@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace."""
 
 from __future__ import annotations
 
@@ -25,9 +25,11 @@ from miniagent.cli.common import (
     show_progress,
 )
 from miniagent.cli.loading import load_tools
+from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
+from miniagent.cli.trace_cmd import trace_app
 from miniagent.errors import UserError
 
 app = typer.Typer(
@@ -35,6 +37,7 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(trace_app, name="trace")
 
 
 @app.callback()
@@ -68,6 +71,9 @@ def run(
     compress_at: Annotated[str | None, typer.Option(help="Summarise the oldest rounds once the history crosses this size: estimated tokens (8000) or characters (12000c).")] = None,  # noqa: E501
     keep_last: Annotated[int, typer.Option(min=1, help="Rounds kept whole by --compress-at.")] = 4,
     compress: Annotated[str, typer.Option(help="Who writes the summary: truncate (results cut to ~200 characters) or model.")] = "truncate",  # noqa: E501
+    trace: TraceOption = None,
+    otlp: OtlpOption = None,
+    otlp_content: OtlpContentOption = False,
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(
@@ -84,7 +90,8 @@ def run(
     with cli_errors(verbose=verbose), interrupted(tracker, store):
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        result = agent.run(question, metadata=config.metadata(), on_event=tracker)
+        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
+            result = agent.run(question, metadata=config.metadata(), on_event=tracker)
     finish(result, as_json=as_json, store=store)
 
 
