@@ -90,6 +90,8 @@ class Agent:
         grammar: bool = True,
         protocol: ActionProtocol | None = None,
         on_event: Subscriber | None = None,
+        temporal: Any = None,
+        task_queue: str = "miniagent",
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency)):
@@ -108,6 +110,7 @@ class Agent:
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver, self.on_interrupted = approver, on_interrupted
         self.bus = EventBus([on_event] if on_event else ())
+        self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see durable
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
@@ -119,6 +122,10 @@ class Agent:
 
         ``on_event`` receives this run's events (besides the agent's subscribers).
         """
+        if self.temporal is not None:  # a session on the cluster, run by a worker there
+            from miniagent.durable.client import run_agent
+
+            return await run_agent(self, question, metadata=metadata)
         session = AgentSession.start(storable(question), id=random_id(), at=time.time(),
                                      metadata=metadata)
         self.store.save(session)
