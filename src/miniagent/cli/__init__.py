@@ -28,6 +28,8 @@ from miniagent.cli.loading import load_tools
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
+from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
+from miniagent.cli.temporal_cmd import worker as worker_cmd
 from miniagent.errors import UserError
 
 app = typer.Typer(
@@ -35,6 +37,7 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
+app.command("worker")(worker_cmd)
 
 
 @app.callback()
@@ -63,6 +66,8 @@ def run(
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
+    temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "miniagent",
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(
@@ -73,6 +78,10 @@ def run(
         max_tokens=max_tokens, model_path=model_path, grammar=grammar,
         grammar_field=grammar_field,
     )
+    if temporal:  # the model and tools are the workers'; this process follows the trace
+        from miniagent.cli.temporal_cmd import run_remote
+
+        run_remote(question, config, temporal, task_queue, as_json=as_json, detach=detach)
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=verbose), interrupted(tracker, store):

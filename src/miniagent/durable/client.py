@@ -134,6 +134,9 @@ class TemporalSessions:
         except WorkflowUpdateFailedError as exc:
             raise DecisionError(getattr(exc.cause, "message", None) or str(exc)) from None
         except RPCError as exc:
+            if "already completed" in str(exc):
+                raise DecisionError(f"session {session_id} is not awaiting approval: it has "
+                                    "ended (see 'miniagent sessions show')") from None
             raise _not_found(session_id, exc) from None
         return outcome.decided
 
