@@ -76,6 +76,8 @@ class TemporalSessions:
 
     def __init__(self, client: Client, task_queue: str = DEFAULT_TASK_QUEUE) -> None:
         self.client, self.task_queue = client, task_queue
+        self._started: dict[str, WorkflowHandle[Any, RunResult]] = {}
+        """Handles of the sessions started here (a test environment's skip time on them)."""
 
     async def start(self, question: str, settings: AgentSettings, *,
                     metadata: dict[str, Any] | None = None,
@@ -83,13 +85,16 @@ class TemporalSessions:
         """Start a session; returns its id (the workflow id)."""
         session = AgentSession.start(storable(question), id=session_id or random_id(),
                                      at=time.time(), metadata=metadata)
-        await self.client.start_workflow(
+        self._started[session.id] = await self.client.start_workflow(
             SessionWorkflow.run, SessionInput(session=session, settings=settings),
             id=session.id, task_queue=self.task_queue,
             memo={"question": session.question[:200], "status": "running"})
         return session.id
 
-    def _handle(self, session_id: str) -> WorkflowHandle[Any, Any]:
+    def _handle(self, session_id: str) -> WorkflowHandle[Any, RunResult]:
+        started = self._started.get(session_id)
+        if started is not None:
+            return started
         return self.client.get_workflow_handle(session_id, result_type=RunResult)
 
     async def result(self, session_id: str) -> RunResult:
