@@ -176,7 +176,7 @@ class TemporalSessions:
             rows.append({"session_id": execution.id, "status": label,
                          "question": str(memo.get("question", "")),
                          "started_at": execution.start_time.timestamp()})
-        return rows
+        return sorted(rows, key=lambda row: -row["started_at"])
 
 
 def _closed(status: WorkflowExecutionStatus, memo_status: str) -> str:
