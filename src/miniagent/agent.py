@@ -67,6 +67,10 @@ class Agent:
     With ``grammar`` (the default), ReAct requests carry a GBNF grammar built from the tools'
     schemas; backends that support constrained decoding (the embedded llama.cpp model, or a
     server given ``grammar_field``) then only produce well-formed steps.
+
+    Given ``temporal`` (a ``temporalio`` client from :func:`miniagent.durable.connect`),
+    ``arun`` runs the session as a workflow on ``task_queue``, whose workers serve this agent's
+    model and tools (:func:`miniagent.durable.agent_worker`, or ``miniagent worker``).
     """
 
     def __init__(

@@ -51,7 +51,3 @@ async def skip_env() -> AsyncIterator[WorkflowEnvironment]:
 @pytest.fixture
 def task_queue() -> str:
     return f"q-{uuid.uuid4().hex[:12]}"
-
-
-def address(env: WorkflowEnvironment) -> str:
-    return env.client.service_client.config.target_host

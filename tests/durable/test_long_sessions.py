@@ -8,12 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from temporal_helpers import act, wait_status
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.durable import AgentSettings, TemporalSessions, agent_worker
 from miniagent.types import ModelRequest
-from tests.durable.helpers import act, wait_status
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 DAY = 24 * 3600
@@ -93,3 +93,14 @@ async def test_300_steps_of_4kb_continue_as_new_and_complete(
     observations: list[Any] = [s.calls[0].observation for s in session.steps[:-1]]
     assert all(len(o.output) == 4096 for o in observations)
     assert observations[123].output == page(123)
+
+
+async def test_a_payload_over_the_limit_fails_with_a_clear_status(
+        skip_env: WorkflowEnvironment, task_queue: str) -> None:
+    huge = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(50_000))
+    agent = Agent(model=ScriptedModel([f"Thought: {huge}\nFinal Answer: no"]), tools=[page],
+                  temporal=skip_env.client, task_queue=task_queue)
+    async with await agent_worker(agent):
+        result = await agent.arun("say a lot")
+    assert result.status == "error"
+    assert "too large for a Temporal payload" in result.reason

@@ -9,13 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from temporal_helpers import Processes, address, answer, wait_status
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent.durable import AgentSettings, TemporalSessions
 from miniagent.runtime.approvals import INTERRUPTED_NOTE
 from miniagent.testing.stub_server import StubServer
-from tests.durable.conftest import address
-from tests.durable.helpers import Processes, answer, wait_status
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 SETTINGS = AgentSettings(heartbeat_timeout=2.0)

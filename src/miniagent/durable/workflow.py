@@ -103,11 +103,19 @@ def rules_for(settings: AgentSettings, profile: WorkerProfile) -> Rules:
 
 def check_size(value: Any, what: str) -> None:
     """Refuse ``value`` when its payload would be over Temporal's 2 MB limit."""
+    if isinstance(value, ModelRequest) and _rough_size(value) < PAYLOAD_LIMIT // 4:
+        return  # far below the limit: not worth encoding the transcript once more
     payload = workflow.payload_converter().to_payloads([value])[0]
     size = encoded_size(payload, PAYLOAD_LIMIT)
     if size > PAYLOAD_LIMIT:
         raise PayloadTooLarge(f"{what} is {size:,} bytes encoded, over Temporal's "
                               f"{PAYLOAD_LIMIT:,}-byte payload limit")
+
+
+def _rough_size(request: ModelRequest) -> int:
+    """About the JSON size of a request: its texts, which dominate it."""
+    return sum(len(str(m.get("content") or "")) + 64 for m in request.messages) + len(
+        request.grammar or "") + len(str(request.tools or ""))
 
 
 class WorkflowEffects:

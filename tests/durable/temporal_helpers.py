@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from temporalio.testing import WorkflowEnvironment
+
 from miniagent.durable import SessionView, TemporalSessions
 
 TOOLS = str(Path(__file__).with_name("worker_tools.py"))
@@ -96,3 +98,8 @@ async def wait_status(sessions: TemporalSessions, session_id: str, status: str,
             return view
         await asyncio.sleep(0.1)
     raise AssertionError(f"session {session_id} never reached {status}: {view}")
+
+
+def address(env: WorkflowEnvironment) -> str:
+    """The dev server's HOST:PORT, for the CLI."""
+    return env.client.service_client.config.target_host
