@@ -83,3 +83,19 @@ async def test_signal_sent_before_the_wait_is_used(dev_env: WorkflowEnvironment,
     result = await sessions.result(session_id)
     assert (result.status, result.final_answer) == ("completed", "done natively")
     assert [line.split(" key=")[0] for line in procs.log_lines()] == ["transfer 7"]
+
+
+async def test_cli_run_follows_and_cancel_ends_the_session(
+        dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
+    procs.worker(task_queue)
+    ran = procs.cli("run", "transfer money", "--task-queue", task_queue, "--detach")
+    assert ran.returncode == 3, ran.stderr
+    assert "Action transfer" in ran.stdout and "Approval needed" in ran.stdout
+    sessions = TemporalSessions(dev_env.client, task_queue)
+    [row] = [r for r in await sessions.list(10) if r["question"] == "transfer money"
+             and r["status"] == "awaiting_approval"][:1]
+    cancelled = procs.cli("sessions", "cancel", row["session_id"])
+    assert cancelled.returncode == 0, cancelled.stderr
+    result = await sessions.result(row["session_id"])
+    assert result.status == "cancelled"
+    assert procs.log_lines() == []
