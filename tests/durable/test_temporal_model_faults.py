@@ -68,3 +68,14 @@ async def test_5xx_retried_up_to_the_policy_only(dev_env: WorkflowEnvironment,
             result = await sessions.result(session_id)
         assert result.status == "error" and "503" in result.reason
         assert len(stub.requests) == 2  # two attempts by Temporal, none by the HTTP client
+
+
+async def test_auto_falls_back_to_react_when_the_server_refuses_tools(
+        dev_env: WorkflowEnvironment, task_queue: str) -> None:
+    async with StubServer(["Final Answer: plain text it is"], reject_tools=True) as stub:
+        model = OpenAICompatibleModel(base_url=stub.base_url, model="stub", tool_mode="auto")
+        agent = Agent(model=model, tools=[noop], temporal=dev_env.client, task_queue=task_queue)
+        async with await agent_worker(agent):
+            result = await agent.arun("hello")
+        assert (result.status, result.final_answer) == ("completed", "plain text it is")
+        assert [bool(r.get("tools")) for r in stub.requests] == [True, False]
