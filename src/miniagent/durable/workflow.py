@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -227,12 +227,15 @@ class SessionWorkflow:
         except Rollover:
             await workflow.wait_condition(workflow.all_handlers_finished)
             logic.settle(session)
-            workflow.continue_as_new(SessionInput(session=session, settings=self.settings,
-                                                  profile=profile, runs=self.runs + 1))
+            carried = SessionInput(session=session, settings=self.settings, profile=profile,
+                                   runs=self.runs + 1)
+            try:
+                check_size(carried, "the session carried to the next run")
+            except PayloadTooLarge as exc:
+                self._too_large(logic, exc)
+            workflow.continue_as_new(carried)
         except PayloadTooLarge as exc:
-            logic.stop(session, "error", str(exc))
-            raise ApplicationError(f"session {session.id}: {exc}", type=PAYLOAD_TOO_LARGE,
-                                   non_retryable=True) from None
+            self._too_large(logic, exc)
         logic.settle(session)
         workflow.upsert_memo({"status": session.status})
         return self._result(logic.finished(session))
@@ -257,6 +260,13 @@ class SessionWorkflow:
         except Exception as exc:  # a bug of ours must still end the run with a status
             workflow.logger.exception("internal error in session %s", session.id)
             logic.stop(session, "error", f"internal error: {type(exc).__name__}: {exc}")
+
+    def _too_large(self, logic: StepLogic, exc: PayloadTooLarge) -> NoReturn:
+        """Fail the workflow for good: retrying cannot make a payload smaller."""
+        logic.stop(self.session, "error", str(exc))
+        workflow.upsert_memo({"status": "error"})
+        raise ApplicationError(f"session {self.session.id}: {exc}", type=PAYLOAD_TOO_LARGE,
+                               non_retryable=True) from None
 
     def _result(self, result: RunResult) -> RunResult:
         """The result, as much of it as fits in one payload (the session query has it all)."""
