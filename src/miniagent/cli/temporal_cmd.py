@@ -122,6 +122,9 @@ def run_remote(question: str, config: RunConfig, address: str, task_queue: str, 
     ``detach``, until it waits for a person)."""
     from miniagent.durable import AgentSettings
 
+    if config.tools:
+        typer.echo("miniagent: warning: --tools is ignored with --temporal: the workers' tools "
+                   "are used (miniagent worker --tools ...)", err=True)
     settings = AgentSettings(
         tool_mode=None if config.mode == "auto" else config.mode,  # type: ignore[arg-type]
         max_steps=config.max_steps, timeout=config.timeout, grammar=config.grammar,
