@@ -10,6 +10,7 @@ import typer
 
 from miniagent import defaults
 from miniagent.cli.build import RunConfig, build_agent, env, open_store
+from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.common import (
     JsonOption,
     Mode,
@@ -35,6 +36,7 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
+app.command("eval")(eval_command)
 
 
 @app.callback()

@@ -1,0 +1,177 @@
+"""Running an eval: every task, in every mode, ``repeat`` times, through the normal Agent.
+
+Modes run one after the other (each gets its own model, closed at the end of the mode); the
+runs of a mode go ``concurrency`` at a time. Each finished run is scored at once and appended
+to the results file (when the eval has a folder), so a crashed eval resumes with what is
+missing; each run's events go to its own JSONL trace in that folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from miniagent import defaults
+from miniagent.agent import Agent
+from miniagent.evals.calls import score_calls
+from miniagent.evals.checks import Checker, check_answer
+from miniagent.evals.faults import FaultLog, ToolFaults
+from miniagent.evals.results import TRACES, ResultsFile, run_key
+from miniagent.evals.tasks import EvalTask
+from miniagent.models.base import Model
+from miniagent.runtime.bus import Subscriber
+from miniagent.store.memory import MemoryStore
+from miniagent.tools.registry import ToolRegistry
+from miniagent.types import RunResult
+
+ModelFactory = Callable[[str], Model]
+"""Builds the model for one mode (``react``, ``native``, ``auto``)."""
+TracerFactory = Callable[[Path], Subscriber]
+
+
+@dataclass(kw_only=True)
+class EvalConfig:
+    """How an eval runs. ``out`` is the folder of results and traces (None: keep nothing)."""
+
+    modes: list[str] = field(default_factory=lambda: ["react"])
+    repeat: int = 1
+    concurrency: int = 1
+    max_steps: int = defaults.MAX_STEPS
+    max_tokens: int | None = defaults.MAX_TOKENS
+    temperature: float | None = defaults.TEMPERATURE
+    timeout: float | None = None
+    grammar: bool = True
+    faults: ToolFaults = field(default_factory=ToolFaults)
+    out: Path | None = None
+    fresh: bool = False
+    label: dict[str, Any] = field(default_factory=dict)
+    """What identifies the model and tools (recorded; a rerun must match it to resume)."""
+
+    def identity(self, tasks: Sequence[EvalTask]) -> dict[str, Any]:
+        digest = hashlib.sha256(json.dumps([t.model_dump(mode="json") for t in tasks],
+                                           sort_keys=True, ensure_ascii=False).encode())
+        return {"tasks_sha256": digest.hexdigest(), "max_steps": self.max_steps,
+                "max_tokens": self.max_tokens, "temperature": self.temperature,
+                "grammar": self.grammar, "seed": self.faults.seed,
+                "tool_failure_rate": self.faults.rate, "tool_latency": self.faults.latency,
+                **self.label}
+
+
+@dataclass(kw_only=True)
+class EvalHooks:
+    """Optional callbacks: progress, and a tracer per run."""
+
+    on_start: Callable[[int, int], None] | None = None
+    """Called once with (runs to do now, runs already done)."""
+    on_result: Callable[[dict[str, Any]], None] | None = None
+    tracer: TracerFactory | None = None
+
+
+async def arun_eval(tasks: Sequence[EvalTask], config: EvalConfig, *, model_for: ModelFactory,
+                    tools: ToolRegistry, checkers: Mapping[str, Checker] | None = None,
+                    hooks: EvalHooks | None = None) -> list[dict[str, Any]]:
+    """Run (or finish) the eval; returns one result per task run, in task order."""
+    hooks = hooks or EvalHooks()
+    store = ResultsFile(config.out) if config.out is not None else None
+    done = store.open(config.identity(tasks), fresh=config.fresh) if store else {}
+    plan = [(mode, r, t) for mode in config.modes for r in range(config.repeat) for t in tasks]
+    todo = [item for item in plan if run_key(item[0], item[1], item[2].id) not in done]
+    if hooks.on_start:
+        hooks.on_start(len(todo), len(plan) - len(todo))
+    results = dict(done)
+    for mode in config.modes:
+        runs = [(r, t) for m, r, t in todo if m == mode]
+        if not runs:
+            continue
+        model = model_for(mode)
+        try:
+            slots = asyncio.Semaphore(config.concurrency)
+
+            async def one(repeat: int, task: EvalTask, model: Model = model,
+                          mode: str = mode) -> None:
+                async with slots:
+                    record = await _run_one(task, mode, repeat, model, tools, config,
+                                            checkers or {}, hooks)
+                results[record["key"]] = record
+                if store:
+                    store.append(record)
+                if hooks.on_result:
+                    hooks.on_result(record)
+
+            await asyncio.gather(*(one(r, t) for r, t in runs))
+        finally:
+            await model.aclose()
+    return [results[run_key(m, r, t.id)] for m, r, t in plan]
+
+
+def run_eval(tasks: Sequence[EvalTask], config: EvalConfig, *, model_for: ModelFactory,
+             tools: ToolRegistry, checkers: Mapping[str, Checker] | None = None,
+             hooks: EvalHooks | None = None) -> list[dict[str, Any]]:
+    """Synchronous :func:`arun_eval`."""
+    return asyncio.run(arun_eval(tasks, config, model_for=model_for, tools=tools,
+                                 checkers=checkers, hooks=hooks))
+
+
+async def _run_one(task: EvalTask, mode: str, repeat: int, model: Model, tools: ToolRegistry,
+                   config: EvalConfig, checkers: Mapping[str, Checker],
+                   hooks: EvalHooks) -> dict[str, Any]:
+    key = run_key(mode, repeat, task.id)
+    run_tools, log = config.faults.wrap(tools, key)
+    trace_name = None
+    tracer = None
+    if config.out is not None and hooks.tracer is not None:
+        trace_name = f"{TRACES}/{mode}-{repeat}-{_safe(task.id)}.jsonl"
+        tracer = hooks.tracer(config.out / trace_name)
+    agent = Agent(model=model, tools=run_tools, max_steps=config.max_steps,
+                  max_tokens=config.max_tokens, temperature=config.temperature,
+                  timeout=config.timeout, grammar=config.grammar, store=MemoryStore(),
+                  on_event=tracer)
+    started = time.perf_counter()
+    try:
+        result = await agent.arun(task.input, metadata={"eval": key})
+    finally:
+        await agent.tools.aclose()
+        close = getattr(tracer, "close", None)
+        if callable(close):
+            close()
+    wall = time.perf_counter() - started
+    return score_run(task, result, mode=mode, repeat=repeat, tools=tools, log=log,
+                     wall_time=wall, checkers=checkers, trace=trace_name)
+
+
+def score_run(task: EvalTask, result: RunResult, *, mode: str, repeat: int,
+              tools: ToolRegistry, log: FaultLog, wall_time: float,
+              checkers: Mapping[str, Checker], trace: str | None) -> dict[str, Any]:
+    """One task run as a JSON-ready record: its score, its costs, the faults in it."""
+    correct, note = check_answer(result.final_answer, task.expected, checkers)
+    calls = score_calls(task, result, tools)
+    parse_failures = sum(1 for step in result.steps if step.error)
+    tool_errors = sum(1 for step in result.steps for o in step.observations if o.is_error)
+    met = parse_failures > 0 or tool_errors > 0
+    return {
+        "key": run_key(mode, repeat, task.id), "id": task.id, "mode": mode, "repeat": repeat,
+        "category": task.category, "tags": task.tags, "input": task.input,
+        "expected": task.expected.answer, "final_answer": result.final_answer,
+        "correct": correct, "check_note": note, "tool_calls_correct": calls.correct,
+        "status": result.status, "reason": result.reason, "steps": len(result.steps),
+        "tokens": {"prompt": result.usage.prompt_tokens,
+                   "completion": result.usage.completion_tokens,
+                   "cached": result.usage.cached_tokens},
+        "wall_time": round(wall_time, 4),
+        "calls_made": calls.made, "invalid_calls": calls.invalid, "calls": calls.valid,
+        "parse_failures": parse_failures, "tool_errors": tool_errors,
+        "met_error": met, "self_repaired": met and correct,
+        "faults_injected": log.as_dict(), "trace": trace,
+    }
+
+
+def _safe(name: str) -> str:
+    """A task id as a file name part (ids are the user's text)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]
+    return cleaned + "-" + hashlib.sha1(name.encode()).hexdigest()[:6]
