@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
@@ -10,6 +11,9 @@ from typing import Any, TypeVar
 from miniagent import defaults
 from miniagent.errors import UserError
 from miniagent.models.base import Capabilities, Model
+from miniagent.observe.describe import describe_model
+from miniagent.observe.jsonl import JsonlTracer
+from miniagent.observe.redact import model_secrets
 from miniagent.protocol.auto import AutoProtocol
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.native import NativeProtocol
@@ -67,6 +71,9 @@ class Agent:
     With ``grammar`` (the default), ReAct requests carry a GBNF grammar built from the tools'
     schemas; backends that support constrained decoding (the embedded llama.cpp model, or a
     server given ``grammar_field``) then only produce well-formed steps.
+
+    ``trace`` appends every event of every run to a JSONL file (see
+    :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
     """
 
     def __init__(
@@ -90,6 +97,7 @@ class Agent:
         grammar: bool = True,
         protocol: ActionProtocol | None = None,
         on_event: Subscriber | None = None,
+        trace: str | os.PathLike[str] | None = None,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency)):
@@ -108,6 +116,10 @@ class Agent:
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver, self.on_interrupted = approver, on_interrupted
         self.bus = EventBus([on_event] if on_event else ())
+        self.tracer = None if trace is None else JsonlTracer(
+            trace, secrets=model_secrets(model), model=describe_model(model).name)
+        if self.tracer is not None:
+            self.bus.subscribe(self.tracer)
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
@@ -220,6 +232,9 @@ class Agent:
         """Close the tool sources and the model's connections (a later run reopens them)."""
         await self.tools.aclose()
         await self.model.aclose()
+        if self.tracer is not None:
+            await self.bus.flush()  # what was emitted is written before the file closes
+            self.tracer.close()
 
 
 def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,

@@ -9,6 +9,13 @@ Spans nest: a run's span holds its steps' spans; a step's span holds its model c
 tool calls. Every model call and every tool call has a start and an end event
 (``model_started`` then ``model_responded`` or ``model_failed``; ``tool_started`` then
 ``tool_finished``). ``at`` is the driver's clock (seconds since the epoch in-process).
+
+A ``guard_intervened`` event is no span of its own: its ``span_id`` is the step (or run) it
+happened in. It reports every guard that changed what the model sees or how the run ends: a
+repeated call answered with a reminder (``repeat``) or stopped (``loop_stop``), calls beyond the
+per-step limit (``call_limit``), output that was neither an action nor an answer
+(``format_error``), a truncated observation (``truncated``), and ``max_steps`` /
+``token_budget``.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from miniagent.types import (
 EventKind = Literal[
     "run_started", "step_started", "model_started", "model_responded", "model_failed",
     "tool_started", "tool_finished", "approval_requested", "step_finished", "run_finished",
+    "guard_intervened",
 ]
 
 
@@ -67,6 +75,8 @@ class ModelResponded(Event):
     response: ModelResponse
     parsed: ParsedOutput
     elapsed: float
+    retried: ModelRequest | None = None
+    """The request answered when the protocol retried the started one (``recover``)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -74,6 +84,8 @@ class ModelFailed(Event):
     kind: ClassVar[EventKind] = "model_failed"
     error: str
     elapsed: float
+    error_type: str = ""
+    """The exception's class name (``ModelTimeout``, ``ModelHTTPError``, ...)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -104,3 +116,15 @@ class StepFinished(Event):
 class RunFinished(Event):
     kind: ClassVar[EventKind] = "run_finished"
     result: RunResult
+
+
+GuardName = Literal["repeat", "loop_stop", "call_limit", "format_error", "truncated",
+                    "max_steps", "token_budget"]
+
+
+@dataclass(kw_only=True, slots=True)
+class GuardIntervened(Event):
+    kind: ClassVar[EventKind] = "guard_intervened"
+    guard: GuardName
+    detail: str
+    call_id: str | None = None
