@@ -10,7 +10,6 @@ import typer
 
 from miniagent import defaults
 from miniagent.cli.build import RunConfig, build_agent, env, open_store
-from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.common import (
     JsonOption,
     Mode,
@@ -25,6 +24,7 @@ from miniagent.cli.common import (
     positive_seconds,
     show_progress,
 )
+from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.loading import load_tools
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams

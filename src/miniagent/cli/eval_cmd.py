@@ -147,8 +147,7 @@ def _run(task_list: list[Any], registry: ToolRegistry, checkers: dict[str, Check
                              label=label)
     with _model_source(config, api_key, model_failure_rate, model_faults, seed) as source:
         progress = EvalProgress(_stderr_console())
-        hooks = EvalHooks(on_start=progress.start, on_result=progress.result,
-                          tracer=_tracer_factory())
+        hooks = EvalHooks(on_start=progress.start, on_result=progress.result)
         with progress:
             results = run_eval(task_list, eval_config, model_for=source.model_for,
                                tools=registry, checkers=checkers, hooks=hooks)
@@ -164,14 +163,6 @@ def _stderr_console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True, highlight=False, emoji=False)
-
-
-def _tracer_factory() -> Any:
-    try:
-        from miniagent.observe.jsonl import JsonlTracer
-    except ImportError:  # traces come with the observe package
-        return None
-    return JsonlTracer
 
 
 class _ModelSource:

@@ -25,14 +25,12 @@ from miniagent.evals.faults import FaultLog, ToolFaults
 from miniagent.evals.results import TRACES, ResultsFile, run_key
 from miniagent.evals.tasks import EvalTask
 from miniagent.models.base import Model
-from miniagent.runtime.bus import Subscriber
 from miniagent.store.memory import MemoryStore
 from miniagent.tools.registry import ToolRegistry
 from miniagent.types import RunResult
 
 ModelFactory = Callable[[str], Model]
 """Builds the model for one mode (``react``, ``native``, ``auto``)."""
-TracerFactory = Callable[[Path], Subscriber]
 
 
 @dataclass(kw_only=True)
@@ -50,6 +48,8 @@ class EvalConfig:
     faults: ToolFaults = field(default_factory=ToolFaults)
     out: Path | None = None
     fresh: bool = False
+    trace: bool = True
+    """Write each run's events to ``out/traces/MODE-REPEAT-ID.jsonl`` (with ``out``)."""
     label: dict[str, Any] = field(default_factory=dict)
     """What identifies the model and tools (recorded; a rerun must match it to resume)."""
 
@@ -65,12 +65,11 @@ class EvalConfig:
 
 @dataclass(kw_only=True)
 class EvalHooks:
-    """Optional callbacks: progress, and a tracer per run."""
+    """Optional progress callbacks."""
 
     on_start: Callable[[int, int], None] | None = None
     """Called once with (runs to do now, runs already done)."""
     on_result: Callable[[dict[str, Any]], None] | None = None
-    tracer: TracerFactory | None = None
 
 
 async def arun_eval(tasks: Sequence[EvalTask], config: EvalConfig, *, model_for: ModelFactory,
@@ -87,27 +86,34 @@ async def arun_eval(tasks: Sequence[EvalTask], config: EvalConfig, *, model_for:
     results = dict(done)
     for mode in config.modes:
         runs = [(r, t) for m, r, t in todo if m == mode]
-        if not runs:
-            continue
-        model = model_for(mode)
-        try:
-            slots = asyncio.Semaphore(config.concurrency)
-
-            async def one(repeat: int, task: EvalTask, model: Model = model,
-                          mode: str = mode) -> None:
-                async with slots:
-                    record = await _run_one(task, mode, repeat, model, tools, config,
-                                            checkers or {}, hooks)
-                results[record["key"]] = record
-                if store:
-                    store.append(record)
-                if hooks.on_result:
-                    hooks.on_result(record)
-
-            await asyncio.gather(*(one(r, t) for r, t in runs))
-        finally:
-            await model.aclose()
+        if runs:
+            await _run_mode(mode, runs, results, config, model_for=model_for, tools=tools,
+                            checkers=checkers or {}, hooks=hooks, store=store)
     return [results[run_key(m, r, t.id)] for m, r, t in plan]
+
+
+async def _run_mode(mode: str, runs: list[tuple[int, EvalTask]],
+                    results: dict[str, dict[str, Any]], config: EvalConfig, *,
+                    model_for: ModelFactory, tools: ToolRegistry,
+                    checkers: Mapping[str, Checker], hooks: EvalHooks,
+                    store: ResultsFile | None) -> None:
+    """The runs of one mode, ``concurrency`` at a time, on one model closed at the end."""
+    model = model_for(mode)
+    slots = asyncio.Semaphore(config.concurrency)
+
+    async def one(repeat: int, task: EvalTask) -> None:
+        async with slots:
+            record = await _run_one(task, mode, repeat, model, tools, config, checkers)
+        results[record["key"]] = record
+        if store:
+            store.append(record)
+        if hooks.on_result:
+            hooks.on_result(record)
+
+    try:
+        await asyncio.gather(*(one(r, t) for r, t in runs))
+    finally:
+        await model.aclose()
 
 
 def run_eval(tasks: Sequence[EvalTask], config: EvalConfig, *, model_for: ModelFactory,
@@ -119,27 +125,24 @@ def run_eval(tasks: Sequence[EvalTask], config: EvalConfig, *, model_for: ModelF
 
 
 async def _run_one(task: EvalTask, mode: str, repeat: int, model: Model, tools: ToolRegistry,
-                   config: EvalConfig, checkers: Mapping[str, Checker],
-                   hooks: EvalHooks) -> dict[str, Any]:
+                   config: EvalConfig, checkers: Mapping[str, Checker]) -> dict[str, Any]:
     key = run_key(mode, repeat, task.id)
     run_tools, log = config.faults.wrap(tools, key)
     trace_name = None
-    tracer = None
-    if config.out is not None and hooks.tracer is not None:
+    if config.out is not None and config.trace:
         trace_name = f"{TRACES}/{mode}-{repeat}-{_safe(task.id)}.jsonl"
-        tracer = hooks.tracer(config.out / trace_name)
+        (config.out / trace_name).unlink(missing_ok=True)  # a crashed run's partial trace
     agent = Agent(model=model, tools=run_tools, max_steps=config.max_steps,
                   max_tokens=config.max_tokens, temperature=config.temperature,
                   timeout=config.timeout, grammar=config.grammar, store=MemoryStore(),
-                  on_event=tracer)
+                  trace=config.out / trace_name if config.out and trace_name else None)
     started = time.perf_counter()
     try:
         result = await agent.arun(task.input, metadata={"eval": key})
     finally:
-        await agent.tools.aclose()
-        close = getattr(tracer, "close", None)
-        if callable(close):
-            close()
+        await agent.tools.aclose()  # the model stays open for the mode's other runs
+        if agent.tracer is not None:
+            agent.tracer.close()
     wall = time.perf_counter() - started
     return score_run(task, result, mode=mode, repeat=repeat, tools=tools, log=log,
                      wall_time=wall, checkers=checkers, trace=trace_name)

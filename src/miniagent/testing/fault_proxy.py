@@ -172,9 +172,9 @@ class FaultProxy:
             return False
         if fault in ("500", "429"):
             status = int(fault)
-            body = {"error": {"message": f"injected fault {status}", "type": "injected_fault"}}
+            error = {"error": {"message": f"injected fault {status}", "type": "injected_fault"}}
             headers = {"Retry-After": "0"} if status == 429 else {}
-            await _write(writer, status, json.dumps(body).encode(), "application/json", headers)
+            await _write(writer, status, json.dumps(error).encode(), "application/json", headers)
             return True
         status, content_type, body = await self._forward(request)
         if fault == "truncate" and status == 200:
