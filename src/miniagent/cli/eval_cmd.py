@@ -152,8 +152,7 @@ def _run(task_list: list[Any], registry: ToolRegistry, checkers: dict[str, Check
             results = run_eval(task_list, eval_config, model_for=source.model_for,
                                tools=registry, checkers=checkers, hooks=hooks)
         report = summarize(results)
-        report["config"] = eval_config.identity(task_list) | {"modes": modes,
-                                                             "repeat": repeat}
+        report["config"] = eval_config.identity() | {"modes": modes, "repeat": repeat}
         if source.proxy is not None:
             report["model_faults"] = source.faults_by_mode()
     return report

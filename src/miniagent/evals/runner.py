@@ -53,10 +53,10 @@ class EvalConfig:
     label: dict[str, Any] = field(default_factory=dict)
     """What identifies the model and tools (recorded; a rerun must match it to resume)."""
 
-    def identity(self, tasks: Sequence[EvalTask]) -> dict[str, Any]:
-        digest = hashlib.sha256(json.dumps([t.model_dump(mode="json") for t in tasks],
-                                           sort_keys=True, ensure_ascii=False).encode())
-        return {"tasks_sha256": digest.hexdigest(), "max_steps": self.max_steps,
+    def identity(self) -> dict[str, Any]:
+        """What results depend on besides the task itself (each result records its task's
+        digest, so a changed task runs again and a new one runs for the first time)."""
+        return {"max_steps": self.max_steps,
                 "max_tokens": self.max_tokens, "temperature": self.temperature,
                 "grammar": self.grammar, "seed": self.faults.seed,
                 "tool_failure_rate": self.faults.rate, "tool_latency": self.faults.latency,
@@ -78,7 +78,9 @@ async def arun_eval(tasks: Sequence[EvalTask], config: EvalConfig, *, model_for:
     """Run (or finish) the eval; returns one result per task run, in task order."""
     hooks = hooks or EvalHooks()
     store = ResultsFile(config.out) if config.out is not None else None
-    done = store.open(config.identity(tasks), fresh=config.fresh) if store else {}
+    saved = store.open(config.identity(), fresh=config.fresh) if store else {}
+    digests = {t.id: task_digest(t) for t in tasks}
+    done = {key: r for key, r in saved.items() if digests.get(r.get("id")) == r.get("task_sha")}
     plan = [(mode, r, t) for mode in config.modes for r in range(config.repeat) for t in tasks]
     todo = [item for item in plan if run_key(item[0], item[1], item[2].id) not in done]
     if hooks.on_start:
@@ -158,7 +160,8 @@ def score_run(task: EvalTask, result: RunResult, *, mode: str, repeat: int,
     tool_errors = sum(1 for step in result.steps for o in step.observations if o.is_error)
     met = parse_failures > 0 or tool_errors > 0
     return {
-        "key": run_key(mode, repeat, task.id), "id": task.id, "mode": mode, "repeat": repeat,
+        "key": run_key(mode, repeat, task.id), "id": task.id, "task_sha": task_digest(task),
+        "mode": mode, "repeat": repeat,
         "category": task.category, "tags": task.tags, "input": task.input,
         "expected": task.expected.answer, "final_answer": result.final_answer,
         "correct": correct, "check_note": note, "tool_calls_correct": calls.correct,
@@ -172,6 +175,12 @@ def score_run(task: EvalTask, result: RunResult, *, mode: str, repeat: int,
         "met_error": met, "self_repaired": met and correct,
         "faults_injected": log.as_dict(), "trace": trace,
     }
+
+
+def task_digest(task: EvalTask) -> str:
+    """A short digest of a task's definition (a result is reused only for the same task)."""
+    text = json.dumps(task.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _safe(name: str) -> str:
