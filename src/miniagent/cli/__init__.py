@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace."""
 
 from __future__ import annotations
 
@@ -26,9 +26,11 @@ from miniagent.cli.common import (
 )
 from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.loading import load_tools
+from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
+from miniagent.cli.trace_cmd import trace_app
 from miniagent.errors import UserError
 
 app = typer.Typer(
@@ -36,6 +38,7 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(trace_app, name="trace")
 app.command("eval")(eval_command)
 
 
@@ -65,6 +68,9 @@ def run(
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
+    trace: TraceOption = None,
+    otlp: OtlpOption = None,
+    otlp_content: OtlpContentOption = False,
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(
@@ -80,7 +86,8 @@ def run(
     with cli_errors(verbose=verbose), interrupted(tracker, store):
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        result = agent.run(question, metadata=config.metadata(), on_event=tracker)
+        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
+            result = agent.run(question, metadata=config.metadata(), on_event=tracker)
     finish(result, as_json=as_json, store=store)
 
 

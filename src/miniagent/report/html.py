@@ -18,10 +18,11 @@ Example:
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["BarSeries", "bar_chart", "details", "esc", "page", "pre", "table"]
+__all__ = ["BarSeries", "bar_chart", "details", "esc", "nice_ceiling", "page", "pre", "table"]
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "img-src data:; base-uri 'none'; form-action 'none'")
@@ -119,7 +120,7 @@ def bar_chart(labels: Sequence[str], series: Sequence[BarSeries], *, title: str,
     width = left + slot * groups + 12
     totals = [sum(s.values[i] for s in series) if stacked else
               max((s.values[i] for s in series), default=0) for i in range(len(labels))]
-    peak = max([*totals, 1])
+    peak = nice_ceiling(max([*totals, 1]))
     scale = (height - bottom - top) / peak
     parts = [_axis(left, top, height - bottom, width, peak, unit)]
     for i, label in enumerate(labels):
@@ -147,6 +148,23 @@ def bar_chart(labels: Sequence[str], series: Sequence[BarSeries], *, title: str,
             f'<svg class="chart" role="img" aria-label="{esc(title)}" '
             f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
             f'xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg></figure>')
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest round number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten)
+    that is at least ``value``: the top of a chart's axis, whose quarters then read well.
+
+    Example:
+        >>> nice_ceiling(1138), nice_ceiling(7), nice_ceiling(0.3)
+        (1200.0, 8.0, 0.3)
+    """
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    for factor in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if value <= factor * power * (1 + 1e-9):
+            return round(factor * power, 12)
+    return 10 * power
 
 
 def _axis(left: int, top: int, base: int, width: int, peak: float, unit: str) -> str:
