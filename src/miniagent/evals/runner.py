@@ -80,7 +80,8 @@ async def arun_eval(tasks: Sequence[EvalTask], config: EvalConfig, *, model_for:
     store = ResultsFile(config.out) if config.out is not None else None
     saved = store.open(config.identity(), fresh=config.fresh) if store else {}
     digests = {t.id: task_digest(t) for t in tasks}
-    done = {key: r for key, r in saved.items() if digests.get(r.get("id")) == r.get("task_sha")}
+    done = {key: r for key, r in saved.items()
+            if digests.get(str(r.get("id"))) == r.get("task_sha")}
     plan = [(mode, r, t) for mode in config.modes for r in range(config.repeat) for t in tasks]
     todo = [item for item in plan if run_key(item[0], item[1], item[2].id) not in done]
     if hooks.on_start:
