@@ -75,13 +75,17 @@ def eval_command(
         config = RunConfig(base_url=base, model=model or env("MINIAGENT_MODEL"),
                            model_path=model_path, request_timeout=request_timeout,
                            grammar=grammar, grammar_field=grammar_field)
-        report = _run(task_list, registry, checkers, modes, config, api_key=api_key,
-                      repeat=repeat, concurrency=concurrency, max_steps=max_steps,
-                      max_tokens=max_tokens or (defaults.MAX_TOKENS if base else 256),
-                      timeout=timeout, seed=seed, tool_failure_rate=tool_failure_rate,
-                      tool_latency=tool_latency, model_failure_rate=model_failure_rate,
-                      model_faults=model_faults, out=out, fresh=fresh, as_json=as_json,
-                      label={"tasks": str(tasks or "builtin"), "tools": sources})
+        try:
+            report = _run(task_list, registry, checkers, modes, config, api_key=api_key,
+                          repeat=repeat, concurrency=concurrency, max_steps=max_steps,
+                          max_tokens=max_tokens or (defaults.MAX_TOKENS if base else 256),
+                          timeout=timeout, seed=seed, tool_failure_rate=tool_failure_rate,
+                          tool_latency=tool_latency, model_failure_rate=model_failure_rate,
+                          model_faults=model_faults, out=out, fresh=fresh,
+                          label={"tasks": str(tasks or "builtin"), "tools": sources})
+        except KeyboardInterrupt:
+            raise fail(f"interrupted: the finished task runs are kept in {out}; run the same "
+                       "command again to resume", 130) from None
         _finish(report, out=out, as_json=as_json, html=html, compare_with=compare_with)
 
 
@@ -128,7 +132,7 @@ def _run(task_list: list[Any], registry: ToolRegistry, checkers: dict[str, Check
          concurrency: int, max_steps: int, max_tokens: int, timeout: float | None,
          seed: int, tool_failure_rate: float, tool_latency: float,
          model_failure_rate: float, model_faults: str, out: Path, fresh: bool,
-         as_json: bool, label: dict[str, Any]) -> dict[str, Any]:
+         label: dict[str, Any]) -> dict[str, Any]:
     from miniagent.cli.eval_view import EvalProgress
     from miniagent.evals.faults import ToolFaults
     from miniagent.evals.metrics import summarize
