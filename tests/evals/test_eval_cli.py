@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from test_resume import env
+from test_eval_resume import env
 
 from miniagent.testing.fault_proxy import FaultProxy
 from miniagent.testing.stub_server import StubServer
 
 HERE = Path(__file__).parent
-TOOLS = str(HERE / "tools_for_tests.py")
+TOOLS = str(HERE / "eval_tools.py")
 
 TASKS = [
     {"id": "paris", "input": "Temperature in Paris?", "category": "one_tool",
@@ -140,7 +140,7 @@ def test_usage_mistakes_are_one_line_errors(tmp_path: Path) -> None:
         ((tasks, "--tools", TOOLS, "--mode", "react,fancy"), "--mode takes a comma-separated"),
         ((tasks, "--tools", TOOLS, "--model-failure-rate", "0.2"),
          "--model-failure-rate needs --base-url"),
-        ((tasks, "--tools", str(HERE / "weak_models.py")), "no tools found in"),
+        ((tasks, "--tools", str(HERE / "eval_weak_models.py")), "no tools found in"),
     ]
     for args, message in cases:
         out = miniagent_eval(*args, "--out", str(tmp_path / "o"))

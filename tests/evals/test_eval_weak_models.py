@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 import pytest
-from weak_models import USAGE, ByQuestion, react
+from eval_weak_models import USAGE, ByQuestion, react
 
 from miniagent.evals.faults import ToolFaults
 from miniagent.evals.metrics import summarize
@@ -75,7 +75,7 @@ SCRIPTS = {
 
 
 def tools() -> ToolRegistry:
-    from tools_for_tests import add, weather
+    from eval_tools import add, weather
 
     return ToolRegistry([weather, add])
 

@@ -27,7 +27,7 @@ def answer(data: dict[str, Any], n: int) -> str:
 
 def eval_command(tasks: Path, base_url: str, out: Path) -> list[str]:
     return [sys.executable, "-m", "miniagent", "eval", str(tasks), "--tools",
-            str(HERE / "tools_for_tests.py"), "--base-url", base_url, "--mode", "react",
+            str(HERE / "eval_tools.py"), "--base-url", base_url, "--mode", "react",
             "--out", str(out), "--json"]
 
 
