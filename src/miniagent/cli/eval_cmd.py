@@ -82,7 +82,8 @@ def eval_command(
                           timeout=timeout, seed=seed, tool_failure_rate=tool_failure_rate,
                           tool_latency=tool_latency, model_failure_rate=model_failure_rate,
                           model_faults=model_faults, out=out, fresh=fresh,
-                          label={"tasks": str(tasks or "builtin"), "tools": sources})
+                          label={"tasks": str(tasks or "builtin"),
+                                 "tools": sources if tools else ["builtin"]})
         except KeyboardInterrupt:
             raise fail(f"interrupted: the finished task runs are kept in {out}; run the same "
                        "command again to resume", 130) from None
