@@ -24,6 +24,7 @@ from miniagent.cli.common import (
     positive_seconds,
     show_progress,
 )
+from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.loading import load_tools
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
@@ -41,6 +42,7 @@ app = typer.Typer(
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(trace_app, name="trace")
 app.command("worker")(worker_cmd)
+app.command("eval")(eval_command)
 
 
 @app.callback()
