@@ -58,7 +58,8 @@ class MCPServer:
     """
 
     def __init__(self, config: ServerConfig, *, rules: Mapping[str, ToolRule] | None = None,
-                 requires_approval: ApprovalRule = False, errlog: IO[str] | None = None) -> None:
+                 requires_approval: ApprovalRule = False,
+                 errlog: IO[str] | int | None = None) -> None:
         self.config = config
         self.rules = dict(rules or {})
         self.requires_approval = requires_approval
@@ -69,6 +70,7 @@ class MCPServer:
         self._tools: list[Tool] | None = None
         self._server_names: dict[str, str] = {}
         self._idempotent: dict[str, bool] = {}
+        self._timeouts: dict[str, float] = {}
         self._stale = False
 
     @classmethod
@@ -78,7 +80,7 @@ class MCPServer:
               connect_timeout: float = 30.0, call_timeout: float = 60.0,
               rules: Mapping[str, ToolRule] | None = None,
               requires_approval: ApprovalRule = False,
-              errlog: IO[str] | None = None) -> MCPServer:
+              errlog: IO[str] | int | None = None) -> MCPServer:
         """A server started as ``command args`` and spoken to over its stdin and stdout.
 
         Args:
@@ -93,7 +95,8 @@ class MCPServer:
             call_timeout: seconds one call may take (a rule can set another per tool).
             rules: per-tool options by name or pattern; the first match applies.
             requires_approval: the default for tools no rule covers.
-            errlog: where the server's stderr goes; default: ours.
+            errlog: where the server's stderr goes (a file, or ``subprocess.DEVNULL``);
+                default: ours.
         """
         return cls(ServerConfig(transport="stdio", command=command, args=tuple(args), env=env,
                                 cwd=cwd, name=name, prefix=prefix, allow=_tuple(allow),
@@ -156,7 +159,8 @@ class MCPServer:
                                       f"{self.config.label}.")
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         try:
-            output, is_error = await self._invoke(server_name, arguments), False
+            output, is_error = await self._invoke(
+                server_name, arguments, self._timeouts.get(server_name)), False
         except ToolError as exc:
             output, is_error = str(exc), True
         return Observation(call_id=call.id, tool_name=call.name, output=output,
@@ -186,7 +190,7 @@ class MCPServer:
     def _build_tools(self, listed: list[Any]) -> list[Tool]:
         from miniagent.errors import ToolDefinitionError
 
-        self._server_names, self._idempotent = {}, {}
+        self._server_names, self._idempotent, self._timeouts = {}, {}, {}
         built: list[Tool] = []
         for item in listed:
             if not is_offered(item.name, self.config.allow, self.config.deny):
@@ -213,6 +217,7 @@ class MCPServer:
                     else self.requires_approval)
         server_name = item.name
         self._idempotent[server_name] = idempotent
+        self._timeouts[server_name] = timeout
 
         async def run(arguments: dict[str, Any]) -> str:
             return await self._invoke(server_name, arguments, timeout)
@@ -274,7 +279,7 @@ class MCPServer:
             if connection is not None and connection.loop is loop and connection.alive:
                 return connection.client
             self._connection = None  # dead, or left behind by an event loop that ended
-            connection = Connection(self.config, self._on_message, self.errlog)
+            connection = Connection(self.config, self._tools_changed, self.errlog)
             client = await connection.open()
             self._connection = connection
             return client
@@ -284,9 +289,8 @@ class MCPServer:
         if connection is not None:
             await connection.close()
 
-    async def _on_message(self, message: Any) -> None:
-        if getattr(message, "method", None) == "notifications/tools/list_changed":
-            self._stale = True
+    def _tools_changed(self) -> None:
+        self._stale = True
 
 
 def _running_loop() -> asyncio.AbstractEventLoop:

@@ -13,16 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Awaitable, Callable
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, Any, TextIO, cast
 
 from miniagent.errors import ConfigError
 from miniagent.mcp.config import ServerConfig
 
 __all__ = ["Connection", "sdk"]
-
-NotificationHandler = Callable[[Any], Awaitable[None]]
-
 
 def sdk() -> Any:
     """The ``mcp`` package, or a clear error telling how to install it."""
@@ -36,10 +33,10 @@ def sdk() -> Any:
 class Connection:
     """A client session with one server, open until :meth:`close` (or the loop's end)."""
 
-    def __init__(self, config: ServerConfig, on_message: NotificationHandler,
-                 errlog: IO[str] | None = None) -> None:
+    def __init__(self, config: ServerConfig, on_tools_changed: Callable[[], None],
+                 errlog: IO[str] | int | None = None) -> None:
         self.config = config
-        self._on_message = on_message
+        self._on_tools_changed = on_tools_changed
         self._errlog = errlog
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -69,14 +66,34 @@ class Connection:
     async def _hold(self, ready: asyncio.Future[Any]) -> None:
         try:
             async with self._client() as client:
+                listener = asyncio.create_task(self._listen(client))
                 ready.set_result(client)
-                await self._stop.wait()
+                try:
+                    await self._stop.wait()
+                finally:
+                    listener.cancel()
+                    with contextlib.suppress(BaseException):
+                        await listener
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else ConnectionError(
                     f"connecting to the MCP server {self.config.label} was interrupted"))
             if not isinstance(exc, Exception):
                 raise
+
+    async def _on_message(self, message: Any) -> None:
+        """Notifications on a handshake-era connection (before 2026-07-28)."""
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self._on_tools_changed()
+
+    async def _listen(self, client: Any) -> None:
+        """Change events on a 2026-07-28 connection, which come through a subscription."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._on_tools_changed()
+        except Exception:
+            return  # an older connection (see _on_message), or a server that cannot listen
 
     def _client(self) -> Any:
         mcp = sdk()
@@ -90,7 +107,9 @@ class Connection:
                                                cwd=config.cwd)
             from mcp.client.stdio import stdio_client
 
-            return mcp.Client(stdio_client(params, errlog=self._errlog or sys.stderr), **options)
+            # anyio.open_process takes a file or subprocess.DEVNULL for the server's stderr
+            errlog = cast(TextIO, sys.stderr if self._errlog is None else self._errlog)
+            return mcp.Client(stdio_client(params, errlog=errlog), **options)
         return mcp.Client(_http_transport(config), **options)
 
     async def close(self) -> None:
