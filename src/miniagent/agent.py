@@ -119,6 +119,9 @@ class Agent:
 
         ``on_event`` receives this run's events (besides the agent's subscribers).
         """
+        records = self.tools.records()  # e.g. MCP servers, so a resume can rebuild them
+        if records:
+            metadata = {**(metadata or {}), "tool_sources": records}
         session = AgentSession.start(storable(question), id=random_id(), at=time.time(),
                                      metadata=metadata)
         self.store.save(session)

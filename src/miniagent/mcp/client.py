@@ -125,8 +125,24 @@ class MCPServer:
         return f"MCPServer({self.config.label!r})"
 
     def record(self) -> dict[str, Any]:
-        """The configuration without secrets, for a session to keep (see ``ServerConfig``)."""
+        """The configuration without secrets, for a session to keep (see ``ServerConfig``).
+
+        An agent keeps its servers' records in a new session's ``metadata["tool_sources"]``.
+        """
         return self.config.record()
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], *, headers: Mapping[str, str] | None = None,
+                    env: Mapping[str, str] | None = None,
+                    rules: Mapping[str, ToolRule] | None = None,
+                    requires_approval: ApprovalRule = False,
+                    errlog: IO[str] | int | None = None) -> MCPServer:
+        """The server of a :meth:`record`; give its secrets (headers, environment) again.
+
+        Rules are code (they may hold predicates), so they are given again too.
+        """
+        return cls(ServerConfig.from_record(record, headers=headers, env=env), rules=rules,
+                   requires_approval=requires_approval, errlog=errlog)
 
     # -- ToolSource -------------------------------------------------------------------------
 
