@@ -10,12 +10,11 @@ import subprocess
 from collections.abc import AsyncIterator
 
 import pytest
+from mcp_support import descendants, everything_entry, everything_url, no_orphans, node, wait_gone
 
 from miniagent import Agent, ScriptedModel
 from miniagent.mcp import MCPServer, ToolRule
 from miniagent.types import ToolCall
-
-from mcp_support import descendants, everything_entry, everything_url, no_orphans, node, wait_gone
 
 __all__ = ["everything_url", "no_orphans"]  # fixtures used below
 

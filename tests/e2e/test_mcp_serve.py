@@ -2,63 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_support import stop
+from mcp_support import env, served_http, tools_file
 
 import miniagent
 from miniagent import Agent, ScriptedModel
 from miniagent.mcp import MCPServer
 
-SRC = str(Path(miniagent.__file__).parents[1])
-TOOLS = '''
-from miniagent import tool, tool_context
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool
-def greet(name: str) -> str:
-    """Greet someone by name."""
-    return f"你好, {name}!"
-
-
-@tool
-def key() -> str:
-    """The idempotency key of this call."""
-    return tool_context().idempotency_key
-
-
-@tool(requires_approval=True)
-def wipe(path: str) -> str:
-    """Delete a file (needs a person's approval)."""
-    raise AssertionError("never served")
-'''
-
-
-@pytest.fixture
-def tools_file(tmp_path: Path) -> Path:
-    path = tmp_path / "served_tools.py"
-    path.write_text(TOOLS, encoding="utf-8")
-    return path
-
-
-def env() -> dict[str, str]:
-    return {"PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]),
-            "SERVE_TOKEN": "tok-3f9a-secret"}
-
+__all__ = ["served_http", "tools_file"]  # fixtures
 
 async def check_tools(client: Client) -> None:
     listed = await client.list_tools()
@@ -80,30 +35,6 @@ async def test_mcp_serve_over_stdio(tools_file: Path) -> None:
         "-m", "miniagent", "mcp-serve", "--tools", str(tools_file)])
     async with Client(params) as client:
         await check_tools(client)
-
-
-@pytest.fixture
-def served_http(tools_file: Path) -> Iterator[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "miniagent", "mcp-serve", "--tools", str(tools_file),
-         "--http", "127.0.0.1:0", "--token-env", "SERVE_TOKEN"],
-        env={**os.environ, **env()}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True)
-    try:
-        assert process.stderr is not None
-        deadline = time.monotonic() + 30
-        lines: list[str] = []
-        match = None
-        while match is None and time.monotonic() < deadline:  # bounded by the deadline
-            lines.append(process.stderr.readline())
-            if not lines[-1] and process.poll() is not None:
-                break
-            match = re.search(r"serving 3 tools at (http://127\.0\.0\.1:\d+/mcp)", lines[-1])
-        assert match, f"mcp-serve did not start: {lines!r}"
-        assert "not serving wipe (they require approval)" in lines[0]
-        yield match.group(1)
-    finally:
-        stop(process)  # type: ignore[arg-type]
 
 
 async def test_mcp_serve_over_http_with_a_bearer_token(served_http: str) -> None:
