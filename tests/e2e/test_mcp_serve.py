@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -52,7 +53,9 @@ async def test_mcp_serve_over_http_with_a_bearer_token(served_http: str) -> None
     assert answer.status_code == 401
 
 
-async def test_our_client_reaches_our_server_with_its_token(served_http: str) -> None:
+async def test_our_client_reaches_our_server_with_its_token(
+        served_http: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)  # everything any library logs, HTTP clients included
     model = ScriptedModel(['Thought: t\nAction: key\nAction Input: {}',
                            "Thought: t\nFinal Answer: ok"])
     good = MCPServer.http(served_http, headers={"Authorization": "Bearer tok-3f9a-secret"})
@@ -70,3 +73,5 @@ async def test_our_client_reaches_our_server_with_its_token(served_http: str) ->
     with pytest.raises(miniagent.errors.ToolDefinitionError, match="cannot list the tools"):
         await bad.list_tools()
     await bad.aclose()
+    assert caplog.records  # the libraries did log
+    assert "tok-3f9a-secret" not in caplog.text

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
 import sys
 from collections.abc import Callable
 from typing import IO, Any, TextIO, cast
@@ -108,7 +109,7 @@ class Connection:
             from mcp.client.stdio import stdio_client
 
             # anyio.open_process takes a file or subprocess.DEVNULL for the server's stderr
-            errlog = cast(TextIO, sys.stderr if self._errlog is None else self._errlog)
+            errlog = cast(TextIO, _stderr() if self._errlog is None else self._errlog)
             return mcp.Client(stdio_client(params, errlog=errlog), **options)
         return mcp.Client(_http_transport(config), **options)
 
@@ -126,6 +127,19 @@ class Connection:
                 await task
         except Exception:
             pass  # the holder failed while leaving: nothing more to release here
+
+
+def _stderr() -> IO[str] | int:
+    """Our stderr for the server's, when it is a real file; else the process's own stream
+    (pytest and notebooks replace ``sys.stderr`` with objects a child cannot write to)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    return subprocess.DEVNULL
 
 
 def _http_transport(config: ServerConfig) -> Any:
