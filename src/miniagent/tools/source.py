@@ -74,8 +74,8 @@ class ToolSet:
         A source offering ``record()`` (an MCP server: its command or URL, never its secrets)
         is listed; the others (the agent's functions) are rebuilt from code on resume.
         """
-        return [source.record() for source in self.sources
-                if callable(getattr(source, "record", None))]
+        records = (getattr(source, "record", None) for source in self.sources)
+        return [record() for record in records if callable(record)]
 
     async def aclose(self) -> None:
         """Close every source; one that fails to close does not keep the others open."""
