@@ -22,7 +22,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from miniagent.errors import ToolError
+from miniagent.errors import ToolDefinitionError, ToolError
 from miniagent.mcp.config import (
     ServerConfig,
     ToolRule,
@@ -155,8 +155,6 @@ class MCPServer:
         """
         if self._tools is not None and not self._stale:
             return list(self._tools)
-        from miniagent.errors import ToolDefinitionError
-
         try:
             listed = await self._list_all()
         except Exception as exc:
@@ -204,8 +202,6 @@ class MCPServer:
         return tools
 
     def _build_tools(self, listed: list[Any]) -> list[Tool]:
-        from miniagent.errors import ToolDefinitionError
-
         self._server_names, self._idempotent, self._timeouts = {}, {}, {}
         built: list[Tool] = []
         for item in listed:
