@@ -290,3 +290,19 @@ async def test_the_idempotency_key_reaches_the_server() -> None:
     assert record.observation is not None
     key = json.loads(record.observation.output)["result"]
     assert key == f"{result.session_id}:{record.call.id}"
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_concurrent_calls_meeting_a_dead_server_restart_it_once() -> None:
+    server = lab(rules={"pid": ToolRule(idempotent=True)})
+    try:
+        await server.list_tools()
+        first_pid = int(json.loads((await call(server, "pid"))[0])["result"])
+        os.kill(first_pid, signal.SIGKILL)
+        assert not wait_gone({first_pid})
+        results = await asyncio.gather(*(call(server, "pid") for _ in range(4)))
+    finally:
+        await server.aclose()
+    assert all(not is_error for _, is_error in results)
+    pids = {int(json.loads(output)["result"]) for output, _ in results}
+    assert len(pids) == 1 and first_pid not in pids

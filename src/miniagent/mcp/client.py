@@ -259,7 +259,7 @@ class MCPServer:
             except Exception as exc:
                 if not _connection_lost(exc):
                     raise ToolError(f"MCP tool {server_name!r} failed: {_why(exc)}") from None
-                await self._drop()
+                await self._drop(client)
                 if attempt == 1 and self._idempotent.get(server_name, False):
                     continue  # safe to send again to a restarted server
                 raise ToolError(
@@ -296,9 +296,12 @@ class MCPServer:
             self._connection = connection
             return client
 
-    async def _drop(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
+    async def _drop(self, client: Any) -> None:
+        """Close the connection of ``client`` if it is still the current one (a concurrent
+        call that met the same dead connection may already have opened a new one)."""
+        connection = self._connection
+        if connection is not None and connection.client is client:
+            self._connection = None
             await connection.close()
 
     def _tools_changed(self) -> None:
