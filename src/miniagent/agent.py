@@ -5,17 +5,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from miniagent import defaults
 from miniagent.errors import UserError
 from miniagent.models.base import Capabilities, Model
 from miniagent.protocol.auto import AutoProtocol
 from miniagent.protocol.base import ActionProtocol
+from miniagent.protocol.hybrid import HybridProtocol
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
+from miniagent.protocol.tool_choice import check_choice
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
+from miniagent.runtime.compress import Compression
 from miniagent.runtime.driver import InProcessEffects, drive, random_id
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.loop import Rules
@@ -34,9 +37,11 @@ ToolItem = Tool | Callable[..., Any] | ToolSource
 
 
 def protocol_for(capabilities: Capabilities, *, grammar: bool = True) -> ActionProtocol:
-    """The protocol a transport was configured for: react, native, or auto."""
+    """The protocol a transport was configured for: react, native, hybrid, or auto."""
     if capabilities.tool_mode == "react":
         return ReactProtocol(grammar=grammar)
+    if capabilities.tool_mode == "hybrid":
+        return HybridProtocol()
     if capabilities.tool_mode == "native":
         return NativeProtocol()
     return AutoProtocol(native_tools=capabilities.native_tools, grammar=grammar)
@@ -67,6 +72,17 @@ class Agent:
     With ``grammar`` (the default), ReAct requests carry a GBNF grammar built from the tools'
     schemas; backends that support constrained decoding (the embedded llama.cpp model, or a
     server given ``grammar_field``) then only produce well-formed steps.
+
+    With ``compress_at`` (estimated tokens as an int, characters as a string such as
+    ``"12000c"``), once the history sent to the model crosses it, the oldest rounds are
+    replaced by one summary block and the last ``keep_last`` rounds stay whole; ``compress``
+    says who writes the summary: ``"truncate"`` (results cut to about 200 characters) or
+    ``"model"`` (the model). See :mod:`miniagent.runtime.compress`.
+
+    ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
+    the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
+    that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
+    tool call, then ``auto`` (see :mod:`miniagent.protocol.tool_choice`). None sends nothing.
     """
 
     def __init__(
@@ -90,6 +106,10 @@ class Agent:
         grammar: bool = True,
         protocol: ActionProtocol | None = None,
         on_event: Subscriber | None = None,
+        compress_at: int | str | None = None,
+        keep_last: int = 4,
+        compress: Literal["truncate", "model"] = "truncate",
+        tool_choice: str | None = None,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency)):
@@ -108,6 +128,9 @@ class Agent:
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver, self.on_interrupted = approver, on_interrupted
         self.bus = EventBus([on_event] if on_event else ())
+        self.compression = (Compression.of(compress_at, keep_last=keep_last, mode=compress)
+                            if compress_at is not None else None)
+        self.tool_choice = _checked_choice(tool_choice, None if sources else self.registry.names)
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
@@ -149,8 +172,10 @@ class Agent:
                 return session.result()
             if session.status != "running":
                 session.transition("running", f"resumed from {session.status}", at=time.time())
+            tools = await self.tools.for_run()
+            _checked_choice(self.tool_choice, tools.names)
             effects = InProcessEffects(
-                model=self.model, tools=await self.tools.for_run(), store=self.store,
+                model=self.model, tools=tools, store=self.store,
                 bus=self.bus, owner=owner, approver=self.approver,
                 subscribers=(on_event,) if on_event else ())
             return await drive(session, self._rules(effects.tools), effects, self.limits.timeout)
@@ -160,7 +185,8 @@ class Agent:
     def _rules(self, tools: ToolRegistry) -> Rules:
         return Rules(protocol=self.protocol, tools=tools, limits=self.limits,
                      instructions=self.instructions, temperature=self.temperature,
-                     max_tokens=self.max_tokens, on_interrupted=self.on_interrupted)
+                     max_tokens=self.max_tokens, on_interrupted=self.on_interrupted,
+                     compression=self.compression, tool_choice=self.tool_choice)
 
     def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
                 *, force: bool = False) -> None:
@@ -223,6 +249,13 @@ class Agent:
         """Close the tool sources and the model's connections (a later run reopens them)."""
         await self.tools.aclose()
         await self.model.aclose()
+
+
+def _checked_choice(choice: str | None, names: list[str] | None) -> str | None:
+    try:
+        return check_choice(choice, names)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,

@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 from miniagent import defaults
 
 Role = Literal["system", "user", "assistant", "tool"]
-ToolMode = Literal["react", "native", "auto"]
+ToolMode = Literal["react", "native", "hybrid", "auto"]
 Phase = Literal["model", "tools", "done"]
 """Where a session goes on: it needs a model call, has calls to run (or to decide), or is over."""
 ParseKind = Literal["action", "final", "invalid"]
@@ -130,6 +130,8 @@ class Message:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    reasoning: str | None = None
+    """The server's ``reasoning_content`` of an assistant tool-call turn, sent back with it."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -146,6 +148,8 @@ class ModelRequest:
     """A GBNF grammar for constrained decoding, honoured by backends that support it."""
     protocol: str = ""
     """The name of the protocol that rendered the request (transports ignore it)."""
+    tool_choice: str | None = None
+    """``auto``, ``required``, ``none`` or a tool's name, sent with ``tools`` (None: not sent)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -157,6 +161,8 @@ class ModelResponse:
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
     raw: Any = None
+    reasoning_content: str | None = None
+    """A reasoning model's thinking, where the server returns it apart from the content."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -169,6 +175,8 @@ class ParsedOutput:
     final_answer: str | None = None
     error: str | None = None
     text: str = ""  # the assistant text kept in the history (ReAct: cut at the stop word)
+    reasoning: str | None = None
+    """``reasoning_content`` to keep with the turn (the hybrid protocol replays it)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -252,6 +260,38 @@ class Step:
     @property
     def observations(self) -> list[Observation]:
         return [record.observation for record in self.calls if record.observation is not None]
+
+
+@dataclass(kw_only=True, slots=True)
+class Compaction:
+    """One recorded replacement of the oldest rounds of the history by a summary block.
+
+    The history itself (``AgentSession.messages``) keeps every message; what the model is sent
+    from this compaction on is ``messages[:start]``, then ``summary`` as one user message, then
+    ``messages[end:]`` (see :mod:`miniagent.runtime.compress`). Each compaction covers every
+    round before ``end``: the last one alone says what is sent.
+    """
+
+    step: int
+    """The step whose prompt was the first to use it."""
+    at: float
+    start: int
+    """Index in ``messages`` of the first replaced message (the first round)."""
+    end: int
+    """Index in ``messages`` of the first message kept whole after the summary."""
+    rounds: int
+    """How many rounds the summary stands for."""
+    summary: str
+    mode: Literal["truncate", "model"]
+    """Who wrote the summary: cut observations, or the model (``truncate`` also when the
+    model's summary failed; ``note`` then says why)."""
+    unit: Literal["tokens", "chars"]
+    size_before: int
+    """The history's size in ``unit`` before the compaction (tokens are estimated)."""
+    size_after: int
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    """Tokens of the summary's model call (``model`` mode)."""
+    note: str = ""
 
 
 @dataclass(kw_only=True, slots=True)

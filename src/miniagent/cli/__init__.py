@@ -58,7 +58,7 @@ def run(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 [env: MINIAGENT_BASE_URL, OPENAI_BASE_URL]")] = None,  # noqa: E501
     model: Annotated[str | None, typer.Option(help="Model name sent to the server [env: MINIAGENT_MODEL]")] = None,  # noqa: E501
     api_key: Annotated[str | None, typer.Option(help="API key [env: MINIAGENT_API_KEY, OPENAI_API_KEY]")] = None,  # noqa: E501
-    mode: Annotated[Mode, typer.Option(help="react (text + stop words), native (tools field) or auto")] = Mode.auto,  # noqa: E501
+    mode: Annotated[Mode, typer.Option(help="react (text + stop words), native (tools field), hybrid (a Thought, then a native call) or auto")] = Mode.auto,  # noqa: E501
     tools: Annotated[list[str] | None, typer.Option("--tools", help="A Python file or module whose @tool functions are loaded, or 'builtin'. Repeatable.")] = None,  # noqa: E501
     workspace: Annotated[Path, typer.Option(help="Root the built-in file tools are confined to.")] = Path("."),  # noqa: E501
     max_steps: Annotated[int, typer.Option(min=1, help="Model calls allowed before giving up.")] = (
@@ -69,6 +69,8 @@ def run(
     model_path: Annotated[str | None, typer.Option(help="GGUF file for the embedded model, used when no --base-url is set [env: MINIAGENT_MODEL_PATH]")] = None,  # noqa: E501
     grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True,  # noqa: E501
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501
+    stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the server's answers: thought and answer are shown as they are written (--base-url servers).")] = False,  # noqa: E501
+    tool_choice: Annotated[str | None, typer.Option(help="auto, required (call a tool before answering), none, or a tool's name [default: the server's own]")] = None,  # noqa: E501
     mcp: McpOption = None,
     mcp_url: McpUrlOption = None,
     mcp_header: McpHeaderOption = None,
@@ -77,6 +79,9 @@ def run(
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
+    compress_at: Annotated[str | None, typer.Option(help="Summarise the oldest rounds once the history crosses this size: estimated tokens (8000) or characters (12000c).")] = None,  # noqa: E501
+    keep_last: Annotated[int, typer.Option(min=1, help="Rounds kept whole by --compress-at.")] = 4,
+    compress: Annotated[str, typer.Option(help="Who writes the summary: truncate (results cut to ~200 characters) or model.")] = "truncate",  # noqa: E501
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(
@@ -85,7 +90,9 @@ def run(
         tools=[_absolute(t) for t in tools or []], workspace=str(workspace.resolve()),
         max_steps=max_steps, timeout=timeout, request_timeout=request_timeout,
         max_tokens=max_tokens, model_path=model_path, grammar=grammar,
-        grammar_field=grammar_field, mcp=list(mcp or []), mcp_urls=list(mcp_url or []),
+        grammar_field=grammar_field, compress_at=compress_at, keep_last=keep_last,
+        compress=compress, stream=stream, tool_choice=tool_choice,
+        mcp=list(mcp or []), mcp_urls=list(mcp_url or []),
         mcp_approve=list(mcp_approve or []),
     )
     interactive = asks_in_terminal(detach=detach, as_json=as_json)

@@ -46,6 +46,11 @@ class RunConfig:
     model_path: str | None = None
     grammar: bool = True
     grammar_field: str | None = None
+    compress_at: str | None = None
+    keep_last: int = 4
+    compress: str = "truncate"
+    stream: bool = False
+    tool_choice: str | None = None
     mcp: list[str] = field(default_factory=list)  # MCP stdio command lines
     mcp_urls: list[str] = field(default_factory=list)  # MCP HTTP URLs (headers never recorded)
     mcp_approve: list[str] = field(default_factory=list)
@@ -112,7 +117,10 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
                  max_steps=config.max_steps,
                  timeout=config.timeout, store=store, grammar=config.grammar,
                  max_tokens=config.max_tokens or default_tokens,
-                 approver=ask_in_terminal if interactive else None)
+                 approver=ask_in_terminal if interactive else None,
+                 compress_at=config.compress_at, keep_last=config.keep_last,
+                 compress=config.compress,  # type: ignore[arg-type]  # checked by Agent
+                 tool_choice=config.tool_choice)
 
 
 def build_model(config: RunConfig, api_key: str | None) -> Model:
@@ -132,6 +140,7 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         api_key=api_key or env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),
         tool_mode=cast(ToolMode, config.mode), timeout=config.request_timeout,
         grammar_field=cast(GrammarField | None, config.grammar_field) if config.grammar else None,
+        stream=config.stream,
     )
 
 

@@ -8,7 +8,13 @@ subscribe, and the loop never prints::
 Spans nest: a run's span holds its steps' spans; a step's span holds its model call and its
 tool calls. Every model call and every tool call has a start and an end event
 (``model_started`` then ``model_responded`` or ``model_failed``; ``tool_started`` then
-``tool_finished``). ``at`` is the driver's clock (seconds since the epoch in-process).
+``tool_finished``); the summary call of ``compress="model"`` is reported by the
+``context_compacted`` event that records its compaction. ``at`` is the driver's clock
+(seconds since the epoch in-process).
+
+A streaming model (``OpenAICompatibleModel(stream=True)``) adds ``model_delta`` events between
+``model_started`` and ``model_responded``, in the model call's span: each piece of text as it
+is written. They come from the transport through the driver, not from the step logic.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from miniagent.types import (
+    Compaction,
     ModelRequest,
     ModelResponse,
     Observation,
@@ -27,8 +34,10 @@ from miniagent.types import (
 )
 
 EventKind = Literal[
-    "run_started", "step_started", "model_started", "model_responded", "model_failed",
+    "run_started", "step_started", "model_started", "model_delta", "model_responded",
+    "model_failed",
     "tool_started", "tool_finished", "approval_requested", "step_finished", "run_finished",
+    "context_compacted",
 ]
 
 
@@ -59,6 +68,20 @@ class StepStarted(Event):
 class ModelStarted(Event):
     kind: ClassVar[EventKind] = "model_started"
     request: ModelRequest
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelDelta(Event):
+    """A piece of a streamed answer, as it arrived.
+
+    ``channel`` is ``content`` (the reply's text), ``reasoning`` (a reasoning model's
+    ``reasoning_content``) or ``restart``: the stream broke off and the request is being sent
+    again without streaming, so what was shown of this call so far is void (``text`` is empty).
+    """
+
+    kind: ClassVar[EventKind] = "model_delta"
+    text: str
+    channel: Literal["content", "reasoning", "restart"] = "content"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -93,6 +116,14 @@ class ToolFinished(Event):
 class ApprovalRequested(Event):
     kind: ClassVar[EventKind] = "approval_requested"
     pending: list[PendingApproval]
+
+
+@dataclass(kw_only=True, slots=True)
+class ContextCompacted(Event):
+    """The oldest rounds were replaced by a summary before this step's model call."""
+
+    kind: ClassVar[EventKind] = "context_compacted"
+    compaction: Compaction
 
 
 @dataclass(kw_only=True, slots=True)

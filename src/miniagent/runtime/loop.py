@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from miniagent.errors import ModelError
+from miniagent.protocol import tool_choice
 from miniagent.protocol.base import ActionProtocol
+from miniagent.runtime import compress, incoming
 from miniagent.runtime import events as ev
-from miniagent.runtime import incoming
 from miniagent.runtime.approvals import (
     InterruptedPolicy,
     apply_decision,
@@ -114,6 +115,9 @@ class Rules:
     temperature: float | None = None
     max_tokens: int | None = None
     on_interrupted: InterruptedPolicy = "ask"
+    compression: compress.Compression | None = None
+    tool_choice: str | None = None
+    """auto, required, none or a tool's name (see :mod:`miniagent.protocol.tool_choice`)."""
 
 
 class StepLogic:
@@ -166,6 +170,13 @@ class StepLogic:
         index = len(session.steps) + 1
         span = self._step_spans[index] = self.fx.new_id()
         self._emit(ev.StepStarted, session, span=span, parent=self._run_span, step=index)
+        if self.rules.compression is not None:
+            done = await compress.compact(session, self.rules.compression, self.fx.generate,
+                                          step=index, now=self.fx.now)
+            if done is not None:
+                self._emit(ev.ContextCompacted, session, span=self.fx.new_id(), parent=span,
+                           step=index, compaction=done)
+                await self._checkpoint(session)
         response, parsed, elapsed = await self._generate(session, index)
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
                     usage=response.usage, model_time=elapsed)
@@ -199,9 +210,10 @@ class StepLogic:
                         ) -> tuple[ModelResponse, ParsedOutput, float]:
         """Render, call the model (once more if the protocol can recover), parse."""
         rules, step_span = self.rules, self._step_spans[index]
-        tools = rules.tools.listed()
-        request = self._settings(rules.protocol.render(session.messages, tools,
-                                                       rules.instructions))
+        tools, history = rules.tools.listed(), compress.history(session)
+        choice = tool_choice.for_step(rules.tool_choice, session.steps)
+        request = self._settings(rules.protocol.render(history, tools, rules.instructions),
+                                 choice)
         span, started = self.fx.new_id(), self.fx.now()
         self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
                    request=request)
@@ -209,25 +221,26 @@ class StepLogic:
             try:
                 response = incoming.response(await self.fx.generate(request))
             except ModelError as exc:
-                retry = rules.protocol.recover(exc, request, session.messages, tools,
+                retry = rules.protocol.recover(exc, request, history, tools,
                                                rules.instructions)
                 if retry is None:
                     raise
-                request = self._settings(retry)
+                request = self._settings(retry, choice)
                 response = incoming.response(await self.fx.generate(request))
         except ModelError as exc:
             self._emit(ev.ModelFailed, session, span=span, parent=step_span, step=index,
                        error=str(exc), elapsed=self.fx.now() - started)
             raise
         elapsed = self.fx.now() - started
-        parsed = self._with_ids(rules.protocol.parse(response, request))
+        parsed = self._with_ids(tool_choice.enforce(rules.protocol.parse(response, request),
+                                                    choice))
         self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
                    response=response, parsed=parsed, elapsed=elapsed)
         return response, parsed, elapsed
 
-    def _settings(self, request: ModelRequest) -> ModelRequest:
+    def _settings(self, request: ModelRequest, choice: str | None) -> ModelRequest:
         request.temperature, request.max_tokens = self.rules.temperature, self.rules.max_tokens
-        return request
+        return tool_choice.constrain(request, choice, self.rules.tools.listed())
 
     def _with_ids(self, parsed: ParsedOutput) -> ParsedOutput:
         """The parsed reply made safe to keep, its calls given ids from the driver where the
@@ -249,8 +262,8 @@ class StepLogic:
         if len(parsed.tool_calls) > limit:
             step.dropped_calls = len(parsed.tool_calls) - limit
             parsed.tool_calls = parsed.tool_calls[:limit]
-        session.messages.append(
-            Message(role="assistant", content=parsed.text, tool_calls=parsed.tool_calls))
+        session.messages.append(Message(role="assistant", content=parsed.text,
+                                        tool_calls=parsed.tool_calls, reasoning=parsed.reasoning))
         for call in parsed.tool_calls:
             verdict = detector.check(call)
             if verdict == "stop":
