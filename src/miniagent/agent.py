@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Literal, TypeVar
@@ -10,6 +11,9 @@ from typing import Any, Literal, TypeVar
 from miniagent import defaults
 from miniagent.errors import UserError
 from miniagent.models.base import Capabilities, Model
+from miniagent.observe.describe import describe_model
+from miniagent.observe.jsonl import JsonlTracer
+from miniagent.observe.redact import model_secrets
 from miniagent.protocol.auto import AutoProtocol
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.hybrid import HybridProtocol
@@ -83,6 +87,13 @@ class Agent:
     the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
     that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
     tool call, then ``auto`` (see :mod:`miniagent.protocol.tool_choice`). None sends nothing.
+
+    ``trace`` appends every event of every run to a JSONL file (see
+    :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
+
+    Given ``temporal`` (a ``temporalio`` client from :func:`miniagent.durable.connect`),
+    ``arun`` runs the session as a workflow on ``task_queue``, whose workers serve this agent's
+    model and tools (:func:`miniagent.durable.agent_worker`, or ``miniagent worker``).
     """
 
     def __init__(
@@ -110,6 +121,9 @@ class Agent:
         keep_last: int = 4,
         compress: Literal["truncate", "model"] = "truncate",
         tool_choice: str | None = None,
+        trace: str | os.PathLike[str] | None = None,
+        temporal: Any = None,
+        task_queue: str = "miniagent",
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency)):
@@ -131,6 +145,11 @@ class Agent:
         self.compression = (Compression.of(compress_at, keep_last=keep_last, mode=compress)
                             if compress_at is not None else None)
         self.tool_choice = _checked_choice(tool_choice, None if sources else self.registry.names)
+        self.tracer = None if trace is None else JsonlTracer(
+            trace, secrets=model_secrets(model), model=describe_model(model).name)
+        if self.tracer is not None:
+            self.bus.subscribe(self.tracer)
+        self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see durable
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
@@ -145,6 +164,10 @@ class Agent:
         records = self.tools.records()  # e.g. MCP servers, so a resume can rebuild them
         if records:
             metadata = {**(metadata or {}), "tool_sources": records}
+        if self.temporal is not None:  # a session on the cluster, run by a worker there
+            from miniagent.durable.client import run_agent
+
+            return await run_agent(self, question, metadata=metadata)
         session = AgentSession.start(storable(question), id=random_id(), at=time.time(),
                                      metadata=metadata)
         self.store.save(session)
@@ -249,6 +272,9 @@ class Agent:
         """Close the tool sources and the model's connections (a later run reopens them)."""
         await self.tools.aclose()
         await self.model.aclose()
+        if self.tracer is not None:
+            await self.bus.flush()  # what was emitted is written before the file closes
+            self.tracer.close()
 
 
 def _checked_choice(choice: str | None, names: list[str] | None) -> str | None:

@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace."""
 
 from __future__ import annotations
 
@@ -34,9 +34,13 @@ from miniagent.cli.mcp_cmd import (
     mcp_servers,
     parse_headers,
 )
+from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
+from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
+from miniagent.cli.temporal_cmd import worker as worker_cmd
+from miniagent.cli.trace_cmd import trace_app
 from miniagent.errors import UserError
 
 app = typer.Typer(
@@ -45,6 +49,8 @@ app = typer.Typer(
 )
 app.add_typer(sessions_app, name="sessions")
 app.command("mcp-serve")(mcp_serve)
+app.add_typer(trace_app, name="trace")
+app.command("worker")(worker_cmd)
 
 
 @app.callback()
@@ -82,6 +88,11 @@ def run(
     compress_at: Annotated[str | None, typer.Option(help="Summarise the oldest rounds once the history crosses this size: estimated tokens (8000) or characters (12000c).")] = None,  # noqa: E501
     keep_last: Annotated[int, typer.Option(min=1, help="Rounds kept whole by --compress-at.")] = 4,
     compress: Annotated[str, typer.Option(help="Who writes the summary: truncate (results cut to ~200 characters) or model.")] = "truncate",  # noqa: E501
+    trace: TraceOption = None,
+    otlp: OtlpOption = None,
+    otlp_content: OtlpContentOption = False,
+    temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "miniagent",
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(
@@ -95,13 +106,18 @@ def run(
         mcp=list(mcp or []), mcp_urls=list(mcp_url or []),
         mcp_approve=list(mcp_approve or []),
     )
+    if temporal:  # the model and tools are the workers'; this process follows the trace
+        from miniagent.cli.temporal_cmd import run_remote
+
+        run_remote(question, config, temporal, task_queue, as_json=as_json, detach=detach)
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=verbose), interrupted(tracker, store):
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive,
                             mcp_headers=parse_headers(mcp_header), verbose=verbose)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        result = agent.run(question, metadata=config.metadata(), on_event=tracker)
+        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
+            result = agent.run(question, metadata=config.metadata(), on_event=tracker)
     finish(result, as_json=as_json, store=store)
 
 
