@@ -161,6 +161,9 @@ class Agent:
 
         ``on_event`` receives this run's events (besides the agent's subscribers).
         """
+        records = self.tools.records()  # e.g. MCP servers, so a resume can rebuild them
+        if records:
+            metadata = {**(metadata or {}), "tool_sources": records}
         if self.temporal is not None:  # a session on the cluster, run by a worker there
             from miniagent.durable.client import run_agent
 

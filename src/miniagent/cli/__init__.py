@@ -26,6 +26,15 @@ from miniagent.cli.common import (
 )
 from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.loading import load_tools
+from miniagent.cli.mcp_cmd import (
+    McpApproveOption,
+    McpHeaderOption,
+    McpOption,
+    McpUrlOption,
+    mcp_serve,
+    mcp_servers,
+    parse_headers,
+)
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
@@ -40,6 +49,7 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
+app.command("mcp-serve")(mcp_serve)
 app.add_typer(trace_app, name="trace")
 app.command("worker")(worker_cmd)
 app.command("eval")(eval_command)
@@ -69,6 +79,10 @@ def run(
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501
     stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the server's answers: thought and answer are shown as they are written (--base-url servers).")] = False,  # noqa: E501
     tool_choice: Annotated[str | None, typer.Option(help="auto, required (call a tool before answering), none, or a tool's name [default: the server's own]")] = None,  # noqa: E501
+    mcp: McpOption = None,
+    mcp_url: McpUrlOption = None,
+    mcp_header: McpHeaderOption = None,
+    mcp_approve: McpApproveOption = None,
     store: StoreOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
@@ -91,6 +105,8 @@ def run(
         max_tokens=max_tokens, model_path=model_path, grammar=grammar,
         grammar_field=grammar_field, compress_at=compress_at, keep_last=keep_last,
         compress=compress, stream=stream, tool_choice=tool_choice,
+        mcp=list(mcp or []), mcp_urls=list(mcp_url or []),
+        mcp_approve=list(mcp_approve or []),
     )
     if temporal:  # the model and tools are the workers'; this process follows the trace
         from miniagent.cli.temporal_cmd import run_remote
@@ -99,7 +115,8 @@ def run(
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=verbose), interrupted(tracker, store):
-        agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive)
+        agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive,
+                            mcp_headers=parse_headers(mcp_header), verbose=verbose)
         show_progress(agent, as_json=as_json, verbose=verbose)
         with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
             result = agent.run(question, metadata=config.metadata(), on_event=tracker)
@@ -141,15 +158,40 @@ def demo(
 
 @app.command("tools")
 def tools_cmd(
-    source: Annotated[str, typer.Argument(help="A Python file, a module, or 'builtin'.")],
+    source: Annotated[str | None, typer.Argument(help="A Python file, a module, or 'builtin'.")] = None,  # noqa: E501
     workspace: Annotated[Path, typer.Option(help="Root for the built-in file tools.")] = Path("."),
+    mcp: McpOption = None,
+    mcp_url: McpUrlOption = None,
+    mcp_header: McpHeaderOption = None,
 ) -> None:
-    """Print the JSON Schemas generated for the @tool functions in SOURCE."""
+    """Print the JSON Schemas of the @tool functions in SOURCE and of MCP servers' tools."""
+    if source is None and not (mcp or mcp_url):
+        raise fail("name a tools file or module, or an MCP server with --mcp / --mcp-url")
     try:
-        registry = load_tools([source], workspace)
+        registry = load_tools([source] if source else [], workspace)
+        servers = mcp_servers(list(mcp or []), list(mcp_url or []),
+                              headers=parse_headers(mcp_header), approve=[])
+        schemas = registry.openai_schemas() + _mcp_schemas(servers)
     except UserError as exc:
         raise fail(str(exc)) from None
-    echo_json(registry.openai_schemas(), indent=2)
+    echo_json(schemas, indent=2)
+
+
+def _mcp_schemas(servers: list[Any]) -> list[dict[str, Any]]:
+    if not servers:
+        return []
+    from miniagent.sync import run_coroutine
+    from miniagent.tools.registry import ToolRegistry
+    from miniagent.tools.source import ToolSet
+
+    async def listed() -> list[dict[str, Any]]:
+        tools = ToolSet(ToolRegistry(), servers)
+        try:
+            return (await tools.for_run()).openai_schemas()
+        finally:
+            await tools.aclose()
+
+    return run_coroutine(listed())
 
 
 @app.command()

@@ -51,6 +51,9 @@ class RunConfig:
     compress: str = "truncate"
     stream: bool = False
     tool_choice: str | None = None
+    mcp: list[str] = field(default_factory=list)  # MCP stdio command lines
+    mcp_urls: list[str] = field(default_factory=list)  # MCP HTTP URLs (headers never recorded)
+    mcp_approve: list[str] = field(default_factory=list)
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -99,13 +102,19 @@ def _why(target: Path, exc: Exception) -> str:
 
 
 def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
-                interactive: bool) -> Agent:
+                interactive: bool, mcp_headers: dict[str, str] | None = None,
+                verbose: bool = False) -> Agent:
     """An agent for ``config``; with ``interactive``, approvals are asked in the terminal."""
+    from miniagent.cli.mcp_cmd import mcp_servers
+
     registry = load_tools(config.tools, Path(config.workspace))
+    servers = mcp_servers(config.mcp, config.mcp_urls, headers=mcp_headers or {},
+                          approve=config.mcp_approve, verbose=verbose)
     model = build_model(config, api_key)
     # a small embedded model can ramble until max_tokens: keep its turns short by default
     default_tokens = defaults.MAX_TOKENS if config.base_url else 256
-    return Agent(model=model, tools=registry, max_steps=config.max_steps,
+    return Agent(model=model, tools=[*registry, *servers] if servers else registry,
+                 max_steps=config.max_steps,
                  timeout=config.timeout, store=store, grammar=config.grammar,
                  max_tokens=config.max_tokens or default_tokens,
                  approver=ask_in_terminal if interactive else None,

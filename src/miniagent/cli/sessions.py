@@ -25,6 +25,7 @@ from miniagent.cli.common import (
     show_progress,
 )
 from miniagent.cli.display import terminal
+from miniagent.cli.mcp_cmd import McpHeaderOption, parse_headers
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.temporal_cmd import TemporalOption
@@ -211,6 +212,7 @@ def resume(
     api_key: Annotated[str | None, typer.Option(help="Never recorded [env: MINIAGENT_API_KEY, OPENAI_API_KEY]")] = None,  # noqa: E501
     mode: Annotated[Mode | None, typer.Option(help="Default: what the session recorded.")] = None,
     tools: Annotated[list[str] | None, typer.Option("--tools", help="Default: recorded.")] = None,
+    mcp_header: McpHeaderOption = None,
     store: StoreOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here.")] = False,
     as_json: JsonOption = False,
@@ -220,7 +222,10 @@ def resume(
     otlp: OtlpOption = None,
     otlp_content: OtlpContentOption = False,
 ) -> None:
-    """Continue a session after approvals, a crash, a timeout or an error."""
+    """Continue a session after approvals, a crash, a timeout or an error.
+
+    MCP servers are the recorded ones; give their headers (tokens) again with --mcp-header.
+    """
     _warn_forced(session_id, force)
     with cli_errors(session_id, verbose=verbose), interrupted(SessionTracker(session_id), store):
         sessions = open_store(store)
@@ -228,7 +233,8 @@ def resume(
         config = recorded.merged(base_url=base_url, model=model, tools=tools,
                                  mode=mode.value if mode else None)
         interactive = asks_in_terminal(detach=detach, as_json=as_json)
-        agent = build_agent(config, sessions, api_key=api_key, interactive=interactive)
+        agent = build_agent(config, sessions, api_key=api_key, interactive=interactive,
+                            mcp_headers=parse_headers(mcp_header), verbose=verbose)
         show_progress(agent, as_json=as_json, verbose=verbose)
         with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
             result = agent.resume(session_id, force=force)

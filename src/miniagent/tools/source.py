@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from miniagent.errors import ToolDefinitionError
 from miniagent.tools.registry import Tool, ToolRegistry
@@ -67,6 +67,15 @@ class ToolSet:
                         "or filter it out")
                 run_tools.register(item)
         return run_tools
+
+    def records(self) -> list[dict[str, Any]]:
+        """What the sources that can describe themselves say, to be kept with a session.
+
+        A source offering ``record()`` (an MCP server: its command or URL, never its secrets)
+        is listed; the others (the agent's functions) are rebuilt from code on resume.
+        """
+        records = (getattr(source, "record", None) for source in self.sources)
+        return [record() for record in records if callable(record)]
 
     async def aclose(self) -> None:
         """Close every source; one that fails to close does not keep the others open."""

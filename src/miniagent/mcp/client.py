@@ -1,0 +1,345 @@
+"""An MCP server as a tool source: :class:`MCPServer`.
+
+``MCPServer.stdio("python", args=["-m", "mcp_server_time"])`` or ``MCPServer.http(url)`` is a
+:class:`~miniagent.tools.source.ToolSource`: pass it among an agent's tools. Its tools are
+plain :class:`~miniagent.tools.registry.Tool` objects built with ``Tool.from_schema``, so the
+registry validates arguments against the server's schema and applies approval rules, timeouts
+and idempotency to them like to any tool, in whichever driver runs them.
+
+- The server starts (or is reached) on first use and stops on :meth:`aclose` (an agent closes
+  its sources when a synchronous run ends; call ``await agent.aclose()`` after ``arun``).
+- Tools are listed once and cached; the list is fetched again after the server says it changed
+  (``notifications/tools/list_changed``), on the next listing (the next run).
+- Every failure is an error observation the model can act on: an ``is_error`` result, a
+  protocol error, a connect or call timeout, a server that died. A dead server is started
+  again on the next call; an idempotent call that met a dead server is sent once more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from miniagent.errors import ToolDefinitionError, ToolError
+from miniagent.mcp.config import (
+    ServerConfig,
+    ToolRule,
+    exposed_name,
+    first_rule,
+    is_offered,
+    name_digest,
+)
+from miniagent.mcp.connection import Connection
+from miniagent.mcp.results import result_text
+from miniagent.tool_context import current_context
+from miniagent.tools.registry import ApprovalRule, Tool
+from miniagent.tools.runner import describe
+from miniagent.types import Observation, ToolCall
+
+__all__ = ["MCPServer", "ToolRule"]
+
+log = logging.getLogger("miniagent.mcp")
+
+_CONNECTION_CLOSED = -32000
+_MAX_PAGES = 100  # a server whose listing never ends cannot hang a run
+IDEMPOTENCY_META = "io.github.miniagent/idempotency-key"
+
+
+class MCPServer:
+    """The tools of one MCP server. Build it with :meth:`stdio` or :meth:`http`.
+
+    Example:
+        >>> server = MCPServer.stdio("python", args=["-m", "mcp_server_time"], prefix="time",
+        ...                          rules={"convert_*": ToolRule(requires_approval=True)})
+        >>> server.record()["command"], server.record()["prefix"]
+        ('python', 'time')
+    """
+
+    def __init__(self, config: ServerConfig, *, rules: Mapping[str, ToolRule] | None = None,
+                 requires_approval: ApprovalRule = False,
+                 errlog: IO[str] | int | None = None) -> None:
+        self.config = config
+        self.rules = dict(rules or {})
+        self.requires_approval = requires_approval
+        self.errlog = errlog
+        self._connection: Connection | None = None
+        self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
+        self._tools: list[Tool] | None = None
+        self._server_names: dict[str, str] = {}
+        self._idempotent: dict[str, bool] = {}
+        self._timeouts: dict[str, float] = {}
+        self._stale = False
+
+    @classmethod
+    def stdio(cls, command: str, *, args: Sequence[str] = (), env: Mapping[str, str] | None = None,
+              cwd: str | None = None, name: str | None = None, prefix: str | None = None,
+              allow: Sequence[str] | None = None, deny: Sequence[str] = (),
+              connect_timeout: float = 30.0, call_timeout: float = 60.0,
+              rules: Mapping[str, ToolRule] | None = None,
+              requires_approval: ApprovalRule = False,
+              errlog: IO[str] | int | None = None) -> MCPServer:
+        """A server started as ``command args`` and spoken to over its stdin and stdout.
+
+        Args:
+            command: the executable; ``args`` its arguments.
+            env: extra environment variables for it (never recorded, only their names).
+            cwd: its working directory.
+            name: a label for messages; default: the command line.
+            prefix: put before each tool name (``prefix_tool``), to keep servers apart.
+            allow: only tools matching one of these ``fnmatch`` patterns (server names).
+            deny: never tools matching one of these patterns.
+            connect_timeout: seconds to start the server and shake hands.
+            call_timeout: seconds one call may take (a rule can set another per tool).
+            rules: per-tool options by name or pattern; the first match applies.
+            requires_approval: the default for tools no rule covers.
+            errlog: where the server's stderr goes (a file, or ``subprocess.DEVNULL``);
+                default: ours.
+        """
+        return cls(ServerConfig(transport="stdio", command=command, args=tuple(args), env=env,
+                                cwd=cwd, name=name, prefix=prefix, allow=_tuple(allow),
+                                deny=tuple(deny), connect_timeout=connect_timeout,
+                                call_timeout=call_timeout),
+                   rules=rules, requires_approval=requires_approval, errlog=errlog)
+
+    @classmethod
+    def http(cls, url: str, *, headers: Mapping[str, str] | None = None,
+             name: str | None = None, prefix: str | None = None,
+             allow: Sequence[str] | None = None, deny: Sequence[str] = (),
+             connect_timeout: float = 30.0, call_timeout: float = 60.0,
+             rules: Mapping[str, ToolRule] | None = None,
+             requires_approval: ApprovalRule = False) -> MCPServer:
+        """A server reached over streamable HTTP at ``url``.
+
+        ``headers`` (``{"Authorization": "Bearer ..."}``) go with every request; they are never
+        logged, shown or recorded. The other arguments are those of :meth:`stdio`.
+        """
+        return cls(ServerConfig(transport="http", url=url, headers=headers, name=name,
+                                prefix=prefix, allow=_tuple(allow), deny=tuple(deny),
+                                connect_timeout=connect_timeout, call_timeout=call_timeout),
+                   rules=rules, requires_approval=requires_approval)
+
+    def __repr__(self) -> str:
+        return f"MCPServer({self.config.label!r})"
+
+    def record(self) -> dict[str, Any]:
+        """The configuration without secrets, for a session to keep (see ``ServerConfig``).
+
+        An agent keeps its servers' records in a new session's ``metadata["tool_sources"]``.
+        """
+        return self.config.record()
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], *, headers: Mapping[str, str] | None = None,
+                    env: Mapping[str, str] | None = None,
+                    rules: Mapping[str, ToolRule] | None = None,
+                    requires_approval: ApprovalRule = False,
+                    errlog: IO[str] | int | None = None) -> MCPServer:
+        """The server of a :meth:`record`; give its secrets (headers, environment) again.
+
+        Rules are code (they may hold predicates), so they are given again too.
+        """
+        return cls(ServerConfig.from_record(record, headers=headers, env=env), rules=rules,
+                   requires_approval=requires_approval, errlog=errlog)
+
+    # -- ToolSource -------------------------------------------------------------------------
+
+    async def list_tools(self) -> Sequence[Tool]:
+        """The server's tools, filtered and named; cached until the server says they changed.
+
+        Raises:
+            ToolDefinitionError: the server cannot be reached or its listing fails (a run
+                cannot start without knowing its tools).
+        """
+        if self._tools is not None and not self._stale:
+            return list(self._tools)
+        try:
+            listed = await self._list_all()
+        except Exception as exc:
+            raise ToolDefinitionError(
+                f"cannot list the tools of MCP server {self.config.label}: {_why(exc)}") from None
+        self._stale = False
+        self._tools = self._build_tools(listed)
+        return list(self._tools)
+
+    async def call_tool(self, call: ToolCall) -> Observation:
+        """Run one call of a listed tool; failures are error observations."""
+        server_name = self._server_names.get(call.name)
+        if server_name is None:
+            return Observation(call_id=call.id, tool_name=call.name, is_error=True,
+                               output=f"Unknown tool {call.name!r} on MCP server "
+                                      f"{self.config.label}.")
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        try:
+            output, is_error = await self._invoke(
+                server_name, arguments, self._timeouts.get(server_name)), False
+        except ToolError as exc:
+            output, is_error = str(exc), True
+        return Observation(call_id=call.id, tool_name=call.name, output=output,
+                           is_error=is_error)
+
+    async def aclose(self) -> None:
+        """Stop the server (or leave it); the next use starts it again."""
+        connection, self._connection = self._connection, None
+        if connection is not None and connection.loop is _running_loop():
+            await connection.close()
+
+    # -- listing ----------------------------------------------------------------------------
+
+    async def _list_all(self) -> list[Any]:
+        client = await self._client()
+        tools: list[Any] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await asyncio.wait_for(client.list_tools(cursor=cursor, cache_mode="refresh"),
+                                          self.config.call_timeout)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    def _build_tools(self, listed: list[Any]) -> list[Tool]:
+        self._server_names, self._idempotent, self._timeouts = {}, {}, {}
+        built: list[Tool] = []
+        for item in listed:
+            if not is_offered(item.name, self.config.allow, self.config.deny):
+                continue
+            name = exposed_name(item.name, self.config.prefix)
+            if name in self._server_names:  # two server names cleaned to the same one
+                name = f"{name[:55]}_{name_digest(item.name)}"
+            try:
+                built.append(self._tool(name, item))
+            except ToolDefinitionError as exc:
+                log.warning("MCP server %s: tool %r left out: %s", self.config.label,
+                            item.name, exc)
+                continue
+            self._server_names[name] = item.name
+        return built
+
+    def _tool(self, name: str, item: Any) -> Tool:
+        rule = first_rule(item.name, self.rules)
+        hints = getattr(item, "annotations", None)
+        idempotent = rule.idempotent if rule.idempotent is not None else bool(
+            hints and (hints.read_only_hint or hints.idempotent_hint))
+        timeout = rule.timeout or self.config.call_timeout
+        approval = (rule.requires_approval if rule.requires_approval is not None
+                    else self.requires_approval)
+        server_name = item.name
+        self._idempotent[server_name] = idempotent
+        self._timeouts[server_name] = timeout
+
+        async def run(arguments: dict[str, Any]) -> str:
+            return await self._invoke(server_name, arguments, timeout)
+
+        return Tool.from_schema(
+            name=name, description=item.description or item.title or f"MCP tool {item.name}",
+            parameters=dict(item.input_schema or {"type": "object"}), fn=run,
+            # the registry's limit backs ours up: connecting may come first
+            timeout=timeout + self.config.connect_timeout + 5.0,
+            idempotent=idempotent, requires_approval=approval)
+
+    # -- calling ----------------------------------------------------------------------------
+
+    async def _invoke(self, server_name: str, arguments: dict[str, Any],
+                      timeout: float | None = None) -> str:
+        """The result's text; raises :class:`ToolError` with what the model should read."""
+        limit = timeout or self.config.call_timeout
+        for attempt in (1, 2):
+            client = await self._client_or_error()
+            try:
+                result = await asyncio.wait_for(
+                    client.call_tool(server_name, arguments, read_timeout_seconds=limit,
+                                     meta=_meta()), limit)
+            except asyncio.TimeoutError:
+                raise ToolError(f"MCP tool {server_name!r} did not answer within {limit:g} s "
+                                "(call timeout).") from None
+            except Exception as exc:
+                if not _connection_lost(exc):
+                    raise ToolError(f"MCP tool {server_name!r} failed: {_why(exc)}") from None
+                await self._drop(client)
+                if attempt == 1 and self._idempotent.get(server_name, False):
+                    continue  # safe to send again to a restarted server
+                raise ToolError(
+                    f"MCP server {self.config.label} closed the connection during "
+                    f"{server_name!r} (it may have exited); the call's outcome is unknown. "
+                    "The server is started again on the next call.") from None
+            text = result_text(result)
+            if getattr(result, "is_error", False):
+                raise ToolError(f"MCP tool {server_name!r} returned an error: {text}")
+            return text
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _client_or_error(self) -> Any:
+        try:
+            return await self._client()
+        except asyncio.TimeoutError:
+            raise ToolError(f"MCP server {self.config.label} did not start within "
+                            f"{self.config.connect_timeout:g} s (connect timeout).") from None
+        except Exception as exc:
+            raise ToolError(f"cannot reach MCP server {self.config.label}: {_why(exc)}") from None
+
+    async def _client(self) -> Any:
+        """The open client, connecting (once, whatever the number of callers) when needed."""
+        loop = _running_loop()
+        if self._lock is None or self._lock_loop is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), loop
+        async with self._lock:
+            connection = self._connection
+            if connection is not None and connection.loop is loop and connection.alive:
+                return connection.client
+            self._connection = None  # dead, or left behind by an event loop that ended
+            connection = Connection(self.config, self._tools_changed, self.errlog)
+            client = await connection.open()
+            self._connection = connection
+            return client
+
+    async def _drop(self, client: Any) -> None:
+        """Close the connection of ``client`` if it is still the current one (a concurrent
+        call that met the same dead connection may already have opened a new one)."""
+        connection = self._connection
+        if connection is not None and connection.client is client:
+            self._connection = None
+            await connection.close()
+
+    def _tools_changed(self) -> None:
+        self._stale = True
+
+
+def _running_loop() -> asyncio.AbstractEventLoop:
+    return asyncio.get_running_loop()
+
+
+def _meta() -> dict[str, Any] | None:
+    """The call's idempotency key, for servers that deduplicate (``_meta`` of the request)."""
+    context = current_context()
+    return {IDEMPOTENCY_META: context.idempotency_key} if context else None
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    import anyio
+
+    if getattr(getattr(exc, "error", None), "code", None) == _CONNECTION_CLOSED:
+        return True
+    return isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError
+                      | ConnectionError | EOFError)
+
+
+def _why(exc: BaseException) -> str:
+    """What went wrong, in one line; exception groups (anyio) unwrapped to their first cause."""
+    while getattr(exc, "exceptions", None):  # an ExceptionGroup (3.10 has no builtin name)
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out"
+    error = getattr(exc, "error", None)
+    if error is not None and hasattr(error, "code") and hasattr(error, "message"):
+        text = f"MCP error {error.code}: {error.message}"
+    else:
+        text = describe(exc)
+    return " ".join(text.split())[:500]
+
+
+def _tuple(values: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if values is None else tuple(values)

@@ -1,0 +1,144 @@
+"""Our tools served over MCP: ``miniagent mcp-serve --tools FILE``.
+
+A :class:`~miniagent.tools.registry.ToolRegistry` becomes a low-level MCP ``Server`` of the
+official SDK: ``tools/list`` gives each tool's JSON Schema, ``tools/call`` runs it through
+:meth:`ToolRegistry.execute`, so MCP clients get the same argument validation, coercion,
+timeouts and error messages as our own agents (an error observation is an ``is_error``
+result). Tools that require approval are not served: an MCP client has no way to ask our
+person, and such a tool never runs unapproved.
+
+Over streamable HTTP (:func:`serve_http`), an optional bearer token is required on every
+request, compared in constant time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import itertools
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from miniagent.mcp.client import IDEMPOTENCY_META
+from miniagent.mcp.connection import sdk
+from miniagent.tool_context import ToolContext, using_context
+from miniagent.tools.registry import Tool, ToolRegistry
+from miniagent.types import ToolCall
+
+__all__ = ["build_server", "serve_http", "serve_stdio", "served_tools"]
+
+ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
+
+
+def served_tools(registry: ToolRegistry) -> tuple[list[Tool], list[str]]:
+    """The tools that can be served, and the names of those left out (they need approval)."""
+    served, left_out = [], []
+    for item in (registry.get(name) for name in registry.names):
+        if item is None:
+            continue
+        if item.requires_approval is not False:
+            left_out.append(item.name)
+        else:
+            served.append(item)
+    return served, left_out
+
+
+def build_server(registry: ToolRegistry, *, name: str = "miniagent") -> Any:
+    """A low-level MCP server offering ``registry``'s tools that need no approval."""
+    sdk()
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    tools, _ = served_tools(registry)
+    run_tools = ToolRegistry(tools, default_timeout=registry.default_timeout)
+    listing = types.ListToolsResult(tools=[_describe(types, item) for item in tools])
+    session = f"mcp-serve-{uuid.uuid4().hex[:12]}"
+    numbers = itertools.count(1)
+
+    async def on_list_tools(ctx: Any, params: Any) -> Any:
+        return listing
+
+    async def on_call_tool(ctx: Any, params: Any) -> Any:
+        number = next(numbers)
+        call = ToolCall(id=f"call-{number}", name=params.name,
+                        arguments=dict(params.arguments or {}))
+        context = ToolContext(session_id=session, call_id=call.id, tool=call.name, step=number,
+                              idempotency_key=_client_key(params) or f"{session}:{call.id}")
+        with using_context(context):
+            observation = await run_tools.execute(call)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=observation.output)],
+            is_error=observation.is_error)
+
+    return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def _describe(types: Any, item: Tool) -> Any:
+    hints = types.ToolAnnotations(idempotent_hint=True) if item.idempotent else None
+    return types.Tool(name=item.name, description=item.description,
+                      input_schema=item.parameters, annotations=hints)
+
+
+def _client_key(params: Any) -> str | None:
+    """An idempotency key the client sent in the request's ``_meta`` (ours do)."""
+    meta = getattr(params, "meta", None)
+    if meta is None:
+        return None
+    values = meta if isinstance(meta, dict) else meta.model_dump(by_alias=True)
+    key = values.get(IDEMPOTENCY_META)
+    return key if isinstance(key, str) and key else None
+
+
+async def serve_stdio(server: Any) -> None:
+    """Serve one client over our stdin and stdout until it closes them."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def http_app(server: Any, *, host: str, token: str | None = None) -> ASGIApp:
+    """The streamable HTTP app at ``/mcp``; with ``token``, only bearers of it get in."""
+    app: ASGIApp = server.streamable_http_app(host=host)
+    return app if token is None else _require_bearer(app, token)
+
+
+async def serve_http(server: Any, *, host: str, port: int, token: str | None = None,
+                     on_ready: Callable[[int], None] | None = None) -> None:
+    """Serve streamable HTTP on ``host:port`` (port 0: one the OS picks, told to ``on_ready``)."""
+    import uvicorn
+
+    config = uvicorn.Config(http_app(server, host=host, token=token), host=host, port=port,
+                            log_level="warning", lifespan="on")
+    web = uvicorn.Server(config)
+
+    async def announce() -> None:
+        while not web.started:  # ends with the server: this task is cancelled below
+            await asyncio.sleep(0.05)
+        if on_ready is not None:
+            sockets = [s for srv in web.servers for s in srv.sockets]
+            on_ready(sockets[0].getsockname()[1] if sockets else port)
+
+    watcher = asyncio.create_task(announce())
+    try:
+        await web.serve()
+    finally:
+        watcher.cancel()
+
+
+def _require_bearer(app: ASGIApp, token: str) -> ASGIApp:
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"),
+                                        (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b"missing or wrong token\n"})
+                return
+        await app(scope, receive, send)
+
+    return guarded

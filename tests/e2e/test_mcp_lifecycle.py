@@ -1,0 +1,308 @@
+"""MCP servers' lifecycle and failure handling, with real server processes.
+
+The lab server (``mcp_lab_server.py``, official SDK) dies, sleeps, counts and grows on
+request; mcp-server-time (PyPI) is the server nobody here wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp_support import LAB_SERVER, TIME_ARGS, descendants, no_orphans, wait_gone
+
+from miniagent import Agent, ScriptedModel
+from miniagent.mcp import MCPServer, ToolRule
+from miniagent.store.sqlite import SQLiteStore
+from miniagent.types import ToolCall
+
+__all__ = ["no_orphans"]  # fixture
+
+
+def lab(**options: object) -> MCPServer:
+    return MCPServer.stdio(sys.executable, args=[str(LAB_SERVER)], errlog=subprocess.DEVNULL,
+                           **options)  # type: ignore[arg-type]
+
+
+def time_server(**options: object) -> MCPServer:
+    return MCPServer.stdio(sys.executable, args=TIME_ARGS, errlog=subprocess.DEVNULL,
+                           **options)  # type: ignore[arg-type]
+
+
+def react(tool: str, arguments: dict[str, object]) -> str:
+    return f"Thought: use {tool}\nAction: {tool}\nAction Input: {json.dumps(arguments)}"
+
+
+async def call(server: MCPServer, name: str, **arguments: object) -> tuple[str, bool]:
+    observation = await server.call_tool(ToolCall(id="c", name=name, arguments=arguments))
+    return observation.output, observation.is_error
+
+
+# -- mcp-server-time ----------------------------------------------------------------------
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_time_server_answers_for_tokyo() -> None:
+    model = ScriptedModel([react("get_current_time", {"timezone": "Asia/Tokyo"}),
+                           "Thought: known\nFinal Answer: It is evening in Tokyo."])
+    agent = Agent(model=model, tools=[time_server()])
+    try:
+        result = await agent.arun("What time is it in Tokyo?")
+    finally:
+        await agent.aclose()
+    assert result.status == "completed"
+    observation = result.steps[0].observations[0]
+    assert not observation.is_error
+    answer = json.loads(observation.output)
+    assert answer["timezone"] == "Asia/Tokyo" and answer["datetime"].endswith("+09:00")
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_time_server_invalid_timezone_is_an_error_observation() -> None:
+    model = ScriptedModel([react("get_current_time", {"timezone": "Mars/Olympus_Mons"}),
+                           react("get_current_time", {"timezone": "Europe/Paris"}),
+                           "Thought: fixed\nFinal Answer: done"])
+    agent = Agent(model=model, tools=[time_server()])
+    try:
+        result = await agent.arun("Time on Mars?")
+    finally:
+        await agent.aclose()
+    first, second = (step.observations[0] for step in result.steps[:2])
+    assert first.is_error and "Mars/Olympus_Mons" in first.output
+    assert "returned an error" in first.output
+    assert not second.is_error and json.loads(second.output)["timezone"] == "Europe/Paris"
+    assert result.status == "completed"
+
+
+# -- names, filters, rules ----------------------------------------------------------------
+
+async def test_prefix_and_filters() -> None:
+    server = time_server(prefix="clock", deny=["convert_*"])
+    try:
+        tools = await server.list_tools()
+        assert [t.name for t in tools] == ["clock_get_current_time"]
+        output, is_error = await call(server, "clock_get_current_time", timezone="Etc/UTC")
+        assert not is_error and json.loads(output)["timezone"] == "Etc/UTC"
+        assert (await call(server, "convert_time"))[1]  # filtered out: unknown here
+    finally:
+        await server.aclose()
+    allowed = time_server(allow=["convert_time"])
+    try:
+        assert [t.name for t in await allowed.list_tools()] == ["convert_time"]
+    finally:
+        await allowed.aclose()
+
+
+async def test_rules_set_approval_idempotency_and_timeout_per_tool() -> None:
+    server = lab(rules={"count": ToolRule(requires_approval=True, timeout=3),
+                        "s*": ToolRule(idempotent=True)})
+    try:
+        tools = {t.name: t for t in await server.list_tools()}
+    finally:
+        await server.aclose()
+    assert tools["count"].needs_approval({}) and not tools["pid"].needs_approval({})
+    assert tools["sleep"].idempotent and not tools["count"].idempotent
+    assert tools["count"].timeout is not None and tools["count"].timeout < tools["pid"].timeout
+
+
+# -- failures -----------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_a_dead_server_is_started_again_on_the_next_call() -> None:
+    server = lab()
+    try:
+        await server.list_tools()
+        first_pid = int(json.loads((await call(server, "pid"))[0])["result"])
+        output, is_error = await call(server, "die")
+        assert is_error and "closed the connection" in output and "started again" in output
+        assert not wait_gone({first_pid})
+        output, is_error = await call(server, "pid")
+        assert not is_error
+        assert int(json.loads(output)["result"]) != first_pid
+    finally:
+        await server.aclose()
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_an_idempotent_call_meeting_a_dead_server_is_sent_again() -> None:
+    server = lab()
+    try:
+        await server.list_tools()
+        first_pid = int(json.loads((await call(server, "pid"))[0])["result"])
+        os.kill(first_pid, signal.SIGKILL)
+        assert not wait_gone({first_pid})
+        output, is_error = await call(server, "pid")
+    finally:
+        await server.aclose()
+    # pid is not annotated idempotent: the call fails once, the server restarts on the next
+    assert is_error and "started again" in output
+    server = lab(rules={"pid": ToolRule(idempotent=True)})
+    try:
+        await server.list_tools()
+        first_pid = int(json.loads((await call(server, "pid"))[0])["result"])
+        os.kill(first_pid, signal.SIGKILL)
+        assert not wait_gone({first_pid})
+        output, is_error = await call(server, "pid")
+    finally:
+        await server.aclose()
+    assert not is_error and int(json.loads(output)["result"]) != first_pid
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_server_errors_and_call_timeouts_are_error_observations() -> None:
+    server = lab(rules={"sleep": ToolRule(timeout=0.5)})
+    try:
+        await server.list_tools()
+        output, is_error = await call(server, "fail", message="boom")
+        assert is_error and "returned an error" in output
+        output, is_error = await call(server, "sleep", seconds=30)
+        assert is_error and "did not answer within 0.5 s (call timeout)" in output
+        assert await call(server, "sleep", seconds=0) == ('{"result": "slept 0.0"}', False)
+    finally:
+        await server.aclose()
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_a_server_that_never_answers_hits_the_connect_timeout() -> None:
+    silent = MCPServer.stdio(sys.executable, args=["-c", "import time; time.sleep(60)"],
+                             connect_timeout=1, errlog=subprocess.DEVNULL)
+    model = ScriptedModel(["Thought: no tools needed\nFinal Answer: ok"])
+    agent = Agent(model=model, tools=[silent])
+    try:
+        with pytest.raises(Exception, match="cannot list the tools of MCP server"):
+            await agent.arun("hi")
+        output, is_error = await call(silent, "anything")
+        assert is_error and "Unknown tool" in output
+        silent._server_names["x"] = "x"  # a listed tool, as if the server had answered before
+        output, is_error = await call(silent, "x")
+        assert is_error and "did not start within 1 s (connect timeout)" in output
+    finally:
+        await agent.aclose()
+
+
+# -- lifecycle ----------------------------------------------------------------------------
+
+def test_no_server_process_outlives_a_failed_run() -> None:
+    before = descendants()
+    model = ScriptedModel([react("pid", {})])  # then runs out of replies: the run errors
+    result = Agent(model=model, tools=[lab()]).run("pid?")
+    assert result.status == "error"
+    assert result.steps[0].observations[0].is_error is False
+    assert not wait_gone(descendants() - before)
+
+
+async def test_no_server_process_outlives_a_cancelled_run() -> None:
+    before = descendants()
+    model = ScriptedModel([react("sleep", {"seconds": 60})])
+    agent = Agent(model=model, tools=[lab()])
+    task = asyncio.create_task(agent.arun("sleep"))
+    for _ in range(400):  # until the server runs the call (bounded: 20 s)
+        await asyncio.sleep(0.05)
+        if descendants() - before:
+            break
+    await asyncio.sleep(0.5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await agent.aclose()
+    assert not wait_gone(descendants() - before)
+
+
+def test_no_server_process_outlives_an_event_loop_left_without_closing() -> None:
+    before = descendants()
+
+    async def forget() -> None:
+        server = lab()
+        await server.list_tools()  # started, never closed: asyncio.run's end must stop it
+
+    asyncio.run(forget())
+    assert not wait_gone(descendants() - before)
+
+
+# -- list changes -------------------------------------------------------------------------
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_tool_list_is_cached_and_refreshed_when_the_server_says_it_changed() -> None:
+    server = lab()
+    agent = Agent(model=ScriptedModel([
+        react("add_greeter", {}), "Thought: ok\nFinal Answer: added",
+        react("greet", {"name": "Ada"}), "Thought: ok\nFinal Answer: greeted"]),
+        tools=[server])
+    try:
+        first = await agent.arun("add a greeter")
+        assert first.final_answer == "added"
+        for _ in range(100):  # the change event arrives on its own (bounded: 5 s)
+            if "greet" in {t.name for t in await server.list_tools()}:
+                break
+            await asyncio.sleep(0.05)
+        second = await agent.arun("greet Ada")
+    finally:
+        await agent.aclose()
+    assert second.steps[0].observations[0].output == '{"result": "Hello, Ada!"}'
+    assert second.final_answer == "greeted"
+
+
+# -- durable sessions ---------------------------------------------------------------------
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_a_session_waiting_for_approval_resumes_with_a_new_server(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "sessions.db")
+    rules = {"count": ToolRule(requires_approval=True)}
+    first = Agent(model=ScriptedModel([react("count", {})]), tools=[lab(rules=rules)],
+                  store=store)
+    try:
+        waiting = await first.arun("count once")
+    finally:
+        await first.aclose()
+    assert waiting.status == "awaiting_approval"
+    # another agent (as in another process), another server process, the same store
+    second = Agent(model=ScriptedModel(["Thought: counted\nFinal Answer: 1"]),
+                   tools=[lab(rules=rules)], store=SQLiteStore(tmp_path / "sessions.db"))
+    try:
+        second.approve(waiting.session_id)
+        done = await second.aresume(waiting.session_id)
+    finally:
+        await second.aclose()
+    assert done.status == "completed"
+    record = done.steps[0].calls[0]
+    assert record.observation is not None and record.observation.output == '{"result": 1}'
+    # the session recorded the server (secrets aside), enough to rebuild it elsewhere
+    recorded = second.session(waiting.session_id).metadata["tool_sources"]
+    assert recorded == [lab().record()]
+    rebuilt = MCPServer.from_record(recorded[0], rules=rules)
+    assert rebuilt.config == lab().config
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_the_idempotency_key_reaches_the_server() -> None:
+    model = ScriptedModel([react("idempotency_key", {}), "Thought: ok\nFinal Answer: ok"])
+    agent = Agent(model=model, tools=[lab()])
+    try:
+        result = await agent.arun("key?")
+    finally:
+        await agent.aclose()
+    record = result.steps[0].calls[0]
+    assert record.observation is not None
+    key = json.loads(record.observation.output)["result"]
+    assert key == f"{result.session_id}:{record.call.id}"
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_concurrent_calls_meeting_a_dead_server_restart_it_once() -> None:
+    server = lab(rules={"pid": ToolRule(idempotent=True)})
+    try:
+        await server.list_tools()
+        first_pid = int(json.loads((await call(server, "pid"))[0])["result"])
+        os.kill(first_pid, signal.SIGKILL)
+        assert not wait_gone({first_pid})
+        results = await asyncio.gather(*(call(server, "pid") for _ in range(4)))
+    finally:
+        await server.aclose()
+    assert all(not is_error for _, is_error in results)
+    pids = {int(json.loads(output)["result"]) for output, _ in results}
+    assert len(pids) == 1 and first_pid not in pids

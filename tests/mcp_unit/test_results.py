@@ -1,0 +1,61 @@
+"""MCP call results as observation text, on the SDK's own content models."""
+
+from __future__ import annotations
+
+import base64
+
+import mcp_types as types
+
+from miniagent.mcp.results import describe_size, result_text
+
+
+def result(*content: object, structured: dict[str, object] | None = None,
+           is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=list(content), structured_content=structured,  # type: ignore[arg-type]
+                                is_error=is_error)
+
+
+def text(value: str) -> types.TextContent:
+    return types.TextContent(type="text", text=value)
+
+
+def test_text_parts_are_joined() -> None:
+    assert result_text(result(text("一行"), text("two"))) == "一行\ntwo"
+
+
+def test_structured_content_is_preferred_over_its_text_copy() -> None:
+    out = result_text(result(text('{"t": 1}'), structured={"t": 1, "城市": "東京"}))
+    assert out == '{"t": 1, "城市": "東京"}'
+
+
+def test_an_image_is_described_by_type_and_size() -> None:
+    data = base64.b64encode(b"\x89PNG" + b"\0" * 5_000_000).decode()
+    out = result_text(result(text("look:"), types.ImageContent(type="image", data=data,
+                                                                mime_type="image/png")))
+    assert out == "look:\n[image: image/png, 5.0 MB]"
+
+
+def test_audio_and_blob_resources_are_described() -> None:
+    audio = types.AudioContent(type="audio", data=base64.b64encode(b"x" * 2048).decode(),
+                               mime_type="audio/wav")
+    blob = types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(
+        uri="file:///a.bin", blob=base64.b64encode(b"abc").decode(),
+        mime_type="application/octet-stream"))
+    assert result_text(result(audio, blob)) == (
+        "[audio: audio/wav, 2.0 kB]\n[resource file:///a.bin: application/octet-stream, "
+        "3 bytes]")
+
+
+def test_text_resources_keep_their_text_and_links_are_listed() -> None:
+    embedded = types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
+        uri="file:///notes.txt", text="hello", mime_type="text/plain"))
+    link = types.ResourceLink(type="resource_link", name="Report", uri="https://x/r.pdf",
+                              mime_type="application/pdf", size=12_345)
+    assert result_text(result(embedded, link)) == (
+        "[resource file:///notes.txt]\nhello\n"
+        "[resource link: Report <https://x/r.pdf> (application/pdf, 12.3 kB)]")
+
+
+def test_sizes() -> None:
+    assert [describe_size(n) for n in (0, 999, 1000, 1_234_567)] == [
+        "0 bytes", "999 bytes", "1.0 kB", "1.2 MB"]
