@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from miniagent import defaults
 from miniagent.errors import UserError
 from miniagent.models.base import Capabilities, Model
+from miniagent.observe.describe import describe_model
+from miniagent.observe.jsonl import JsonlTracer
+from miniagent.observe.redact import model_secrets
 from miniagent.protocol.auto import AutoProtocol
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.hybrid import HybridProtocol
@@ -18,6 +22,7 @@ from miniagent.protocol.react import ReactProtocol
 from miniagent.protocol.tool_choice import check_choice
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
+from miniagent.runtime.compress import Compression
 from miniagent.runtime.driver import InProcessEffects, drive, random_id
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.loop import Rules
@@ -72,10 +77,23 @@ class Agent:
     schemas; backends that support constrained decoding (the embedded llama.cpp model, or a
     server given ``grammar_field``) then only produce well-formed steps.
 
+    With ``compress_at`` (estimated tokens as an int, characters as a string such as
+    ``"12000c"``), once the history sent to the model crosses it, the oldest rounds are
+    replaced by one summary block and the last ``keep_last`` rounds stay whole; ``compress``
+    says who writes the summary: ``"truncate"`` (results cut to about 200 characters) or
+    ``"model"`` (the model). See :mod:`miniagent.runtime.compress`.
+
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
     the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
     that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
     tool call, then ``auto`` (see :mod:`miniagent.protocol.tool_choice`). None sends nothing.
+
+    ``trace`` appends every event of every run to a JSONL file (see
+    :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
+
+    Given ``temporal`` (a ``temporalio`` client from :func:`miniagent.durable.connect`),
+    ``arun`` runs the session as a workflow on ``task_queue``, whose workers serve this agent's
+    model and tools (:func:`miniagent.durable.agent_worker`, or ``miniagent worker``).
     """
 
     def __init__(
@@ -99,7 +117,13 @@ class Agent:
         grammar: bool = True,
         protocol: ActionProtocol | None = None,
         on_event: Subscriber | None = None,
+        compress_at: int | str | None = None,
+        keep_last: int = 4,
+        compress: Literal["truncate", "model"] = "truncate",
         tool_choice: str | None = None,
+        trace: str | os.PathLike[str] | None = None,
+        temporal: Any = None,
+        task_queue: str = "miniagent",
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency)):
@@ -118,7 +142,14 @@ class Agent:
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver, self.on_interrupted = approver, on_interrupted
         self.bus = EventBus([on_event] if on_event else ())
+        self.compression = (Compression.of(compress_at, keep_last=keep_last, mode=compress)
+                            if compress_at is not None else None)
         self.tool_choice = _checked_choice(tool_choice, None if sources else self.registry.names)
+        self.tracer = None if trace is None else JsonlTracer(
+            trace, secrets=model_secrets(model), model=describe_model(model).name)
+        if self.tracer is not None:
+            self.bus.subscribe(self.tracer)
+        self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see durable
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
@@ -130,6 +161,10 @@ class Agent:
 
         ``on_event`` receives this run's events (besides the agent's subscribers).
         """
+        if self.temporal is not None:  # a session on the cluster, run by a worker there
+            from miniagent.durable.client import run_agent
+
+            return await run_agent(self, question, metadata=metadata)
         session = AgentSession.start(storable(question), id=random_id(), at=time.time(),
                                      metadata=metadata)
         self.store.save(session)
@@ -171,7 +206,7 @@ class Agent:
         return Rules(protocol=self.protocol, tools=tools, limits=self.limits,
                      instructions=self.instructions, temperature=self.temperature,
                      max_tokens=self.max_tokens, on_interrupted=self.on_interrupted,
-                     tool_choice=self.tool_choice)
+                     compression=self.compression, tool_choice=self.tool_choice)
 
     def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
                 *, force: bool = False) -> None:
@@ -234,6 +269,9 @@ class Agent:
         """Close the tool sources and the model's connections (a later run reopens them)."""
         await self.tools.aclose()
         await self.model.aclose()
+        if self.tracer is not None:
+            await self.bus.flush()  # what was emitted is written before the file closes
+            self.tracer.close()
 
 
 def _checked_choice(choice: str | None, names: list[str] | None) -> str | None:

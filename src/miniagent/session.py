@@ -10,7 +10,8 @@
 Every transition goes through :meth:`AgentSession.transition`, which checks it against
 ``ALLOWED`` and records it with the time it is given and a reason. ``phase`` says where the
 session goes on (``model``: it needs a model call; ``tools``: its last step has calls to run or
-to decide; ``done``). ``messages`` only ever grows.
+to decide; ``done``). ``messages`` only ever grows; a compaction (``compactions``) changes what the
+model is sent, not the messages.
 
 This module reads no clock and makes no id: both come from whoever drives the session, so the
 same inputs give the same saved session, byte for byte.
@@ -24,6 +25,7 @@ from typing import Any
 from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted
 from miniagent.types import (
     CallRecord,
+    Compaction,
     Message,
     PendingApproval,
     Phase,
@@ -34,8 +36,8 @@ from miniagent.types import (
 )
 
 SCHEMA_VERSION = 3
-"""Version 2 added ``phase`` and each call's recorded ``moves``, version 3 each message's
-``reasoning``; versions 1 and 2 still load."""
+"""Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions`` and
+each message's ``reasoning``; versions 1 and 2 still load."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -79,6 +81,9 @@ class AgentSession:
     created_at: float = 0.0
     updated_at: float = 0.0
     elapsed: float = 0.0
+    compactions: list[Compaction] = field(default_factory=list)
+    """Each replacement of the oldest rounds by a summary in what the model is sent
+    (``messages`` keeps them all; see :mod:`miniagent.runtime.compress`)."""
 
     @classmethod
     def start(cls, question: str, *, id: str, at: float,

@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace."""
 
 from __future__ import annotations
 
@@ -24,10 +24,15 @@ from miniagent.cli.common import (
     positive_seconds,
     show_progress,
 )
+from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.loading import load_tools
+from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
+from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
+from miniagent.cli.temporal_cmd import worker as worker_cmd
+from miniagent.cli.trace_cmd import trace_app
 from miniagent.errors import UserError
 
 app = typer.Typer(
@@ -35,6 +40,9 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(trace_app, name="trace")
+app.command("worker")(worker_cmd)
+app.command("eval")(eval_command)
 
 
 @app.callback()
@@ -65,6 +73,14 @@ def run(
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
+    compress_at: Annotated[str | None, typer.Option(help="Summarise the oldest rounds once the history crosses this size: estimated tokens (8000) or characters (12000c).")] = None,  # noqa: E501
+    keep_last: Annotated[int, typer.Option(min=1, help="Rounds kept whole by --compress-at.")] = 4,
+    compress: Annotated[str, typer.Option(help="Who writes the summary: truncate (results cut to ~200 characters) or model.")] = "truncate",  # noqa: E501
+    trace: TraceOption = None,
+    otlp: OtlpOption = None,
+    otlp_content: OtlpContentOption = False,
+    temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "miniagent",
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(
@@ -73,14 +89,20 @@ def run(
         tools=[_absolute(t) for t in tools or []], workspace=str(workspace.resolve()),
         max_steps=max_steps, timeout=timeout, request_timeout=request_timeout,
         max_tokens=max_tokens, model_path=model_path, grammar=grammar,
-        grammar_field=grammar_field, stream=stream, tool_choice=tool_choice,
+        grammar_field=grammar_field, compress_at=compress_at, keep_last=keep_last,
+        compress=compress, stream=stream, tool_choice=tool_choice,
     )
+    if temporal:  # the model and tools are the workers'; this process follows the trace
+        from miniagent.cli.temporal_cmd import run_remote
+
+        run_remote(question, config, temporal, task_queue, as_json=as_json, detach=detach)
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=verbose), interrupted(tracker, store):
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        result = agent.run(question, metadata=config.metadata(), on_event=tracker)
+        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
+            result = agent.run(question, metadata=config.metadata(), on_event=tracker)
     finish(result, as_json=as_json, store=store)
 
 

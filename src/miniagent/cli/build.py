@@ -46,6 +46,9 @@ class RunConfig:
     model_path: str | None = None
     grammar: bool = True
     grammar_field: str | None = None
+    compress_at: str | None = None
+    keep_last: int = 4
+    compress: str = "truncate"
     stream: bool = False
     tool_choice: str | None = None
 
@@ -106,6 +109,8 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
                  timeout=config.timeout, store=store, grammar=config.grammar,
                  max_tokens=config.max_tokens or default_tokens,
                  approver=ask_in_terminal if interactive else None,
+                 compress_at=config.compress_at, keep_last=config.keep_last,
+                 compress=config.compress,  # type: ignore[arg-type]  # checked by Agent
                  tool_choice=config.tool_choice)
 
 

@@ -8,11 +8,20 @@ subscribe, and the loop never prints::
 Spans nest: a run's span holds its steps' spans; a step's span holds its model call and its
 tool calls. Every model call and every tool call has a start and an end event
 (``model_started`` then ``model_responded`` or ``model_failed``; ``tool_started`` then
-``tool_finished``). ``at`` is the driver's clock (seconds since the epoch in-process).
+``tool_finished``); the summary call of ``compress="model"`` is reported by the
+``context_compacted`` event that records its compaction. ``at`` is the driver's clock
+(seconds since the epoch in-process).
 
 A streaming model (``OpenAICompatibleModel(stream=True)``) adds ``model_delta`` events between
 ``model_started`` and ``model_responded``, in the model call's span: each piece of text as it
 is written. They come from the transport through the driver, not from the step logic.
+
+A ``guard_intervened`` event is no span of its own: its ``span_id`` is the step (or run) it
+happened in. It reports every guard that changed what the model sees or how the run ends: a
+repeated call answered with a reminder (``repeat``) or stopped (``loop_stop``), calls beyond the
+per-step limit (``call_limit``), output that was neither an action nor an answer
+(``format_error``), a truncated observation (``truncated``), and ``max_steps`` /
+``token_budget``.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from miniagent.types import (
+    Compaction,
     ModelRequest,
     ModelResponse,
     Observation,
@@ -34,6 +44,8 @@ EventKind = Literal[
     "run_started", "step_started", "model_started", "model_delta", "model_responded",
     "model_failed",
     "tool_started", "tool_finished", "approval_requested", "step_finished", "run_finished",
+    "context_compacted",
+    "guard_intervened",
 ]
 
 
@@ -86,6 +98,8 @@ class ModelResponded(Event):
     response: ModelResponse
     parsed: ParsedOutput
     elapsed: float
+    retried: ModelRequest | None = None
+    """The request answered when the protocol retried the started one (``recover``)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -93,6 +107,8 @@ class ModelFailed(Event):
     kind: ClassVar[EventKind] = "model_failed"
     error: str
     elapsed: float
+    error_type: str = ""
+    """The exception's class name (``ModelTimeout``, ``ModelHTTPError``, ...)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -115,6 +131,14 @@ class ApprovalRequested(Event):
 
 
 @dataclass(kw_only=True, slots=True)
+class ContextCompacted(Event):
+    """The oldest rounds were replaced by a summary before this step's model call."""
+
+    kind: ClassVar[EventKind] = "context_compacted"
+    compaction: Compaction
+
+
+@dataclass(kw_only=True, slots=True)
 class StepFinished(Event):
     kind: ClassVar[EventKind] = "step_finished"
 
@@ -123,3 +147,15 @@ class StepFinished(Event):
 class RunFinished(Event):
     kind: ClassVar[EventKind] = "run_finished"
     result: RunResult
+
+
+GuardName = Literal["repeat", "loop_stop", "call_limit", "format_error", "truncated",
+                    "max_steps", "token_budget"]
+
+
+@dataclass(kw_only=True, slots=True)
+class GuardIntervened(Event):
+    kind: ClassVar[EventKind] = "guard_intervened"
+    guard: GuardName
+    detail: str
+    call_id: str | None = None
