@@ -85,6 +85,7 @@ async def test_react_streams_deltas_to_subscribers_in_order() -> None:
     assert all(r["stream"] is True for r in stub.requests)
     assert stub.requests[0]["stream_options"] == {"include_usage": True}
     assert stub.requests[0]["stop"][0] == "\nObservation:"
+    assert stub.connections == 1  # a stream read to its end leaves the connection reusable
 
 
 @pytest.mark.parametrize("style", [VLLM, LLAMA_CPP, OLLAMA, REPEATED_NAME, SHARED_INDEX],

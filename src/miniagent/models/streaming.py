@@ -103,11 +103,12 @@ class StreamAccumulator:
     # -- input --------------------------------------------------------------------------
 
     def feed(self, data: str) -> bool:
-        """Read one event's data; return True when nothing more should be read."""
+        """Read one event's data; return True when nothing more should be read (a stop word
+        or an error: the connection is then closed)."""
         self.events += 1
         if data.strip() == "[DONE]":
             self.done = True
-            return True
+            return False  # the body ends right after: read it out, the connection stays
         try:
             chunk = loads_limited(data, max_depth=_MAX_CHUNK_DEPTH)
         except (JSONLimitError, ValueError):
