@@ -25,6 +25,8 @@ SCRIPTS = {
     "fetch it": [act("slow_fetch", {"key": "k"}), "Final Answer: fetched"],
     "append it": [act("slow_append", {"text": "two"}), "Final Answer: appended"],
     "transfer money": [act("transfer", {"amount": 100}), "Final Answer: done"],
+    "time in Tokyo": [act("get_current_time", {"timezone": "Asia/Tokyo"}),
+                      "Final Answer: it is late in Tokyo"],
 }
 
 
@@ -53,11 +55,11 @@ class Processes:
                         COLUMNS="150", PYTHONPATH=os.pathsep.join(sys.path))
         self.running: list[subprocess.Popen[str]] = []
 
-    def worker(self, task_queue: str, mode: str = "react", **env: str
+    def worker(self, task_queue: str, mode: str = "react", *extra: str, **env: str
                ) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "miniagent", "worker", "--temporal", self.address,
-             "--task-queue", task_queue, "--tools", TOOLS, "--mode", mode],
+             "--task-queue", task_queue, "--tools", TOOLS, "--mode", mode, *extra],
             env={**self.env, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL, text=True)
         self.running.append(proc)

@@ -23,6 +23,14 @@ from rich.console import Console
 from miniagent.cli.build import RunConfig, build_model
 from miniagent.cli.common import EXIT_CODES, cli_errors, echo_json
 from miniagent.cli.display import terminal
+from miniagent.cli.mcp_cmd import (
+    McpApproveOption,
+    McpHeaderOption,
+    McpOption,
+    McpUrlOption,
+    mcp_servers,
+    parse_headers,
+)
 from miniagent.cli.safe_text import markup, visible
 from miniagent.errors import ConfigError
 from miniagent.types import Step
@@ -84,6 +92,10 @@ def worker(
     api_key: Annotated[str | None, typer.Option(help="API key [env: MINIAGENT_API_KEY, OPENAI_API_KEY]")] = None,  # noqa: E501
     mode: Annotated[str, typer.Option(help="react, native or auto")] = "auto",
     request_timeout: Annotated[float, typer.Option(help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
+    mcp: McpOption = None,
+    mcp_url: McpUrlOption = None,
+    mcp_header: McpHeaderOption = None,
+    mcp_approve: McpApproveOption = None,
 ) -> None:
     """Serve sessions of TASK_QUEUE on a Temporal cluster: model calls and tool calls run here."""
     from miniagent.cli.build import env
@@ -97,7 +109,8 @@ def worker(
                            request_timeout=request_timeout)
         sources: list[Any] = [load_tools([str(Path(t).resolve()) if t.endswith(".py") else t
                                           for t in tools or []], workspace.resolve())]
-        # MCP servers are tool sources too: sources += mcp_sources(mcp)
+        sources += mcp_servers(list(mcp or []), list(mcp_url or []),  # MCP servers too
+                               headers=parse_headers(mcp_header), approve=list(mcp_approve or []))
         llm = build_model(config, api_key)
         _run(lambda: _serve(temporal, task_queue, llm, sources))
 
@@ -111,7 +124,11 @@ async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any]) ->
     names = ", ".join(t.name for tools in listed for t in tools) or "none"
     typer.echo(visible(f"miniagent worker: serving task queue {task_queue} at {address} "
                        f"(tools: {names}); Ctrl-C stops"), err=True)
-    await serving.run()
+    try:
+        await serving.run()
+    finally:  # MCP server processes end with the worker
+        for source in sources:
+            await source.aclose()
 
 
 # -- miniagent run --temporal -------------------------------------------------------------
