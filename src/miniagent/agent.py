@@ -24,7 +24,8 @@ from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.store.memory import MemoryStore
 from miniagent.sync import run_coroutine
 from miniagent.text import storable
-from miniagent.tools.registry import Tool, ToolRegistry
+from miniagent.tools.agent_tool import DEFAULT_MAX_DEPTH, AgentTool
+from miniagent.tools.registry import ApprovalRule, Tool, ToolRegistry
 from miniagent.tools.source import ToolSet, ToolSource
 from miniagent.types import RunResult
 
@@ -67,6 +68,9 @@ class Agent:
     With ``grammar`` (the default), ReAct requests carry a GBNF grammar built from the tools'
     schemas; backends that support constrained decoding (the embedded llama.cpp model, or a
     server given ``grammar_field``) then only produce well-formed steps.
+
+    With ``tool_selection=K``, each request offers only the ``K`` tools most relevant to the
+    conversation so far, plus those already called (see :mod:`miniagent.runtime.selection`).
     """
 
     def __init__(
@@ -90,9 +94,11 @@ class Agent:
         grammar: bool = True,
         protocol: ActionProtocol | None = None,
         on_event: Subscriber | None = None,
+        tool_selection: int | None = None,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
-                             ("tool_concurrency", tool_concurrency)):
+                             ("tool_concurrency", tool_concurrency),
+                             ("tool_selection", 1 if tool_selection is None else tool_selection)):
             if value < 1:
                 raise UserError(f"{label} must be at least 1, got {value}")
         self.model = model
@@ -108,6 +114,7 @@ class Agent:
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver, self.on_interrupted = approver, on_interrupted
         self.bus = EventBus([on_event] if on_event else ())
+        self.tool_selection = tool_selection
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
@@ -157,7 +164,31 @@ class Agent:
     def _rules(self, tools: ToolRegistry) -> Rules:
         return Rules(protocol=self.protocol, tools=tools, limits=self.limits,
                      instructions=self.instructions, temperature=self.temperature,
-                     max_tokens=self.max_tokens, on_interrupted=self.on_interrupted)
+                     max_tokens=self.max_tokens, on_interrupted=self.on_interrupted,
+                     tool_selection=self.tool_selection)
+
+    def as_tool(self, *, name: str, description: str,
+                max_depth: int = DEFAULT_MAX_DEPTH, requires_approval: ApprovalRule = False,
+                timeout: float | None = None) -> AgentTool:
+        """This agent as a tool of another agent: it answers the ``question`` argument.
+
+        The sub-run goes through this agent's own loop and store; its steps, usage and status
+        are recorded on the parent's call, its tokens count in the parent's usage, and a call
+        of it that needs approval makes the parent wait (see :mod:`miniagent.tools.agent_tool`).
+
+        Example:
+            >>> from miniagent import ScriptedModel
+            >>> helper = Agent(model=ScriptedModel(["Final Answer: 42"]))
+            >>> boss = Agent(model=ScriptedModel([
+            ...     'Action: ask_helper\\nAction Input: {"question": "6 times 7?"}',
+            ...     "Final Answer: the helper says 42"]),
+            ...     tools=[helper.as_tool(name="ask_helper", description="Knows arithmetic.")])
+            >>> result = boss.run("What is 6 times 7?")
+            >>> result.final_answer, result.steps[0].calls[0].observation.sub_run.status
+            ('the helper says 42', 'completed')
+        """
+        return AgentTool(self, name=name, description=description, max_depth=max_depth,
+                         requires_approval=requires_approval, timeout=timeout)
 
     def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
                 *, force: bool = False) -> None:

@@ -22,7 +22,7 @@ from typing import Protocol
 from miniagent.errors import ModelError
 from miniagent.protocol.base import ActionProtocol
 from miniagent.runtime import events as ev
-from miniagent.runtime import incoming
+from miniagent.runtime import incoming, subruns
 from miniagent.runtime.approvals import (
     InterruptedPolicy,
     apply_decision,
@@ -30,6 +30,7 @@ from miniagent.runtime.approvals import (
     recover_interrupted,
 )
 from miniagent.runtime.guards import Limits, LoopDetector, too_many_calls, truncate_observation
+from miniagent.runtime.selection import offer
 from miniagent.session import AgentSession
 from miniagent.tool_context import ToolContext
 from miniagent.types import (
@@ -114,6 +115,8 @@ class Rules:
     temperature: float | None = None
     max_tokens: int | None = None
     on_interrupted: InterruptedPolicy = "ask"
+    tool_selection: int | None = None
+    """Offer each request only this many tools, the most relevant (see runtime/selection.py)."""
 
 
 class StepLogic:
@@ -166,9 +169,11 @@ class StepLogic:
         index = len(session.steps) + 1
         span = self._step_spans[index] = self.fx.new_id()
         self._emit(ev.StepStarted, session, span=span, parent=self._run_span, step=index)
-        response, parsed, elapsed = await self._generate(session, index)
+        tools, offered = offer(self.rules.tools.listed(), self.rules.tool_selection,
+                               session.messages, session.steps)
+        response, parsed, elapsed = await self._generate(session, index, tools)
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
-                    usage=response.usage, model_time=elapsed)
+                    usage=response.usage, model_time=elapsed, offered_tools=offered)
         session.steps.append(step)
         session.usage = session.usage + response.usage
         if parsed.kind == "final":
@@ -195,11 +200,10 @@ class StepLogic:
                       f"used {used:,} tokens of a budget of {limits.token_budget:,}")
         return session.done
 
-    async def _generate(self, session: AgentSession, index: int
+    async def _generate(self, session: AgentSession, index: int, tools: Sequence[ToolLike]
                         ) -> tuple[ModelResponse, ParsedOutput, float]:
         """Render, call the model (once more if the protocol can recover), parse."""
         rules, step_span = self.rules, self._step_spans[index]
-        tools = rules.tools.listed()
         request = self._settings(rules.protocol.render(session.messages, tools,
                                                        rules.instructions))
         span, started = self.fx.new_id(), self.fx.now()
@@ -352,17 +356,18 @@ class StepLogic:
             self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
                        call=record.call)
             context = ToolContext.for_call(session.id, record.call.id, record.call.name,
-                                           step.index, session.metadata)
+                                           step.index, session.metadata,
+                                           decision=subruns.relayed_decision(record))
             observation = incoming.observation(await self.fx.run_tool(record.call, context))
         finally:
             if slots is not None:
                 slots.release()
         observation.output = truncate_observation(
             observation.output, self.rules.limits.max_observation_chars)
-        record.observation = observation
-        record.move("completed", "the tool returned", self.fx.now())
+        session.usage = subruns.settle(session.usage, record, observation, at=self.fx.now())
         step.tool_time = max(step.tool_time, observation.elapsed)
-        await self._checkpoint(session, record)  # completed is on disk as soon as it is known
+        # completed is on disk as soon as it is known (with a sub-run's usage: all of it)
+        await self._checkpoint(session, None if observation.sub_run else record)
         self._emit(ev.ToolFinished, session, span=span, parent=parent, step=step.index,
                    call=record.call, observation=observation)
 

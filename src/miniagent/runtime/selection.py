@@ -1,0 +1,220 @@
+"""Tool selection: each model request offers only the tools relevant to the conversation.
+
+Past a dozen tools a model picks worse and every request carries every schema. With
+``Agent(tool_selection=K)`` the step logic asks :func:`select_tools` before it renders a
+request: the tools are ranked by Okapi BM25 over their names, descriptions and parameter names
+(and parameter descriptions), the query being what the user and the model have written so far
+(tool results are left out: they are data, often long, and may carry text a tool's author did
+not write). The request offers the ``K`` best, plus every tool the run has already called,
+in registration order, so the prompt stays the same while the choice does not change.
+
+Tokens are lower-cased words split at ``snake_case`` and ``camelCase`` boundaries, with a
+plural ``s`` dropped; a run of Chinese or Japanese characters gives its single characters and
+its overlapping pairs, which match words of one or two characters without a word segmenter.
+
+Nothing here reads a clock or draws a random number: the same history and tools give the same
+choice, which the step logic records in the step (:attr:`~miniagent.types.Step.offered_tools`).
+A registered tool that was not offered still validates and runs when the model calls it (the
+registry is the allow-list, the selection only keeps the prompt short); it then counts as used
+and is offered from the next request on.
+
+Example:
+    >>> from miniagent.tools.registry import tool
+    >>> @tool
+    ... def get_weather(city: str) -> str:
+    ...     '''Current weather of a city.'''
+    ...     return "sunny"
+    >>> @tool
+    ... def convert_currency(amount: float, to: str) -> str:
+    ...     '''Convert money between currencies.'''
+    ...     return "1"
+    >>> from miniagent.types import Message
+    >>> chosen = select_tools([get_weather, convert_currency], 1,
+    ...                       [Message(role="user", content="What is the weather in Paris?")])
+    >>> [t.name for t in chosen]
+    ['get_weather']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from miniagent.types import Message, Step, ToolLike
+
+__all__ = ["ToolIndex", "offer", "select_tools", "tokenize", "used_tools"]
+
+K1, B = 1.2, 0.75
+"""The usual Okapi BM25 constants (term saturation, length normalisation)."""
+
+_WORD = re.compile(r"[^\W\d_]+|\d+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_STOP = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
+    "i", "in", "into", "is", "it", "me", "my", "of", "on", "or", "please", "that", "the", "this",
+    "to", "use", "what", "when", "where", "which", "who", "will", "with", "you", "your"})
+_CJK_STOP = frozenset("的了是吗呢吧啊我你请把在和与")
+
+
+def tokenize(text: str) -> list[str]:
+    """The index terms of ``text``.
+
+    Example:
+        >>> tokenize("getWeatherForecast for the cities")
+        ['get', 'weather', 'forecast', 'city']
+        >>> tokenize("北京天气")
+        ['北', '京', '天', '气', '北京', '京天', '天气']
+    """
+    terms: list[str] = []
+    for part in _CJK.split(_CAMEL.sub(" ", text)):
+        terms.extend(_latin_terms(part))
+    for run in _CJK.findall(text):
+        terms.extend(_cjk_terms(run))
+    return terms
+
+
+def _latin_terms(text: str) -> Iterable[str]:
+    for word in _WORD.findall(text):
+        word = word.lower()
+        if word in _STOP:
+            continue
+        yield _singular(word)
+
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _cjk_terms(run: str) -> list[str]:
+    singles = [ch for ch in run if ch not in _CJK_STOP]
+    pairs = [run[i:i + 2] for i in range(len(run) - 1)]
+    return singles + pairs
+
+
+def tool_text(tool: ToolLike) -> str:
+    """What a tool is indexed by: its name, description, parameter names and descriptions."""
+    parts = [tool.name, tool.description or ""]
+    properties = tool.parameters.get("properties") if isinstance(tool.parameters, dict) else None
+    if isinstance(properties, dict):
+        for name, schema in properties.items():
+            parts.append(str(name))
+            if isinstance(schema, dict) and isinstance(schema.get("description"), str):
+                parts.append(schema["description"])
+    return " ".join(parts)
+
+
+class ToolIndex:
+    """A BM25 index of tools, built once per tool set.
+
+    Args:
+        tools: the tools, in the order they are offered.
+    """
+
+    def __init__(self, tools: Sequence[ToolLike]) -> None:
+        self.tools = list(tools)
+        self._docs = [Counter(tokenize(tool_text(t))) for t in self.tools]
+        lengths = [sum(doc.values()) for doc in self._docs]
+        self._lengths = lengths
+        self._average = (sum(lengths) / len(lengths)) if lengths else 0.0
+        frequency: Counter[str] = Counter()
+        for doc in self._docs:
+            frequency.update(doc.keys())
+        count = len(self._docs)
+        # the non-negative idf variant: a term in most tools still counts a little
+        self._idf = {term: math.log(1 + (count - n + 0.5) / (n + 0.5))
+                     for term, n in frequency.items()}
+
+    def scores(self, query: str) -> list[float]:
+        """The BM25 score of every tool for ``query``, in tool order."""
+        terms = Counter(tokenize(query))
+        return [self._score(doc, length, terms)
+                for doc, length in zip(self._docs, self._lengths)]
+
+    def _score(self, doc: Counter[str], length: int, terms: Counter[str]) -> float:
+        total = 0.0
+        norm = K1 * (1 - B + B * length / self._average) if self._average else K1
+        for term, times in terms.items():
+            tf = doc.get(term)
+            if tf:
+                total += times * self._idf[term] * tf * (K1 + 1) / (tf + norm)
+        return total
+
+    def top(self, query: str, k: int) -> list[int]:
+        """Positions of the ``k`` best tools for ``query`` (ties: the earlier tool), matching
+        ones only."""
+        scores = self.scores(query)
+        ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        return [i for i in ranked[:k] if scores[i] > 0]
+
+
+_INDEXES: OrderedDict[tuple[Any, ...], ToolIndex] = OrderedDict()
+_CACHE_SIZE = 16
+
+
+def index_for(tools: Sequence[ToolLike]) -> ToolIndex:
+    """The index of this tool set, built once and kept for the next requests (a bounded cache
+    keyed by the tools' names and the identity of their schemas; an entry keeps them alive)."""
+    key = tuple((t.name, id(t.parameters), t.description) for t in tools)
+    index = _INDEXES.get(key)
+    if index is None:
+        index = _INDEXES[key] = ToolIndex(tools)
+        if len(_INDEXES) > _CACHE_SIZE:
+            _INDEXES.popitem(last=False)
+    else:
+        _INDEXES.move_to_end(key)
+    return index
+
+
+def conversation_text(messages: Sequence[Message]) -> str:
+    """The query: what the user and the model wrote (tool results left out)."""
+    return "\n".join(m.content for m in messages
+                     if m.role in ("user", "assistant") and isinstance(m.content, str))
+
+
+def used_tools(messages: Sequence[Message]) -> set[str]:
+    """Names of the tools the model has called in this history."""
+    return {call.name for m in messages for call in m.tool_calls if isinstance(call.name, str)}
+
+
+def select_tools(tools: Sequence[ToolLike], k: int, messages: Sequence[Message],
+                 previous: Sequence[str] | None = None) -> list[ToolLike]:
+    """The tools to offer for the next request of this history.
+
+    Args:
+        tools: every tool of the run, in registration order.
+        k: how many tools to choose by relevance.
+        messages: the history so far.
+        previous: the names offered by the previous request; they stand when nothing in the
+            conversation matches any tool (the first request then offers the first ``k``).
+
+    Returns:
+        The ``k`` most relevant tools plus those already called, in registration order;
+        every tool when there are no more than ``k``.
+    """
+    if len(tools) <= k:
+        return list(tools)
+    chosen = set(index_for(tools).top(conversation_text(messages), k))
+    if not chosen:
+        names = set(previous) if previous else {t.name for t in tools[:k]}
+        chosen = {i for i, t in enumerate(tools) if t.name in names}
+    called = used_tools(messages)
+    return [t for i, t in enumerate(tools) if i in chosen or t.name in called]
+
+
+def offer(tools: Sequence[ToolLike], k: int | None, messages: Sequence[Message],
+          steps: Sequence[Step]) -> tuple[list[ToolLike], list[str] | None]:
+    """What the step logic offers the next request, and the names to record in its step
+    (``None`` when there is no selection: every tool is offered)."""
+    if k is None:
+        return list(tools), None
+    previous = steps[-1].offered_tools if steps else None
+    chosen = select_tools(tools, k, messages, previous)
+    return chosen, [t.name for t in chosen]
