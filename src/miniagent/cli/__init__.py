@@ -59,6 +59,7 @@ def run(
     model_path: Annotated[str | None, typer.Option(help="GGUF file for the embedded model, used when no --base-url is set [env: MINIAGENT_MODEL_PATH]")] = None,  # noqa: E501
     grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True,  # noqa: E501
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501
+    max_tools: Annotated[int | None, typer.Option(min=1, help="Offer each model request only the K tools most relevant to the conversation (plus those already used).")] = None,  # noqa: E501
     store: StoreOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
@@ -71,7 +72,7 @@ def run(
         tools=[_absolute(t) for t in tools or []], workspace=str(workspace.resolve()),
         max_steps=max_steps, timeout=timeout, request_timeout=request_timeout,
         max_tokens=max_tokens, model_path=model_path, grammar=grammar,
-        grammar_field=grammar_field,
+        grammar_field=grammar_field, max_tools=max_tools,
     )
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()

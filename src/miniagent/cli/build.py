@@ -46,6 +46,7 @@ class RunConfig:
     model_path: str | None = None
     grammar: bool = True
     grammar_field: str | None = None
+    max_tools: int | None = None
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -102,7 +103,7 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
     default_tokens = defaults.MAX_TOKENS if config.base_url else 256
     return Agent(model=model, tools=registry, max_steps=config.max_steps,
                  timeout=config.timeout, store=store, grammar=config.grammar,
-                 max_tokens=config.max_tokens or default_tokens,
+                 max_tokens=config.max_tokens or default_tokens, tool_selection=config.max_tools,
                  approver=ask_in_terminal if interactive else None)
 
 

@@ -6,7 +6,10 @@ request: the tools are ranked by Okapi BM25 over their names, descriptions and p
 (and parameter descriptions), the query being what the user and the model have written so far
 (tool results are left out: they are data, often long, and may carry text a tool's author did
 not write). The request offers the ``K`` best, plus every tool the run has already called,
-in registration order, so the prompt stays the same while the choice does not change.
+in registration order, so the prompt stays the same while the choice does not change. When
+fewer than ``K`` tools match, the rest of the ``K`` places go to the tools the previous request
+offered, then to the first tools registered: a lexical index misses paraphrases, and a model
+given a few more tools can still find the right one.
 
 Tokens are lower-cased words split at ``snake_case`` and ``camelCase`` boundaries, with a
 plural ``s`` dropped; a run of Chinese or Japanese characters gives its single characters and
@@ -147,12 +150,13 @@ class ToolIndex:
                 total += times * self._idf[term] * tf * (K1 + 1) / (tf + norm)
         return total
 
-    def top(self, query: str, k: int) -> list[int]:
-        """Positions of the ``k`` best tools for ``query`` (ties: the earlier tool), matching
-        ones only."""
-        scores = self.scores(query)
-        ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-        return [i for i in ranked[:k] if scores[i] > 0]
+    def top(self, query: str, k: int, preferred: Iterable[str] = ()) -> list[int]:
+        """Positions of the ``k`` best tools for ``query``; among equal scores (no match at all,
+        say) the ``preferred`` names first, then the earlier tool."""
+        scores, first = self.scores(query), set(preferred)
+        ranked = sorted(range(len(scores)),
+                        key=lambda i: (-scores[i], self.tools[i].name not in first, i))
+        return ranked[:k]
 
 
 _INDEXES: OrderedDict[tuple[Any, ...], ToolIndex] = OrderedDict()
@@ -192,8 +196,9 @@ def select_tools(tools: Sequence[ToolLike], k: int, messages: Sequence[Message],
         tools: every tool of the run, in registration order.
         k: how many tools to choose by relevance.
         messages: the history so far.
-        previous: the names offered by the previous request; they stand when nothing in the
-            conversation matches any tool (the first request then offers the first ``k``).
+        previous: the names offered by the previous request: among tools the conversation
+            matches equally (or not at all) these come first, so that the offer changes only
+            when the evidence does (the first request then fills up with the first tools).
 
     Returns:
         The ``k`` most relevant tools plus those already called, in registration order;
@@ -201,10 +206,7 @@ def select_tools(tools: Sequence[ToolLike], k: int, messages: Sequence[Message],
     """
     if len(tools) <= k:
         return list(tools)
-    chosen = set(index_for(tools).top(conversation_text(messages), k))
-    if not chosen:
-        names = set(previous) if previous else {t.name for t in tools[:k]}
-        chosen = {i for i, t in enumerate(tools) if t.name in names}
+    chosen = set(index_for(tools).top(conversation_text(messages), k, previous or ()))
     called = used_tools(messages)
     return [t for i, t in enumerate(tools) if i in chosen or t.name in called]
 
