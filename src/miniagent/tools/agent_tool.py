@@ -81,6 +81,7 @@ class AgentTool:
         if max_depth < 1:
             raise UserError(f"max_depth must be at least 1, got {max_depth}")
         self.agent, self.max_depth = agent, max_depth
+        self._closing = False
         # idempotent: running it again resumes the same sub-session
         self.tool = Tool.from_schema(name=name, description=description, parameters=PARAMETERS,
                                      fn=self._answer, idempotent=True, timeout=timeout,
@@ -100,8 +101,15 @@ class AgentTool:
         return await ToolRegistry([self.tool]).execute(call)
 
     async def aclose(self) -> None:
-        """Close the sub-agent's tools and model (a later run reopens them)."""
-        await self.agent.aclose()
+        """Close the sub-agent's tools and model (a later run reopens them); an agent among
+        its own tools, directly or through others, is closed once."""
+        if self._closing:
+            return
+        self._closing = True
+        try:
+            await self.agent.aclose()
+        finally:
+            self._closing = False
 
     async def _answer(self, arguments: dict[str, Any]) -> Observation:
         context = current_context()
