@@ -11,15 +11,24 @@ fewer than ``K`` tools match, the rest of the ``K`` places go to the tools the p
 offered, then to the first tools registered: a lexical index misses paraphrases, and a model
 given a few more tools can still find the right one.
 
-Tokens are lower-cased words split at ``snake_case`` and ``camelCase`` boundaries, with a
-plural ``s`` dropped; a run of Chinese or Japanese characters gives its single characters and
-its overlapping pairs, which match words of one or two characters without a word segmenter.
+Tokens are lower-cased words split at ``snake_case`` and ``camelCase`` boundaries, with common
+English endings (plural, ``-ing``, ``-ed``, ``-er``) cut; a run of Chinese or Japanese
+characters gives its single characters and its overlapping pairs, which match words of one or
+two characters without a word segmenter.
 
 Nothing here reads a clock or draws a random number: the same history and tools give the same
 choice, which the step logic records in the step (:attr:`~miniagent.types.Step.offered_tools`).
 A registered tool that was not offered still validates and runs when the model calls it (the
 registry is the allow-list, the selection only keeps the prompt short); it then counts as used
 and is offered from the next request on.
+
+When the offer changes between two requests, the tools' part of the prompt changes with it, so
+a server cannot reuse its prefix cache across that step (the history itself stays append-only).
+Offering the same set in the same order while the evidence does not change keeps that rare.
+
+BM25 is written out here (some forty lines) rather than taken from ``rank-bm25`` or ``bm25s``:
+both need numpy (``bm25s`` scipy too), which miniagent's core does not depend on, and an index
+of a few dozen short tool descriptions needs no matrices.
 
 Example:
     >>> from miniagent.tools.registry import tool
@@ -67,8 +76,8 @@ def tokenize(text: str) -> list[str]:
     """The index terms of ``text``.
 
     Example:
-        >>> tokenize("getWeatherForecast for the cities")
-        ['get', 'weather', 'forecast', 'city']
+        >>> tokenize("getCityForecast for the cities")
+        ['get', 'city', 'forecast', 'city']
         >>> tokenize("北京天气")
         ['北', '京', '天', '气', '北京', '京天', '天气']
     """
@@ -85,14 +94,24 @@ def _latin_terms(text: str) -> Iterable[str]:
         word = word.lower()
         if word in _STOP:
             continue
-        yield _singular(word)
+        yield _stem(word)
 
 
-def _singular(word: str) -> str:
+def _stem(word: str) -> str:
+    """A light suffix stemmer (plural, -ing, -ed, -er), the same for tools and questions:
+    ``reminders`` and ``remind``, ``raining`` and ``rain`` meet."""
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
+    if len(word) > 4 and word.endswith("es") and word[:-2].endswith(("ss", "x", "z", "ch", "sh")):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed", "er"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            word = word[:-len(suffix)]
+            if len(word) > 4 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+                word = word[:-1]  # planning -> plann -> plan
+            break
     return word
 
 
@@ -123,32 +142,29 @@ class ToolIndex:
 
     def __init__(self, tools: Sequence[ToolLike]) -> None:
         self.tools = list(tools)
-        self._docs = [Counter(tokenize(tool_text(t))) for t in self.tools]
-        lengths = [sum(doc.values()) for doc in self._docs]
-        self._lengths = lengths
-        self._average = (sum(lengths) / len(lengths)) if lengths else 0.0
-        frequency: Counter[str] = Counter()
-        for doc in self._docs:
-            frequency.update(doc.keys())
-        count = len(self._docs)
-        # the non-negative idf variant: a term in most tools still counts a little
-        self._idf = {term: math.log(1 + (count - n + 0.5) / (n + 0.5))
-                     for term, n in frequency.items()}
+        docs = [Counter(tokenize(tool_text(t))) for t in self.tools]
+        lengths = [sum(doc.values()) for doc in docs]
+        average = (sum(lengths) / len(lengths)) if lengths else 0.0
+        # each term's tools, with the term's BM25 weight in each (the query only adds them up)
+        self._postings: dict[str, list[tuple[int, float]]] = {}
+        for position, (doc, length) in enumerate(zip(docs, lengths)):
+            norm = K1 * (1 - B + B * length / average) if average else K1
+            for term, tf in doc.items():
+                self._postings.setdefault(term, []).append(
+                    (position, tf * (K1 + 1) / (tf + norm)))
+        count = len(docs)
+        for term, postings in self._postings.items():
+            # the non-negative idf variant: a term in most tools still counts a little
+            idf = math.log(1 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
+            self._postings[term] = [(position, idf * weight) for position, weight in postings]
 
     def scores(self, query: str) -> list[float]:
         """The BM25 score of every tool for ``query``, in tool order."""
-        terms = Counter(tokenize(query))
-        return [self._score(doc, length, terms)
-                for doc, length in zip(self._docs, self._lengths)]
-
-    def _score(self, doc: Counter[str], length: int, terms: Counter[str]) -> float:
-        total = 0.0
-        norm = K1 * (1 - B + B * length / self._average) if self._average else K1
-        for term, times in terms.items():
-            tf = doc.get(term)
-            if tf:
-                total += times * self._idf[term] * tf * (K1 + 1) / (tf + norm)
-        return total
+        totals = [0.0] * len(self.tools)
+        for term, times in Counter(tokenize(query)).items():
+            for position, weight in self._postings.get(term, ()):
+                totals[position] += times * weight
+        return totals
 
     def top(self, query: str, k: int, preferred: Iterable[str] = ()) -> list[int]:
         """Positions of the ``k`` best tools for ``query``; among equal scores (no match at all,
