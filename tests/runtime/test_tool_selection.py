@@ -146,3 +146,17 @@ def test_a_real_http_server_receives_only_the_selected_tools() -> None:
     assert len(sent[0]) == 3 and "flight_tool" in sent[0]
     assert "flight_tool" in sent[1]
     assert sent == [s.offered_tools for s in result.steps]
+
+
+def test_a_format_error_names_the_offered_tools_and_keeps_the_selection() -> None:
+    model = ScriptedModel(["I think I should look at the weather", react("weather_tool", "Oslo"),
+                           "Final Answer: cold"])
+    result = Agent(model=model, tools=make_tools([]), tool_selection=3,
+                   grammar=False).run("What is the weather forecast in Oslo?")
+    assert result.status == "completed" and result.steps[0].error
+    note = model.requests[1].messages[-1]["content"]
+    assert "Format error" in note
+    named = set(note.split("Valid tool names: ")[1].splitlines()[0].split(", "))
+    assert named == set(result.steps[0].offered_tools or [])
+    assert len(named) == 3 and "weather_tool" in named
+    assert offered_in_prompt(model.requests[1]) == named  # the note did not widen the choice

@@ -30,7 +30,7 @@ from miniagent.runtime.approvals import (
     recover_interrupted,
 )
 from miniagent.runtime.guards import Limits, LoopDetector, too_many_calls, truncate_observation
-from miniagent.runtime.selection import offer
+from miniagent.runtime.selection import offer, offered_only
 from miniagent.session import AgentSession
 from miniagent.tool_context import ToolContext
 from miniagent.types import (
@@ -278,7 +278,8 @@ class StepLogic:
         step.error = parsed.error or "unparseable output"
         if parsed.text:
             session.messages.append(Message(role="assistant", content=parsed.text))
-        note = self.rules.protocol.format_error(step.error, self.rules.tools.listed())
+        note = self.rules.protocol.format_error(
+            step.error, offered_only(self.rules.tools.listed(), step.offered_tools))
         session.messages.append(Message(role="user", content=note))
 
     # -- the tools phase ------------------------------------------------------------------

@@ -57,7 +57,7 @@ from typing import Any
 
 from miniagent.types import Message, Step, ToolLike
 
-__all__ = ["ToolIndex", "offer", "select_tools", "tokenize", "used_tools"]
+__all__ = ["ToolIndex", "offer", "offered_only", "select_tools", "tokenize", "used_tools"]
 
 K1, B = 1.2, 0.75
 """The usual Okapi BM25 constants (term saturation, length normalisation)."""
@@ -236,3 +236,12 @@ def offer(tools: Sequence[ToolLike], k: int | None, messages: Sequence[Message],
     previous = steps[-1].offered_tools if steps else None
     chosen = select_tools(tools, k, messages, previous)
     return chosen, [t.name for t in chosen]
+
+
+def offered_only(tools: Sequence[ToolLike], offered: Sequence[str] | None) -> list[ToolLike]:
+    """The tools a step offered (all of them without a selection): a format error names these,
+    not every tool, so that the query of the next request does not name every tool either."""
+    if offered is None:
+        return list(tools)
+    names = set(offered)
+    return [t for t in tools if t.name in names]
