@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import miniagent
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, SQLiteStore, tool
 from miniagent.errors import UserError
 from miniagent.session import AgentSession
@@ -287,3 +291,61 @@ def test_parent_and_sub_agent_over_a_real_http_server() -> None:
     assert received == ["Hamlet's author?", "Who wrote Hamlet? Answer briefly.",
                         "Hamlet's author?"]
     assert "scholar" in stub.requests[0]["messages"][0]["content"]  # offered to the parent
+
+
+PROCESS_SCRIPT = '''
+import json, sys
+from pathlib import Path
+from miniagent import Agent, ScriptedModel, SQLiteStore, tool
+
+db, folder, phase = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+
+@tool(requires_approval=True)
+def delete_file(name: str) -> str:
+    """Delete a file of the workspace."""
+    (folder / name).unlink()
+    return f"deleted {name}"
+
+def act(name, args):
+    return f"Action: {name}\\nAction Input: {json.dumps(args)}"
+
+def echo(request):
+    return "Final Answer: " + request.messages[-1]["content"].removeprefix("Observation: ")
+
+if phase == "start":
+    sub, top = [act("delete_file", {"name": "old.log"})], [act("janitor", {"question": "rm"})]
+else:
+    sub, top = [echo], [echo]
+janitor = Agent(model=ScriptedModel(sub), tools=[delete_file], store=SQLiteStore(db))
+boss = Agent(model=ScriptedModel(top), store=SQLiteStore(db),
+             tools=[janitor.as_tool(name="janitor", description="Cleans up.")])
+if phase == "start":
+    result = boss.run("Clean up")
+else:
+    boss.approve(phase)
+    result = boss.resume(phase)
+print(json.dumps({"id": result.session_id, "status": result.status,
+                  "answer": result.final_answer}))
+'''
+
+
+def test_the_relay_works_across_real_processes(tmp_path: Path) -> None:
+    script, db, folder = tmp_path / "boss.py", tmp_path / "s.db", tmp_path / "ws"
+    script.write_text(PROCESS_SCRIPT, encoding="utf-8")
+    folder.mkdir()
+    (folder / "old.log").write_text("x", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(miniagent.__file__).parents[1])}
+
+    def run(phase: str) -> dict[str, Any]:
+        out = subprocess.run([sys.executable, str(script), str(db), str(folder), phase],
+                             capture_output=True, text=True, timeout=60, env=env,
+                             stdin=subprocess.DEVNULL)
+        assert out.returncode == 0, out.stderr
+        answer: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+        return answer
+
+    first = run("start")
+    assert first["status"] == "awaiting_approval" and (folder / "old.log").exists()
+    second = run(first["id"])
+    assert (second["status"], second["answer"]) == ("completed", "deleted old.log")
+    assert not (folder / "old.log").exists()
