@@ -71,3 +71,20 @@ def test_max_tools_must_be_positive(tmp_path: Path) -> None:
     out = cli("run", "q", "--max-tools", "0", "--base-url", "http://127.0.0.1:9/v1",
               cwd=tmp_path)
     assert out.returncode == 2 and "max-tools" in out.stderr
+
+
+def test_sessions_show_prints_the_offer_and_a_sub_run(tmp_path: Path) -> None:
+    from miniagent import Agent, ScriptedModel
+
+    store = tmp_path / "s.db"
+    helper = Agent(model=ScriptedModel(["Final Answer: 4"]))
+    tools = [helper.as_tool(name="math_helper", description="Does arithmetic."),
+             helper.as_tool(name="poet", description="Writes poems.")]
+    boss = Agent(model=ScriptedModel(['Action: math_helper\nAction Input: {"question": "2+2"}',
+                                      "Final Answer: 4"]),
+                 tools=tools, tool_selection=1, store=SQLiteStore(store))
+    session_id = boss.run("What is 2+2 in arithmetic?").session_id
+    out = cli("sessions", "show", session_id, "--store", str(store), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "offered: math_helper" in out.stdout
+    assert f"sub-run {session_id}-" in out.stdout and ": completed, 1 steps" in out.stdout
