@@ -52,7 +52,7 @@ def test_a_sub_agent_answers_and_its_run_is_recorded_under_the_parent_step() -> 
     ])
     boss = Agent(model=boss_model, tools=[
         helper.as_tool(name="researcher", description="Finds facts about cities.")])
-    result = boss.run("How big is Paris?")
+    result = boss.run("How big is Paris?", metadata={"cli": {"tools": ["boss.py"]}})
 
     assert (result.status, result.final_answer) == ("completed", "2100000 people")
     record = result.steps[0].calls[0]
@@ -67,6 +67,7 @@ def test_a_sub_agent_answers_and_its_run_is_recorded_under_the_parent_step() -> 
     # the parent's totals: its own two model calls plus the sub-run's
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (230 + 120, 28 + 15)
     saved = helper.session(sub.session_id)
+    assert set(saved.metadata) == {"agent_depth", "parent_session"}  # not the parent's options
     assert saved.metadata["agent_depth"] == 1
     assert saved.metadata["parent_session"]["session_id"] == result.session_id
     assert sub.session_id == f"{result.session_id}-{record.call.id}"

@@ -138,8 +138,9 @@ class AgentTool:
                 "its store, so the decision could not be applied (a sub-agent whose parent "
                 "resumes in another process needs a durable store). Do not retry this call.")
         if existing is None:
-            metadata = {**(context.metadata if context is not None else {}), DEPTH_KEY: depth,
-                        PARENT_KEY: _parent(context)}
+            # not the parent's metadata: what it holds (the CLI's run options, say) is the
+            # parent's configuration; the link lets a reader find it
+            metadata = {DEPTH_KEY: depth, PARENT_KEY: _parent(context)}
             session = AgentSession.start(question, id=session_id, at=time.time(),
                                          metadata=metadata)
             store.save(session)
