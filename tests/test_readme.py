@@ -52,3 +52,13 @@ def test_approval_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 def test_schema_tool_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     exec(block_with("Tool.from_schema("), {})
     assert capsys.readouterr().out == "A -> home with 2 stops\n"
+
+
+def test_compression_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    namespace: dict[str, Any] = {}
+    exec(block_with("compress_at="), namespace)
+    printed = capsys.readouterr().out
+    assert printed.startswith("completed 9 6 Summary of earlier steps (rounds 1-6; each result "
+                              "cut to about 200 characters;")
+    session = namespace["agent"].session(namespace["result"].session_id)
+    assert len(session.messages) == 1 + 12 * 2 + 1 and session.compactions

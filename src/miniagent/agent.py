@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from miniagent import defaults
 from miniagent.errors import UserError
@@ -16,6 +16,7 @@ from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
+from miniagent.runtime.compress import Compression
 from miniagent.runtime.driver import InProcessEffects, drive, random_id
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.loop import Rules
@@ -69,6 +70,12 @@ class Agent:
     schemas; backends that support constrained decoding (the embedded llama.cpp model, or a
     server given ``grammar_field``) then only produce well-formed steps.
 
+    With ``compress_at`` (estimated tokens as an int, characters as a string such as
+    ``"12000c"``), once the history sent to the model crosses it, the oldest rounds are
+    replaced by one summary block and the last ``keep_last`` rounds stay whole; ``compress``
+    says who writes the summary: ``"truncate"`` (results cut to about 200 characters) or
+    ``"model"`` (the model). See :mod:`miniagent.runtime.compress`.
+
     With ``tool_selection=K``, each request offers only the ``K`` tools most relevant to the
     conversation so far, plus those already called (see :mod:`miniagent.runtime.selection`).
     """
@@ -94,6 +101,9 @@ class Agent:
         grammar: bool = True,
         protocol: ActionProtocol | None = None,
         on_event: Subscriber | None = None,
+        compress_at: int | str | None = None,
+        keep_last: int = 4,
+        compress: Literal["truncate", "model"] = "truncate",
         tool_selection: int | None = None,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
@@ -114,6 +124,8 @@ class Agent:
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver, self.on_interrupted = approver, on_interrupted
         self.bus = EventBus([on_event] if on_event else ())
+        self.compression = (Compression.of(compress_at, keep_last=keep_last, mode=compress)
+                            if compress_at is not None else None)
         self.tool_selection = tool_selection
 
     def subscribe(self, subscriber: Subscriber) -> None:
@@ -165,6 +177,7 @@ class Agent:
         return Rules(protocol=self.protocol, tools=tools, limits=self.limits,
                      instructions=self.instructions, temperature=self.temperature,
                      max_tokens=self.max_tokens, on_interrupted=self.on_interrupted,
+                     compression=self.compression,
                      tool_selection=self.tool_selection)
 
     def as_tool(self, *, name: str, description: str,

@@ -10,7 +10,8 @@
 Every transition goes through :meth:`AgentSession.transition`, which checks it against
 ``ALLOWED`` and records it with the time it is given and a reason. ``phase`` says where the
 session goes on (``model``: it needs a model call; ``tools``: its last step has calls to run or
-to decide; ``done``). ``messages`` only ever grows.
+to decide; ``done``). ``messages`` only ever grows; a compaction (``compactions``) changes what the
+model is sent, not the messages.
 
 This module reads no clock and makes no id: both come from whoever drives the session, so the
 same inputs give the same saved session, byte for byte.
@@ -24,6 +25,7 @@ from typing import Any
 from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted
 from miniagent.types import (
     CallRecord,
+    Compaction,
     Message,
     PendingApproval,
     Phase,
@@ -33,8 +35,9 @@ from miniagent.types import (
     TokenUsage,
 )
 
-SCHEMA_VERSION = 2
-"""Version 2 added ``phase`` and each call's recorded ``moves``; version 1 still loads."""
+SCHEMA_VERSION = 3
+"""Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions``;
+versions 1 and 2 still load."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -78,6 +81,9 @@ class AgentSession:
     created_at: float = 0.0
     updated_at: float = 0.0
     elapsed: float = 0.0
+    compactions: list[Compaction] = field(default_factory=list)
+    """Each replacement of the oldest rounds by a summary in what the model is sent
+    (``messages`` keeps them all; see :mod:`miniagent.runtime.compress`)."""
 
     @classmethod
     def start(cls, question: str, *, id: str, at: float,
@@ -141,7 +147,7 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
-        """Load a saved session (version 1 or 2); refuses a newer schema with a clear message."""
+        """Load a saved session (version 1 to 3); refuses a newer schema with a clear message."""
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise SessionError("saved session has no schema_version: not a miniagent session")

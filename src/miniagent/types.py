@@ -260,6 +260,38 @@ class Step:
 
 
 @dataclass(kw_only=True, slots=True)
+class Compaction:
+    """One recorded replacement of the oldest rounds of the history by a summary block.
+
+    The history itself (``AgentSession.messages``) keeps every message; what the model is sent
+    from this compaction on is ``messages[:start]``, then ``summary`` as one user message, then
+    ``messages[end:]`` (see :mod:`miniagent.runtime.compress`). Each compaction covers every
+    round before ``end``: the last one alone says what is sent.
+    """
+
+    step: int
+    """The step whose prompt was the first to use it."""
+    at: float
+    start: int
+    """Index in ``messages`` of the first replaced message (the first round)."""
+    end: int
+    """Index in ``messages`` of the first message kept whole after the summary."""
+    rounds: int
+    """How many rounds the summary stands for."""
+    summary: str
+    mode: Literal["truncate", "model"]
+    """Who wrote the summary: cut observations, or the model (``truncate`` also when the
+    model's summary failed; ``note`` then says why)."""
+    unit: Literal["tokens", "chars"]
+    size_before: int
+    """The history's size in ``unit`` before the compaction (tokens are estimated)."""
+    size_after: int
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    """Tokens of the summary's model call (``model`` mode)."""
+    note: str = ""
+
+
+@dataclass(kw_only=True, slots=True)
 class SubRun:
     """The run of an agent used as a tool, recorded on the observation of the parent's call.
 

@@ -9,7 +9,7 @@ import pytest
 
 from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted
 from miniagent.session import SCHEMA_VERSION, AgentSession
-from miniagent.types import CallRecord, Observation, Step, TokenUsage, ToolCall
+from miniagent.types import CallRecord, Compaction, Message, Observation, Step, TokenUsage, ToolCall
 
 REFERENCE = Path(__file__).with_name("reference")
 
@@ -37,6 +37,19 @@ def sample_session() -> AgentSession:
     session.usage = TokenUsage(prompt_tokens=100, completion_tokens=20, cached_tokens=64)
     session.transition("awaiting_approval", "waiting for approval of pay (call_b)", at=1.0e9)
     session.metadata = {"cli": {"model": "m"}}
+    return session
+
+
+def compacted_session() -> AgentSession:
+    """The sample with two earlier rounds replaced by a summary (version 3's field)."""
+    session = sample_session()
+    session.messages[1:1] = [
+        Message(role="assistant", content="Thought: check\nAction: lookup\nAction Input: {}"),
+        Message(role="tool", content="long 北京 result", tool_call_id="c0", name="lookup")]
+    session.compactions.append(Compaction(
+        step=2, at=1.0e9, start=1, end=3, rounds=1, mode="truncate", unit="tokens",
+        summary="Summary of earlier steps (rounds 1-1; ...):\n[1] check", size_before=40,
+        size_after=20))
     return session
 
 
@@ -68,23 +81,31 @@ def test_resumable_and_final_statuses() -> None:
 
 
 def test_round_trip_keeps_everything() -> None:
-    session = sample_session()
+    session = compacted_session()
     loaded = AgentSession.from_dict(json.loads(json.dumps(session.to_dict())))
     assert loaded == session
     assert loaded.pending_approvals()[0].call_id == "call_b"
     assert loaded.steps[0].observations[0].output == "IBAN 123"
 
 
-def test_reference_json_v2_loads_and_is_what_we_write() -> None:
+def test_reference_json_v3_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v3.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 3 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == compacted_session() and loaded.compactions[0].end == 3
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert compacted_session().to_dict() == reference
+
+
+def test_reference_json_v2_still_loads_without_compactions() -> None:
     reference = json.loads((REFERENCE / "session_v2.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 2 == SCHEMA_VERSION
+    assert reference["schema_version"] == 2
     loaded = AgentSession.from_dict(reference)
     assert (loaded.status, loaded.phase) == ("awaiting_approval", "tools")
     assert [p.tool for p in loaded.pending_approvals()] == ["pay"]
     assert [m.target for m in loaded.steps[0].calls[0].moves] == ["started", "completed"]
     assert loaded.question == "Pay Alice 150 € for 北京 tickets"
-    # what this version writes is exactly the reference: a format change must bump the version
-    assert sample_session().to_dict() == reference
+    assert loaded == sample_session() and loaded.compactions == []
 
 
 def test_reference_json_v1_still_loads_with_its_phase_derived() -> None:

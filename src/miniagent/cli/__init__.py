@@ -64,6 +64,9 @@ def run(
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
+    compress_at: Annotated[str | None, typer.Option(help="Summarise the oldest rounds once the history crosses this size: estimated tokens (8000) or characters (12000c).")] = None,  # noqa: E501
+    keep_last: Annotated[int, typer.Option(min=1, help="Rounds kept whole by --compress-at.")] = 4,
+    compress: Annotated[str, typer.Option(help="Who writes the summary: truncate (results cut to ~200 characters) or model.")] = "truncate",  # noqa: E501
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(
@@ -72,7 +75,8 @@ def run(
         tools=[_absolute(t) for t in tools or []], workspace=str(workspace.resolve()),
         max_steps=max_steps, timeout=timeout, request_timeout=request_timeout,
         max_tokens=max_tokens, model_path=model_path, grammar=grammar,
-        grammar_field=grammar_field, max_tools=max_tools,
+        grammar_field=grammar_field, compress_at=compress_at, keep_last=keep_last,
+        compress=compress, max_tools=max_tools,
     )
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()

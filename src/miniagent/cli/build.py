@@ -46,6 +46,9 @@ class RunConfig:
     model_path: str | None = None
     grammar: bool = True
     grammar_field: str | None = None
+    compress_at: str | None = None
+    keep_last: int = 4
+    compress: str = "truncate"
     max_tools: int | None = None
 
     @classmethod
@@ -104,7 +107,9 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
     return Agent(model=model, tools=registry, max_steps=config.max_steps,
                  timeout=config.timeout, store=store, grammar=config.grammar,
                  max_tokens=config.max_tokens or default_tokens, tool_selection=config.max_tools,
-                 approver=ask_in_terminal if interactive else None)
+                 approver=ask_in_terminal if interactive else None,
+                 compress_at=config.compress_at, keep_last=config.keep_last,
+                 compress=config.compress)  # type: ignore[arg-type]  # checked by Agent
 
 
 def build_model(config: RunConfig, api_key: str | None) -> Model:

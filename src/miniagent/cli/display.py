@@ -50,6 +50,11 @@ class TraceDisplay:
             self._tool_finished(event)
         elif isinstance(event, ev.RunFinished):
             self._run_finished(event)
+        elif isinstance(event, ev.ContextCompacted):
+            done = event.compaction
+            self.console.print(f"[dim]context compacted: rounds 1-{done.rounds} summarised "
+                               f"({done.mode}), {done.size_before:,} -> {done.size_after:,} "
+                               f"{done.unit}[/dim]")
 
     def _model_responded(self, event: ev.ModelResponded) -> None:
         parsed, response = event.parsed, event.response

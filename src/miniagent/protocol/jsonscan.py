@@ -294,8 +294,11 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     3. Text past a limit (nested deeper than :data:`MAX_DEPTH`, a number of thousands of
        digits) -> ``(None, "invalid JSON: <what>")``: repairing cannot fix that.
     4. Text that fails strict decoding and does not start with ``{`` is a bare
-       value such as ``Paris`` -> ``(None, None)``.
-    5. Otherwise (an object with single quotes, trailing commas, Python literals,
+       value such as ``Paris`` -> ``(None, None)``; so is text in braces with no colon and no
+       quote (``{temperature in SF}``): it is no attempt at an object.
+    5. Two JSON values glued together (``{"a": 1}{"b": 2}``, or on two lines) ->
+       ``(None, "invalid JSON: ...")``: neither is silently chosen.
+    6. Otherwise (an object with single quotes, trailing commas, Python literals,
        or truncated) -> ``json_repair``, for texts up to 100,000 characters. A dict
        within the depth limit -> ``(dict, None)``; anything else -> ``(None, "invalid
        JSON: <reason>")``, and so is an empty dict repaired out of text that held more
@@ -339,8 +342,11 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
             if inner is not None:
                 return inner, None
         return None, None
-    if not text.startswith("{"):
+    if not text.startswith("{") or _bare_braces(text):
         return None, None
+    glued = _glued(text)
+    if glued:
+        return None, f"invalid JSON: {glued}"
     if len(text) > _REPAIR_MAX_CHARS:
         return None, (f"invalid JSON: {reason} (not repaired: longer than "
                       f"{_REPAIR_MAX_CHARS} characters)")
@@ -351,6 +357,26 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     if isinstance(repaired, dict) and (repaired or not text.strip("{} \t\r\n")):
         return repaired, None
     return None, f"invalid JSON: {reason}"
+
+
+def _bare_braces(text: str) -> bool:
+    """``{temperature in SF}``: braces around words (no key, string or bracket inside): no
+    attempt at an object."""
+    inner = text[1:-1]
+    return (text.endswith("}") and not any(ch in inner for ch in ":\"'{}[]")
+            and any(ch.isalnum() for ch in inner))
+
+
+def _glued(text: str) -> str | None:
+    """Why ``text`` is two values, when a complete value is followed by another."""
+    end = scan_end(text, 0)
+    if end is None:
+        return None
+    rest = text[end:].lstrip()
+    if rest[:1] in ("{", "[") and scan_end(rest, 0) is not None:
+        return (f"two JSON values glued together (the second starts at character {end + 1}); "
+                "send one object")
+    return None
 
 
 def _loads_dict(text: str) -> dict[str, Any] | None:

@@ -7,7 +7,9 @@ tolerates what real servers send:
 
 - arguments as a JSON string, a dict, ``""``, ``null``, broken or double-encoded JSON;
 - the legacy ``function_call`` field;
-- names with stray whitespace or a trailing colon (``"calc:"``);
+- names with stray whitespace or a trailing colon (``"calc:"``); entries with no name beside
+  text content (dropped: the text is the reply);
+- two JSON objects glued in one ``arguments`` string (invalid arguments, never one of them);
 - missing call ids (left empty: the step logic assigns them from its driver's ids);
 - a ``finish_reason`` that contradicts the message (the calls present decide);
 - cached prompt tokens as ``prompt_tokens_details.cached_tokens`` or DeepSeek's
@@ -188,7 +190,7 @@ def normalize_completion(body: dict[str, Any]) -> ModelResponse:
     finish = choice.get("finish_reason")
     return ModelResponse(
         content=content,
-        tool_calls=_tool_calls(message),
+        tool_calls=_tool_calls(message, content),
         usage=_usage(body.get("usage")),
         finish_reason=finish if isinstance(finish, str) else None,
         raw=body,
@@ -215,13 +217,19 @@ def _part_text(part: Any) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def _tool_calls(message: dict[str, Any]) -> list[ToolCall]:
+def _tool_calls(message: dict[str, Any], content: str | None) -> list[ToolCall]:
+    """The message's calls; entries naming no function (or with no function object) are
+    dropped when the message has text, which is then the reply (a stray empty entry some
+    servers add); without text they stay, and the model is told the name is missing."""
     items = message.get("tool_calls")
     raw_items: list[Any] = list(items) if isinstance(items, list) else []
     legacy = message.get("function_call")
     if isinstance(legacy, dict) and not raw_items:
         raw_items.append({"function": legacy})
-    return [_tool_call(item) for item in raw_items if isinstance(item, dict)]
+    calls = [_tool_call(item) for item in raw_items if isinstance(item, dict)]
+    if content and content.strip() and not all(call.name for call in calls):
+        calls = [call for call in calls if call.name]
+    return calls
 
 
 def _tool_call(item: dict[str, Any]) -> ToolCall:

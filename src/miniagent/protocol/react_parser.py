@@ -19,6 +19,17 @@
 5. Everything after the action's input, from the next label on (a hallucinated
    ``Observation``, a second ``Action``, a fake ``Final Answer``), is ignored and
    left out of :attr:`ParsedOutput.text`. Only the first action counts.
+
+Forms other frameworks' prompts produce are read too: numbered labels (``Thought 1:``,
+``Action Input 2:``); ``Answer:`` at a line start as the final answer (LlamaIndex); ``Action:``
+followed at once by a JSON blob that names the tool (``{"action": ..., "action_input": ...}``
+of LangChain's structured chat, where ``"action": "Final Answer"`` is the answer, or
+``{"name": ..., "arguments": ...}``), fenced or not, and such a blob alone; a description in
+parentheses after the tool name (``Action: add (adds two numbers)``) when an Action Input line
+follows; an input wrapped in a call of the same tool (``Action Input: add({...})``). A
+``Final Answer`` stops before a later line-start ``Action``. What cannot be read safely (a
+blob naming no tool or cut off, an input wrapped in another tool's call, an Action and a Final
+Answer on one line) is a format error or an arguments error, never a guess.
 """
 
 from __future__ import annotations
@@ -26,7 +37,14 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from miniagent.protocol.jsonscan import decode_arguments, scan_end, strip_fences
+from miniagent.protocol.blobs import is_final_name, read_blob, unwrap
+from miniagent.protocol.jsonscan import (
+    MAX_DEPTH,
+    decode_arguments,
+    loads_limited,
+    scan_end,
+    strip_fences,
+)
 from miniagent.types import ParsedOutput, ToolCall
 
 __all__ = ["NO_ACTION_NAMES", "parse_react"]
@@ -37,7 +55,7 @@ NO_ACTION_NAMES = frozenset({"", "none", "n/a", "na", "null", "nil", "no action"
 _WORDS = (
     r"(?P<input>action[ \t_-]*input|input|行动输入|动作输入)"
     r"|(?P<action>action|行动|动作)"
-    r"|(?P<final>final[ \t_-]*answer|最终答案|最终回答)"
+    r"|(?P<final>final[ \t_-]*answer|answer|最终答案|最终回答)"
     r"|(?P<observation>observation|观察)"
     r"|(?P<thought>thoughts?|thinking|思考|想法)"
 )
@@ -45,8 +63,10 @@ _WORDS = (
 # right against it and is not followed by a name character; ``Action: __init__`` and
 # ``Action:__init__`` keep their underscores for the tool name.
 _COLON = r"(?:\*\*|__)?[ \t]*[:：](?:(?:\*\*|__)(?![\w]))?[ \t]*"
-# Labels at the start of a line, after optional bullets / quote marks / bold markers.
-_LINE_LABEL = re.compile(rf"^[ \t>#*_\-]*(?:{_WORDS}){_COLON}", re.IGNORECASE | re.MULTILINE)
+# Labels at the start of a line, after optional bullets / quote marks / bold markers, and
+# numbered as ReAct few-shot prompts number them (``Thought 1:``, ``Action Input 2:``).
+_LINE_LABEL = re.compile(rf"^[ \t>#*_\-]*(?:{_WORDS})(?:[ \t]*\d{{1,3}})?{_COLON}",
+                         re.IGNORECASE | re.MULTILINE)
 # Fallback: labels anywhere, when a model writes "... Action: calc" on one line.
 _ANY_LABEL = re.compile(
     r"(?:(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<input>action[ \t_-]*input)"
@@ -60,6 +80,7 @@ _OBSERVATION_ANYWHERE = re.compile(
     r"(?<![A-Za-z0-9_])(?:\*\*|__)?observation(?:\*\*|__)?[ \t]*[:：]|观察[:：]", re.IGNORECASE
 )
 _ZH_KINDS = {"zh_input": "input", "zh_action": "action", "zh_final": "final"}
+_FINAL_IN_NAME = re.compile(r"\bfinal[ \t-]*answer\b", re.IGNORECASE)
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
@@ -116,7 +137,25 @@ def _parse(raw: str) -> ParsedOutput:
         return _parse_action(body, labels, action, think)
     if final is not None:
         return _final(body, labels, final, think)
+    if action is None and '"action"' in body:
+        bare = _bare_blob(body, labels, think)
+        if bare is not None:
+            return bare
     return _invalid(body, labels, think)
+
+
+def _bare_blob(body: str, labels: list[_Label], think: str | None) -> ParsedOutput | None:
+    """A reply that is only a JSON blob ``{"action": ..., "action_input": ...}`` (LangChain's
+    JSON agents write no label), fenced or not; other JSON (an answer's data) is not taken."""
+    start = _skip_fence(body, _skip_ws(body, 0))
+    if not body.startswith("{", start):
+        return None
+    raw, end = _read_value(body, labels, start, len(body))
+    value = decode_arguments(raw)[0]
+    if not isinstance(value, dict) or not isinstance(value.get("action"), str):
+        return None
+    origin = _Label(kind="action", start=start, end=start)
+    return _parse_blob(body, labels, origin, think, raw, end)
 
 
 def _strip_think(text: str) -> tuple[str, str | None]:
@@ -181,8 +220,17 @@ def _next_start(labels: list[_Label], pos: int, default: int) -> int:
 def _parse_action(
     body: str, labels: list[_Label], action: _Label, think: str | None
 ) -> ParsedOutput:
+    blob = _blob(body, labels, action)
+    if blob is not None:
+        return _parse_blob(body, labels, action, think, *blob)
     name, raw_args, end = _read_action(body, labels, action)
     thought = _thought(body, labels, action.start, think)
+    if is_final_name(name):  # "Action: Final Answer" with the answer as its input
+        return _final_action(raw_args, thought, body[: _cut(body, labels, end)].strip())
+    if " " in name and _FINAL_IN_NAME.search(name):  # "Action: search Final Answer:"
+        return ParsedOutput(kind="invalid", thought=thought, text=body[: _cut(body, labels, end)]
+                            .strip(), error="'Action:' and 'Final Answer:' on one line: write "
+                            "either an action or a final answer")
     if name.lower() in NO_ACTION_NAMES:
         final = _first(labels, "final", after=action.start)
         if final is not None:
@@ -194,7 +242,8 @@ def _parse_action(
             error=f"{what}, and no 'Final Answer:' follows",
             text=body[: _cut(body, labels, end)].strip(),
         )
-    arguments, error = decode_arguments(raw_args)
+    raw_args, mismatch = unwrap(raw_args, name)
+    arguments, error = decode_arguments(raw_args) if mismatch is None else (None, mismatch)
     call = ToolCall(
         id="",  # the step logic assigns ids from its driver, so a replay gives the same
         name=name,
@@ -210,13 +259,53 @@ def _parse_action(
     )
 
 
+def _final_action(raw: str, thought: str | None, text: str) -> ParsedOutput:
+    """``Action: Final Answer`` with the answer as its input (a JSON string loses its quotes)."""
+    answer = strip_fences(raw)
+    if answer.startswith('"'):
+        try:
+            decoded = loads_limited(answer, max_depth=MAX_DEPTH)
+        except ValueError:
+            decoded = None
+        answer = decoded if isinstance(decoded, str) else answer
+    if not answer.strip():
+        return ParsedOutput(kind="invalid", thought=thought, text=text,
+                            error="'Action: Final Answer' without the answer as its input")
+    return ParsedOutput(kind="final", thought=thought, final_answer=answer.strip(), text=text)
+
+
+def _blob(body: str, labels: list[_Label], action: _Label) -> tuple[str, int] | None:
+    """``Action:`` then a JSON object at once (fenced or not, on its line or the next):
+    the object names the tool. Returns its raw text and where it ends."""
+    p = _skip_fence(body, _skip_ws(body, action.end))
+    if not body.startswith(("{", "[{"), p):
+        return None
+    return _read_value(body, labels, p, _next_start(labels, p, len(body)))
+
+
+def _parse_blob(body: str, labels: list[_Label], action: _Label, think: str | None,
+                raw: str, end: int) -> ParsedOutput:
+    """A JSON blob naming the tool (see :mod:`miniagent.protocol.blobs`)."""
+    call, answer, error = read_blob(raw, NO_ACTION_NAMES)
+    thought = _thought(body, labels, action.start, think)
+    text = body[: _cut(body, labels, end)].strip()
+    if call is not None:
+        return ParsedOutput(kind="action", thought=thought, tool_calls=[call], text=text)
+    if answer is not None:
+        return ParsedOutput(kind="final", thought=thought, final_answer=answer, text=text)
+    return ParsedOutput(kind="invalid", thought=thought, text=text, error=error)
+
+
 def _read_action(body: str, labels: list[_Label], action: _Label) -> tuple[str, str, int]:
     """Return the tool name, the raw input text and where the action ends."""
     line_end = min(_line_end(body, action.end), _next_start(labels, action.end, len(body)))
     name_text = body[action.end : line_end]
     brace, paren = name_text.find("{"), name_text.find("(")
     if paren != -1 and (brace == -1 or paren < brace):
-        return _inline_call(body, labels, action.end, paren)
+        if not _input_follows(labels, action):
+            return _inline_call(body, labels, action.end, paren)
+        # ``Action: add (adds two numbers)``: a description; the Action Input has the arguments
+        name_text, brace = name_text[:paren], -1
     if brace != -1:
         name = _clean_name(name_text[:brace])
         raw, end = _read_value(
@@ -232,6 +321,11 @@ def _read_action(body: str, labels: list[_Label], action: _Label) -> tuple[str, 
     region_end = _next_start(labels, nxt.end, len(body))
     raw, end = _read_value(body, labels, nxt.end, region_end)
     return name, raw, end
+
+
+def _input_follows(labels: list[_Label], action: _Label) -> bool:
+    nxt = next((lb for lb in labels if lb.start > action.start), None)
+    return nxt is not None and nxt.kind == "input"
 
 
 def _inline_call(body: str, labels: list[_Label], start: int, paren: int) -> tuple[str, str, int]:
@@ -309,6 +403,10 @@ def _clean_name(text: str) -> str:
 
 
 def _final(body: str, labels: list[_Label], final: _Label, think: str | None) -> ParsedOutput:
+    # a line-start Action after the answer is not part of it: the answer stops before it
+    stop = next((lb.start for lb in labels
+                 if lb.start > final.start and lb.kind in ("action", "input")), len(body))
+    body = body[:stop]
     answer = body[final.end :].strip()
     if answer.endswith("**") and answer.count("**") == 1:
         answer = answer[:-2].rstrip()

@@ -8,7 +8,9 @@ subscribe, and the loop never prints::
 Spans nest: a run's span holds its steps' spans; a step's span holds its model call and its
 tool calls. Every model call and every tool call has a start and an end event
 (``model_started`` then ``model_responded`` or ``model_failed``; ``tool_started`` then
-``tool_finished``). ``at`` is the driver's clock (seconds since the epoch in-process).
+``tool_finished``); the summary call of ``compress="model"`` is reported by the
+``context_compacted`` event that records its compaction. ``at`` is the driver's clock
+(seconds since the epoch in-process).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from miniagent.types import (
+    Compaction,
     ModelRequest,
     ModelResponse,
     Observation,
@@ -29,6 +32,7 @@ from miniagent.types import (
 EventKind = Literal[
     "run_started", "step_started", "model_started", "model_responded", "model_failed",
     "tool_started", "tool_finished", "approval_requested", "step_finished", "run_finished",
+    "context_compacted",
 ]
 
 
@@ -93,6 +97,14 @@ class ToolFinished(Event):
 class ApprovalRequested(Event):
     kind: ClassVar[EventKind] = "approval_requested"
     pending: list[PendingApproval]
+
+
+@dataclass(kw_only=True, slots=True)
+class ContextCompacted(Event):
+    """The oldest rounds were replaced by a summary before this step's model call."""
+
+    kind: ClassVar[EventKind] = "context_compacted"
+    compaction: Compaction
 
 
 @dataclass(kw_only=True, slots=True)

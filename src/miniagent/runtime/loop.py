@@ -21,8 +21,8 @@ from typing import Protocol
 
 from miniagent.errors import ModelError
 from miniagent.protocol.base import ActionProtocol
+from miniagent.runtime import compress, incoming, subruns
 from miniagent.runtime import events as ev
-from miniagent.runtime import incoming, subruns
 from miniagent.runtime.approvals import (
     InterruptedPolicy,
     apply_decision,
@@ -115,6 +115,7 @@ class Rules:
     temperature: float | None = None
     max_tokens: int | None = None
     on_interrupted: InterruptedPolicy = "ask"
+    compression: compress.Compression | None = None
     tool_selection: int | None = None
     """Offer each request only this many tools, the most relevant (see runtime/selection.py)."""
 
@@ -169,6 +170,13 @@ class StepLogic:
         index = len(session.steps) + 1
         span = self._step_spans[index] = self.fx.new_id()
         self._emit(ev.StepStarted, session, span=span, parent=self._run_span, step=index)
+        if self.rules.compression is not None:
+            done = await compress.compact(session, self.rules.compression, self.fx.generate,
+                                          step=index, now=self.fx.now)
+            if done is not None:
+                self._emit(ev.ContextCompacted, session, span=self.fx.new_id(), parent=span,
+                           step=index, compaction=done)
+                await self._checkpoint(session)
         tools, offered = offer(self.rules.tools.listed(), self.rules.tool_selection,
                                session.messages, session.steps)
         response, parsed, elapsed = await self._generate(session, index, tools)
@@ -204,8 +212,8 @@ class StepLogic:
                         ) -> tuple[ModelResponse, ParsedOutput, float]:
         """Render, call the model (once more if the protocol can recover), parse."""
         rules, step_span = self.rules, self._step_spans[index]
-        request = self._settings(rules.protocol.render(session.messages, tools,
-                                                       rules.instructions))
+        history = compress.history(session)
+        request = self._settings(rules.protocol.render(history, tools, rules.instructions))
         span, started = self.fx.new_id(), self.fx.now()
         self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
                    request=request)
@@ -213,7 +221,7 @@ class StepLogic:
             try:
                 response = incoming.response(await self.fx.generate(request))
             except ModelError as exc:
-                retry = rules.protocol.recover(exc, request, session.messages, tools,
+                retry = rules.protocol.recover(exc, request, history, tools,
                                                rules.instructions)
                 if retry is None:
                     raise

@@ -1,0 +1,345 @@
+"""Context compression that keeps the prefix cache: pure functions, no I/O.
+
+A long run resends its whole history on every step. With ``Agent(compress_at=N)`` the step logic
+asks :func:`plan` before each model call whether the history sent to the model has crossed
+``N``; when it has, the oldest rounds are replaced, once, by one summary block, and from then on
+the history grows append-only again until the next crossing, so a server's prefix cache holds
+between compactions::
+
+    [question] [round 1] [round 2] ... [round 9]            # crosses compress_at
+    [question] [summary of rounds 1-5] [round 6] ... [round 9] [round 10] ...   # append-only
+
+A *round* is one assistant message with everything that follows it up to the next one (its
+tool results, a format-error note); the messages before the first assistant message (the
+question) are never replaced. The cut always falls between rounds, so a tool call is never
+separated from its result, and the last ``keep_last`` rounds stay whole, byte for byte.
+
+Inside the summary a tool call also stays whole: its tool name and its complete arguments,
+paired with its result. What is shortened is the result (cut to ``observation_chars``, about
+200 characters, with the number of characters cut) and the thought (cut the same way). Where
+that leaves the history above half of ``compress_at``, the results are cut shorter (halved, to
+50 characters), then the oldest summarised rounds keep only their calls (with the size of the
+result left out): the room below the threshold is what keeps the next compaction many steps
+away instead of one (the summary grows with every compaction). Or, with
+``compress="model"``, the model writes the summary of the results itself (through the driver's
+``generate``, like any model call) and the calls are listed after it, name and arguments whole.
+
+Nothing is lost: ``AgentSession.messages`` keeps every message and each compaction is recorded
+in ``AgentSession.compactions`` (persisted: a resumed session sends the same compacted history);
+:func:`history` builds what is sent from the two.
+
+Sizes are estimated without a tokenizer (the step logic has none): ASCII text at 4 characters a
+token, every other character a token of its own (CJK text is about one token a character). The
+size is the history's (contents, tool names, arguments), not the system prompt's or the tools'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal
+
+from miniagent.errors import ModelError, UserError
+from miniagent.runtime import incoming
+from miniagent.session import AgentSession
+from miniagent.types import (
+    Compaction,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TokenUsage,
+    ToolCall,
+)
+
+Unit = Literal["tokens", "chars"]
+Mode = Literal["truncate", "model"]
+
+HEADER = "Summary of earlier steps"
+MIN_RESULT_CHARS = 50
+"""The shortest a summarised result is cut to (see :func:`compaction`)."""
+_SIZE = re.compile(r"\s*(\d[\d_,]*)\s*(c|chars?|characters|t|tokens?)?\s*", re.IGNORECASE)
+_ACTION_LINE = re.compile(r"^[ \t>#*_\-]*(?:action|行动|动作)\b", re.IGNORECASE | re.MULTILINE)
+_THOUGHT_LABEL = re.compile(r"^[ \t>#*_\-]*(?:thought|思考)[ \t*]*[:：][ \t*]*", re.IGNORECASE)
+_SUMMARY_PROMPT = (
+    "You condense the earlier steps of an AI agent's work so that the agent can continue from "
+    "your summary. Keep every fact the steps found (numbers, names, results, errors) and which "
+    "tool gave it; leave out reasoning that led nowhere. Write plain sentences, at most about "
+    "150 words, without a preamble."
+)
+
+
+@dataclasses.dataclass(kw_only=True, frozen=True)
+class Compression:
+    """When and how to compress: the agent's ``compress_at``, ``keep_last`` and ``compress``."""
+
+    at: int
+    unit: Unit = "tokens"
+    keep_last: int = 4
+    mode: Mode = "truncate"
+    observation_chars: int = 200
+    summary_tokens: int = 512
+    """``max_tokens`` of the model's summary (``model`` mode)."""
+
+    @classmethod
+    def of(cls, compress_at: int | str, *, keep_last: int = 4, mode: str = "truncate"
+           ) -> Compression:
+        """Read the agent's settings: an int is estimated tokens, ``"12000c"`` characters
+        (``"8000t"`` tokens again). Raises UserError for a setting that cannot work."""
+        at, unit = _threshold(compress_at)
+        if keep_last < 1:
+            raise UserError(f"keep_last must be at least 1 (the latest round stays whole), "
+                            f"got {keep_last}")
+        if mode not in ("truncate", "model"):
+            raise UserError(f"compress must be 'truncate' or 'model', got {mode!r}")
+        return cls(at=at, unit=unit, keep_last=keep_last, mode=mode)  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass(kw_only=True)
+class Plan:
+    """A compaction decided but not yet written: which messages, and the model's request."""
+
+    start: int
+    end: int
+    rounds: int
+    size_before: int
+    cut_summary: str = ""
+    """The summary with cut results (used in ``truncate`` mode, and when the model's fails)."""
+    request: ModelRequest | None = None
+
+
+def _threshold(value: int | str) -> tuple[int, Unit]:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UserError(f"compress_at must be an int (tokens) or a string such as '12000c' "
+                        f"(characters), got {value!r}")
+    if isinstance(value, int):
+        at, unit = value, "tokens"
+    else:
+        m = _SIZE.fullmatch(value)
+        if m is None:
+            raise UserError(f"compress_at {value!r} is not a size: write e.g. 8000 (tokens), "
+                            "'8000t' or '12000c' (characters)")
+        at = int(m.group(1).replace("_", "").replace(",", ""))
+        unit = "chars" if (m.group(2) or "t").lower().startswith("c") else "tokens"
+    if at < 1:
+        raise UserError(f"compress_at must be positive, got {value!r}")
+    return at, unit  # type: ignore[return-value]
+
+
+def history(session: AgentSession) -> Sequence[Message]:
+    """What the model is sent: the messages, with the last compaction's rounds replaced by its
+    summary (the messages themselves when nothing was compacted)."""
+    if not session.compactions:
+        return session.messages
+    last = session.compactions[-1]
+    messages = session.messages
+    return [*messages[:last.start], Message(role="user", content=last.summary),
+            *messages[last.end:]]
+
+
+def estimate(text: str, unit: Unit) -> int:
+    """The size of ``text``: characters, or estimated tokens."""
+    if unit == "chars":
+        return len(text)
+    if text.isascii():
+        return (len(text) + 3) // 4
+    other = len(text) - len(text.encode("ascii", "ignore"))
+    return (len(text) - other + 3) // 4 + other
+
+
+def size(messages: Sequence[Message], unit: Unit) -> int:
+    """The size of a history: its texts, tool names and arguments."""
+    total = 0
+    for message in messages:
+        total += estimate(message.content or "", unit)
+        for call in message.tool_calls:
+            total += estimate(call.name, unit) + estimate(_arguments(call.arguments,
+                                                                     call.raw_arguments), unit)
+    return total
+
+
+def round_starts(messages: Sequence[Message], start: int = 0) -> list[int]:
+    """Indices of the assistant messages at or after ``start``: where rounds begin."""
+    return [i for i in range(start, len(messages)) if messages[i].role == "assistant"]
+
+
+def plan(session: AgentSession, config: Compression) -> Plan | None:
+    """A compaction when the history sent crosses ``config.at`` and more than ``keep_last``
+    rounds are not yet summarised; else None (the history stays append-only)."""
+    before = size(history(session), config.unit)
+    if before <= config.at:
+        return None
+    last = session.compactions[-1] if session.compactions else None
+    starts = round_starts(session.messages, last.end if last else 0)
+    if len(starts) <= config.keep_last:
+        return None
+    first = last.start if last else starts[0]
+    end = starts[-config.keep_last]
+    rounds = (last.rounds if last else 0) + len(round_starts(session.messages[:end],
+                                                             last.end if last else first))
+    result = Plan(start=first, end=end, rounds=rounds, size_before=before)
+    result.cut_summary = _cut_summary(session, config, result)
+    if _size_with(session, result, result.cut_summary, config.unit) >= before:
+        return None  # rounds too small to gain from a summary: it would only break the cache
+    if config.mode == "model":
+        result.request = summary_request(session, last, first, end, config)
+    return result
+
+
+def summary_request(session: AgentSession, last: Compaction | None, start: int, end: int,
+                    config: Compression) -> ModelRequest:
+    """The model call that writes the summary: the question, the summary so far, and the newly
+    covered rounds with their results cut to five times ``observation_chars``."""
+    messages = session.messages
+    new_from = last.end if last else start
+    head = "\n".join(m.content or "" for m in messages[:start])
+    parts = [f"The user's question:\n{head.strip()}"]
+    if last is not None:
+        parts.append(f"The summary so far:\n{last.summary}")
+    number = last.rounds + 1 if last else 1
+    parts.append("The steps to summarise:\n" + _transcript(
+        messages[new_from:end], number, config.observation_chars * 5))
+    return ModelRequest(
+        messages=[{"role": "system", "content": _SUMMARY_PROMPT},
+                  {"role": "user", "content": "\n\n".join(parts)}],
+        temperature=0.0, max_tokens=config.summary_tokens, protocol="summary")
+
+
+def compaction(session: AgentSession, config: Compression, plan: Plan,
+               reply: ModelResponse | ModelError | None, *, step: int, at: float) -> Compaction:
+    """The compaction to record: the model's summary when it wrote one, else cut results."""
+    messages = session.messages
+    covered = messages[plan.start:plan.end]
+    usage, note, mode = TokenUsage(), "", config.mode
+    text = (reply.content or "").strip() if isinstance(reply, ModelResponse) else ""
+    if isinstance(reply, ModelResponse):
+        usage = reply.usage
+    summary = plan.cut_summary
+    if mode == "model":
+        written = (f"{HEADER} (rounds 1-{plan.rounds}, summarised by the model):\n{text}"
+                   + _calls_list(covered))
+        if text and _size_with(session, plan, written, config.unit) < plan.size_before:
+            summary = written
+        else:
+            why = (str(reply) if isinstance(reply, ModelError) else
+                   "the model's summary was longer than what it replaced" if text else
+                   "the model's summary was empty")
+            note, mode = f"{why}; the results were cut instead", "truncate"
+    after = _size_with(session, plan, summary, config.unit)
+    return Compaction(step=step, at=at, start=plan.start, end=plan.end, rounds=plan.rounds,
+                      summary=summary, mode=mode, unit=config.unit,
+                      size_before=plan.size_before, size_after=after, usage=usage, note=note)
+
+
+async def compact(session: AgentSession, config: Compression,
+                  generate: Callable[[ModelRequest], Awaitable[ModelResponse]], *, step: int,
+                  now: Callable[[], float]) -> Compaction | None:
+    """Compact ``session`` if :func:`plan` says so, the summary written through ``generate``
+    (the driver's effect) in ``model`` mode; records and returns the compaction, or None.
+
+    A failed summary call does not fail the run: the results are cut instead (``note``).
+    """
+    decided = plan(session, config)
+    if decided is None:
+        return None
+    reply: ModelResponse | ModelError | None = None
+    if decided.request is not None:
+        try:
+            reply = incoming.response(await generate(decided.request))
+        except ModelError as exc:
+            reply = exc
+    done = compaction(session, config, decided, reply, step=step, at=now())
+    session.compactions.append(done)
+    session.usage = session.usage + done.usage
+    return done
+
+
+def _cut_summary(session: AgentSession, config: Compression, plan: Plan) -> str:
+    """The summarised rounds with their results cut to ``observation_chars``; shorter where the
+    history would stay above half the threshold (the room below it is what keeps the next
+    compaction many steps away): results halved down to :data:`MIN_RESULT_CHARS`, then the
+    oldest rounds (half of them, three quarters, ...) reduced to their calls alone."""
+    covered = session.messages[plan.start:plan.end]
+    cut, brief = config.observation_chars, 0
+    while True:
+        summary = (f"{HEADER} (rounds 1-{plan.rounds}; each result cut to about {cut} "
+                   "characters; later steps follow in full):\n"
+                   + _transcript(covered, 1, cut, brief))
+        if brief >= plan.rounds or _size_with(session, plan, summary,
+                                              config.unit) <= config.at // 2:
+            return summary
+        if cut > MIN_RESULT_CHARS:
+            cut = max(MIN_RESULT_CHARS, cut // 2)
+        else:
+            brief = plan.rounds if plan.rounds - brief <= 1 else (brief + plan.rounds + 1) // 2
+
+
+def _size_with(session: AgentSession, plan: Plan, summary: str, unit: Unit) -> int:
+    messages = session.messages
+    shown = Message(role="user", content=summary)
+    return size([*messages[:plan.start], shown, *messages[plan.end:]], unit)
+
+
+def _transcript(messages: Sequence[Message], number: int, cut: int, brief: int = 0) -> str:
+    """One entry per round: the thought, each call whole with its result cut, notes; the
+    first ``brief`` rounds only as their calls, with the size of each result left out."""
+    lines: list[str] = []
+    results = {m.tool_call_id: m.content or "" for m in messages if m.role == "tool"}
+    first = number
+    for message in messages:
+        short = number - first <= brief  # this round (number - 1) is one of the brief ones
+        if message.role == "assistant":
+            short = number - first < brief
+            thought = _thought(message)
+            if short:
+                lines.append(f"[{number}]")
+            else:
+                lines.append(f"[{number}] " + (_short(thought, max(cut, 60)) if thought
+                                                else "(no thought)"))
+            number += 1
+            for call in message.tool_calls:
+                lines.append(_call_line(call, results.get(call.id), None if short else cut))
+        elif message.role != "tool" and not short:
+            lines.append("    Note: " + _short(message.content or "", max(cut, 60)))
+    return "\n".join(lines)
+
+
+def _call_line(call: ToolCall, result: str | None, cut: int | None) -> str:
+    """``Action: name {arguments}`` whole, then its result cut, or only the result's size."""
+    action = f"    Action: {call.name} {_arguments(call.arguments, call.raw_arguments)}"
+    if result is None:
+        return f"{action}\n    Result: (none)"
+    if cut is None:
+        return f"{action} (result of {len(result)} characters left out)"
+    return f"{action}\n    Result: {_short(result, cut)}"
+
+
+def _calls_list(messages: Sequence[Message]) -> str:
+    calls = [f"- {c.name} {_arguments(c.arguments, c.raw_arguments)}"
+             for m in messages if m.role == "assistant" for c in m.tool_calls]
+    return "\nTool calls in those rounds:\n" + "\n".join(calls) if calls else ""
+
+
+def _thought(message: Message) -> str:
+    """The assistant's text before its first Action line, without a Thought label."""
+    text = message.content or ""
+    if message.tool_calls:
+        m = _ACTION_LINE.search(text)
+        if m is not None:
+            text = text[:m.start()]
+    return _THOUGHT_LABEL.sub("", text.strip(), count=1).strip()
+
+
+def _arguments(arguments: object, raw: str) -> str:
+    if arguments or not raw:
+        return json.dumps(arguments, ensure_ascii=False, separators=(", ", ": "))
+    return raw
+
+
+def _short(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with the number cut."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return f"{flat[:limit]}... [{len(flat) - limit} more characters cut]"
