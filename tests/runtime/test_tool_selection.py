@@ -160,3 +160,17 @@ def test_a_format_error_names_the_offered_tools_and_keeps_the_selection() -> Non
     assert named == set(result.steps[0].offered_tools or [])
     assert len(named) == 3 and "weather_tool" in named
     assert offered_in_prompt(model.requests[1]) == named  # the note did not widen the choice
+
+
+def test_selection_and_context_compression_work_together() -> None:
+    ran: list[str] = []
+    steps = [react("wiki_tool", f"page {n} of the encyclopedia article") for n in range(1, 9)]
+    model = ScriptedModel([*steps, "Final Answer: read"])
+    agent = Agent(model=model, tools=make_tools(ran), tool_selection=2, max_steps=12,
+                  compress_at="400c", keep_last=2)
+    result = agent.run("Read the encyclopedia article about Oslo")
+    assert (result.status, len(ran)) == ("completed", 8)
+    assert agent.session(result.session_id).compactions  # it did compact
+    for step, request in zip(result.steps, model.requests):
+        assert step.offered_tools is not None and "wiki_tool" in step.offered_tools
+        assert offered_in_prompt(request) == set(step.offered_tools)
