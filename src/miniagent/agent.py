@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Literal, TypeVar
@@ -10,10 +11,15 @@ from typing import Any, Literal, TypeVar
 from miniagent import defaults
 from miniagent.errors import UserError
 from miniagent.models.base import Capabilities, Model
+from miniagent.observe.describe import describe_model
+from miniagent.observe.jsonl import JsonlTracer
+from miniagent.observe.redact import model_secrets
 from miniagent.protocol.auto import AutoProtocol
 from miniagent.protocol.base import ActionProtocol
+from miniagent.protocol.hybrid import HybridProtocol
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
+from miniagent.protocol.tool_choice import check_choice
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.compress import Compression
@@ -36,9 +42,11 @@ ToolItem = Tool | Callable[..., Any] | ToolSource
 
 
 def protocol_for(capabilities: Capabilities, *, grammar: bool = True) -> ActionProtocol:
-    """The protocol a transport was configured for: react, native, or auto."""
+    """The protocol a transport was configured for: react, native, hybrid, or auto."""
     if capabilities.tool_mode == "react":
         return ReactProtocol(grammar=grammar)
+    if capabilities.tool_mode == "hybrid":
+        return HybridProtocol()
     if capabilities.tool_mode == "native":
         return NativeProtocol()
     return AutoProtocol(native_tools=capabilities.native_tools, grammar=grammar)
@@ -78,6 +86,13 @@ class Agent:
 
     With ``tool_selection=K``, each request offers only the ``K`` tools most relevant to the
     conversation so far, plus those already called (see :mod:`miniagent.runtime.selection`).
+    ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
+    the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
+    that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
+    tool call, then ``auto`` (see :mod:`miniagent.protocol.tool_choice`). None sends nothing.
+
+    ``trace`` appends every event of every run to a JSONL file (see
+    :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
     """
 
     def __init__(
@@ -105,6 +120,8 @@ class Agent:
         keep_last: int = 4,
         compress: Literal["truncate", "model"] = "truncate",
         tool_selection: int | None = None,
+        tool_choice: str | None = None,
+        trace: str | os.PathLike[str] | None = None,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
@@ -127,6 +144,11 @@ class Agent:
         self.compression = (Compression.of(compress_at, keep_last=keep_last, mode=compress)
                             if compress_at is not None else None)
         self.tool_selection = tool_selection
+        self.tool_choice = _checked_choice(tool_choice, None if sources else self.registry.names)
+        self.tracer = None if trace is None else JsonlTracer(
+            trace, secrets=model_secrets(model), model=describe_model(model).name)
+        if self.tracer is not None:
+            self.bus.subscribe(self.tracer)
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
@@ -165,8 +187,10 @@ class Agent:
                 return session.result()
             if session.status != "running":
                 session.transition("running", f"resumed from {session.status}", at=time.time())
+            tools = await self.tools.for_run()
+            _checked_choice(self.tool_choice, tools.names)
             effects = InProcessEffects(
-                model=self.model, tools=await self.tools.for_run(), store=self.store,
+                model=self.model, tools=tools, store=self.store,
                 bus=self.bus, owner=owner, approver=self.approver,
                 subscribers=(on_event,) if on_event else ())
             return await drive(session, self._rules(effects.tools), effects, self.limits.timeout)
@@ -177,7 +201,7 @@ class Agent:
         return Rules(protocol=self.protocol, tools=tools, limits=self.limits,
                      instructions=self.instructions, temperature=self.temperature,
                      max_tokens=self.max_tokens, on_interrupted=self.on_interrupted,
-                     compression=self.compression,
+                     compression=self.compression, tool_choice=self.tool_choice,
                      tool_selection=self.tool_selection)
 
     def as_tool(self, *, name: str, description: str,
@@ -264,6 +288,16 @@ class Agent:
         """Close the tool sources and the model's connections (a later run reopens them)."""
         await self.tools.aclose()
         await self.model.aclose()
+        if self.tracer is not None:
+            await self.bus.flush()  # what was emitted is written before the file closes
+            self.tracer.close()
+
+
+def _checked_choice(choice: str | None, names: list[str] | None) -> str | None:
+    try:
+        return check_choice(choice, names)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,

@@ -36,8 +36,8 @@ from miniagent.types import (
 )
 
 SCHEMA_VERSION = 3
-"""Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions``;
-versions 1 and 2 still load."""
+"""Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions`` and
+each message's ``reasoning``; versions 1 and 2 still load."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}

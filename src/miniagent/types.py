@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 from miniagent import defaults
 
 Role = Literal["system", "user", "assistant", "tool"]
-ToolMode = Literal["react", "native", "auto"]
+ToolMode = Literal["react", "native", "hybrid", "auto"]
 Phase = Literal["model", "tools", "done"]
 """Where a session goes on: it needs a model call, has calls to run (or to decide), or is over."""
 ParseKind = Literal["action", "final", "invalid"]
@@ -132,6 +132,8 @@ class Message:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    reasoning: str | None = None
+    """The server's ``reasoning_content`` of an assistant tool-call turn, sent back with it."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -148,6 +150,8 @@ class ModelRequest:
     """A GBNF grammar for constrained decoding, honoured by backends that support it."""
     protocol: str = ""
     """The name of the protocol that rendered the request (transports ignore it)."""
+    tool_choice: str | None = None
+    """``auto``, ``required``, ``none`` or a tool's name, sent with ``tools`` (None: not sent)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -159,6 +163,8 @@ class ModelResponse:
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
     raw: Any = None
+    reasoning_content: str | None = None
+    """A reasoning model's thinking, where the server returns it apart from the content."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -171,6 +177,8 @@ class ParsedOutput:
     final_answer: str | None = None
     error: str | None = None
     text: str = ""  # the assistant text kept in the history (ReAct: cut at the stop word)
+    reasoning: str | None = None
+    """``reasoning_content`` to keep with the turn (the hybrid protocol replays it)."""
 
 
 @dataclass(kw_only=True, slots=True)

@@ -90,7 +90,7 @@ def test_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 
 def test_cli_rejects_unknown_mode() -> None:
-    with pytest.raises(ConfigError, match="react, native or auto"):
+    with pytest.raises(ConfigError, match="react, native, hybrid or auto"):
         local_model(None, "fancy", True)
 
 

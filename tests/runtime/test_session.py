@@ -9,7 +9,15 @@ import pytest
 
 from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted
 from miniagent.session import SCHEMA_VERSION, AgentSession
-from miniagent.types import CallRecord, Compaction, Message, Observation, Step, TokenUsage, ToolCall
+from miniagent.types import (
+    CallRecord,
+    Compaction,
+    Message,
+    Observation,
+    Step,
+    TokenUsage,
+    ToolCall,
+)
 
 REFERENCE = Path(__file__).with_name("reference")
 
@@ -88,16 +96,27 @@ def test_round_trip_keeps_everything() -> None:
     assert loaded.steps[0].observations[0].output == "IBAN 123"
 
 
+def v3_session() -> AgentSession:
+    """The compacted sample with its tool-call turn in the history, carrying the server's
+    reasoning (version 3 added both ``compactions`` and each message's ``reasoning``)."""
+    session = compacted_session()
+    calls = [record.call for record in session.steps[0].calls]
+    session.messages.append(Message(role="assistant", content="Thought: look up, then pay",
+                                    tool_calls=calls, reasoning="Alice first; 150 € is fine"))
+    return session
+
+
 def test_reference_json_v3_loads_and_is_what_we_write() -> None:
     reference = json.loads((REFERENCE / "session_v3.json").read_text(encoding="utf-8"))
     assert reference["schema_version"] == 3 == SCHEMA_VERSION
     loaded = AgentSession.from_dict(reference)
-    assert loaded == compacted_session() and loaded.compactions[0].end == 3
+    assert loaded == v3_session() and loaded.compactions[0].end == 3
+    assert loaded.messages[-1].reasoning == "Alice first; 150 € is fine"
     # what this version writes is exactly the reference: a format change must bump the version
-    assert compacted_session().to_dict() == reference
+    assert v3_session().to_dict() == reference
 
 
-def test_reference_json_v2_still_loads_without_compactions() -> None:
+def test_reference_json_v2_still_loads_without_compactions_or_reasoning() -> None:
     reference = json.loads((REFERENCE / "session_v2.json").read_text(encoding="utf-8"))
     assert reference["schema_version"] == 2
     loaded = AgentSession.from_dict(reference)
@@ -106,6 +125,7 @@ def test_reference_json_v2_still_loads_without_compactions() -> None:
     assert [m.target for m in loaded.steps[0].calls[0].moves] == ["started", "completed"]
     assert loaded.question == "Pay Alice 150 € for 北京 tickets"
     assert loaded == sample_session() and loaded.compactions == []
+    assert all(m.reasoning is None for m in loaded.messages)
 
 
 def test_reference_json_v1_still_loads_with_its_phase_derived() -> None:

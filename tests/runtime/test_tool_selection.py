@@ -174,3 +174,13 @@ def test_selection_and_context_compression_work_together() -> None:
     for step, request in zip(result.steps, model.requests):
         assert step.offered_tools is not None and "wiki_tool" in step.offered_tools
         assert offered_in_prompt(request) == set(step.offered_tools)
+
+
+def test_a_tool_named_by_tool_choice_is_always_offered() -> None:
+    ran: list[str] = []
+    model = ScriptedModel([react("recipe_tool", "soup"), "Final Answer: boil it"])
+    result = Agent(model=model, tools=make_tools(ran), tool_selection=2,
+                   tool_choice="recipe_tool").run("What is the weather forecast in Paris?")
+    assert result.status == "completed" and ran == ["recipe_tool"]
+    first = offered_in_prompt(model.requests[0])
+    assert "recipe_tool" in first and "weather_tool" in first and len(first) == 3

@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace."""
 
 from __future__ import annotations
 
@@ -25,9 +25,11 @@ from miniagent.cli.common import (
     show_progress,
 )
 from miniagent.cli.loading import load_tools
+from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
+from miniagent.cli.trace_cmd import trace_app
 from miniagent.errors import UserError
 
 app = typer.Typer(
@@ -35,6 +37,7 @@ app = typer.Typer(
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(trace_app, name="trace")
 
 
 @app.callback()
@@ -48,7 +51,7 @@ def run(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 [env: MINIAGENT_BASE_URL, OPENAI_BASE_URL]")] = None,  # noqa: E501
     model: Annotated[str | None, typer.Option(help="Model name sent to the server [env: MINIAGENT_MODEL]")] = None,  # noqa: E501
     api_key: Annotated[str | None, typer.Option(help="API key [env: MINIAGENT_API_KEY, OPENAI_API_KEY]")] = None,  # noqa: E501
-    mode: Annotated[Mode, typer.Option(help="react (text + stop words), native (tools field) or auto")] = Mode.auto,  # noqa: E501
+    mode: Annotated[Mode, typer.Option(help="react (text + stop words), native (tools field), hybrid (a Thought, then a native call) or auto")] = Mode.auto,  # noqa: E501
     tools: Annotated[list[str] | None, typer.Option("--tools", help="A Python file or module whose @tool functions are loaded, or 'builtin'. Repeatable.")] = None,  # noqa: E501
     workspace: Annotated[Path, typer.Option(help="Root the built-in file tools are confined to.")] = Path("."),  # noqa: E501
     max_steps: Annotated[int, typer.Option(min=1, help="Model calls allowed before giving up.")] = (
@@ -60,6 +63,8 @@ def run(
     grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True,  # noqa: E501
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501
     max_tools: Annotated[int | None, typer.Option(min=1, help="Offer each model request only the K tools most relevant to the conversation (plus those already used).")] = None,  # noqa: E501
+    stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the server's answers: thought and answer are shown as they are written (--base-url servers).")] = False,  # noqa: E501
+    tool_choice: Annotated[str | None, typer.Option(help="auto, required (call a tool before answering), none, or a tool's name [default: the server's own]")] = None,  # noqa: E501
     store: StoreOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     as_json: JsonOption = False,
@@ -67,6 +72,9 @@ def run(
     compress_at: Annotated[str | None, typer.Option(help="Summarise the oldest rounds once the history crosses this size: estimated tokens (8000) or characters (12000c).")] = None,  # noqa: E501
     keep_last: Annotated[int, typer.Option(min=1, help="Rounds kept whole by --compress-at.")] = 4,
     compress: Annotated[str, typer.Option(help="Who writes the summary: truncate (results cut to ~200 characters) or model.")] = "truncate",  # noqa: E501
+    trace: TraceOption = None,
+    otlp: OtlpOption = None,
+    otlp_content: OtlpContentOption = False,
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(
@@ -76,14 +84,16 @@ def run(
         max_steps=max_steps, timeout=timeout, request_timeout=request_timeout,
         max_tokens=max_tokens, model_path=model_path, grammar=grammar,
         grammar_field=grammar_field, compress_at=compress_at, keep_last=keep_last,
-        compress=compress, max_tools=max_tools,
+        compress=compress, stream=stream, tool_choice=tool_choice,
+        max_tools=max_tools,
     )
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=verbose), interrupted(tracker, store):
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        result = agent.run(question, metadata=config.metadata(), on_event=tracker)
+        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
+            result = agent.run(question, metadata=config.metadata(), on_event=tracker)
     finish(result, as_json=as_json, store=store)
 
 

@@ -50,6 +50,8 @@ class RunConfig:
     keep_last: int = 4
     compress: str = "truncate"
     max_tools: int | None = None
+    stream: bool = False
+    tool_choice: str | None = None
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -109,7 +111,8 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
                  max_tokens=config.max_tokens or default_tokens, tool_selection=config.max_tools,
                  approver=ask_in_terminal if interactive else None,
                  compress_at=config.compress_at, keep_last=config.keep_last,
-                 compress=config.compress)  # type: ignore[arg-type]  # checked by Agent
+                 compress=config.compress,  # type: ignore[arg-type]  # checked by Agent
+                 tool_choice=config.tool_choice)
 
 
 def build_model(config: RunConfig, api_key: str | None) -> Model:
@@ -129,6 +132,7 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         api_key=api_key or env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),
         tool_mode=cast(ToolMode, config.mode), timeout=config.request_timeout,
         grammar_field=cast(GrammarField | None, config.grammar_field) if config.grammar else None,
+        stream=config.stream,
     )
 
 

@@ -22,10 +22,12 @@ from miniagent.types import RunResult
 
 
 class Mode(str, Enum):
-    """How tool calls travel: text ReAct, the native tools field, or auto-detected."""
+    """How tool calls travel: text ReAct, the native tools field, a thought then a native
+    call (hybrid), or auto-detected."""
 
     react = "react"
     native = "native"
+    hybrid = "hybrid"
     auto = "auto"
 
 

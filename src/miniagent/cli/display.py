@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 
 from miniagent.cli.common import resume_command
-from miniagent.cli.safe_text import clip, markup, visible
+from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
 from miniagent.runtime import events as ev
 from miniagent.types import RunResult, Step
 
@@ -33,18 +34,29 @@ def terminal() -> Console:
 
 
 class TraceDisplay:
-    """Prints thought, action, arguments, observation, tokens and time for each step."""
+    """Prints thought, action, arguments, observation, tokens and time for each step.
+
+    With a streaming model, the reply is written as it arrives (``model_delta`` events), the
+    reasoning of a reasoning model dimmed; the thought is then not repeated.
+    """
 
     def __init__(self, console: Console | None = None, *, verbose: bool = False) -> None:
         self.console = console or terminal()
         self.verbose = verbose
+        self._streamed = 0  # characters of the current model call written so far
+        self._channel: str | None = None
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.RunStarted):
             self.console.print(f"[bold]Question:[/bold] {markup(event.question)}")
         elif isinstance(event, ev.StepStarted):
             self.console.rule(f"step {event.step}", style="dim")
+        elif isinstance(event, ev.ModelStarted):
+            self._streamed, self._channel = 0, None
+        elif isinstance(event, ev.ModelDelta):
+            self._delta(event)
         elif isinstance(event, ev.ModelResponded):
+            self._end_stream()
             self._model_responded(event)
         elif isinstance(event, ev.ToolFinished):
             self._tool_finished(event)
@@ -56,12 +68,38 @@ class TraceDisplay:
                                f"({done.mode}), {done.size_before:,} -> {done.size_after:,} "
                                f"{done.unit}[/dim]")
 
+    def _delta(self, event: ev.ModelDelta) -> None:
+        if event.channel == "restart":
+            self._end_stream()
+            self.console.print("[dim](the stream broke off; asked again without streaming)[/dim]")
+            self._streamed = 0
+            return
+        if self._streamed >= TERMINAL_CHARS:
+            return
+        if event.channel != self._channel:
+            if self._channel is not None:
+                self.console.print()
+            label = "[dim]reasoning:[/dim] " if event.channel == "reasoning" else ""
+            self.console.print(label, end="")
+            self._channel = event.channel
+        text = event.text[: TERMINAL_CHARS - self._streamed]
+        self._streamed += len(event.text)
+        style = "dim" if event.channel == "reasoning" else None
+        self.console.print(escape(visible(text)), end="", style=style, soft_wrap=True)
+        if self._streamed >= TERMINAL_CHARS:
+            self.console.print(" [dim]… (more not shown; --json prints it all)[/dim]", end="")
+
+    def _end_stream(self) -> None:
+        if self._channel is not None:
+            self.console.print()
+            self._channel = None
+
     def _model_responded(self, event: ev.ModelResponded) -> None:
         parsed, response = event.parsed, event.response
         usage = response.usage
         if self.verbose and response.content:
             self.console.print(Panel(markup(response.content), title="raw output", style="dim"))
-        if parsed.thought:
+        if parsed.thought and not self._streamed:
             self.console.print(f"[italic cyan]Thought:[/italic cyan] {_short(parsed.thought)}")
         for call in parsed.tool_calls:
             args = json.dumps(call.arguments, ensure_ascii=False) if call.arguments else (

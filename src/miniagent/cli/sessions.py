@@ -25,6 +25,7 @@ from miniagent.cli.common import (
     show_progress,
 )
 from miniagent.cli.display import terminal
+from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.safe_text import markup, visible
 from miniagent.errors import DecisionError
 from miniagent.session import AgentSession
@@ -197,6 +198,9 @@ def resume(
     as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
     force: Force = False,
+    trace: TraceOption = None,
+    otlp: OtlpOption = None,
+    otlp_content: OtlpContentOption = False,
 ) -> None:
     """Continue a session after approvals, a crash, a timeout or an error."""
     _warn_forced(session_id, force)
@@ -208,5 +212,6 @@ def resume(
         interactive = asks_in_terminal(detach=detach, as_json=as_json)
         agent = build_agent(config, sessions, api_key=api_key, interactive=interactive)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        result = agent.resume(session_id, force=force)
+        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
+            result = agent.resume(session_id, force=force)
     finish(result, as_json=as_json, store=store)

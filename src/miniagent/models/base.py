@@ -24,11 +24,15 @@ class Capabilities:
         native_tools: Whether it takes the ``tools`` field: True, False, or None (unknown
             until tried; ``auto`` finds out).
         grammar: Whether it honours ``ModelRequest.grammar`` (constrained decoding).
+        streaming: Whether it streams: its ``generate`` then takes an ``on_delta`` keyword
+            (a :data:`~miniagent.models.streaming.DeltaSink`) that receives the answer's
+            text as it is written.
     """
 
     tool_mode: ToolMode = "auto"
     native_tools: bool | None = None
     grammar: bool = False
+    streaming: bool = False
 
 
 @runtime_checkable

@@ -15,7 +15,10 @@ What it does:
   much memory at most);
 - ``https`` through :func:`ssl.create_default_context`;
 - a pooled connection the server has closed meanwhile is retried once, transparently,
-  on a fresh connection (only when no byte of the answer had arrived).
+  on a fresh connection (only when no byte of the answer had arrived);
+- streaming: with a ``sink``, the body of a 2xx answer is handed over piece by piece as it
+  arrives (server-sent events), under the same ``max_body_bytes`` cap and ``timeout``; the
+  sink can stop the reading early (the connection is then closed, not pooled).
 
 Errors: :class:`~miniagent.errors.ModelConnectionError` for transport faults,
 :class:`~miniagent.errors.ModelTimeout` when ``timeout`` passes and
@@ -33,6 +36,7 @@ import re
 import socket
 import sys
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -40,12 +44,14 @@ from urllib.parse import urlsplit
 
 from miniagent.errors import ModelConnectionError, ModelResponseError, ModelTimeout
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "HttpClient", "HttpResponse"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "BodySink", "HttpClient", "HttpResponse"]
 
 DEFAULT_MAX_BODY_BYTES = 32 << 20
 """The default cap on a response body: far above any chat completion (1 MiB is a long one)."""
 
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+BodySink = Callable[[bytes], bool]
+"""Receives each piece of a streamed 2xx body; returns True to stop reading."""
 _Origin = tuple[str, str, int]
 _READ_LIMIT = 1 << 20  # longest header block or chunk-size line accepted
 _TRANSPORT_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError)
@@ -260,10 +266,67 @@ def _content_length(value: str, limit: int) -> int:
     return int(digits)
 
 
+async def _stream_body(reader: asyncio.StreamReader, headers: dict[str, str], limit: int,
+                       sink: BodySink) -> bool:
+    """Hand a body to ``sink`` piece by piece, counted against ``limit`` like a kept body;
+    return whether it was read to its end (False: the sink stopped it)."""
+    total = 0
+
+    def give(piece: bytes) -> bool:
+        nonlocal total
+        total += len(piece)
+        if total > limit:
+            raise _BodyTooLarge(limit)
+        return bool(piece) and sink(piece)
+
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        framing = 0
+        while True:
+            line = await reader.readuntil(b"\r\n")
+            framing += len(line)
+            size_text = line.split(b";", 1)[0].strip()
+            if not _HEX_DIGITS.fullmatch(size_text):
+                raise _ProtocolError(f"bad chunk size {size_text[:20]!r}")
+            size = int(size_text, 16)
+            if framing > limit:
+                raise _BodyTooLarge(limit)
+            if size == 0:
+                while (line := await reader.readuntil(b"\r\n")) != b"\r\n":
+                    framing += len(line)
+                    if framing > limit:
+                        raise _BodyTooLarge(limit)
+                return True
+            while size:
+                piece = await reader.read(min(size, _CLOSE_READ))
+                if not piece:
+                    raise asyncio.IncompleteReadError(b"", size)
+                size -= len(piece)
+                if give(piece):
+                    return False
+            await reader.readexactly(2)
+    if "content-length" in headers:
+        left = _content_length(headers["content-length"], limit)
+        while left:
+            piece = await reader.read(min(left, _CLOSE_READ))
+            if not piece:
+                raise asyncio.IncompleteReadError(b"", left)
+            left -= len(piece)
+            if give(piece):
+                return False
+        return True
+    while piece := await reader.read(_CLOSE_READ):
+        if give(piece):
+            return False
+    return True
+
+
 async def _read_response(
-    reader: asyncio.StreamReader, method: str, block: bytes, max_body: int
+    reader: asyncio.StreamReader, method: str, block: bytes, max_body: int,
+    sink: BodySink | None = None,
 ) -> tuple[HttpResponse, bool]:
     """Read one answer whose first header block is ``block``; say if the connection stays.
+
+    With ``sink``, a 2xx body goes to it as it arrives instead of into the answer.
 
     Raises:
         _BodyTooLarge: The body is, or is declared to be, longer than ``max_body``.
@@ -277,6 +340,11 @@ async def _read_response(
         keep = "keep-alive" in conn_header
     if method == "HEAD" or status in (204, 304):
         body = b""
+    elif sink is not None and 200 <= status < 300:
+        body = b""
+        whole = await _stream_body(reader, headers, max_body, sink)
+        keep = keep and whole and ("content-length" in headers or "chunked" in
+                                   headers.get("transfer-encoding", "").lower())
     elif "chunked" in headers.get("transfer-encoding", "").lower():
         body = await _read_chunked(reader, max_body)
     elif "content-length" in headers:
@@ -325,6 +393,7 @@ class HttpClient:
         payload: dict[str, Any] | bytes,
         headers: dict[str, str] | None = None,
         timeout: float = 60.0,
+        sink: BodySink | None = None,
     ) -> HttpResponse:
         """POST a JSON body and read the whole answer.
 
@@ -333,7 +402,10 @@ class HttpClient:
             payload: A dict (encoded as UTF-8 JSON) or bytes already encoded.
             headers: Extra request headers.
             timeout: Seconds for the whole request: waiting for a connection, sending,
-                and reading the answer.
+                and reading the answer (a streamed one to its end).
+            sink: Receives the body of a 2xx answer piece by piece as it arrives (the
+                answer's ``body`` is then empty); returning True stops the reading and
+                closes the connection. Other answers are read whole, as without it.
 
         Returns:
             The answer, whatever its status.
@@ -345,7 +417,7 @@ class HttpClient:
         """
         if isinstance(payload, dict):
             payload = json.dumps(payload, ensure_ascii=False).encode()
-        return await self.request("POST", url, payload, headers, timeout)
+        return await self.request("POST", url, payload, headers, timeout, sink)
 
     async def request(
         self,
@@ -354,6 +426,7 @@ class HttpClient:
         body: bytes = b"",
         headers: dict[str, str] | None = None,
         timeout: float = 60.0,
+        sink: BodySink | None = None,
     ) -> HttpResponse:
         """Send one request and read the whole answer (see :meth:`post_json`)."""
         origin, target, host = _split_url(url)
@@ -362,37 +435,41 @@ class HttpClient:
             if sys.version_info >= (3, 11):
                 # a timer on the caller's task; wait_for would start a task per request
                 async with asyncio.timeout(timeout):
-                    return await self._exchange(origin, method, head, body)
-            return await asyncio.wait_for(self._exchange(origin, method, head, body), timeout)
+                    return await self._exchange(origin, method, head, body, sink)
+            return await asyncio.wait_for(
+                self._exchange(origin, method, head, body, sink), timeout)
         except asyncio.TimeoutError:
             where = f"{origin[1]}:{origin[2]}"
             raise ModelTimeout(f"no answer from {where} within {timeout:g} s") from None
 
     async def _exchange(
-        self, origin: _Origin, method: str, head: bytes, body: bytes
+        self, origin: _Origin, method: str, head: bytes, body: bytes, sink: BodySink | None
     ) -> HttpResponse:
         pool = self._pool(origin)
         async with pool.slots:
             conn = pool.take()
             if conn is not None:
                 try:
-                    return await self._roundtrip(pool, conn, method, head, body, reused=True)
+                    return await self._roundtrip(pool, conn, method, head, body, sink,
+                                                 reused=True)
                 except _StaleConnection:
                     pass  # the server closed it while idle: once more on a fresh one
             try:
                 conn = await _connect(origin)
             except OSError as exc:
                 raise ModelConnectionError(_describe(exc, origin)) from exc
-            return await self._roundtrip(pool, conn, method, head, body, reused=False)
+            return await self._roundtrip(pool, conn, method, head, body, sink, reused=False)
 
     async def _roundtrip(
-        self, pool: _Pool, conn: _Conn, method: str, head: bytes, body: bytes, *, reused: bool
+        self, pool: _Pool, conn: _Conn, method: str, head: bytes, body: bytes,
+        sink: BodySink | None, *, reused: bool,
     ) -> HttpResponse:
         reader, writer = conn
         keep = False
         try:
             block = await _send(conn, head, body, reused=reused)
-            response, keep = await _read_response(reader, method, block, self.max_body_bytes)
+            response, keep = await _read_response(reader, method, block, self.max_body_bytes,
+                                                  sink)
         except (*_TRANSPORT_ERRORS, _ProtocolError) as exc:
             raise ModelConnectionError(_describe(exc, pool.origin)) from exc
         except _BodyTooLarge as exc:

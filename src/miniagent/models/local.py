@@ -32,6 +32,7 @@ from typing import Any
 from miniagent.errors import ConfigError, ModelError
 from miniagent.models.base import Capabilities
 from miniagent.protocol.native import normalize_completion
+from miniagent.protocol.tool_choice import wire_tool_choice
 from miniagent.threads import run_in_daemon_thread
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
@@ -179,13 +180,14 @@ class LocalModel:
         seed: int = 0,
         verbose: bool = False,
     ) -> None:
-        if tool_mode not in ("react", "native", "auto"):
-            raise ConfigError(f"tool_mode must be react, native or auto, got {tool_mode!r}")
+        if tool_mode not in ("react", "native", "hybrid", "auto"):
+            raise ConfigError(f"tool_mode must be react, native, hybrid or auto, got "
+                              f"{tool_mode!r}")
         if not llama_cpp_available():
             raise ConfigError(INSTALL_HINT)
         self.model_path = resolve_model_path(str(model_path) if model_path else None)
         self.tool_mode: ToolMode = tool_mode
-        native = tool_mode == "native"
+        native = tool_mode in ("native", "hybrid")
         self.chat_format = chat_format or (_NATIVE_CHAT_FORMAT if native else None)
         self.n_ctx, self.n_threads, self.seed = n_ctx, n_threads, seed
         self.grammar, self.verbose = grammar, verbose
@@ -201,7 +203,8 @@ class LocalModel:
     @property
     def capabilities(self) -> Capabilities:
         """Native tools only in native mode, so ``auto`` runs the (grammar) ReAct protocol."""
-        return Capabilities(tool_mode=self.tool_mode, native_tools=self.tool_mode == "native",
+        return Capabilities(tool_mode=self.tool_mode,
+                            native_tools=self.tool_mode in ("native", "hybrid"),
                             grammar=self.grammar)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
@@ -312,6 +315,8 @@ class LocalModel:
             kwargs["stop"] = list(request.stop)
         if request.tools:
             kwargs["tools"] = request.tools
+            if request.tool_choice:
+                kwargs["tool_choice"] = wire_tool_choice(request.tool_choice)
             kwargs.setdefault("tool_choice", "auto")
         elif self.grammar and request.grammar:
             kwargs["grammar"] = self._compiled_grammar(request.grammar)

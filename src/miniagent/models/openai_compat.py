@@ -8,15 +8,23 @@ Transport faults, timeouts, 429 and 5xx answers are retried with exponential bac
 full jitter (``Retry-After`` is honoured); other 4xx answers are not. A 4xx that blames the
 ``tools`` field raises :class:`~miniagent.errors.ToolsNotSupported`, so the ``auto`` protocol
 can fall back to ReAct (and remember that it did). The model itself keeps no such memory.
+
+With ``stream=True`` the answer is streamed (server-sent events) and its text reaches the
+caller's ``on_delta`` as it is written; see :mod:`miniagent.models.streaming` for how each
+server's way of streaming is read. A stream that breaks off, or that promised tool calls and
+sent none, is asked for once more without streaming; a server that refuses
+``stream_options`` is asked again without it (and not sent it again).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import random
 import re
+from collections.abc import Callable
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
@@ -30,12 +38,17 @@ from miniagent.errors import (
     ToolsNotSupported,
 )
 from miniagent.models.base import Capabilities
-from miniagent.models.http import DEFAULT_MAX_BODY_BYTES, HttpClient, HttpResponse
+from miniagent.models.http import DEFAULT_MAX_BODY_BYTES, BodySink, HttpClient, HttpResponse
+from miniagent.models.sse import SSEError, SSEReader
+from miniagent.models.streaming import DeltaSink, StreamAccumulator, StreamIncomplete
 from miniagent.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
 from miniagent.protocol.native import MAX_BODY_DEPTH, normalize_completion
+from miniagent.protocol.tool_choice import wire_tool_choice
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
 __all__ = ["OpenAICompatibleModel"]
+
+log = logging.getLogger("miniagent")
 
 _RETRY_STATUSES = frozenset({408, 429})
 _RETRY_AFTER_MAX = 60.0
@@ -130,6 +143,9 @@ class OpenAICompatibleModel:
         max_body_bytes: The largest response body its own client reads (32 MiB by
             default); a longer one is a :class:`~miniagent.errors.ModelResponseError`.
             A shared ``client`` keeps its own limit.
+        stream: Stream each answer (``stream: true``); text deltas reach ``on_delta``.
+        stream_usage: Ask for usage in the stream (``stream_options.include_usage``); a
+            server that refuses the field is asked again without it.
 
     Raises:
         ConfigError: ``base_url``, ``api_key``, ``timeout`` or ``grammar_field`` cannot work.
@@ -155,6 +171,8 @@ class OpenAICompatibleModel:
         grammar_field: GrammarField | None = None,
         client: HttpClient | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        stream: bool = False,
+        stream_usage: bool = True,
     ) -> None:
         self.base_url = _checked_base_url(base_url)
         self.model = model
@@ -173,6 +191,8 @@ class OpenAICompatibleModel:
         if max_body_bytes < 1:
             raise ConfigError(f"max_body_bytes must be at least 1, got {max_body_bytes}")
         self.max_body_bytes = max_body_bytes
+        self.stream = stream
+        self.stream_usage = stream_usage
         self._client = client
         self._owns_client = client is None
         self._headers = {"Accept": "application/json"}
@@ -182,12 +202,17 @@ class OpenAICompatibleModel:
     @property
     def capabilities(self) -> Capabilities:
         """Native tools as configured (unknown in ``auto``); a grammar with ``grammar_field``."""
-        native = {"react": False, "native": True}.get(self.tool_mode)
+        native = {"react": False, "native": True, "hybrid": True}.get(self.tool_mode)
         return Capabilities(tool_mode=self.tool_mode, native_tools=native,
-                            grammar=self.grammar_field is not None)
+                            grammar=self.grammar_field is not None, streaming=self.stream)
 
-    async def generate(self, request: ModelRequest) -> ModelResponse:
+    async def generate(self, request: ModelRequest,
+                       on_delta: DeltaSink | None = None) -> ModelResponse:
         """POST one chat completion and normalise the answer.
+
+        With ``stream``, the answer is streamed and ``on_delta`` receives its text as it
+        arrives (``("content" | "reasoning", text)``, and ``("restart", "")`` when a broken
+        stream is asked for again without streaming).
 
         Raises:
             ToolsNotSupported: The server refused the ``tools`` field.
@@ -197,8 +222,48 @@ class OpenAICompatibleModel:
             ModelResponseError: A 2xx answer that is not a chat completion (or is too deep
                 or too large to be read as one).
         """
+        if self.stream:
+            try:
+                return await self._streamed(request, on_delta)
+            except StreamIncomplete as exc:
+                log.info("stream from %s incomplete (%s); asking again without streaming",
+                         self.url, exc)
+                if on_delta is not None:
+                    on_delta("restart", "")
         payload = json.dumps(self._body(request), ensure_ascii=False).encode()
         response = await self._post(payload, with_tools=bool(request.tools))
+        return self._completion(response)
+
+    async def _streamed(self, request: ModelRequest, on_delta: DeltaSink | None
+                        ) -> ModelResponse:
+        """One streamed completion (see :mod:`miniagent.models.streaming`).
+
+        Raises:
+            StreamIncomplete: Streaming did not give the whole answer; ask without it.
+        """
+        body = self._body(request)
+        body["stream"] = True
+        if self.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        state = _StreamState(request.stop, on_delta)
+        try:
+            response = await self._post(_encode(body), with_tools=bool(request.tools),
+                                        stream=state)
+        except ToolsNotSupported:
+            raise
+        except ModelHTTPError as exc:
+            detail = _error_text(exc.body or "").lower()
+            if not (400 <= exc.status < 500 and "stream" in detail):
+                raise
+            if "stream_options" in detail or "include_usage" in detail:
+                self.stream_usage = False  # this server refuses the field: never again
+                return await self._streamed(request, on_delta)
+            self.stream = False  # it refuses streaming itself
+            raise StreamIncomplete(f"the server refused streaming ({exc.status})") from None
+        return state.response(response, self._completion)
+
+    def _completion(self, response: HttpResponse) -> ModelResponse:
+        """The answer of a 2xx response read whole."""
         try:
             body = loads_limited(response.body, max_depth=MAX_BODY_DEPTH)
         except JSONLimitError as exc:
@@ -232,14 +297,20 @@ class OpenAICompatibleModel:
             body["stop"] = request.stop
         if request.tools:
             body["tools"] = request.tools
+            if request.tool_choice:
+                body["tool_choice"] = wire_tool_choice(request.tool_choice)
         elif request.grammar and self.grammar_field:
             body.update(_grammar_body(self.grammar_field, request.grammar))
         body.update(self.extra_body)
         body.update(request.extra_body)
         return body
 
-    async def _post(self, payload: bytes, *, with_tools: bool) -> HttpResponse:
-        """POST with retries; return the first 2xx answer."""
+    async def _post(self, payload: bytes, *, with_tools: bool,
+                    stream: _StreamState | None = None) -> HttpResponse:
+        """POST with retries; return the first 2xx answer.
+
+        With ``stream``, a 2xx body goes to it as it arrives; a transport fault or timeout
+        after its first byte is no reason to retry the stream (:class:`StreamIncomplete`)."""
         if self._client is None:
             self._client = HttpClient(max_body_bytes=self.max_body_bytes)
         attempts = self.max_retries + 1
@@ -248,10 +319,15 @@ class OpenAICompatibleModel:
             retry_after: float | None = None
             try:
                 response = await self._client.post_json(
-                    self.url, payload, self._headers, self.timeout
+                    self.url, payload, self._headers, self.timeout,
+                    sink=stream.start() if stream is not None else None,
                 )
             except (ModelConnectionError, ModelTimeout) as exc:
+                if stream is not None and stream.started:
+                    raise StreamIncomplete(f"the stream broke off: {exc}") from None
                 last = exc
+            except SSEError as exc:
+                raise StreamIncomplete(str(exc)) from None
             else:
                 if 200 <= response.status < 300:
                     return response
@@ -283,6 +359,50 @@ class OpenAICompatibleModel:
         return ModelHTTPError(
             f"POST {self.url} answered {status}: {detail}", status=status, body=text
         )
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+class _StreamState:
+    """One streamed answer: the event reader and accumulator of the current attempt."""
+
+    _RAW_KEPT = 1 << 20  # a server that ignored stream: true answers with plain JSON
+
+    def __init__(self, stop: list[str] | None, on_delta: DeltaSink | None) -> None:
+        self.stop, self.on_delta = stop, on_delta
+        self.reader = SSEReader()
+        self.acc = StreamAccumulator(stop=stop, on_delta=on_delta)
+        self.raw = bytearray()
+        self.pieces = 0
+
+    @property
+    def started(self) -> bool:
+        return self.pieces > 0
+
+    def start(self) -> BodySink:
+        """A fresh sink for a new attempt (nothing of an earlier one is kept)."""
+        self.reader = SSEReader()
+        self.acc = StreamAccumulator(stop=self.stop, on_delta=self.on_delta)
+        self.raw.clear()
+        self.pieces = 0
+        return self._sink
+
+    def _sink(self, piece: bytes) -> bool:
+        self.pieces += 1
+        if not self.acc.events and len(self.raw) < self._RAW_KEPT:
+            self.raw += piece
+        return any(self.acc.feed(data) for data in self.reader.feed(piece))
+
+    def response(self, http: HttpResponse, decode: Callable[[HttpResponse], ModelResponse]
+                 ) -> ModelResponse:
+        for data in self.reader.close():
+            self.acc.feed(data)
+        if not self.acc.events and self.raw.lstrip()[:1] == b"{":
+            return decode(HttpResponse(status=http.status, headers=http.headers,
+                                       body=bytes(self.raw)))
+        return normalize_completion(self.acc.body())
 
 
 def _blames_tools(detail: str) -> bool:

@@ -49,7 +49,7 @@ class ScriptedModel:
 
     @property
     def capabilities(self) -> Capabilities:
-        native = {"react": False, "native": True}.get(self.tool_mode)
+        native = {"react": False, "native": True, "hybrid": True}.get(self.tool_mode)
         return Capabilities(tool_mode=self.tool_mode, native_tools=native, grammar=False)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:

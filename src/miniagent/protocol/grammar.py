@@ -45,12 +45,14 @@ THOUGHT_MAX_CHARS = 240
 """The longest thought the grammar admits, in characters."""
 
 
-def react_grammar(tools: Sequence[ToolLike]) -> str:
+def react_grammar(tools: Sequence[ToolLike], *, final: bool = True) -> str:
     """Build the GBNF grammar of one ReAct turn for ``tools``.
 
     Args:
         tools: The registered tools; their names become literal alternatives and their
             ``parameters`` schemas constrain the ``Action Input``.
+        final: Admit a Final Answer (False: the turn must be an action; a ``required``
+            tool choice). Without tools a final answer is always admitted.
 
     Returns:
         The grammar text, root rule ``root``. With no tools only a final answer is admitted.
@@ -68,11 +70,14 @@ def react_grammar(tools: Sequence[ToolLike]) -> str:
     """
     builder = JsonSchemaGrammar()
     actions = [_action(builder, tool) for tool in tools]
+    final = final or not actions
+    branches = ("(action | final)" if final else "action") if actions else "final"
     lines = [
-        'root ::= "Thought: " thought "\\n" ' + ("(action | final)" if actions else "final"),
+        'root ::= "Thought: " thought "\\n" ' + branches,
         f"thought ::= [^\\n:\\uFF1A]{{1,{THOUGHT_MAX_CHARS}}}",
-        r'final ::= "Final Answer: " [^ \t\n] [^\x00]*',
     ]
+    if final:
+        lines.append(r'final ::= "Final Answer: " [^ \t\n] [^\x00]*')
     if actions:
         lines.append('action ::= "Action: " (' + " | ".join(actions) + ")")
     rules = builder.render_rules()

@@ -188,12 +188,14 @@ def normalize_completion(body: dict[str, Any]) -> ModelResponse:
         message = delta if isinstance(delta, dict) else {}
     content = _content(message.get("content", choice.get("text")))
     finish = choice.get("finish_reason")
+    reasoning = message.get("reasoning_content", message.get("reasoning"))
     return ModelResponse(
         content=content,
         tool_calls=_tool_calls(message, content),
         usage=_usage(body.get("usage")),
         finish_reason=finish if isinstance(finish, str) else None,
         raw=body,
+        reasoning_content=reasoning if isinstance(reasoning, str) else None,
     )
 
 

@@ -15,14 +15,15 @@ import os
 import random
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from miniagent.errors import SessionError
 from miniagent.models.base import Model
+from miniagent.models.streaming import DeltaChannel, DeltaSink
 from miniagent.runtime.approvals import Approver
 from miniagent.runtime.bus import EventBus, Subscriber
-from miniagent.runtime.events import Event
+from miniagent.runtime.events import Event, ModelDelta, ModelFailed, ModelResponded, ModelStarted
 from miniagent.runtime.loop import Rules, StepLogic
 from miniagent.session import AgentSession
 from miniagent.store.base import CheckpointStore
@@ -76,9 +77,13 @@ class InProcessEffects:
     subscribers: tuple[Subscriber, ...] = ()
     clock: Callable[[], float] = time.time
     ids: Callable[[], str] = random_id
+    deltas: DeltaRoute = field(default_factory=lambda: DeltaRoute())
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        return await self.model.generate(request)
+        sink = self.deltas.sink(self) if self.model.capabilities.streaming else None
+        if sink is None:
+            return await self.model.generate(request)
+        return await self.model.generate(request, on_delta=sink)  # type: ignore[call-arg]
 
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
         with using_context(context):
@@ -118,7 +123,40 @@ class InProcessEffects:
         return bool(self.subscribers) or self.bus.has_subscribers
 
     def emit(self, event: Event) -> None:
+        self.deltas.follow(event)
         self.bus.emit(event, self.subscribers)
+
+
+class DeltaRoute:
+    """Takes a streaming model's deltas to the bus as ``model_delta`` events.
+
+    The step logic announces each model call with ``model_started`` (only when someone
+    listens); the route remembers that call's session, step and span, and the deltas of the
+    ``generate`` that follows are emitted in it. The step logic itself never sees a delta.
+    """
+
+    def __init__(self) -> None:
+        self._call: ModelStarted | None = None
+
+    def follow(self, event: Event) -> None:
+        if isinstance(event, ModelStarted):
+            self._call = event
+        elif isinstance(event, (ModelResponded, ModelFailed)):
+            self._call = None
+
+    def sink(self, effects: InProcessEffects) -> DeltaSink | None:
+        """A delta sink for the model call just announced, or None when nobody listens."""
+        started = self._call
+        if started is None:
+            return None
+
+        def deliver(channel: DeltaChannel, text: str) -> None:
+            effects.emit(ModelDelta(
+                session_id=started.session_id, span_id=started.span_id,
+                parent_id=started.parent_id, step=started.step, at=effects.now(),
+                text=text, channel=channel))
+
+        return deliver
 
 
 CANCEL_GRACE = 1.0

@@ -11,6 +11,17 @@ tool calls. Every model call and every tool call has a start and an end event
 ``tool_finished``); the summary call of ``compress="model"`` is reported by the
 ``context_compacted`` event that records its compaction. ``at`` is the driver's clock
 (seconds since the epoch in-process).
+
+A streaming model (``OpenAICompatibleModel(stream=True)``) adds ``model_delta`` events between
+``model_started`` and ``model_responded``, in the model call's span: each piece of text as it
+is written. They come from the transport through the driver, not from the step logic.
+
+A ``guard_intervened`` event is no span of its own: its ``span_id`` is the step (or run) it
+happened in. It reports every guard that changed what the model sees or how the run ends: a
+repeated call answered with a reminder (``repeat``) or stopped (``loop_stop``), calls beyond the
+per-step limit (``call_limit``), output that was neither an action nor an answer
+(``format_error``), a truncated observation (``truncated``), and ``max_steps`` /
+``token_budget``.
 """
 
 from __future__ import annotations
@@ -30,9 +41,11 @@ from miniagent.types import (
 )
 
 EventKind = Literal[
-    "run_started", "step_started", "model_started", "model_responded", "model_failed",
+    "run_started", "step_started", "model_started", "model_delta", "model_responded",
+    "model_failed",
     "tool_started", "tool_finished", "approval_requested", "step_finished", "run_finished",
     "context_compacted",
+    "guard_intervened",
 ]
 
 
@@ -66,11 +79,27 @@ class ModelStarted(Event):
 
 
 @dataclass(kw_only=True, slots=True)
+class ModelDelta(Event):
+    """A piece of a streamed answer, as it arrived.
+
+    ``channel`` is ``content`` (the reply's text), ``reasoning`` (a reasoning model's
+    ``reasoning_content``) or ``restart``: the stream broke off and the request is being sent
+    again without streaming, so what was shown of this call so far is void (``text`` is empty).
+    """
+
+    kind: ClassVar[EventKind] = "model_delta"
+    text: str
+    channel: Literal["content", "reasoning", "restart"] = "content"
+
+
+@dataclass(kw_only=True, slots=True)
 class ModelResponded(Event):
     kind: ClassVar[EventKind] = "model_responded"
     response: ModelResponse
     parsed: ParsedOutput
     elapsed: float
+    retried: ModelRequest | None = None
+    """The request answered when the protocol retried the started one (``recover``)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -78,6 +107,8 @@ class ModelFailed(Event):
     kind: ClassVar[EventKind] = "model_failed"
     error: str
     elapsed: float
+    error_type: str = ""
+    """The exception's class name (``ModelTimeout``, ``ModelHTTPError``, ...)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -116,3 +147,15 @@ class StepFinished(Event):
 class RunFinished(Event):
     kind: ClassVar[EventKind] = "run_finished"
     result: RunResult
+
+
+GuardName = Literal["repeat", "loop_stop", "call_limit", "format_error", "truncated",
+                    "max_steps", "token_budget"]
+
+
+@dataclass(kw_only=True, slots=True)
+class GuardIntervened(Event):
+    kind: ClassVar[EventKind] = "guard_intervened"
+    guard: GuardName
+    detail: str
+    call_id: str | None = None

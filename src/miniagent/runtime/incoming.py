@@ -46,7 +46,7 @@ def parsed(output: ParsedOutput) -> ParsedOutput:
     """What a protocol made of a reply, every text and call made safe to keep (a parser may
     decode escapes such as ``\\ud800`` into bad text)."""
     output.text = storable(output.text)
-    for name in ("thought", "final_answer", "error"):
+    for name in ("thought", "final_answer", "error", "reasoning"):
         value = getattr(output, name)
         if value is not None:
             setattr(output, name, storable(value))

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from miniagent.errors import ModelError
+from miniagent.protocol import tool_choice
 from miniagent.protocol.base import ActionProtocol
 from miniagent.runtime import compress, incoming, subruns
 from miniagent.runtime import events as ev
@@ -118,6 +119,8 @@ class Rules:
     compression: compress.Compression | None = None
     tool_selection: int | None = None
     """Offer each request only this many tools, the most relevant (see runtime/selection.py)."""
+    tool_choice: str | None = None
+    """auto, required, none or a tool's name (see :mod:`miniagent.protocol.tool_choice`)."""
 
 
 class StepLogic:
@@ -178,7 +181,7 @@ class StepLogic:
                            step=index, compaction=done)
                 await self._checkpoint(session)
         tools, offered = offer(self.rules.tools.listed(), self.rules.tool_selection,
-                               session.messages, session.steps)
+                               session.messages, session.steps, pinned=self.rules.tool_choice)
         response, parsed, elapsed = await self._generate(session, index, tools)
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
                     usage=response.usage, model_time=elapsed, offered_tools=offered)
@@ -203,9 +206,11 @@ class StepLogic:
         limits, used = self.rules.limits, session.usage.total_tokens
         if len(session.steps) >= limits.max_steps:
             self.stop(session, "max_steps", f"no final answer after max_steps={limits.max_steps}")
+            self._guard(session, 0, "max_steps", session.reason)
         elif limits.token_budget is not None and used >= limits.token_budget:
             self.stop(session, "budget_exceeded",
                       f"used {used:,} tokens of a budget of {limits.token_budget:,}")
+            self._guard(session, 0, "token_budget", session.reason)
         return session.done
 
     async def _generate(self, session: AgentSession, index: int, tools: Sequence[ToolLike]
@@ -213,8 +218,11 @@ class StepLogic:
         """Render, call the model (once more if the protocol can recover), parse."""
         rules, step_span = self.rules, self._step_spans[index]
         history = compress.history(session)
-        request = self._settings(rules.protocol.render(history, tools, rules.instructions))
+        choice = tool_choice.for_step(rules.tool_choice, session.steps)
+        request = self._settings(rules.protocol.render(history, tools, rules.instructions),
+                                 choice)
         span, started = self.fx.new_id(), self.fx.now()
+        retried: ModelRequest | None = None
         self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
                    request=request)
         try:
@@ -225,21 +233,23 @@ class StepLogic:
                                                rules.instructions)
                 if retry is None:
                     raise
-                request = self._settings(retry)
+                request = retried = self._settings(retry, choice)
                 response = incoming.response(await self.fx.generate(request))
         except ModelError as exc:
             self._emit(ev.ModelFailed, session, span=span, parent=step_span, step=index,
-                       error=str(exc), elapsed=self.fx.now() - started)
+                       error=str(exc), elapsed=self.fx.now() - started,
+                       error_type=type(exc).__name__)
             raise
         elapsed = self.fx.now() - started
-        parsed = self._with_ids(rules.protocol.parse(response, request))
+        parsed = self._with_ids(tool_choice.enforce(rules.protocol.parse(response, request),
+                                                    choice))
         self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
-                   response=response, parsed=parsed, elapsed=elapsed)
+                   response=response, parsed=parsed, elapsed=elapsed, retried=retried)
         return response, parsed, elapsed
 
-    def _settings(self, request: ModelRequest) -> ModelRequest:
+    def _settings(self, request: ModelRequest, choice: str | None) -> ModelRequest:
         request.temperature, request.max_tokens = self.rules.temperature, self.rules.max_tokens
-        return request
+        return tool_choice.constrain(request, choice, self.rules.tools.listed())
 
     def _with_ids(self, parsed: ParsedOutput) -> ParsedOutput:
         """The parsed reply made safe to keep, its calls given ids from the driver where the
@@ -261,13 +271,16 @@ class StepLogic:
         if len(parsed.tool_calls) > limit:
             step.dropped_calls = len(parsed.tool_calls) - limit
             parsed.tool_calls = parsed.tool_calls[:limit]
-        session.messages.append(
-            Message(role="assistant", content=parsed.text, tool_calls=parsed.tool_calls))
+            self._guard(session, step.index, "call_limit", f"{step.dropped_calls} of "
+                        f"{limit + step.dropped_calls} calls dropped (limit {limit} per step)")
+        session.messages.append(Message(role="assistant", content=parsed.text,
+                                        tool_calls=parsed.tool_calls, reasoning=parsed.reasoning))
         for call in parsed.tool_calls:
             verdict = detector.check(call)
             if verdict == "stop":
                 self.stop(session, "loop_detected", f"'{call.name}' was repeated with the same "
                           "arguments after an intervention")
+                self._guard(session, step.index, "loop_stop", session.reason, call.id)
                 return
             record = CallRecord(call=call)
             if verdict == "intervene":
@@ -276,6 +289,7 @@ class StepLogic:
                     call_id=call.id, tool_name=call.name, output=text, is_error=True)
                 record.move("completed", "repeated: answered with an intervention",
                             self.fx.now())
+                self._guard(session, step.index, "repeat", text, call.id)
             elif self.rules.tools.needs_approval(call):
                 record.note = f"'{call.name}' needs approval"
                 record.move("awaiting_approval", record.note, self.fx.now())
@@ -284,6 +298,7 @@ class StepLogic:
     def _reject(self, session: AgentSession, step: Step, parsed: ParsedOutput) -> None:
         """Output that is neither an action nor an answer: tell the model the exact format."""
         step.error = parsed.error or "unparseable output"
+        self._guard(session, step.index, "format_error", step.error)
         if parsed.text:
             session.messages.append(Message(role="assistant", content=parsed.text))
         note = self.rules.protocol.format_error(
@@ -371,8 +386,12 @@ class StepLogic:
         finally:
             if slots is not None:
                 slots.release()
+        full = len(observation.output)
         observation.output = truncate_observation(
             observation.output, self.rules.limits.max_observation_chars)
+        if len(observation.output) != full:
+            self._guard(session, step.index, "truncated", f"observation of {full:,} characters "
+                        f"cut to {self.rules.limits.max_observation_chars:,}", record.call.id)
         session.usage = subruns.settle(session.usage, record, observation, at=self.fx.now())
         step.tool_time = max(step.tool_time, observation.elapsed)
         # completed is on disk as soon as it is known (with a sub-run's usage: all of it)
@@ -396,6 +415,16 @@ class StepLogic:
     def _end_step(self, session: AgentSession, index: int) -> None:
         self._emit(ev.StepFinished, session, span=self._step_span(index), parent=self._run_span,
                    step=index)
+
+    def _guard(self, session: AgentSession, index: int, guard: ev.GuardName, detail: str,
+               call_id: str | None = None) -> None:
+        """Report a guard's intervention in step ``index`` (0: the run as a whole)."""
+        if not self.fx.observed:
+            return
+        span = self._step_span(index) if index else self._run_span
+        self._emit(ev.GuardIntervened, session, span=span,
+                   parent=self._run_span if index else None, step=index, guard=guard,
+                   detail=detail, call_id=call_id)
 
     def _emit(self, kind: type[ev.Event], session: AgentSession, *, span: str,
               parent: str | None, step: int = 0, **fields: object) -> None:

@@ -228,13 +228,17 @@ def select_tools(tools: Sequence[ToolLike], k: int, messages: Sequence[Message],
 
 
 def offer(tools: Sequence[ToolLike], k: int | None, messages: Sequence[Message],
-          steps: Sequence[Step]) -> tuple[list[ToolLike], list[str] | None]:
+          steps: Sequence[Step], *, pinned: str | None = None
+          ) -> tuple[list[ToolLike], list[str] | None]:
     """What the step logic offers the next request, and the names to record in its step
-    (``None`` when there is no selection: every tool is offered)."""
+    (``None`` when there is no selection: every tool is offered). A ``pinned`` tool (the one
+    ``tool_choice`` names) is always among them."""
     if k is None:
         return list(tools), None
     previous = steps[-1].offered_tools if steps else None
     chosen = select_tools(tools, k, messages, previous)
+    if pinned is not None and all(t.name != pinned for t in chosen):
+        chosen = [t for t in tools if t in chosen or t.name == pinned]
     return chosen, [t.name for t in chosen]
 
 

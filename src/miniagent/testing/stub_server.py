@@ -17,6 +17,10 @@ Each entry of ``responses`` is one answer, used in order:
 - a full response body (a dict with ``"choices"``), sent as is;
 - a :class:`Fault`: an error status, a hang, or a dropped connection.
 
+A request with ``"stream": true`` is answered with server-sent events, in the way
+``stream_style`` says (a :class:`StreamStyle`; presets :data:`VLLM`, :data:`LLAMA_CPP`,
+:data:`OLLAMA`, :data:`REPEATED_NAME`, :data:`SHARED_INDEX`), from the same scripted answers.
+
 ``responses`` may also be a callable ``(request_json, n) -> answer`` (``n`` counts from 0),
 for servers that always answer the same. When a list runs out the stub answers 500 and
 says so in the body and in :attr:`StubServer.notes`.
@@ -39,7 +43,10 @@ from http import HTTPStatus
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Fault", "Reply", "StubServer"]
+__all__ = [
+    "LLAMA_CPP", "OLLAMA", "REPEATED_NAME", "SHARED_INDEX", "VLLM", "Fault", "Reply",
+    "StreamStyle", "StubServer",
+]
 
 
 @dataclass(kw_only=True)
@@ -59,6 +66,66 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     close: bool = False
+
+
+@dataclass(kw_only=True, frozen=True)
+class StreamStyle:
+    """How the stub streams an answer (each field is one quirk a real server has).
+
+    Attributes:
+        text_piece: Characters of content per chunk (1: character by character).
+        calls_in_one_chunk: Send every tool call whole in one chunk (Ollama), instead of a
+            head chunk (id, name) and argument fragments per call (vLLM, llama.cpp).
+        argument_piece: Characters of arguments per fragment.
+        arguments_with_head: The head chunk of a call carries the first argument fragment
+            (else its arguments are ``""``).
+        name_every_chunk: Repeat the call's name (and id) in every fragment.
+        no_index: Leave ``index`` out of tool-call deltas (older Ollama).
+        shared_index: Give every call ``index`` 0 (calls told apart by their ids only).
+        null_content: Send ``"content": null`` in chunks that carry no text.
+        role_chunk: Start with a chunk holding only ``role: assistant``.
+        usage: Report usage when asked (``stream_options.include_usage``): ``"separate"``
+            (a last chunk with no choices, as OpenAI and vLLM), ``"final"`` (inside the
+            chunk with ``finish_reason``), or ``"never"``.
+        reject_stream_options: Answer 400 to a request carrying ``stream_options``.
+        break_after: Drop the connection after this many events (no ``[DONE]``).
+        drop_calls: Say ``finish_reason: tool_calls`` but send none of the calls.
+        finish_reason: Override the last chunk's ``finish_reason`` (Ollama once said
+            ``stop`` for tool calls).
+        done: End with ``data: [DONE]``.
+    """
+
+    text_piece: int = 3
+    calls_in_one_chunk: bool = False
+    argument_piece: int = 4
+    arguments_with_head: bool = False
+    name_every_chunk: bool = False
+    no_index: bool = False
+    shared_index: bool = False
+    null_content: bool = False
+    role_chunk: bool = True
+    usage: str = "separate"
+    reject_stream_options: bool = False
+    break_after: int | None = None
+    drop_calls: bool = False
+    finish_reason: str | None = None
+    done: bool = True
+
+
+VLLM = StreamStyle()
+"""vLLM / OpenAI: role chunk, text in pieces, per call a head then argument fragments, a
+separate usage chunk when asked, ``[DONE]``."""
+LLAMA_CPP = StreamStyle(text_piece=1, null_content=True, arguments_with_head=True,
+                        usage="final")
+"""llama.cpp's server: token by token, ``content: null`` beside tool-call deltas, arguments
+starting in the head chunk, usage in the chunk that finishes."""
+OLLAMA = StreamStyle(calls_in_one_chunk=True, no_index=True, role_chunk=False,
+                     finish_reason="stop")
+"""Ollama: all calls whole in one chunk without ``index``, ``finish_reason: stop``."""
+REPEATED_NAME = StreamStyle(name_every_chunk=True, argument_piece=2)
+"""A proxy that repeats each call's id and name in every fragment."""
+SHARED_INDEX = StreamStyle(shared_index=True)
+"""A server giving every call ``index`` 0: calls told apart by a new ``id``."""
 
 
 Reply = str | dict[str, Any] | Fault
@@ -85,6 +152,7 @@ class StubServer:
         chunked: Send bodies with ``Transfer-Encoding: chunked`` (in three chunks).
         keep_alive: Keep connections open between requests (else ``Connection: close``).
         idle_timeout: Close a connection idle this long, without telling the client.
+        stream_style: How requests with ``"stream": true`` are streamed.
         model: The model id listed by ``GET /v1/models``.
         host: The address to listen on (keep it on loopback).
         port: The port; 0 picks a free one.
@@ -107,6 +175,7 @@ class StubServer:
         chunked: bool = False,
         keep_alive: bool = True,
         idle_timeout: float | None = None,
+        stream_style: StreamStyle = VLLM,
         model: str = "stub-model",
         host: str = "127.0.0.1",
         port: int = 0,
@@ -121,6 +190,7 @@ class StubServer:
         self.chunked = chunked
         self.keep_alive = keep_alive
         self.idle_timeout = idle_timeout
+        self.stream_style = stream_style
         self.model = model
         self.host = host
         self.port = port
@@ -233,12 +303,40 @@ class StubServer:
             message = "tools are not supported by this server"
             await self._write(writer, 400, {"error": {"message": message}}, keep)
             return keep
+        if self.stream_style.reject_stream_options and "stream_options" in data:
+            error = {"error": {"message": "Unrecognized request argument: stream_options"}}
+            await self._write(writer, 400, error, keep)
+            return keep
         reply = self._next_reply(data)
         if self.latency:
             await asyncio.sleep(self.latency)
         if isinstance(reply, Fault):
             return await self._fault(reply, writer, keep)
-        await self._write(writer, 200, self._completion_body(reply, data), keep)
+        body = self._completion_body(reply, data)
+        if data.get("stream") is True:
+            return await self._stream(writer, body, data, keep)
+        await self._write(writer, 200, body, keep)
+        return keep
+
+    async def _stream(self, writer: asyncio.StreamWriter, body: dict[str, Any],
+                      data: dict[str, Any], keep: bool) -> bool:
+        """Send ``body`` as a stream of server-sent events in :attr:`stream_style`."""
+        style = self.stream_style
+        options = data.get("stream_options")
+        with_usage = isinstance(options, dict) and options.get("include_usage") is True
+        events = stream_events(body, style, with_usage=with_usage)
+        head = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache",
+                f"Connection: {'keep-alive' if keep else 'close'}", "Transfer-Encoding: chunked"]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        for sent, event in enumerate(events):
+            if style.break_after is not None and sent >= style.break_after:
+                await writer.drain()
+                return False  # the connection drops mid-stream
+            payload = f"data: {event}\n\n".encode()
+            writer.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
         return keep
 
     def _next_reply(self, data: dict[str, Any]) -> Reply:
@@ -273,6 +371,8 @@ class StubServer:
         spec: dict[str, Any] = {"content": reply} if isinstance(reply, str) else reply
         calls = [_wire_call(call, n, i) for i, call in enumerate(spec.get("tool_calls") or [])]
         message: dict[str, Any] = {"role": "assistant", "content": spec.get("content")}
+        if spec.get("reasoning_content") is not None:
+            message["reasoning_content"] = spec["reasoning_content"]
         if calls:
             message["tool_calls"] = calls
         usage = dict(self.usage)
@@ -331,6 +431,75 @@ def _wire_call(call: dict[str, Any], n: int, i: int) -> dict[str, Any]:
     if isinstance(function.get("arguments"), (dict, list)):
         function["arguments"] = json.dumps(function["arguments"], ensure_ascii=False)
     return {"id": call.get("id", f"call_{n}_{i}"), "type": "function", "function": function}
+
+
+def stream_events(body: dict[str, Any], style: StreamStyle, *, with_usage: bool) -> list[str]:
+    """The ``data`` of each event that streams the completion ``body`` in ``style``."""
+    choice = body["choices"][0]
+    message = choice.get("message") or {}
+    base: dict[str, Any] = {key: body[key] for key in ("id", "created", "model") if key in body}
+    base["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        if style.null_content and "content" not in delta:
+            delta = {"content": None, **delta}
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    chunks: list[dict[str, Any]] = []
+    if style.role_chunk:
+        chunks.append(chunk({"role": "assistant", "content": ""}))
+    reasoning = message.get("reasoning_content")
+    if isinstance(reasoning, str):
+        chunks.extend(chunk({"reasoning_content": part})
+                      for part in _pieces(reasoning, style.text_piece))
+    content = message.get("content")
+    if isinstance(content, str):
+        chunks.extend(chunk({"content": part}) for part in _pieces(content, style.text_piece))
+    calls = [] if style.drop_calls else list(message.get("tool_calls") or [])
+    chunks.extend(chunk({"tool_calls": deltas}) for deltas in _call_deltas(calls, style))
+    finish = style.finish_reason or choice.get("finish_reason")
+    last = chunk({}, finish)
+    usage = body.get("usage")
+    if with_usage and usage and style.usage == "final":
+        last["usage"] = usage
+    chunks.append(last)
+    if with_usage and usage and style.usage == "separate":
+        chunks.append({**base, "choices": [], "usage": usage})
+    events = [json.dumps(c, ensure_ascii=False) for c in chunks]
+    return [*events, "[DONE]"] if style.done else events
+
+
+def _call_deltas(calls: list[dict[str, Any]], style: StreamStyle) -> list[list[dict[str, Any]]]:
+    """The tool-call deltas of each chunk that streams ``calls``."""
+    if style.calls_in_one_chunk and calls:
+        whole = [dict(call, index=i) for i, call in enumerate(calls)]
+        if style.no_index:
+            whole = [{k: v for k, v in call.items() if k != "index"} for call in whole]
+        return [whole]
+    out: list[list[dict[str, Any]]] = []
+    for i, call in enumerate(calls):
+        function = call.get("function") or {}
+        name, arguments = function.get("name"), str(function.get("arguments") or "")
+        pieces = _pieces(arguments, style.argument_piece)
+        first = pieces.pop(0) if style.arguments_with_head and pieces else ""
+        index = 0 if style.shared_index else i
+        head = {"index": index, "id": call.get("id"), "type": "function",
+                "function": {"name": name, "arguments": first}}
+        out.append([head])
+        for piece in pieces:
+            fragment: dict[str, Any] = {"index": index, "function": {"arguments": piece}}
+            if style.name_every_chunk:
+                fragment = {"index": index, "id": call.get("id"), "type": "function",
+                            "function": {"name": name, "arguments": piece}}
+            out.append([fragment])
+    if style.no_index:
+        out = [[{k: v for k, v in d.items() if k != "index"} for d in ds] for ds in out]
+    return out
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    size = max(1, size)
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _chunk(payload: bytes) -> bytes:

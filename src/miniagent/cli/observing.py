@@ -1,0 +1,50 @@
+"""``--trace FILE`` and ``--otlp URL`` of ``miniagent run``: subscribers for one agent's runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from miniagent.agent import Agent
+from miniagent.observe.describe import describe_model
+from miniagent.observe.redact import model_secrets
+
+TraceOption = Annotated[Path | None, typer.Option(
+    "--trace", help="Append every event to this JSONL file (credentials redacted); read it "
+    "with 'miniagent trace show|html'.")]
+OtlpOption = Annotated[str | None, typer.Option(
+    "--otlp", help="Export OpenTelemetry spans over OTLP/HTTP to this collector URL, e.g. "
+    "http://127.0.0.1:4318 (extra 'otel').")]
+OtlpContentOption = Annotated[bool, typer.Option(
+    "--otlp-content", help="Include messages, tool arguments and results in the spans "
+    "(redacted).")]
+
+
+@contextmanager
+def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
+              otlp_content: bool = False) -> Iterator[None]:
+    """Subscribe a JSONL tracer and/or OpenTelemetry spans; flush and close them at the end."""
+    info, secrets = describe_model(agent.model), model_secrets(agent.model)
+    closers: list[Any] = []
+    if trace is not None:
+        from miniagent.observe.jsonl import JsonlTracer
+
+        tracer = JsonlTracer(trace, secrets=secrets, model=info.name)
+        agent.subscribe(tracer)
+        closers.append(tracer.close)
+    if otlp is not None:
+        from miniagent.observe.otel import OtelTracer, otlp_provider
+
+        provider = otlp_provider(otlp)
+        agent.subscribe(OtelTracer(model=info, tracer_provider=provider, secrets=secrets,
+                                   capture_content=otlp_content or None))
+        closers.append(provider.shutdown)  # sends what is still batched
+    try:
+        yield
+    finally:
+        for close in closers:
+            close()

@@ -1,0 +1,354 @@
+"""OpenTelemetry spans of runs, after the GenAI semantic conventions (extra ``otel``).
+
+:class:`OtelTracer` is an event subscriber: it turns a run's events into spans, started and
+ended at the times the events carry::
+
+    invoke_agent {agent}            INTERNAL  gen_ai.operation.name=invoke_agent
+      step {n}                      INTERNAL  miniagent.step (guard interventions as events)
+        chat {model}                CLIENT    gen_ai.operation.name=chat
+        execute_tool {tool}         INTERNAL  gen_ai.operation.name=execute_tool
+
+Every span carries ``gen_ai.conversation.id`` (the session id). Chat spans carry the request
+settings (``gen_ai.request.model``, ``.temperature``, ``.max_tokens``, ``.stop_sequences``),
+``gen_ai.provider.name``, ``server.address`` / ``server.port``, and the answer's
+``gen_ai.response.model``, ``.id`` and ``.finish_reasons`` and token usage
+(``gen_ai.usage.input_tokens``, ``.output_tokens``, ``.cache_read.input_tokens``); the agent
+span sums the usage. Tool spans carry ``gen_ai.tool.name``, ``gen_ai.tool.call.id`` and
+``gen_ai.tool.type``. A failed model call, a tool that returned an error and a run that did not
+complete set ``error.type`` (the exception's class, ``tool_error``, the run's status) and an
+error status.
+
+Message content (``gen_ai.input.messages``, ``gen_ai.output.messages``,
+``gen_ai.tool.definitions``, ``gen_ai.tool.call.arguments`` / ``.result``) is recorded only
+when asked for: ``capture_content=True``, or the environment variable
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. Even then it is redacted like a
+JSONL trace (:class:`~miniagent.observe.redact.Redactor`).
+
+:func:`otlp_provider` builds a tracer provider exporting over OTLP/HTTP (protobuf) to any
+collector: Jaeger, Phoenix, Langfuse, Logfire, an OpenTelemetry Collector
+(``miniagent run --otlp URL``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from miniagent.errors import ConfigError
+from miniagent.observe.describe import ModelInfo
+from miniagent.observe.redact import Redactor
+from miniagent.runtime import events as ev
+from miniagent.types import TokenUsage
+
+try:
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+    _MISSING = ""
+except ImportError:  # pragma: no cover - depends on the environment; said when used
+    _MISSING = "OpenTelemetry is not installed: pip install 'miniagent[otel]'"
+
+__all__ = ["CONTENT_ENV", "OtelTracer", "otlp_provider"]
+
+CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+INSTRUMENTATION = "miniagent"
+_NOT_ERRORS = frozenset({"completed", "awaiting_approval"})
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
+
+
+@dataclass
+class _Run:
+    """The open spans of one run, by the span ids its events carry."""
+
+    agent: Span
+    spans: dict[str, Span] = field(default_factory=dict)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+
+
+class OtelTracer:
+    """An event subscriber that records runs as OpenTelemetry spans.
+
+    Args:
+        model: What to call the model (:func:`~miniagent.observe.describe.describe_model`).
+        agent_name: ``gen_ai.agent.name`` and the agent span's name.
+        tracer_provider: Where spans go; the global provider when None.
+        capture_content: Record messages, tool definitions, arguments and results; None reads
+            :data:`CONTENT_ENV`.
+        secrets: Values never to record, besides what a Redactor always removes.
+    """
+
+    def __init__(self, *, model: ModelInfo, agent_name: str = "miniagent",
+                 tracer_provider: Any = None, capture_content: bool | None = None,
+                 secrets: Iterable[str | None] = ()) -> None:
+        from miniagent import __version__
+
+        if _MISSING:
+            raise ConfigError(_MISSING)
+        self.model, self.agent_name = model, agent_name
+        self.tracer = otel_trace.get_tracer(INSTRUMENTATION, __version__,
+                                            tracer_provider=tracer_provider)
+        if capture_content is None:
+            capture_content = os.environ.get(CONTENT_ENV, "").strip().lower() in ("1", "true")
+        self.capture_content = capture_content
+        self.redact = Redactor(secrets)
+        self._runs: dict[str, _Run] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, event: ev.Event) -> None:
+        handler = getattr(self, f"_on_{event.kind}", None)
+        if handler is not None:
+            with self._lock:
+                handler(event)
+
+    # -- spans ----------------------------------------------------------------------------
+
+    def _start(self, run: _Run | None, event: ev.Event, name: str, kind: SpanKind,
+               attributes: dict[str, Any]) -> Span:
+        parent = None
+        if run is not None:
+            parent = run.spans.get(event.parent_id or "", run.agent)
+        context = otel_trace.set_span_in_context(parent) if parent is not None else None
+        attributes = {"gen_ai.conversation.id": event.session_id, **attributes}
+        return self.tracer.start_span(name, context=context, kind=kind, attributes=attributes,
+                                      start_time=_ns(event.at))
+
+    def _child(self, event: ev.Event, name: str, kind: SpanKind,
+               attributes: dict[str, Any]) -> None:
+        run = self._runs.get(event.session_id)
+        if run is not None:
+            run.spans[event.span_id] = self._start(run, event, name, kind, attributes)
+
+    def _end(self, event: ev.Event) -> tuple[_Run, Span] | None:
+        run = self._runs.get(event.session_id)
+        span = run.spans.pop(event.span_id, None) if run is not None else None
+        if run is None or span is None:
+            return None
+        return run, span
+
+    def _content(self, span: Span, name: str, value: Any) -> None:
+        if self.capture_content:
+            span.set_attribute(name, json.dumps(self.redact(value), ensure_ascii=False))
+
+    # -- the run --------------------------------------------------------------------------
+
+    def _on_run_started(self, event: ev.RunStarted) -> None:
+        span = self._start(None, event, f"invoke_agent {self.agent_name}", SpanKind.INTERNAL, {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": self.agent_name,
+            "gen_ai.provider.name": self.model.provider,
+            "gen_ai.request.model": self.model.name})
+        self._content(span, "gen_ai.input.messages", [_text_message("user", event.question)])
+        self._runs[event.session_id] = _Run(agent=span)
+
+    def _on_run_finished(self, event: ev.RunFinished) -> None:
+        run = self._runs.pop(event.session_id, None)
+        if run is None:
+            return
+        at, result = _ns(event.at), event.result
+        for span in reversed(list(run.spans.values())):  # what never ended ends with the run
+            span.end(end_time=at)
+        agent = run.agent
+        _set_usage(agent, run.usage)
+        agent.set_attribute("miniagent.status", result.status)
+        agent.set_attribute("miniagent.steps", len(result.steps))
+        if result.final_answer is not None:
+            self._content(agent, "gen_ai.output.messages",
+                          [_text_message("assistant", result.final_answer, "stop")])
+        if result.status not in _NOT_ERRORS:
+            agent.set_attribute("error.type", result.status)
+            agent.set_status(Status(StatusCode.ERROR, result.reason))
+        agent.end(end_time=at)
+
+    def _on_step_started(self, event: ev.StepStarted) -> None:
+        self._child(event, f"step {event.step}", SpanKind.INTERNAL, {"miniagent.step": event.step})
+
+    def _on_step_finished(self, event: ev.StepFinished) -> None:
+        ended = self._end(event)
+        if ended is not None:
+            ended[1].end(end_time=_ns(event.at))
+
+    def _on_guard_intervened(self, event: ev.GuardIntervened) -> None:
+        run = self._runs.get(event.session_id)
+        if run is None:
+            return
+        span = run.spans.get(event.span_id, run.agent)
+        attributes: dict[str, Any] = {"miniagent.guard": event.guard,
+                                      "miniagent.detail": self.redact.text(event.detail)}
+        if event.call_id:
+            attributes["gen_ai.tool.call.id"] = event.call_id
+        span.add_event("miniagent.guard", attributes, timestamp=_ns(event.at))
+
+    def _on_approval_requested(self, event: ev.ApprovalRequested) -> None:
+        run = self._runs.get(event.session_id)
+        if run is not None:
+            span = run.spans.get(event.span_id, run.agent)
+            span.add_event("miniagent.approval_requested",
+                           {"gen_ai.tool.call.id": [p.call_id for p in event.pending]},
+                           timestamp=_ns(event.at))
+
+    # -- model calls ----------------------------------------------------------------------
+
+    def _on_model_started(self, event: ev.ModelStarted) -> None:
+        request, model = event.request, self.model
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": model.provider,
+            "gen_ai.request.model": model.name, "miniagent.protocol": request.protocol}
+        if request.temperature is not None:
+            attributes["gen_ai.request.temperature"] = request.temperature
+        if request.max_tokens is not None:
+            attributes["gen_ai.request.max_tokens"] = request.max_tokens
+        if request.stop:
+            attributes["gen_ai.request.stop_sequences"] = list(request.stop)
+        if model.server_address:
+            attributes["server.address"] = model.server_address
+            if model.server_port:
+                attributes["server.port"] = model.server_port
+        self._child(event, f"chat {model.name}", SpanKind.CLIENT, attributes)
+        run = self._runs.get(event.session_id)
+        span = run.spans.get(event.span_id) if run is not None else None
+        if span is not None:
+            self._content(span, "gen_ai.input.messages", input_messages(request.messages))
+            if request.tools:
+                self._content(span, "gen_ai.tool.definitions", request.tools)
+
+    def _on_model_responded(self, event: ev.ModelResponded) -> None:
+        ended = self._end(event)
+        if ended is None:
+            return
+        run, span = ended
+        response = event.response
+        run.usage = run.usage + response.usage
+        _set_usage(span, response.usage)
+        raw = response.raw if isinstance(response.raw, dict) else {}
+        if isinstance(raw.get("model"), str):
+            span.set_attribute("gen_ai.response.model", raw["model"])
+        if isinstance(raw.get("id"), str):
+            span.set_attribute("gen_ai.response.id", raw["id"])
+        if response.finish_reason:
+            span.set_attribute("gen_ai.response.finish_reasons", [response.finish_reason])
+        span.set_attribute("miniagent.parsed.kind", event.parsed.kind)
+        if event.retried is not None:
+            span.set_attribute("miniagent.retried", True)
+        self._content(span, "gen_ai.output.messages", [output_message(event)])
+        span.end(end_time=_ns(event.at))
+
+    def _on_model_failed(self, event: ev.ModelFailed) -> None:
+        ended = self._end(event)
+        if ended is not None:
+            span = ended[1]
+            span.set_attribute("error.type", event.error_type or "_OTHER")
+            span.set_status(Status(StatusCode.ERROR, self.redact.text(event.error)))
+            span.end(end_time=_ns(event.at))
+
+    # -- tool calls -----------------------------------------------------------------------
+
+    def _on_tool_started(self, event: ev.ToolStarted) -> None:
+        call = event.call
+        self._child(event, f"execute_tool {call.name}", SpanKind.INTERNAL, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id, "gen_ai.tool.type": "function"})
+        run = self._runs.get(event.session_id)
+        span = run.spans.get(event.span_id) if run is not None else None
+        if span is not None:
+            self._content(span, "gen_ai.tool.call.arguments",
+                          call.arguments if call.arguments or not call.raw_arguments
+                          else call.raw_arguments)
+
+    def _on_tool_finished(self, event: ev.ToolFinished) -> None:
+        ended = self._end(event)
+        if ended is None:
+            return
+        span, observation = ended[1], event.observation
+        self._content(span, "gen_ai.tool.call.result", observation.output)
+        if observation.is_error:
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(Status(StatusCode.ERROR, "the tool returned an error"))
+        span.end(end_time=_ns(event.at))
+
+
+def _set_usage(span: Span, usage: TokenUsage) -> None:
+    span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
+    span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+    span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+
+
+def _text_message(role: str, text: str, finish_reason: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": role, "parts": [{"type": "text", "content": text}]}
+    if finish_reason is not None:
+        message["finish_reason"] = finish_reason
+    return message
+
+
+def input_messages(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI-style wire messages in the conventions' form: ``{"role", "parts": [...]}``."""
+    out = []
+    for message in wire:
+        role = str(message.get("role", "user"))
+        parts: list[dict[str, Any]] = []
+        content = message.get("content")
+        if role == "tool":
+            parts.append({"type": "tool_call_response", "id": message.get("tool_call_id"),
+                          "response": content})
+        elif isinstance(content, str) and content:
+            parts.append({"type": "text", "content": content})
+        elif isinstance(content, list):  # content parts: keep their text
+            parts += [{"type": "text", "content": p.get("text", "")} for p in content
+                      if isinstance(p, dict)]
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            parts.append({"type": "tool_call", "id": call.get("id"),
+                          "name": function.get("name"), "arguments": function.get("arguments")})
+        out.append({"role": role, "parts": parts})
+    return out
+
+
+def output_message(event: ev.ModelResponded) -> dict[str, Any]:
+    """The model's answer in the conventions' form."""
+    response = event.response
+    parts: list[dict[str, Any]] = []
+    if response.content:
+        parts.append({"type": "text", "content": response.content})
+    for call in response.tool_calls:
+        parts.append({"type": "tool_call", "id": call.id, "name": call.name,
+                      "arguments": call.arguments or call.raw_arguments})
+    return {"role": "assistant", "parts": parts,
+            "finish_reason": response.finish_reason or "stop"}
+
+
+def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float = 5.0) -> Any:
+    """A tracer provider that batches spans to an OTLP/HTTP collector at ``url``.
+
+    ``url`` is the traces endpoint (``http://127.0.0.1:4318/v1/traces``), or a collector's
+    base URL, to which ``/v1/traces`` is added. Call ``shutdown()`` on it to send what is left;
+    with no collector listening, the exporter retries for about ``timeout`` seconds, logs a
+    warning and drops the batch (the run itself is never affected).
+
+    Raises:
+        ConfigError: ``url`` is not an http(s) URL, or the exporter is not installed.
+    """
+    if _MISSING:
+        raise ConfigError(_MISSING)
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise ConfigError("the OTLP exporter is not installed: pip install 'miniagent[otel]'"
+                          ) from None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--otlp needs an http(s) URL such as http://127.0.0.1:4318, "
+                          f"got {url!r}")
+    endpoint = url if parts.path not in ("", "/") else url.rstrip("/") + "/v1/traces"
+    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=timeout)))
+    return provider

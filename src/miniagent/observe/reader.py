@@ -1,0 +1,317 @@
+"""Reading a JSONL trace back as runs, steps, model calls and tool calls.
+
+A trace file may hold several runs (it is appended to), a last line cut short by a crash, or
+lines that are not records at all: every line that is a record is used, and the others are
+counted in :attr:`Trace.skipped` with their line numbers, never silently dropped.
+
+Example:
+    >>> import json, tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = path.write_text(json.dumps({"kind": "run_started", "session_id": "s",
+    ...     "span_id": "r", "at": 0, "question": "hi"}) + "\\n{broken\\n")
+    >>> trace = read_trace(path)
+    >>> trace.runs[0].question, trace.skipped
+    ('hi', [2])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from miniagent.errors import UserError
+
+__all__ = ["ModelCall", "RunView", "StepView", "ToolRun", "Trace", "number", "objects",
+           "read_trace"]
+
+MAX_TRACE_BYTES = 512 * 1024 * 1024
+"""A larger file is refused rather than read into memory."""
+
+
+def number(value: Any, default: float = 0.0) -> float:
+    """``value`` if it is a finite number (not a bool), else ``default``: trace files are
+    read as untrusted input."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    try:
+        result = float(value)
+    except OverflowError:  # an int too large for a float
+        return default
+    return result if math.isfinite(result) else default
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def objects(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects in ``value`` if it is a list, else none."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+@dataclass
+class ModelCall:
+    """One model call: what was sent, what came back (or the error), and how long it took."""
+
+    span_id: str
+    started_at: float
+    request: dict[str, Any]
+    response: dict[str, Any] | None = None
+    parsed: dict[str, Any] | None = None
+    retried: dict[str, Any] | None = None
+    elapsed: float | None = None
+    error: str | None = None
+    error_type: str | None = None
+
+    @property
+    def usage(self) -> dict[str, int]:
+        usage = _dict(_dict(self.response).get("usage"))
+        return {k: int(number(usage.get(k))) for k in
+                ("prompt_tokens", "completion_tokens", "cached_tokens")}
+
+    @property
+    def sent(self) -> dict[str, Any]:
+        """The request that was answered: the protocol's retry, if there was one."""
+        return self.retried or self.request
+
+
+@dataclass
+class ToolRun:
+    """One tool call and its observation (None if the trace ends before it returned)."""
+
+    span_id: str
+    started_at: float
+    call: dict[str, Any]
+    observation: dict[str, Any] | None = None
+    finished_at: float | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.call.get("name", "?"))
+
+
+@dataclass
+class StepView:
+    """One step: its model call(s), the tools it ran, and what the guards did."""
+
+    index: int
+    started_at: float | None = None
+    ended_at: float | None = None
+    model_calls: list[ModelCall] = field(default_factory=list)
+    tools: list[ToolRun] = field(default_factory=list)
+    guards: list[dict[str, Any]] = field(default_factory=list)
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def usage(self) -> dict[str, int]:
+        total = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
+        for call in self.model_calls:
+            for key, value in call.usage.items():
+                total[key] += value
+        return total
+
+    @property
+    def parsed(self) -> dict[str, Any]:
+        last = self.model_calls[-1] if self.model_calls else None
+        return _dict(last.parsed) if last else {}
+
+    @property
+    def outcome(self) -> str:
+        """``action``, ``final``, ``invalid``, ``failed`` (the model call), ``resumed`` (the
+        step's model call was in an earlier run; its calls ran in this one), or ``unknown``."""
+        if not self.model_calls:
+            return "resumed" if self.tools or self.approvals else "unknown"
+        if self.model_calls[-1].error is not None:
+            return "failed"
+        kind = self.parsed.get("kind")
+        return str(kind) if kind in ("action", "final", "invalid") else "unknown"
+
+
+@dataclass
+class RunView:
+    """One run of a session, as far as the trace goes."""
+
+    session_id: str
+    span_id: str
+    question: str = ""
+    model: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    steps: list[StepView] = field(default_factory=list)
+    guards: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+
+    def step(self, index: int) -> StepView:
+        for step in self.steps:
+            if step.index == index:
+                return step
+        step = StepView(index=index)
+        self.steps.append(step)
+        return step
+
+    @property
+    def status(self) -> str:
+        return str(_dict(self.result).get("status", "unfinished"))
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """The run's token usage as its result reports it, else the sum of its steps."""
+        reported = _dict(_dict(self.result).get("usage"))
+        if not reported:
+            total = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
+            for step in self.steps:
+                for key, value in step.usage.items():
+                    total[key] += value
+            return total
+        return {k: int(number(reported.get(k))) for k in
+                ("prompt_tokens", "completion_tokens", "cached_tokens")}
+
+
+@dataclass
+class Trace:
+    path: Path
+    runs: list[RunView]
+    skipped: list[int]
+    """Numbers of the lines that were not trace records."""
+
+
+def read_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read the trace file at ``path``.
+
+    Raises:
+        UserError: the file cannot be read, is too large, or holds no trace record.
+    """
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_TRACE_BYTES:
+            raise UserError(f"{path} is larger than {MAX_TRACE_BYTES >> 20} MiB")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UserError(f"cannot read the trace {path}: {exc.strerror or exc}") from None
+    builder = _Builder()
+    skipped = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        record = _record(line)
+        if record is None:
+            skipped.append(number)
+        else:
+            builder.add(record)
+    if not builder.runs:
+        raise UserError(f"{path} holds no trace record (a JSONL file written by --trace)")
+    return Trace(path=path, runs=builder.runs, skipped=skipped)
+
+
+def _record(line: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("kind"), str) or not isinstance(
+            value.get("session_id"), str):
+        return None
+    return value
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.runs: list[RunView] = []
+        self._current: dict[str, RunView] = {}
+        self._models: dict[str, ModelCall] = {}
+        self._tools: dict[str, ToolRun] = {}
+
+    def add(self, r: dict[str, Any]) -> None:
+        kind, at = r["kind"], number(r.get("at"))
+        if kind == "run_started":
+            run = RunView(session_id=r["session_id"], span_id=str(r.get("span_id", "")),
+                          question=str(r.get("question", "")), started_at=at,
+                          model=r.get("model") if isinstance(r.get("model"), str) else None)
+            self.runs.append(run)
+            self._current[run.session_id] = run
+            return
+        run = self._run_of(r)
+        index = int(number(r.get("step")))
+        step = run.step(index) if index > 0 else None
+        handler = getattr(self, f"_{kind}", None)
+        if handler is not None:
+            handler(r, run, step, at)
+
+    def _run_of(self, r: dict[str, Any]) -> RunView:
+        run = self._current.get(r["session_id"])
+        if run is None:  # the file starts in the middle of a run
+            run = RunView(session_id=r["session_id"], span_id="")
+            self.runs.append(run)
+            self._current[run.session_id] = run
+        return run
+
+    def _step_started(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                      at: float) -> None:
+        if step is not None:
+            step.started_at = at
+
+    def _step_finished(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                       at: float) -> None:
+        if step is not None:
+            step.ended_at = at
+
+    def _model_started(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                       at: float) -> None:
+        if step is not None:
+            call = ModelCall(span_id=str(r.get("span_id")), started_at=at,
+                             request=_dict(r.get("request")))
+            step.model_calls.append(call)
+            self._models[call.span_id] = call
+            if step.started_at is None:
+                step.started_at = at
+
+    def _model_responded(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                         at: float) -> None:
+        call = self._models.pop(str(r.get("span_id")), None)
+        if call is not None:
+            call.response, call.parsed = _dict(r.get("response")), _dict(r.get("parsed"))
+            call.retried = _dict(r.get("retried")) or None
+            call.elapsed = number(r.get("elapsed"))
+
+    def _model_failed(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                      at: float) -> None:
+        call = self._models.pop(str(r.get("span_id")), None)
+        if call is not None:
+            call.error = str(r.get("error", ""))
+            call.error_type = str(r.get("error_type") or "") or None
+            call.elapsed = number(r.get("elapsed"))
+
+    def _tool_started(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                      at: float) -> None:
+        if step is not None:
+            tool = ToolRun(span_id=str(r.get("span_id")), started_at=at, call=_dict(r.get("call")))
+            step.tools.append(tool)
+            self._tools[tool.span_id] = tool
+            if step.started_at is None:
+                step.started_at = at
+
+    def _tool_finished(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                       at: float) -> None:
+        tool = self._tools.pop(str(r.get("span_id")), None)
+        if tool is not None:
+            tool.observation, tool.finished_at = _dict(r.get("observation")), at
+
+    def _guard_intervened(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                          at: float) -> None:
+        guard = {"guard": str(r.get("guard", "")), "detail": str(r.get("detail", "")),
+                 "call_id": r.get("call_id"), "at": at}
+        (step.guards if step is not None else run.guards).append(guard)
+
+    def _approval_requested(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                            at: float) -> None:
+        if step is not None:
+            step.approvals += objects(r.get("pending"))
+
+    def _run_finished(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                      at: float) -> None:
+        run.result, run.ended_at = _dict(r.get("result")), at
+        self._current.pop(run.session_id, None)

@@ -1,0 +1,180 @@
+"""Keeping credentials out of traces: known secret values, secret-named fields, bearer tokens.
+
+A :class:`Redactor` copies a JSON-like value (dicts, lists, strings, numbers) with every secret
+replaced by ``[REDACTED]``:
+
+- the values it was given (an API key, a tool's password), and by default the values of the
+  environment variables whose names say they hold one (``OPENAI_API_KEY``, ``WEATHER_TOKEN``,
+  ``DB_PASSWORD``, ...), wherever they occur inside a text;
+- the whole value of a field named like a credential (``Authorization``, ``api_key``,
+  ``password``, ``secret``, ``access_token``, ``cookie``, ...), in tool arguments, headers or
+  a server's answer;
+- what looks like a credential in free text: ``Bearer <token>``, ``Basic <token>`` and
+  ``sk-...`` keys.
+
+Example:
+    >>> redact = Redactor(["sk-live-1234567890abcdef"], from_env=False)
+    >>> redact({"text": "key sk-live-1234567890abcdef", "headers": {"Authorization": "x"}})
+    {'text': 'key [REDACTED]', 'headers': {'Authorization': '[REDACTED]'}}
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["REDACTED", "Redactor", "model_secrets"]
+
+REDACTED = "[REDACTED]"
+
+MIN_SECRET_CHARS = 6
+"""Shorter values are not treated as secrets: replacing them would mangle ordinary text."""
+
+_SECRET_KEYS = frozenset({
+    "authorization", "proxyauthorization", "apikey", "xapikey", "apitoken", "password",
+    "passwd", "passphrase", "secret", "clientsecret", "secretkey", "accesskey", "accesstoken",
+    "refreshtoken", "authtoken", "idtoken", "sessiontoken", "bearertoken", "token",
+    "privatekey", "cookie", "setcookie", "credentials", "credential",
+})
+"""Field names (lower case, without ``-`` and ``_``) whose whole value is a secret."""
+
+_SECRET_ENV = re.compile(
+    r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH)(_|$)")
+_NOT_SECRET_ENV = re.compile(r"_(SOCK|PATH|FILE|DIR|URL|HOST|PORT)$")
+
+_TOKEN_TEXT = re.compile(
+    # a header written out: whatever follows "Authorization:" (scheme and credentials)
+    r"(?i)(?P<header>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
+    r"(?:(?:bearer|basic|digest|token)\s+)?[^\s\"',;]+"
+    # a bearer or basic credential elsewhere; it has a digit or symbol: "Basic information" stays
+    r"|(?P<scheme>\b(?:bearer|basic)\s+)(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}"
+    r"|\bsk-[A-Za-z0-9_-]{12,}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    return key.lower().replace("-", "").replace("_", "") in _SECRET_KEYS
+
+
+def _hides(key: object, value: object) -> bool:
+    return isinstance(key, str) and _secret_key(key) and value not in (None, "")
+
+
+def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of environment variables whose names say they hold a credential."""
+    environ = os.environ if environ is None else environ
+    return [value for name, value in environ.items()
+            if len(value) >= MIN_SECRET_CHARS and _SECRET_ENV.search(name.upper())
+            and not _NOT_SECRET_ENV.search(name.upper())]
+
+
+def model_secrets(model: object) -> list[str]:
+    """The credentials a model transport holds (its ``api_key``), for a :class:`Redactor`."""
+    key = getattr(model, "api_key", None)
+    return [key] if isinstance(key, str) and key else []
+
+
+class Redactor:
+    """Copies values with secrets replaced by :data:`REDACTED` (see the module docstring).
+
+    Args:
+        secrets: Values that must never be written (API keys, tool credentials).
+        from_env: Also the values of credential-named environment variables, read now.
+    """
+
+    def __init__(self, secrets: Iterable[str | None] = (), *, from_env: bool = True) -> None:
+        self._secrets: list[str] = []
+        for secret in [*secrets, *(env_secrets() if from_env else [])]:
+            self.add(secret)
+
+    def add(self, secret: str | None) -> None:
+        """Never write ``secret`` either (values under :data:`MIN_SECRET_CHARS` are ignored)."""
+        if secret and len(secret) >= MIN_SECRET_CHARS and secret not in self._secrets:
+            self._secrets.append(secret)
+            self._secrets.sort(key=len, reverse=True)  # a longer secret first: no partial leak
+
+    def text(self, value: str) -> str:
+        """``value`` with every known secret and token-looking text replaced."""
+        for secret in self._secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return _tokens_redacted(value)
+
+    def __call__(self, value: Any) -> Any:
+        """A copy of the JSON-like ``value``, redacted."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {key: REDACTED if _hides(key, value[key]) else self(value[key])
+                    for key in value}
+        if isinstance(value, (list, tuple)):
+            return [self(item) for item in value]
+        return value
+
+    def json_line(self, value: Any) -> str:
+        """``value`` as one line of JSON (UTF-8 kept), redacted: what :meth:`__call__` and
+        ``json.dumps`` give, computed faster for large values (the text is redacted once, as
+        a whole line, and only the fields named like credentials are looked for inside)."""
+        line = json.dumps(value, ensure_ascii=False, default=repr)
+        if any(_secret_key(name) for name in _JSON_KEYS.findall(line)):
+            line = json.dumps(_without_secret_fields(value), ensure_ascii=False, default=repr)
+        for secret in self._secrets:
+            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]  # as it stands in JSON
+            if escaped in line:
+                line = line.replace(escaped, REDACTED)
+        return _tokens_redacted(line)
+
+
+def _without_secret_fields(value: Any) -> Any:
+    """``value`` with credential-named fields' values replaced, copied only where it changes;
+    an ``arguments`` string holding a JSON object (a wire tool call) is looked into too."""
+    if isinstance(value, dict):
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            if _hides(key, item):
+                new: Any = REDACTED
+            elif key == "arguments" and isinstance(item, str) and item[:1] == "{":
+                new = _arguments_text(item)
+            else:
+                new = _without_secret_fields(item)
+            if new is not item:
+                changed = dict(value) if changed is None else changed
+                changed[key] = new
+        return value if changed is None else changed
+    if isinstance(value, list):
+        items = [_without_secret_fields(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    return value
+
+
+def _arguments_text(text: str) -> str:
+    try:
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    cleaned = _without_secret_fields(decoded)
+    return text if cleaned is decoded else json.dumps(cleaned, ensure_ascii=False)
+
+
+_JSON_KEYS = re.compile(r'"([A-Za-z0-9_-]{1,64})\\?"\s*:')
+"""Object keys in a JSON text, also inside a JSON string (``\\"key\\":``). Only when one names a
+credential is the value walked to replace it: a walk of a long history costs more."""
+
+_TOKEN_HINTS = ("authorization", "bearer", "basic", "sk-")
+"""Substrings (of the lower-cased text) without which :data:`_TOKEN_TEXT` cannot match: the
+regular expression is run only when one is there (it is the costly part on long texts)."""
+
+
+def _tokens_redacted(text: str) -> str:
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _TOKEN_HINTS):
+        return text
+    return _TOKEN_TEXT.sub(_token_replacement, text)
+
+
+def _token_replacement(match: re.Match[str]) -> str:
+    return f"{match.group('header') or match.group('scheme') or ''}{REDACTED}"

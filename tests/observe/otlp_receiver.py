@@ -1,0 +1,118 @@
+"""A real OTLP/HTTP trace receiver on 127.0.0.1 for tests: it decodes what exporters send.
+
+``POST /v1/traces`` with an ``ExportTraceServiceRequest`` (protobuf, optionally gzip) is
+decoded with the opentelemetry-proto package; each span is kept as a plain
+:class:`ReceivedSpan` (ids as hex, attributes as Python values).
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+
+@dataclass
+class ReceivedSpan:
+    name: str
+    trace_id: str
+    span_id: str
+    parent_id: str
+    kind: int
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    status_code: int
+    events: list[tuple[str, dict[str, Any]]]
+    resource: dict[str, Any]
+
+
+@dataclass
+class Receiver:
+    url: str
+    spans: list[ReceivedSpan] = field(default_factory=list)
+    posts: list[str] = field(default_factory=list)
+    """The content type of each POST received."""
+
+    def named(self, prefix: str) -> list[ReceivedSpan]:
+        return [s for s in self.spans if s.name.startswith(prefix)]
+
+
+def _value(value: AnyValue) -> Any:
+    which = value.WhichOneof("value")
+    if which == "array_value":
+        return [_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _value(kv.value) for kv in value.kvlist_value.values}
+    return getattr(value, which) if which else None
+
+
+def _attributes(items: Any) -> dict[str, Any]:
+    return {kv.key: _value(kv.value) for kv in items}
+
+
+def _decode(body: bytes) -> list[ReceivedSpan]:
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    spans = []
+    for resource_spans in request.resource_spans:
+        resource = _attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                spans.append(ReceivedSpan(
+                    name=span.name, trace_id=span.trace_id.hex(), span_id=span.span_id.hex(),
+                    parent_id=span.parent_span_id.hex(), kind=span.kind,
+                    start_ns=span.start_time_unix_nano, end_ns=span.end_time_unix_nano,
+                    attributes=_attributes(span.attributes), status_code=span.status.code,
+                    events=[(e.name, _attributes(e.attributes)) for e in span.events],
+                    resource=resource))
+    return spans
+
+
+@contextmanager
+def otlp_receiver() -> Iterator[Receiver]:
+    """A receiver on a free port of 127.0.0.1, stopped on exit."""
+    received: list[ReceivedSpan] = []
+    posts: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if self.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
+            if self.path != "/v1/traces":
+                self.send_error(404)
+                return
+            posts.append(self.headers.get("Content-Type", ""))
+            received.extend(_decode(body))
+            answer = ExportTraceServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        receiver = Receiver(url=f"http://127.0.0.1:{server.server_address[1]}")
+        receiver.spans, receiver.posts = received, posts
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -1,0 +1,193 @@
+"""OpenTelemetry spans of real runs: the SDK's in-memory exporter, and a real OTLP/HTTP receiver."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+from otlp_receiver import otlp_receiver
+
+from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
+from miniagent.errors import ConfigError
+from miniagent.observe.describe import describe_model
+from miniagent.observe.otel import CONTENT_ENV, OtelTracer, otlp_provider
+from miniagent.testing.stub_server import StubServer
+
+
+@tool
+def weather(city: str) -> str:
+    """Current weather of a city.
+
+    Args:
+        city: the city name
+    """
+    return {"北京": "12°C，多云"}.get(city, "unknown")
+
+
+@tool
+def broken(city: str) -> str:
+    """A tool that always fails.
+
+    Args:
+        city: the city name
+    """
+    raise RuntimeError("service unavailable")
+
+
+SCRIPT = [
+    'Thought: 查天气\nAction: weather\nAction Input: {"city": "北京"}',
+    "Thought: done\nFinal Answer: 12°C，多云",
+]
+
+
+def memory_tracer(model: Any, **options: Any) -> tuple[OtelTracer, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return OtelTracer(model=describe_model(model), tracer_provider=provider, **options), exporter
+
+
+def by_name(spans: tuple[ReadableSpan, ...], prefix: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name.startswith(prefix)]
+
+
+def test_spans_follow_the_genai_conventions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CONTENT_ENV, raising=False)
+    with StubServer(SCRIPT, usage={"prompt_tokens": 100, "completion_tokens": 8,
+                                   "cached_tokens": 40}).run_in_thread() as stub:
+        model = OpenAICompatibleModel(base_url=stub.base_url, model="stub-model",
+                                      api_key="sk-" + secrets.token_hex(20), tool_mode="react")
+        tracer, exporter = memory_tracer(model)
+        result = Agent(model=model, tools=[weather], on_event=tracer).run("北京天气？")
+    assert result.status == "completed"
+    spans = exporter.get_finished_spans()
+    assert sorted(s.name for s in spans) == [
+        "chat stub-model", "chat stub-model", "execute_tool weather", "invoke_agent miniagent",
+        "step 1", "step 2"]
+    agent, = by_name(spans, "invoke_agent")
+    steps = by_name(spans, "step")
+    chats = by_name(spans, "chat")
+    tool_span, = by_name(spans, "execute_tool")
+    assert agent.parent is None and agent.kind == SpanKind.INTERNAL
+    assert {s.parent.span_id for s in steps if s.parent} == {agent.context.span_id}
+    assert chats[0].parent and chats[0].parent.span_id == steps[0].context.span_id
+    assert tool_span.parent and tool_span.parent.span_id == steps[0].context.span_id
+    assert len({s.context.trace_id for s in spans}) == 1
+    for span in spans:
+        assert span.attributes and span.attributes["gen_ai.conversation.id"] == result.session_id
+
+    chat = dict(chats[0].attributes or {})
+    assert chats[0].kind == SpanKind.CLIENT
+    assert chat["gen_ai.operation.name"] == "chat"
+    assert chat["gen_ai.request.model"] == "stub-model"
+    assert chat["gen_ai.response.model"] == "stub-model"
+    assert chat["gen_ai.provider.name"] == "openai"
+    assert chat["server.address"] == "127.0.0.1" and chat["server.port"] == stub.port
+    assert chat["gen_ai.usage.input_tokens"] == 100
+    assert chat["gen_ai.usage.output_tokens"] == 8
+    assert chat["gen_ai.usage.cache_read.input_tokens"] == 40
+    assert chat["gen_ai.response.finish_reasons"] == ("stop",)
+    assert "\nObservation:" in chat["gen_ai.request.stop_sequences"]
+
+    tool_attrs = dict(tool_span.attributes or {})
+    assert tool_attrs["gen_ai.operation.name"] == "execute_tool"
+    assert tool_attrs["gen_ai.tool.name"] == "weather"
+    assert tool_attrs["gen_ai.tool.call.id"] == result.steps[0].calls[0].call.id
+
+    agent_attrs = dict(agent.attributes or {})
+    assert agent_attrs["gen_ai.operation.name"] == "invoke_agent"
+    assert agent_attrs["gen_ai.usage.input_tokens"] == 200
+    assert agent_attrs["gen_ai.usage.cache_read.input_tokens"] == 80
+    assert agent.status.status_code == StatusCode.UNSET
+    assert agent.start_time is not None and tool_span.start_time is not None
+    assert agent.start_time <= tool_span.start_time <= (agent.end_time or 0)
+
+    recorded = json.dumps([dict(s.attributes or {}) for s in spans], ensure_ascii=False)
+    assert "北京" not in recorded and "gen_ai.input.messages" not in recorded  # no content
+
+
+def test_content_only_when_asked_and_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-" + secrets.token_hex(20)
+    monkeypatch.setenv(CONTENT_ENV, "true")
+    model = ScriptedModel([*SCRIPT[:1], f"Thought: key {key}\nFinal Answer: 12°C，多云"])
+    tracer, exporter = memory_tracer(model, secrets=[key])
+    Agent(model=model, tools=[weather], on_event=tracer).run("北京天气？")
+    spans = exporter.get_finished_spans()
+    chats = by_name(spans, "chat")
+    first = json.loads(str((chats[0].attributes or {})["gen_ai.input.messages"]))
+    assert first[-1] == {"role": "user", "parts": [{"type": "text", "content": "北京天气？"}]}
+    second = json.loads(str((chats[1].attributes or {})["gen_ai.input.messages"]))
+    assert "12°C，多云" in json.dumps(second, ensure_ascii=False)  # the observation went back
+    output = json.loads(str((chats[1].attributes or {})["gen_ai.output.messages"]))
+    assert output[0]["parts"][0]["content"] == "Thought: key [REDACTED]\nFinal Answer: 12°C，多云"
+    tool_attrs = by_name(spans, "execute_tool")[0].attributes or {}
+    assert json.loads(str(tool_attrs["gen_ai.tool.call.arguments"])) == {"city": "北京"}
+    assert json.loads(str(tool_attrs["gen_ai.tool.call.result"])) == "12°C，多云"
+    assert key not in json.dumps([dict(s.attributes or {}) for s in spans])
+
+
+def test_errors_set_error_type() -> None:
+    call = 'Thought: try\nAction: broken\nAction Input: {"city": "x"}'
+    model = ScriptedModel([call])  # then the script runs out: the model call fails
+    tracer, exporter = memory_tracer(model, capture_content=False)
+    result = Agent(model=model, tools=[broken], on_event=tracer).run("q")
+    assert result.status == "error"
+    spans = exporter.get_finished_spans()
+    tool_span, = by_name(spans, "execute_tool")
+    assert (tool_span.attributes or {})["error.type"] == "tool_error"
+    assert tool_span.status.status_code == StatusCode.ERROR
+    failed = by_name(spans, "chat")[-1]
+    assert (failed.attributes or {})["error.type"] == "ModelError"
+    assert failed.status.status_code == StatusCode.ERROR
+    agent, = by_name(spans, "invoke_agent")
+    assert (agent.attributes or {})["error.type"] == "error"
+    assert agent.status.status_code == StatusCode.ERROR
+    assert len(spans) == 6  # every started span ended: agent, 2 steps, 2 chats, 1 tool
+
+
+def test_guards_are_span_events() -> None:
+    model = ScriptedModel(["no format at all", "Final Answer: ok"])
+    tracer, exporter = memory_tracer(model)
+    Agent(model=model, on_event=tracer).run("q")
+    step1, = [s for s in exporter.get_finished_spans() if s.name == "step 1"]
+    assert [(e.name, (e.attributes or {})["miniagent.guard"]) for e in step1.events] == [
+        ("miniagent.guard", "format_error")]
+
+
+def test_a_real_otlp_http_receiver_gets_the_spans() -> None:
+    with otlp_receiver() as receiver:
+        provider = otlp_provider(receiver.url)  # the base URL: /v1/traces is added
+        model = ScriptedModel(SCRIPT)
+        tracer = OtelTracer(model=describe_model(model), tracer_provider=provider,
+                            agent_name="weather-bot")
+        result = Agent(model=model, tools=[weather], on_event=tracer).run("北京天气？")
+        provider.shutdown()  # flushes the batch
+    assert receiver.posts and all(p == "application/x-protobuf" for p in receiver.posts)
+    names = sorted(s.name for s in receiver.spans)
+    assert names == ["chat ScriptedModel", "chat ScriptedModel", "execute_tool weather",
+                     "invoke_agent weather-bot", "step 1", "step 2"]
+    agent, = receiver.named("invoke_agent")
+    assert agent.resource["service.name"] == "miniagent"
+    assert agent.attributes["gen_ai.agent.name"] == "weather-bot"
+    assert agent.attributes["gen_ai.conversation.id"] == result.session_id
+    tool_span, = receiver.named("execute_tool")
+    assert tool_span.attributes["gen_ai.tool.call.id"] == result.steps[0].calls[0].call.id
+    assert tool_span.kind == 1  # SPAN_KIND_INTERNAL
+    step1, = receiver.named("step 1")
+    assert tool_span.parent_id == step1.span_id and step1.parent_id == agent.span_id
+    assert {s.trace_id for s in receiver.spans} == {agent.trace_id}
+    assert agent.start_ns <= tool_span.start_ns <= tool_span.end_ns <= agent.end_ns
+
+
+def test_otlp_url_must_be_http() -> None:
+    with pytest.raises(ConfigError, match="http"):
+        otlp_provider("localhost:4318")

@@ -1,0 +1,74 @@
+"""The Redactor: secret values, credential-named fields and token-looking text."""
+
+from __future__ import annotations
+
+import json
+
+from miniagent.observe.redact import REDACTED, Redactor, env_secrets, model_secrets
+
+
+def test_known_values_are_replaced_inside_any_text() -> None:
+    redact = Redactor(["abcdef-1234", "abcdef-1234-longer"], from_env=False)
+    assert redact.text("a abcdef-1234-longer b abcdef-1234") == f"a {REDACTED} b {REDACTED}"
+    assert redact(["x abcdef-1234", 3, None]) == [f"x {REDACTED}", 3, None]
+
+
+def test_short_values_are_not_secrets() -> None:
+    assert Redactor(["ab", ""], from_env=False).text("ab cd") == "ab cd"
+
+
+def test_credential_named_fields_lose_their_whole_value() -> None:
+    redact = Redactor(from_env=False)
+    value = {"headers": {"Authorization": "Bearer x", "X-Api-Key": "k", "Accept": "json"},
+             "arguments": {"password": "p", "user": "bob", "access_token": "t"},
+             "usage": {"prompt_tokens": 3, "cached_tokens": 1}, "api_key": None}
+    assert redact(value) == {
+        "headers": {"Authorization": REDACTED, "X-Api-Key": REDACTED, "Accept": "json"},
+        "arguments": {"password": REDACTED, "user": "bob", "access_token": REDACTED},
+        "usage": {"prompt_tokens": 3, "cached_tokens": 1}, "api_key": None}
+
+
+def test_token_looking_text_is_replaced_but_plain_words_stay() -> None:
+    redact = Redactor(from_env=False)
+    assert redact.text("Authorization: Basic dXNlcjpwYXNz") == f"Authorization: {REDACTED}"
+    assert redact.text("use bearer eyJhbGciOi.J9x") == f"use bearer {REDACTED}"
+    assert redact.text("key sk-ant-api03-abcdefghijkl") == f"key {REDACTED}"
+    plain = "Basic information about the token budget; authorization is required"
+    assert redact.text(plain) == plain
+
+
+def test_credential_environment_variables() -> None:
+    environ = {"OPENAI_API_KEY": "sk-env-value-1", "GITHUB_TOKEN": "ghp_value_2",
+               "DB_PASSWORD": "pw-value-3", "SSH_AUTH_SOCK": "/tmp/ssh-agent.sock",
+               "HOME": "/root", "MONKEY": "banana-split", "SHORT_KEY": "abc"}
+    assert sorted(env_secrets(environ)) == ["ghp_value_2", "pw-value-3", "sk-env-value-1"]
+
+
+def test_model_secrets_reads_an_api_key_attribute() -> None:
+    class WithKey:
+        api_key = "sk-attr-123456"
+
+    assert model_secrets(WithKey()) == ["sk-attr-123456"] and model_secrets(object()) == []
+
+
+def test_json_line_redacts_like_a_walk_and_looks_into_wire_arguments() -> None:
+    redact = Redactor(['sk-quote"and\\slash-123456', "plain-secret-99"], from_env=False)
+    value = {
+        "messages": [{"role": "user", "content": 'my key is sk-quote"and\\slash-123456'},
+                     {"role": "assistant", "tool_calls": [{"function": {
+                         "name": "login",
+                         "arguments": '{"user": "bob", "password": "hunter2!"}'}}]}],
+        "headers": {"Authorization": "Bearer plain-secret-99"},
+        "text": "Authorization: Bearer abc.def.ghi123 and plain-secret-99",
+        "北京": "多云",
+    }
+    line = redact.json_line(value)
+    decoded = json.loads(line)
+    assert "hunter2" not in line and "plain-secret" not in line and "slash-123456" not in line
+    assert decoded["messages"][0]["content"] == f"my key is {REDACTED}"
+    arguments = json.loads(decoded["messages"][1]["tool_calls"][0]["function"]["arguments"])
+    assert arguments == {"user": "bob", "password": REDACTED}
+    assert decoded["headers"] == {"Authorization": REDACTED}
+    assert decoded["text"] == f"Authorization: {REDACTED} and {REDACTED}"
+    assert '"北京": "多云"' in line
+    assert value["headers"]["Authorization"] == "Bearer plain-secret-99"  # not changed

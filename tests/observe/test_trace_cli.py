@@ -1,0 +1,184 @@
+"""`miniagent run --trace/--otlp` and `miniagent trace show|html`, run as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import miniagent
+from miniagent.testing.stub_server import StubServer
+
+HOSTILE = "</script><img src=x onerror=alert(1)> \x1b]0;pwned\x07 \u202eevil"
+
+TOOLS = f'''
+from miniagent import tool
+
+@tool
+def weather(city: str) -> str:
+    """Current weather of a city.
+
+    Args:
+        city: the city name
+    """
+    return "12°C，多云 " + {HOSTILE!r}
+'''
+
+SCRIPT = [
+    'Thought: 查天气\nAction: weather\nAction Input: {"city": "北京"}',
+    f"Thought: {HOSTILE}\nFinal Answer: 12°C，多云",
+]
+
+
+def cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MINIAGENT_", "OPENAI_"))
+           or k == "MINIAGENT_STORE"}
+    env["PYTHONPATH"] = str(Path(miniagent.__file__).parents[1])
+    env["COLUMNS"] = "120"
+    return subprocess.run([sys.executable, "-m", "miniagent", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A trace of a real CLI run against the stub server, with a real-looking API key."""
+    folder = tmp_path_factory.mktemp("traced")
+    (folder / "tools.py").write_text(TOOLS, encoding="utf-8")
+    key = "sk-proj-" + secrets.token_hex(24)
+    with StubServer(SCRIPT).run_in_thread() as stub:
+        done = cli("run", "北京天气怎么样？", "--base-url", stub.base_url, "--model", "m",
+                   "--api-key", key, "--mode", "react", "--tools", "tools.py",
+                   "--trace", "run.jsonl", "--json", "--store", str(folder / "s.db"),
+                   cwd=folder)
+        assert stub.request_headers[0]["authorization"] == f"Bearer {key}"
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "completed"
+    return folder / "run.jsonl", key
+
+
+def test_run_trace_has_every_step_and_no_key(traced: tuple[Path, str]) -> None:
+    path, key = traced
+    text = path.read_text(encoding="utf-8")
+    assert key not in text and "Bearer" not in text
+    kinds = [json.loads(line)["kind"] for line in text.splitlines()]
+    assert kinds.count("model_started") == 2 and kinds[-1] == "run_finished"
+    assert json.loads(text.splitlines()[0])["model"] == "m"
+
+
+def test_show_prints_steps_with_control_characters_escaped(traced: tuple[Path, str]) -> None:
+    path, _ = traced
+    done = cli("trace", "show", str(path), cwd=path.parent)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Question: 北京天气怎么样？" in out
+    assert "── step 1" in out and "── step 2" in out
+    assert 'Action: weather {"city": "北京"}' in out
+    assert "Observation (" in out and "12°C，多云" in out
+    assert "Final Answer: 12°C，多云" in out
+    assert "completed · 2 steps" in out
+    assert "\x1b" not in out and "\u202e" not in out
+    assert "\\x1b]0;pwned\\x07" in out and "\\u202e" in out
+    full = cli("trace", "show", str(path), "--full", cwd=path.parent).stdout
+    assert "prompt · system:" in full and "raw output: Thought: 查天气" in full
+
+
+def test_html_report_escapes_hostile_text(traced: tuple[Path, str], tmp_path: Path) -> None:
+    path, _ = traced
+    out = tmp_path / "report.html"
+    done = cli("trace", "html", str(path), "-o", str(out), cwd=path.parent)
+    assert done.returncode == 0, done.stderr
+    assert "wrote" in done.stdout and "1 run(s), 2 step(s)" in done.stdout
+    page = out.read_text(encoding="utf-8")
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert page.count("</script>") == 1  # the report's own script only
+    assert "北京天气怎么样？" in page
+
+
+def test_bad_trace_files_are_one_line_errors(tmp_path: Path) -> None:
+    missing = cli("trace", "show", str(tmp_path / "nope.jsonl"), cwd=tmp_path)
+    assert missing.returncode != 0 and "cannot read the trace" in missing.stderr
+    assert "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("not json\n[1, 2]\n" + "[" * 100_000 + "\n", encoding="utf-8")
+    for command in (("show",), ("html", "-o", str(tmp_path / "x.html"))):
+        done = cli("trace", *command, str(junk), cwd=tmp_path)
+        assert done.returncode != 0 and "holds no trace record" in done.stderr
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_a_cut_trace_is_shown_with_what_it_has(traced: tuple[Path, str], tmp_path: Path) -> None:
+    path, _ = traced
+    lines = path.read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join([*lines[:5], lines[5][:20]]) + "\n", encoding="utf-8")
+    done = cli("trace", "show", str(cut), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "── step 1" in done.stdout
+    assert "(the trace ends before the run finished)" in done.stdout
+    assert "1 line(s) were not trace records and were skipped: 6" in done.stdout
+
+
+def test_run_otlp_exports_to_a_receiver(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from otlp_receiver import otlp_receiver
+
+    (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
+    with otlp_receiver() as receiver, StubServer(SCRIPT).run_in_thread() as stub:
+        done = cli("run", "北京天气怎么样？", "--base-url", stub.base_url, "--model", "m",
+                   "--mode", "react", "--tools", "tools.py", "--otlp", receiver.url,
+                   "--otlp-content", "--json", "--store", str(tmp_path / "s.db"),
+                   cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    session = json.loads(done.stdout)["session_id"]
+    assert sorted(s.name for s in receiver.spans) == [
+        "chat m", "chat m", "execute_tool weather", "invoke_agent miniagent", "step 1",
+        "step 2"]
+    chat = receiver.named("chat")[0]
+    assert chat.attributes["gen_ai.conversation.id"] == session
+    assert "北京天气怎么样？" in chat.attributes["gen_ai.input.messages"]
+
+
+APPROVAL_TOOLS = '''
+from miniagent import tool
+
+@tool(requires_approval=True)
+def pay(to: str, amount: int) -> str:
+    """Pay someone.
+
+    Args:
+        to: who
+        amount: how much
+    """
+    return f"paid {amount} to {to}"
+'''
+
+
+def test_a_resumed_session_traces_into_the_same_file(tmp_path: Path) -> None:
+    (tmp_path / "tools.py").write_text(APPROVAL_TOOLS, encoding="utf-8")
+    store = str(tmp_path / "s.db")
+    script = ['Thought: pay\nAction: pay\nAction Input: {"to": "Alice", "amount": 5}',
+              "Thought: done\nFinal Answer: paid"]
+    with StubServer(script).run_in_thread() as stub:
+        first = cli("run", "Pay Alice 5", "--base-url", stub.base_url, "--model", "m",
+                    "--mode", "react", "--tools", "tools.py", "--detach", "--json",
+                    "--store", store, "--trace", "t.jsonl", cwd=tmp_path)
+        session = json.loads(first.stdout)["session_id"]
+        assert json.loads(first.stdout)["status"] == "awaiting_approval", first.stderr
+        approve = cli("sessions", "approve", session, "--store", store, cwd=tmp_path)
+        assert approve.returncode == 0, approve.stderr
+        second = cli("sessions", "resume", session, "--store", store, "--json",
+                     "--trace", "t.jsonl", cwd=tmp_path)
+        assert json.loads(second.stdout)["status"] == "completed", second.stderr
+    shown = cli("trace", "show", "t.jsonl", cwd=tmp_path).stdout
+    first_run, second_run = shown.split("Run 2 of 2")
+    assert "Waiting for approval: pay" in first_run and "awaiting_approval" in first_run
+    assert "── step 1 (resumed: the model call was in an earlier run)" in second_run
+    assert "Action: pay" in second_run and "Observation (" in second_run
+    assert "paid 5 to Alice" in second_run and "Final Answer: paid" in second_run
+    assert "completed · 2 steps" in second_run
