@@ -93,6 +93,10 @@ class Agent:
 
     ``trace`` appends every event of every run to a JSONL file (see
     :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
+
+    Given ``temporal`` (a ``temporalio`` client from :func:`miniagent.durable.connect`),
+    ``arun`` runs the session as a workflow on ``task_queue``, whose workers serve this agent's
+    model and tools (:func:`miniagent.durable.agent_worker`, or ``miniagent worker``).
     """
 
     def __init__(
@@ -122,6 +126,8 @@ class Agent:
         tool_selection: int | None = None,
         tool_choice: str | None = None,
         trace: str | os.PathLike[str] | None = None,
+        temporal: Any = None,
+        task_queue: str = "miniagent",
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
@@ -149,6 +155,7 @@ class Agent:
             trace, secrets=model_secrets(model), model=describe_model(model).name)
         if self.tracer is not None:
             self.bus.subscribe(self.tracer)
+        self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see durable
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
@@ -160,6 +167,10 @@ class Agent:
 
         ``on_event`` receives this run's events (besides the agent's subscribers).
         """
+        if self.temporal is not None:  # a session on the cluster, run by a worker there
+            from miniagent.durable.client import run_agent
+
+            return await run_agent(self, question, metadata=metadata)
         session = AgentSession.start(storable(question), id=random_id(), at=time.time(),
                                      metadata=metadata)
         self.store.save(session)

@@ -77,10 +77,13 @@ class ModelTimeout(ModelError):
 class ModelHTTPError(ModelError):
     """The server answered with a non-2xx status."""
 
-    def __init__(self, message: str, *, status: int, body: str = "") -> None:
+    def __init__(self, message: str, *, status: int, body: str = "",
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
+        self.retry_after = retry_after
+        """The server's ``Retry-After``, in seconds, when it sent a usable one."""
 
 
 class ToolsNotSupported(ModelHTTPError):

@@ -24,11 +24,14 @@ from miniagent.cli.common import (
     positive_seconds,
     show_progress,
 )
+from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.loading import load_tools
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
+from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
+from miniagent.cli.temporal_cmd import worker as worker_cmd
 from miniagent.cli.trace_cmd import trace_app
 from miniagent.errors import UserError
 
@@ -38,6 +41,8 @@ app = typer.Typer(
 )
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(trace_app, name="trace")
+app.command("worker")(worker_cmd)
+app.command("eval")(eval_command)
 
 
 @app.callback()
@@ -75,6 +80,8 @@ def run(
     trace: TraceOption = None,
     otlp: OtlpOption = None,
     otlp_content: OtlpContentOption = False,
+    temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "miniagent",
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = RunConfig(
@@ -87,6 +94,10 @@ def run(
         compress=compress, stream=stream, tool_choice=tool_choice,
         max_tools=max_tools,
     )
+    if temporal:  # the model and tools are the workers'; this process follows the trace
+        from miniagent.cli.temporal_cmd import run_remote
+
+        run_remote(question, config, temporal, task_queue, as_json=as_json, detach=detach)
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=verbose), interrupted(tracker, store):

@@ -74,3 +74,12 @@ def _failure(exc: BaseException) -> str:
         where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
     text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     return f"{text} (at {where})" if where else text
+
+
+def import_source(source: str) -> ModuleType:
+    """The module of a tools file or module name (imported once per process and name).
+
+    Raises:
+        UserError: it cannot be found or importing it failed; one line.
+    """
+    return _import(source)

@@ -27,6 +27,7 @@ from miniagent.cli.common import (
 from miniagent.cli.display import terminal
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.safe_text import markup, visible
+from miniagent.cli.temporal_cmd import TemporalOption
 from miniagent.errors import DecisionError
 from miniagent.session import AgentSession
 
@@ -51,8 +52,13 @@ def _age(seconds: float) -> str:
 def list_sessions(
     store: StoreOption = None, as_json: JsonOption = False,
     limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 50,
+    temporal: TemporalOption = None,
 ) -> None:
     """Saved sessions, most recently updated first."""
+    if temporal:
+        from miniagent.cli.temporal_cmd import list_remote
+
+        list_remote(temporal, limit, as_json)
     with cli_errors():
         rows = open_store(store, readonly=True).list(limit)
     if as_json:
@@ -70,8 +76,13 @@ def list_sessions(
 
 
 @sessions_app.command()
-def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption = False) -> None:
+def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption = False,
+         temporal: TemporalOption = None) -> None:
     """The whole trace of a session: steps, calls, observations, transitions."""
+    if temporal:
+        from miniagent.cli.temporal_cmd import show_remote
+
+        show_remote(temporal, session_id, as_json)
     with cli_errors(session_id):
         session = open_store(store, readonly=True).load(session_id)
         if as_json:
@@ -160,22 +171,36 @@ def _check_something_waits(session: AgentSession, store: StoreOption) -> None:
 
 @sessions_app.command()
 def approve(session_id: SessionId, call_id: CallId = None, reason: Reason = None,
-            store: StoreOption = None, force: Force = False) -> None:
+            store: StoreOption = None, force: Force = False,
+            temporal: TemporalOption = None) -> None:
     """Approve a waiting call (or all); then `resume` runs it."""
+    if temporal:
+        from miniagent.cli.temporal_cmd import decide_remote
+
+        decide_remote(temporal, session_id, call_id, True, reason)
     _decide(session_id, call_id, True, reason, store, force)
 
 
 @sessions_app.command()
 def deny(session_id: SessionId, call_id: CallId = None, reason: Reason = None,
-         store: StoreOption = None, force: Force = False) -> None:
+         store: StoreOption = None, force: Force = False,
+         temporal: TemporalOption = None) -> None:
     """Deny a waiting call (or all); on `resume` the model is told why."""
+    if temporal:
+        from miniagent.cli.temporal_cmd import decide_remote
+
+        decide_remote(temporal, session_id, call_id, False, reason)
     _decide(session_id, call_id, False, reason, store, force)
 
 
 @sessions_app.command()
 def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = None,
-           force: Force = False) -> None:
+           force: Force = False, temporal: TemporalOption = None) -> None:
     """End a session that is not running; it cannot be resumed afterwards."""
+    if temporal:
+        from miniagent.cli.temporal_cmd import cancel_remote
+
+        cancel_remote(temporal, session_id)
     from miniagent.agent import cancel_session
 
     _warn_forced(session_id, force)

@@ -357,7 +357,8 @@ class OpenAICompatibleModel:
                 body=text,
             )
         return ModelHTTPError(
-            f"POST {self.url} answered {status}: {detail}", status=status, body=text
+            f"POST {self.url} answered {status}: {detail}", status=status, body=text,
+            retry_after=_retry_after(response),
         )
 
 
@@ -443,7 +444,8 @@ def _exhausted(last: ModelError, url: str, attempts: int) -> ModelError:
     cause = str(last).removeprefix(f"POST {url} ")
     message = f"POST {url} failed after {attempts} attempts: {cause}"
     if isinstance(last, ModelHTTPError):
-        return type(last)(message, status=last.status, body=last.body)
+        return type(last)(message, status=last.status, body=last.body,
+                          retry_after=last.retry_after)
     return type(last)(message)
 
 

@@ -593,11 +593,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--content", default="ok")
+    parser.add_argument("--reply", action="append", default=[],
+                        help="Repeatable (overrides --content): the Nth reply answers a "
+                        "request carrying N-1 observations, the last one any later request; "
+                        "so each session gets a ReAct action, then a final answer. \\n in "
+                        "the text is a line break.")
     args = parser.parse_args(argv)
+    replies: list[str] = [text.replace("\\n", "\n") for text in args.reply] or [args.content]
+
+    def reply(data: dict[str, Any], _n: int) -> str:
+        seen = sum(1 for m in data.get("messages", []) if m.get("role") == "tool" or str(
+            m.get("content") or "").startswith("Observation:"))
+        return replies[min(seen, len(replies) - 1)]
 
     async def serve() -> None:
-        content: str = args.content
-        stub = StubServer(lambda _data, _n: content, latency=args.latency, host=args.host)
+        stub = StubServer(reply, latency=args.latency, host=args.host, port=args.port)
         async with stub:
             print(stub.base_url, flush=True)
             await asyncio.Event().wait()

@@ -1,0 +1,59 @@
+"""The data converter every miniagent client and worker uses.
+
+Temporal's pydantic payload converter carries the data contracts (dataclasses included); a
+zlib codec shrinks payloads larger than a few kilobytes, since each model call's input carries
+the whole transcript. The size a payload has after this codec is what counts against Temporal's
+2 MB limit, so :func:`encoded_size` (pure and deterministic: safe in workflow code) measures
+exactly that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from collections.abc import Sequence
+
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, PayloadCodec
+
+ENCODING = b"binary/zlib"
+COMPRESS_FROM = 4096
+"""Payloads smaller than this travel as they are (compressing them gains nothing)."""
+
+
+def _compressed(payload: Payload) -> Payload:
+    if payload.ByteSize() < COMPRESS_FROM:
+        return payload
+    return Payload(metadata={"encoding": ENCODING},
+                   data=zlib.compress(payload.SerializeToString(), 1))
+
+
+class ZlibCodec(PayloadCodec):
+    """zlib, level 1, for payloads from :data:`COMPRESS_FROM` bytes."""
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [_compressed(p) for p in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        out = []
+        for payload in payloads:
+            if payload.metadata.get("encoding") != ENCODING:
+                out.append(payload)
+                continue
+            inner = Payload()
+            inner.ParseFromString(zlib.decompress(payload.data))
+            out.append(inner)
+        return out
+
+
+def data_converter() -> DataConverter:
+    """Pydantic payloads, zlib-compressed when large."""
+    return dataclasses.replace(pydantic_data_converter, payload_codec=ZlibCodec())
+
+
+def encoded_size(payload: Payload, limit: int) -> int:
+    """The size ``payload`` will have on the wire (compressed only when it is over ``limit``
+    uncompressed, which is the only case where the exact figure matters)."""
+    size = payload.ByteSize()
+    return size if size <= limit else _compressed(payload).ByteSize()

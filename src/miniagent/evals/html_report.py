@@ -1,0 +1,187 @@
+"""The eval report as one self-contained HTML page (``miniagent eval ... --html FILE``).
+
+Built from the shared report pieces (:mod:`miniagent.report.html`): a table of the metrics per
+mode, charts (accuracy per category and mode, the steps histogram, tokens per task), faults
+injected beside faults met, the changes against an earlier report when there is one, and every
+failed run with its answer, status and a link to its trace. Each linked trace is rendered as its
+own HTML page next to the JSONL file (when the trace renderer is installed), else the link
+points at the JSONL file itself.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre, table
+
+COLORS = ("var(--s1)", "var(--s3)", "var(--s4)", "var(--s2)")
+
+STYLE = """
+.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0; }
+.card { border: 1px solid var(--line); border-radius: 8px; padding: 8px 14px; min-width: 150px; }
+.card b { display: block; font-size: 22px; }
+.failure > summary .id { font-weight: 600; margin-right: 8px; }
+"""
+
+
+def write_html(report: dict[str, Any], path: Path, *, traces_root: Path | None = None) -> None:
+    """Write the page for ``report`` to ``path``; trace links are relative to the page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(report, page_dir=path.parent, traces_root=traces_root),
+                    encoding="utf-8")
+
+
+def render(report: dict[str, Any], *, page_dir: Path, traces_root: Path | None) -> str:
+    modes = report["modes"]
+    body = [f"<h1>miniagent eval: {esc(report['tasks'])} tasks, {esc(report['runs'])} runs</h1>",
+            f'<p class="muted">modes: {esc(", ".join(modes))}; '
+            f"{esc(_config_line(report.get('config') or {}))}</p>",
+            _cards(report), "<h2>Metrics per mode</h2>", _metrics_table(report),
+            "<h2>Charts</h2>", _accuracy_chart(report), _steps_chart(report),
+            *(_tokens_chart(report, mode) for mode in modes),
+            "<h2>Faults: injected and met</h2>", _faults_table(report)]
+    if report.get("compare"):
+        body += ["<h2>Changes against the earlier report</h2>", _compare(report["compare"])]
+    body += [_failures(report, page_dir, traces_root)]
+    return page("miniagent eval report", "".join(body), style=STYLE)
+
+
+def _config_line(config: dict[str, Any]) -> str:
+    keys = ("model", "base_url", "model_path", "max_steps", "seed", "tool_failure_rate",
+            "tool_latency", "model_failure_rate", "repeat")
+    return "; ".join(f"{k}={config[k]}" for k in keys if config.get(k) not in (None, "", 0))
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _cards(report: dict[str, Any]) -> str:
+    cards = []
+    for mode in report["modes"]:
+        group = report["by_mode"][mode]
+        cards.append(f'<div class="card" data-mode="{esc(mode)}">{esc(mode)} accuracy'
+                     f"<b>{esc(_pct(group['accuracy']))}</b>"
+                     f"tool calls {esc(_pct(group['tool_call_accuracy']))}</div>")
+    return f'<div class="cards">{"".join(cards)}</div>'
+
+
+def _metrics_table(report: dict[str, Any]) -> str:
+    rows = []
+    for mode in report["modes"]:
+        g = report["by_mode"][mode]
+        spread = g["spread"]
+        rows.append([
+            mode, g["n"], _pct(g["accuracy"]), _pct(g["tool_call_accuracy"]),
+            _pct(g["call_validity"]), g["steps"]["mean"], _pct(g["parse_failure_rate"]),
+            f"{_pct(g['self_repair_rate'])} of {g['met_error_n']}",
+            g["tokens"]["prompt"], g["tokens"]["completion"], g["tokens"]["cached"],
+            g["wall_time"]["mean"],
+            " ".join(f"{k}:{v}" for k, v in g["statuses"].items()),
+            "-" if not spread else f"{_pct(spread['min'])}..{_pct(spread['max'])}",
+        ])
+    headers = ["mode", "n", "accuracy", "tool-call accuracy", "call validity", "steps (mean)",
+               "parse failures / reply", "self-repair", "prompt tok / task",
+               "completion tok / task", "cached tok / task", "wall s / task", "statuses",
+               "accuracy spread"]
+    return table(headers, rows, numeric=range(1, 12))
+
+
+def _accuracy_chart(report: dict[str, Any]) -> str:
+    categories = sorted({r["category"] for r in report["results"]})
+    series = [BarSeries(name=mode, color=COLORS[n % len(COLORS)], values=[
+        100 * (report["by_mode"][mode]["by_category"].get(c, {}).get("accuracy") or 0)
+        for c in categories]) for n, mode in enumerate(report["modes"])]
+    return bar_chart(categories, series, title="Accuracy per category and mode", stacked=False,
+                     unit="%")
+
+
+def _steps_chart(report: dict[str, Any]) -> str:
+    most = max([r["steps"] for r in report["results"]] + [1])
+    labels = [str(k) for k in range(0, most + 1)]
+    series = [BarSeries(name=mode, color=COLORS[n % len(COLORS)], values=[
+        report["by_mode"][mode]["steps"]["distribution"].get(k, 0) for k in labels])
+        for n, mode in enumerate(report["modes"])]
+    return bar_chart(labels, series, title="Steps per run (histogram: runs with k steps)",
+                     stacked=False)
+
+
+def _tokens_chart(report: dict[str, Any], mode: str) -> str:
+    runs = [r for r in report["results"] if r["mode"] == mode and r["repeat"] == 0]
+    labels = [str(n) for n in range(1, len(runs) + 1)]  # ids overlap: numbers, listed below
+    series = [BarSeries(name="prompt", color="var(--s1)",
+                        values=[r["tokens"]["prompt"] for r in runs]),
+              BarSeries(name="completion", color="var(--s3)",
+                        values=[r["tokens"]["completion"] for r in runs])]
+    chart = bar_chart(labels, series, title=f"Tokens per task ({mode}, first repeat)",
+                      stacked=True)
+    legend = ", ".join(f"{n}: {r['id']}" for n, r in enumerate(runs, 1))
+    return chart + f'<p class="muted kv">{esc(legend)}</p>'
+
+
+
+def _faults_table(report: dict[str, Any]) -> str:
+    rows = []
+    model_faults = report.get("model_faults") or {}
+    for mode in report["modes"]:
+        f = report["by_mode"][mode]["faults"]
+        injected_model = model_faults.get(mode, {}).get("injected", {})
+        rows.append([mode, f["injected"]["tool_failures"], f["injected"]["tool_calls_seen"],
+                     sum(injected_model.values()),
+                     " ".join(f"{k}:{v}" for k, v in sorted(injected_model.items())) or "-",
+                     f["met"]["tool_errors"], f["met"]["parse_failures"],
+                     f["met"]["model_errors"], f["met"]["runs_with_errors"]])
+    headers = ["mode", "injected: tool failures", "tool calls seen",
+               "injected: model faults", "model faults by kind", "met: tool errors",
+               "met: parse failures", "met: runs ended by a model error", "runs that met errors"]
+    return table(headers, rows, numeric=(1, 2, 3, 5, 6, 7, 8))
+
+
+def _compare(changes: dict[str, Any]) -> str:
+    rows = [[name, _pct(d["before"]), _pct(d["after"]),
+             "-" if d["delta"] is None else f"{100 * d['delta']:+.1f} pts"]
+            for name, d in changes["overall"].items()]
+    moved = [[c["key"], "ok" if c["correct"][0] else "wrong", "ok" if c["correct"][1] else
+              "wrong", f"{c['status'][0]} -> {c['status'][1]}"] for c in changes["changed"]]
+    return (f"<p>{esc(changes['fixed'])} fixed, {esc(changes['broken'])} broken</p>"
+            + table(["metric", "before", "after", "delta"], rows)
+            + table(["task run", "before", "after", "status"], moved))
+
+
+def _failures(report: dict[str, Any], page_dir: Path, traces_root: Path | None) -> str:
+    failed = [r for r in report["results"] if not r["correct"]]
+    items = []
+    for r in failed:
+        link = _trace_link(r.get("trace"), page_dir, traces_root)
+        anchor = (f' <a class="trace-link" href="{esc(link)}">trace</a>' if link else
+                  ' <span class="muted">no trace</span>')
+        summary = (f'<span class="id">{esc(r["key"])}</span><span class="tag bad">'
+                   f'{esc(r["status"])}</span> {esc(r["category"])}{anchor}')
+        body = (f"<h3>Task</h3>{pre(r['input'])}<h3>Expected</h3>{pre(str(r['expected']))}"
+                f"<h3>Final answer</h3>{pre(str(r['final_answer']))}"
+                f"<p class=\"kv\">steps {esc(r['steps'])}; tool calls {esc(r['calls_made'])} "
+                f"({esc(r['invalid_calls'])} invalid); tool calls correct: "
+                f"{esc(r['tool_calls_correct'])}; reason: {esc(r['reason'])}</p>")
+        items.append(details(summary, body, cls="failure", attrs=f'id="{esc(r["key"])}"'))
+    return (f"<h2>Failures ({len(failed)} of {len(report['results'])} runs)</h2>"
+            + ("".join(items) or '<p class="ok">none</p>'))
+
+
+def _trace_link(trace: str | None, page_dir: Path, traces_root: Path | None) -> str | None:
+    """A relative link to the run's trace page (rendered now), or to its JSONL file."""
+    if not trace or traces_root is None:
+        return None
+    jsonl = traces_root / trace
+    if not jsonl.exists():
+        return None
+    target = jsonl
+    try:
+        from miniagent.report.trace_html import write_trace_html
+    except ImportError:  # the trace renderer is not there: link the JSONL file
+        pass
+    else:
+        target = jsonl.with_suffix(".html")
+        write_trace_html(jsonl, target)
+    return Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()

@@ -1,0 +1,72 @@
+"""How failures cross the activity boundary, and how tools are described to the workflow."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+
+from miniagent import errors, tool
+from miniagent.durable.catalog import ToolCatalog, describe_tools
+from miniagent.durable.faults import model_error, model_failure
+from miniagent.tools.registry import ToolRegistry
+from miniagent.types import ToolCall
+
+
+def http(status: int, retry_after: float | None = None) -> errors.ModelHTTPError:
+    return errors.ModelHTTPError(f"answered {status}", status=status, retry_after=retry_after)
+
+
+def test_the_transport_classification_decides_what_is_retried() -> None:
+    for status in (408, 409, 429, 500, 503):
+        assert not model_failure(http(status)).non_retryable, status
+    for status in (400, 401, 404, 422):
+        assert model_failure(http(status)).non_retryable, status
+    assert not model_failure(errors.ModelConnectionError("refused")).non_retryable
+    assert not model_failure(errors.ModelTimeout("slow")).non_retryable
+    assert model_failure(errors.ModelResponseError("not a completion")).non_retryable
+    refused = errors.ToolsNotSupported("no tools", status=400)
+    assert model_failure(refused).non_retryable
+
+
+def test_retry_after_is_the_next_delay_only_when_sane() -> None:
+    assert model_failure(http(429, 3.0)).next_retry_delay == timedelta(seconds=3)
+    assert model_failure(http(429, 3600.0)).next_retry_delay is None
+    assert model_failure(http(400, 3.0)).next_retry_delay is None
+
+
+def test_the_workflow_gets_the_same_error_back() -> None:
+    def failed(exc: errors.ModelError) -> ActivityError:
+        error = ActivityError("activity failed", scheduled_event_id=1, started_event_id=2,
+                              identity="w", activity_type="miniagent.generate",
+                              activity_id="1", retry_state=RetryState.NON_RETRYABLE_FAILURE)
+        application = model_failure(exc)
+        # what the SDK hands the workflow: the details as decoded values
+        error.__cause__ = ApplicationError(application.message, *application.details,
+                                           type=application.type)
+        return error
+
+    back = model_error(failed(errors.ToolsNotSupported("no tools", status=400)))
+    assert isinstance(back, errors.ToolsNotSupported) and back.status == 400
+    assert isinstance(model_error(failed(http(503))), errors.ModelHTTPError)
+    assert type(model_error(failed(errors.ModelTimeout("slow")))) is errors.ModelTimeout
+
+
+def test_an_approval_predicate_makes_the_workflow_always_ask() -> None:
+    @tool(requires_approval=lambda args: args["amount"] > 100)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    @tool(idempotent=True, timeout=5)
+    def look(q: str) -> str:
+        """Look up."""
+        return q
+
+    infos = describe_tools(ToolRegistry([pay, look]))
+    assert [(i.name, i.approval, i.idempotent, i.timeout) for i in infos] == [
+        ("pay", "predicate", False, None), ("look", "never", True, 5.0)]
+    catalog = ToolCatalog(infos)
+    assert catalog.needs_approval(ToolCall(id="1", name="pay", arguments={"amount": 1}))
+    assert not catalog.needs_approval(ToolCall(id="2", name="nope"))
+    assert catalog.is_idempotent("look") and not catalog.is_idempotent("pay")

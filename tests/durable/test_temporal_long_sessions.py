@@ -1,0 +1,106 @@
+"""Time and size: a 24 h approval wait under time skipping, and a 300-step session with 4 KB
+observations that continues as new and completes."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporal_helpers import act, wait_status
+from temporalio.testing import WorkflowEnvironment
+
+from miniagent import Agent, ScriptedModel, tool
+from miniagent.durable import AgentSettings, TemporalSessions, agent_worker
+from miniagent.types import ModelRequest
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+DAY = 24 * 3600
+ran: list[int] = []
+
+
+@tool(requires_approval=True)
+def pay(amount: int) -> str:
+    """Pay someone; a person must approve."""
+    ran.append(amount)
+    return f"paid {amount}"
+
+
+def pay_script() -> ScriptedModel:
+    return ScriptedModel([act("pay", {"amount": 5}), "Final Answer: settled"])
+
+
+async def test_approval_after_a_day_with_time_skipping(skip_env: WorkflowEnvironment,
+                                                       task_queue: str) -> None:
+    ran.clear()
+    agent = Agent(model=pay_script(), tools=[pay], temporal=skip_env.client,
+                  task_queue=task_queue)
+    sessions = TemporalSessions(skip_env.client, task_queue)
+    async with await agent_worker(agent):
+        session_id = await sessions.start("pay", AgentSettings(approval_timeout=3 * DAY))
+        await wait_status(sessions, session_id, "awaiting_approval")
+        await skip_env.sleep(timedelta(hours=24))
+        view = await sessions.view(session_id)
+        assert view.status == "awaiting_approval" and ran == []
+        assert await sessions.decide(session_id, True) == [view.pending[0].call_id]
+        result = await sessions.result(session_id)
+    assert (result.status, result.final_answer) == ("completed", "settled") and ran == [5]
+    approved = next(m for m in result.steps[0].calls[0].moves if m.target == "approved")
+    session = result.steps[0].calls[0].moves[0]
+    assert approved.at - session.at >= DAY  # a day passed on the workflow's clock
+
+
+async def test_unanswered_approval_is_denied_after_its_timeout(
+        skip_env: WorkflowEnvironment, task_queue: str) -> None:
+    ran.clear()
+    agent = Agent(model=pay_script(), tools=[pay], temporal=skip_env.client,
+                  task_queue=task_queue)
+    sessions = TemporalSessions(skip_env.client, task_queue)
+    async with await agent_worker(agent):
+        session_id = await sessions.start("pay", AgentSettings(approval_timeout=DAY))
+        result = await sessions.result(session_id)  # the test server skips the day at once
+    assert result.status == "completed" and ran == []
+    observation = result.steps[0].calls[0].observation
+    assert observation is not None and f"no decision within {DAY} s" in observation.output
+
+
+@tool
+def page(n: int) -> str:
+    """Read page n of a long document (4 KB)."""
+    seed = hashlib.sha256(str(n).encode()).hexdigest()
+    return "".join(hashlib.sha256(f"{seed}{i}".encode()).hexdigest() for i in range(64))
+
+
+def reader(request: ModelRequest) -> str:
+    read = sum(1 for m in request.messages if m["role"] == "user") - 1
+    return act("page", {"n": read}) if read < 299 else "Final Answer: read 299 pages"
+
+
+async def test_300_steps_of_4kb_continue_as_new_and_complete(
+        dev_env: WorkflowEnvironment, task_queue: str) -> None:
+    agent = Agent(model=ScriptedModel([reader] * 300), tools=[page], grammar=False,
+                  max_steps=300, max_observation_chars=5000, temporal=dev_env.client,
+                  task_queue=task_queue)
+    sessions = TemporalSessions(dev_env.client, task_queue)
+    async with await agent_worker(agent):
+        result = await agent.arun("read every page")
+        view = await sessions.view(result.session_id)
+        session = await sessions.session(result.session_id)
+    assert (result.status, result.final_answer) == ("completed", "read 299 pages")
+    assert view.runs > 1  # it continued as new, carrying the session
+    assert len(session.steps) == 300
+    observations: list[Any] = [s.calls[0].observation for s in session.steps[:-1]]
+    assert all(len(o.output) == 4096 for o in observations)
+    assert observations[123].output == page(123)
+
+
+async def test_a_payload_over_the_limit_fails_with_a_clear_status(
+        skip_env: WorkflowEnvironment, task_queue: str) -> None:
+    huge = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(50_000))
+    agent = Agent(model=ScriptedModel([f"Thought: {huge}\nFinal Answer: no"]), tools=[page],
+                  temporal=skip_env.client, task_queue=task_queue)
+    async with await agent_worker(agent):
+        result = await agent.arun("say a lot")
+    assert result.status == "error"
+    assert "too large for a Temporal payload" in result.reason

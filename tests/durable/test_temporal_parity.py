@@ -1,0 +1,64 @@
+"""The same agent, in process and on Temporal: the same answer and the same trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from miniagent import Agent, ScriptedModel, tool
+from miniagent.durable import TemporalSessions, agent_worker
+from miniagent.types import RunResult
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(idempotent=True)
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper() + "！"
+
+
+def script() -> list[Any]:
+    return [
+        {"content": "adding", "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "add", "arguments": '{"a": 2, "b": "3"}'}}]},
+        {"content": None, "tool_calls": [
+            {"id": "c2", "type": "function",
+             "function": {"name": "shout", "arguments": '{"text": "五 is five"}'}}]},
+        {"content": "The sum is 5; 五 IS FIVE！"},
+    ]
+
+
+def trace(result: RunResult) -> list[Any]:
+    """What a run did, without times: thoughts, outputs, calls, states, observations."""
+    return [(s.index, s.thought, s.raw_output, s.final_answer, s.error,
+             [(r.call.id, r.call.name, r.call.arguments, r.state, r.observation.output
+               if r.observation else None, [(m.source, m.target) for m in r.moves])
+              for r in s.calls]) for s in result.steps]
+
+
+async def test_two_tool_session_same_answer_and_trace(dev_env: WorkflowEnvironment,
+                                                      task_queue: str) -> None:
+    local = await Agent(model=ScriptedModel(script(), tool_mode="native"),
+                        tools=[add, shout]).arun("add, then shout")
+    agent = Agent(model=ScriptedModel(script(), tool_mode="native"), tools=[add, shout],
+                  temporal=dev_env.client, task_queue=task_queue)
+    async with await agent_worker(agent):
+        remote = await agent.arun("add, then shout")
+        session = await TemporalSessions(dev_env.client, task_queue).session(remote.session_id)
+    assert (remote.status, remote.final_answer) == ("completed", "The sum is 5; 五 IS FIVE！")
+    assert (local.status, local.final_answer) == (remote.status, remote.final_answer)
+    assert remote.messages == local.messages
+    assert trace(remote) == trace(local)
+    assert session.steps[1].calls[0].observation is not None
+    assert session.steps[1].calls[0].observation.output == "五 IS FIVE！"
+    assert [t.target for t in session.transitions] == ["completed"]
