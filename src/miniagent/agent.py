@@ -31,7 +31,8 @@ from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.store.memory import MemoryStore
 from miniagent.sync import run_coroutine
 from miniagent.text import storable
-from miniagent.tools.registry import Tool, ToolRegistry
+from miniagent.tools.agent_tool import DEFAULT_MAX_DEPTH, AgentTool
+from miniagent.tools.registry import ApprovalRule, Tool, ToolRegistry
 from miniagent.tools.source import ToolSet, ToolSource
 from miniagent.types import RunResult
 
@@ -83,6 +84,8 @@ class Agent:
     says who writes the summary: ``"truncate"`` (results cut to about 200 characters) or
     ``"model"`` (the model). See :mod:`miniagent.runtime.compress`.
 
+    With ``tool_selection=K``, each request offers only the ``K`` tools most relevant to the
+    conversation so far, plus those already called (see :mod:`miniagent.runtime.selection`).
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
     the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
     that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
@@ -120,13 +123,15 @@ class Agent:
         compress_at: int | str | None = None,
         keep_last: int = 4,
         compress: Literal["truncate", "model"] = "truncate",
+        tool_selection: int | None = None,
         tool_choice: str | None = None,
         trace: str | os.PathLike[str] | None = None,
         temporal: Any = None,
         task_queue: str = "miniagent",
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
-                             ("tool_concurrency", tool_concurrency)):
+                             ("tool_concurrency", tool_concurrency),
+                             ("tool_selection", 1 if tool_selection is None else tool_selection)):
             if value < 1:
                 raise UserError(f"{label} must be at least 1, got {value}")
         self.model = model
@@ -144,6 +149,7 @@ class Agent:
         self.bus = EventBus([on_event] if on_event else ())
         self.compression = (Compression.of(compress_at, keep_last=keep_last, mode=compress)
                             if compress_at is not None else None)
+        self.tool_selection = tool_selection
         self.tool_choice = _checked_choice(tool_choice, None if sources else self.registry.names)
         self.tracer = None if trace is None else JsonlTracer(
             trace, secrets=model_secrets(model), model=describe_model(model).name)
@@ -209,7 +215,31 @@ class Agent:
         return Rules(protocol=self.protocol, tools=tools, limits=self.limits,
                      instructions=self.instructions, temperature=self.temperature,
                      max_tokens=self.max_tokens, on_interrupted=self.on_interrupted,
-                     compression=self.compression, tool_choice=self.tool_choice)
+                     compression=self.compression, tool_choice=self.tool_choice,
+                     tool_selection=self.tool_selection)
+
+    def as_tool(self, *, name: str, description: str,
+                max_depth: int = DEFAULT_MAX_DEPTH, requires_approval: ApprovalRule = False,
+                timeout: float | None = None) -> AgentTool:
+        """This agent as a tool of another agent: it answers the ``question`` argument.
+
+        The sub-run goes through this agent's own loop and store; its steps, usage and status
+        are recorded on the parent's call, its tokens count in the parent's usage, and a call
+        of it that needs approval makes the parent wait (see :mod:`miniagent.tools.agent_tool`).
+
+        Example:
+            >>> from miniagent import ScriptedModel
+            >>> helper = Agent(model=ScriptedModel(["Final Answer: 42"]))
+            >>> boss = Agent(model=ScriptedModel([
+            ...     'Action: ask_helper\\nAction Input: {"question": "6 times 7?"}',
+            ...     "Final Answer: the helper says 42"]),
+            ...     tools=[helper.as_tool(name="ask_helper", description="Knows arithmetic.")])
+            >>> result = boss.run("What is 6 times 7?")
+            >>> result.final_answer, result.steps[0].calls[0].observation.sub_run.status
+            ('the helper says 42', 'completed')
+        """
+        return AgentTool(self, name=name, description=description, max_depth=max_depth,
+                         requires_approval=requires_approval, timeout=timeout)
 
     def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
                 *, force: bool = False) -> None:

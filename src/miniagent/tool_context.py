@@ -21,6 +21,8 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
+from miniagent.types import Decision
+
 __all__ = ["ToolContext", "tool_context", "using_context"]
 
 
@@ -35,12 +37,16 @@ class ToolContext:
     idempotency_key: str
     attempt: int = 1
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    decision: Decision | None = None
+    """A person's decision on what this call's sub-run waited for (agents as tools)."""
 
     @classmethod
     def for_call(cls, session_id: str, call_id: str, tool: str, step: int,
-                 metadata: dict[str, Any] | None = None) -> ToolContext:
+                 metadata: dict[str, Any] | None = None, *,
+                 decision: Decision | None = None) -> ToolContext:
         return cls(session_id=session_id, call_id=call_id, tool=tool, step=step,
-                   idempotency_key=f"{session_id}:{call_id}", metadata=dict(metadata or {}))
+                   idempotency_key=f"{session_id}:{call_id}", metadata=dict(metadata or {}),
+                   decision=decision)
 
 
 _CURRENT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(

@@ -93,6 +93,8 @@ class Observation:
     output: str
     is_error: bool = False
     elapsed: float = 0.0
+    sub_run: SubRun | None = None
+    """Set when the tool was another agent (:meth:`~miniagent.agent.Agent.as_tool`)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -252,6 +254,9 @@ class Step:
     tool_time: float = 0.0
     dropped_calls: int = 0
     """Calls of the reply beyond the per-step limit, which were not run."""
+    offered_tools: list[str] | None = None
+    """The tools this step's request offered, when the agent selects them (``tool_selection``);
+    ``None``: every tool."""
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -292,6 +297,27 @@ class Compaction:
     usage: TokenUsage = field(default_factory=TokenUsage)
     """Tokens of the summary's model call (``model`` mode)."""
     note: str = ""
+
+
+@dataclass(kw_only=True, slots=True)
+class SubRun:
+    """The run of an agent used as a tool, recorded on the observation of the parent's call.
+
+    ``usage`` is the sub-session's total (it is added to the parent's); ``pending`` lists the
+    sub-run's calls that wait for a person while ``status`` is ``awaiting_approval``, and
+    ``decision`` is the person's decision on them, relayed to the sub-run when it resumes.
+    """
+
+    agent: str
+    session_id: str
+    status: SessionStatus
+    reason: str = ""
+    depth: int = 1
+    final_answer: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    pending: list[PendingApproval] = field(default_factory=list)
+    decision: Decision | None = None
 
 
 @dataclass(kw_only=True, slots=True)

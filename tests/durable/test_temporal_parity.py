@@ -62,3 +62,46 @@ async def test_two_tool_session_same_answer_and_trace(dev_env: WorkflowEnvironme
     assert session.steps[1].calls[0].observation is not None
     assert session.steps[1].calls[0].observation.output == "五 IS FIVE！"
     assert [t.target for t in session.transitions] == ["completed"]
+
+
+@tool
+def weather(city: str) -> str:
+    """Current weather and forecast of a city."""
+    return f"{city}: 18 C"
+
+
+@tool
+def share_price(company: str) -> str:
+    """Latest share price of a listed company."""
+    return "12"
+
+
+@tool
+def recipe(dish: str) -> str:
+    """Cooking recipe for a dish."""
+    return "boil"
+
+
+async def test_tool_selection_offers_the_same_tools_on_temporal(
+        dev_env: WorkflowEnvironment, task_queue: str) -> None:
+    def selection_script() -> list[Any]:
+        return [{"content": None, "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]},
+                {"content": "Oslo: 18 C"}]
+
+    tools = [add, shout, weather, share_price, recipe]
+    local_model = ScriptedModel(selection_script(), tool_mode="native")
+    local = await Agent(model=local_model, tools=tools, tool_selection=2).arun(
+        "What is the weather forecast in Oslo?")
+    model = ScriptedModel(selection_script(), tool_mode="native")
+    agent = Agent(model=model, tools=tools, tool_selection=2,
+                  temporal=dev_env.client, task_queue=task_queue)
+    async with await agent_worker(agent):
+        remote = await agent.arun("What is the weather forecast in Oslo?")
+    assert (remote.status, remote.final_answer) == ("completed", "Oslo: 18 C")
+    offered = [s.offered_tools for s in remote.steps]
+    assert offered == [s.offered_tools for s in local.steps]
+    assert offered[0] is not None and len(offered[0]) == 2 and "weather" in offered[0]
+    sent = [[t["function"]["name"] for t in r.tools or []] for r in model.requests]
+    assert sent == offered

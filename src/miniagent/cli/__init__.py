@@ -77,6 +77,7 @@ def run(
     model_path: Annotated[str | None, typer.Option(help="GGUF file for the embedded model, used when no --base-url is set [env: MINIAGENT_MODEL_PATH]")] = None,  # noqa: E501
     grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True,  # noqa: E501
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501
+    max_tools: Annotated[int | None, typer.Option(min=1, help="Offer each model request only the K tools most relevant to the conversation (plus those already used).")] = None,  # noqa: E501
     stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the server's answers: thought and answer are shown as they are written (--base-url servers).")] = False,  # noqa: E501
     tool_choice: Annotated[str | None, typer.Option(help="auto, required (call a tool before answering), none, or a tool's name [default: the server's own]")] = None,  # noqa: E501
     mcp: McpOption = None,
@@ -107,6 +108,7 @@ def run(
         compress=compress, stream=stream, tool_choice=tool_choice,
         mcp=list(mcp or []), mcp_urls=list(mcp_url or []),
         mcp_approve=list(mcp_approve or []),
+        max_tools=max_tools,
     )
     if temporal:  # the model and tools are the workers'; this process follows the trace
         from miniagent.cli.temporal_cmd import run_remote

@@ -49,6 +49,7 @@ class RunConfig:
     compress_at: str | None = None
     keep_last: int = 4
     compress: str = "truncate"
+    max_tools: int | None = None
     stream: bool = False
     tool_choice: str | None = None
     mcp: list[str] = field(default_factory=list)  # MCP stdio command lines
@@ -116,7 +117,7 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
     return Agent(model=model, tools=[*registry, *servers] if servers else registry,
                  max_steps=config.max_steps,
                  timeout=config.timeout, store=store, grammar=config.grammar,
-                 max_tokens=config.max_tokens or default_tokens,
+                 max_tokens=config.max_tokens or default_tokens, tool_selection=config.max_tools,
                  approver=ask_in_terminal if interactive else None,
                  compress_at=config.compress_at, keep_last=config.keep_last,
                  compress=config.compress,  # type: ignore[arg-type]  # checked by Agent

@@ -103,6 +103,8 @@ def _print_session(console: Console, s: AgentSession) -> None:
         console.rule(f"step {step.index}", style="dim")
         if step.thought:
             console.print(f"[italic cyan]Thought:[/italic cyan] {markup(step.thought)}")
+        if step.offered_tools is not None:
+            console.print(f"[dim]offered: {markup(', '.join(step.offered_tools))}[/dim]")
         for record in step.calls:
             args = json.dumps(record.call.arguments, ensure_ascii=False)
             note = f" — {markup(record.note)}" if record.note else ""
@@ -113,6 +115,11 @@ def _print_session(console: Console, s: AgentSession) -> None:
                 style = "red" if record.observation.is_error else "green"
                 console.print(f"[{style}]Observation:[/{style}] "
                               f"{markup(record.observation.output)}")
+                sub = record.observation.sub_run
+                if sub is not None:
+                    console.print(f"[dim]sub-run {markup(sub.session_id, 200)}: "
+                                  f"{markup(sub.status, 40)}, {len(sub.steps)} steps, "
+                                  f"{sub.usage.total_tokens:,} tokens[/dim]")
         if step.error:
             console.print(f"[red]Unparseable output:[/red] {markup(step.error)}")
         if step.final_answer is not None:

@@ -66,7 +66,8 @@ def settings_of(agent: Agent, **overrides: Any) -> AgentSettings:
         max_observation_chars=limits.max_observation_chars, repeat_limit=limits.repeat_limit,
         max_calls_per_step=limits.max_calls_per_step,
         tool_concurrency=limits.tool_concurrency, temperature=agent.temperature,
-        max_tokens=agent.max_tokens, on_interrupted=agent.on_interrupted)
+        max_tokens=agent.max_tokens, on_interrupted=agent.on_interrupted,
+        tool_selection=agent.tool_selection)
     values.update(overrides)
     return AgentSettings(**values)
 

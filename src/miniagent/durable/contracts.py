@@ -62,6 +62,8 @@ class AgentSettings:
     temperature: float | None = defaults.TEMPERATURE
     max_tokens: int | None = defaults.MAX_TOKENS
     on_interrupted: InterruptedPolicy = "ask"
+    tool_selection: int | None = None
+    """Offer each model request only this many tools (see :mod:`miniagent.runtime.selection`)."""
     approval_timeout: float | None = None
     """Seconds to wait for a person; past it the waiting calls are denied (the model is told).
     ``None``: wait as long as it takes."""

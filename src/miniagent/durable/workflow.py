@@ -98,7 +98,7 @@ def rules_for(settings: AgentSettings, profile: WorkerProfile) -> Rules:
     return Rules(protocol=protocol_for(capabilities, grammar=settings.grammar),
                  tools=ToolCatalog(tools), limits=limits, instructions=settings.instructions,
                  temperature=settings.temperature, max_tokens=settings.max_tokens,
-                 on_interrupted=settings.on_interrupted)
+                 on_interrupted=settings.on_interrupted, tool_selection=settings.tool_selection)
 
 
 def check_size(value: Any, what: str) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from miniagent.errors import DecisionError
+from miniagent.runtime.subruns import relay_decision
 from miniagent.session import AgentSession
 from miniagent.types import CallRecord, Observation, PendingApproval
 
@@ -49,7 +50,9 @@ def decide(session: AgentSession, call_id: str | None, approved: bool, reason: s
 
 
 def apply_decision(record: CallRecord, approved: bool, reason: str | None, *, at: float) -> None:
-    """Record a person's decision on one waiting call."""
+    """Record a person's decision on one waiting call (relayed, when it waits for a sub-run)."""
+    if relay_decision(record, approved, reason, at=at):
+        return
     record.move("approved" if approved else "denied", reason or "decided by a person", at)
     record.note = reason
 

@@ -22,7 +22,7 @@ from typing import Protocol
 from miniagent.errors import ModelError
 from miniagent.protocol import tool_choice
 from miniagent.protocol.base import ActionProtocol
-from miniagent.runtime import compress, incoming
+from miniagent.runtime import compress, incoming, subruns
 from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import (
     InterruptedPolicy,
@@ -31,6 +31,7 @@ from miniagent.runtime.approvals import (
     recover_interrupted,
 )
 from miniagent.runtime.guards import Limits, LoopDetector, too_many_calls, truncate_observation
+from miniagent.runtime.selection import offer, offered_only
 from miniagent.session import AgentSession
 from miniagent.tool_context import ToolContext
 from miniagent.types import (
@@ -116,6 +117,8 @@ class Rules:
     max_tokens: int | None = None
     on_interrupted: InterruptedPolicy = "ask"
     compression: compress.Compression | None = None
+    tool_selection: int | None = None
+    """Offer each request only this many tools, the most relevant (see runtime/selection.py)."""
     tool_choice: str | None = None
     """auto, required, none or a tool's name (see :mod:`miniagent.protocol.tool_choice`)."""
 
@@ -177,9 +180,11 @@ class StepLogic:
                 self._emit(ev.ContextCompacted, session, span=self.fx.new_id(), parent=span,
                            step=index, compaction=done)
                 await self._checkpoint(session)
-        response, parsed, elapsed = await self._generate(session, index)
+        tools, offered = offer(self.rules.tools.listed(), self.rules.tool_selection,
+                               session.messages, session.steps, pinned=self.rules.tool_choice)
+        response, parsed, elapsed = await self._generate(session, index, tools)
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
-                    usage=response.usage, model_time=elapsed)
+                    usage=response.usage, model_time=elapsed, offered_tools=offered)
         session.steps.append(step)
         session.usage = session.usage + response.usage
         if parsed.kind == "final":
@@ -208,11 +213,11 @@ class StepLogic:
             self._guard(session, 0, "token_budget", session.reason)
         return session.done
 
-    async def _generate(self, session: AgentSession, index: int
+    async def _generate(self, session: AgentSession, index: int, tools: Sequence[ToolLike]
                         ) -> tuple[ModelResponse, ParsedOutput, float]:
         """Render, call the model (once more if the protocol can recover), parse."""
         rules, step_span = self.rules, self._step_spans[index]
-        tools, history = rules.tools.listed(), compress.history(session)
+        history = compress.history(session)
         choice = tool_choice.for_step(rules.tool_choice, session.steps)
         request = self._settings(rules.protocol.render(history, tools, rules.instructions),
                                  choice)
@@ -296,7 +301,8 @@ class StepLogic:
         self._guard(session, step.index, "format_error", step.error)
         if parsed.text:
             session.messages.append(Message(role="assistant", content=parsed.text))
-        note = self.rules.protocol.format_error(step.error, self.rules.tools.listed())
+        note = self.rules.protocol.format_error(
+            step.error, offered_only(self.rules.tools.listed(), step.offered_tools))
         session.messages.append(Message(role="user", content=note))
 
     # -- the tools phase ------------------------------------------------------------------
@@ -374,7 +380,8 @@ class StepLogic:
             self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
                        call=record.call)
             context = ToolContext.for_call(session.id, record.call.id, record.call.name,
-                                           step.index, session.metadata)
+                                           step.index, session.metadata,
+                                           decision=subruns.relayed_decision(record))
             observation = incoming.observation(await self.fx.run_tool(record.call, context))
         finally:
             if slots is not None:
@@ -385,10 +392,10 @@ class StepLogic:
         if len(observation.output) != full:
             self._guard(session, step.index, "truncated", f"observation of {full:,} characters "
                         f"cut to {self.rules.limits.max_observation_chars:,}", record.call.id)
-        record.observation = observation
-        record.move("completed", "the tool returned", self.fx.now())
+        session.usage = subruns.settle(session.usage, record, observation, at=self.fx.now())
         step.tool_time = max(step.tool_time, observation.elapsed)
-        await self._checkpoint(session, record)  # completed is on disk as soon as it is known
+        # completed is on disk as soon as it is known (with a sub-run's usage: all of it)
+        await self._checkpoint(session, None if observation.sub_run else record)
         self._emit(ev.ToolFinished, session, span=span, parent=parent, step=step.index,
                    call=record.call, observation=observation)
 

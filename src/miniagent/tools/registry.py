@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import functools
 import time
@@ -393,9 +394,13 @@ class ToolRegistry:
         """
         started = time.perf_counter()
         try:
-            output, is_error = await self._execute(call)
+            outcome = await self._execute(call)
         except Exception as exc:  # last resort: nothing the model sends may escape
-            output, is_error = f"Error executing tool {preview(call.name)}: {describe(exc)}", True
+            outcome = f"Error executing tool {preview(call.name)}: {describe(exc)}", True
+        if isinstance(outcome, Observation):  # a tool that reports more than text
+            return dataclasses.replace(outcome, call_id=str(call.id), tool_name=str(call.name),
+                                       elapsed=time.perf_counter() - started)
+        output, is_error = outcome
         return Observation(
             call_id=str(call.id),
             tool_name=str(call.name),
@@ -404,7 +409,7 @@ class ToolRegistry:
             elapsed=time.perf_counter() - started,
         )
 
-    async def _execute(self, call: ToolCall) -> tuple[str, bool]:
+    async def _execute(self, call: ToolCall) -> tuple[str, bool] | Observation:
         target = self._tools.get(call.name) if isinstance(call.name, str) else None
         if target is None:
             return self._unknown_tool(call.name), True
@@ -419,6 +424,8 @@ class ToolRegistry:
             return f"Tool {target.name!r} timed out after {timeout} s.", True
         if isinstance(outcome, Failure):
             return failure_text(target.name, outcome.error), True
+        if isinstance(outcome, Observation) and isinstance(outcome.output, str):
+            return outcome  # its own text, error flag and sub-run (an agent used as a tool)
         try:
             return format_result(outcome), False
         except Exception as exc:

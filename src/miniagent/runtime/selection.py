@@ -1,0 +1,251 @@
+"""Tool selection: each model request offers only the tools relevant to the conversation.
+
+Past a dozen tools a model picks worse and every request carries every schema. With
+``Agent(tool_selection=K)`` the step logic asks :func:`select_tools` before it renders a
+request: the tools are ranked by Okapi BM25 over their names, descriptions and parameter names
+(and parameter descriptions), the query being what the user and the model have written so far
+(tool results are left out: they are data, often long, and may carry text a tool's author did
+not write). The request offers the ``K`` best, plus every tool the run has already called,
+in registration order, so the prompt stays the same while the choice does not change. When
+fewer than ``K`` tools match, the rest of the ``K`` places go to the tools the previous request
+offered, then to the first tools registered: a lexical index misses paraphrases, and a model
+given a few more tools can still find the right one.
+
+Tokens are lower-cased words split at ``snake_case`` and ``camelCase`` boundaries, with common
+English endings (plural, ``-ing``, ``-ed``, ``-er``) cut; a run of Chinese or Japanese
+characters gives its single characters and its overlapping pairs, which match words of one or
+two characters without a word segmenter.
+
+Nothing here reads a clock or draws a random number: the same history and tools give the same
+choice, which the step logic records in the step (:attr:`~miniagent.types.Step.offered_tools`).
+A registered tool that was not offered still validates and runs when the model calls it (the
+registry is the allow-list, the selection only keeps the prompt short); it then counts as used
+and is offered from the next request on.
+
+When the offer changes between two requests, the tools' part of the prompt changes with it, so
+a server cannot reuse its prefix cache across that step (the history itself stays append-only).
+Offering the same set in the same order while the evidence does not change keeps that rare.
+
+BM25 is written out here (some forty lines) rather than taken from ``rank-bm25`` or ``bm25s``:
+both need numpy (``bm25s`` scipy too), which miniagent's core does not depend on, and an index
+of a few dozen short tool descriptions needs no matrices.
+
+Example:
+    >>> from miniagent.tools.registry import tool
+    >>> @tool
+    ... def get_weather(city: str) -> str:
+    ...     '''Current weather of a city.'''
+    ...     return "sunny"
+    >>> @tool
+    ... def convert_currency(amount: float, to: str) -> str:
+    ...     '''Convert money between currencies.'''
+    ...     return "1"
+    >>> from miniagent.types import Message
+    >>> chosen = select_tools([get_weather, convert_currency], 1,
+    ...                       [Message(role="user", content="What is the weather in Paris?")])
+    >>> [t.name for t in chosen]
+    ['get_weather']
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from miniagent.types import Message, Step, ToolLike
+
+__all__ = ["ToolIndex", "offer", "offered_only", "select_tools", "tokenize", "used_tools"]
+
+K1, B = 1.2, 0.75
+"""The usual Okapi BM25 constants (term saturation, length normalisation)."""
+
+_WORD = re.compile(r"[^\W\d_]+|\d+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_STOP = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
+    "i", "in", "into", "is", "it", "me", "my", "of", "on", "or", "please", "that", "the", "this",
+    "to", "use", "what", "when", "where", "which", "who", "will", "with", "you", "your"})
+_CJK_STOP = frozenset("的了是吗呢吧啊我你请把在和与")
+
+
+def tokenize(text: str) -> list[str]:
+    """The index terms of ``text``.
+
+    Example:
+        >>> tokenize("getCityForecast for the cities")
+        ['get', 'city', 'forecast', 'city']
+        >>> tokenize("北京天气")
+        ['北', '京', '天', '气', '北京', '京天', '天气']
+    """
+    terms: list[str] = []
+    for part in _CJK.split(_CAMEL.sub(" ", text)):
+        terms.extend(_latin_terms(part))
+    for run in _CJK.findall(text):
+        terms.extend(_cjk_terms(run))
+    return terms
+
+
+def _latin_terms(text: str) -> Iterable[str]:
+    for word in _WORD.findall(text):
+        word = word.lower()
+        if word in _STOP:
+            continue
+        yield _stem(word)
+
+
+def _stem(word: str) -> str:
+    """A light suffix stemmer (plural, -ing, -ed, -er), the same for tools and questions:
+    ``reminders`` and ``remind``, ``raining`` and ``rain`` meet."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("es") and word[:-2].endswith(("ss", "x", "z", "ch", "sh")):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed", "er"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            word = word[:-len(suffix)]
+            if len(word) > 4 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+                word = word[:-1]  # planning -> plann -> plan
+            break
+    return word
+
+
+def _cjk_terms(run: str) -> list[str]:
+    singles = [ch for ch in run if ch not in _CJK_STOP]
+    pairs = [run[i:i + 2] for i in range(len(run) - 1)]
+    return singles + pairs
+
+
+def tool_text(tool: ToolLike) -> str:
+    """What a tool is indexed by: its name, description, parameter names and descriptions."""
+    parts = [tool.name, tool.description or ""]
+    properties = tool.parameters.get("properties") if isinstance(tool.parameters, dict) else None
+    if isinstance(properties, dict):
+        for name, schema in properties.items():
+            parts.append(str(name))
+            if isinstance(schema, dict) and isinstance(schema.get("description"), str):
+                parts.append(schema["description"])
+    return " ".join(parts)
+
+
+class ToolIndex:
+    """A BM25 index of tools, built once per tool set.
+
+    Args:
+        tools: the tools, in the order they are offered.
+    """
+
+    def __init__(self, tools: Sequence[ToolLike]) -> None:
+        self.tools = list(tools)
+        docs = [Counter(tokenize(tool_text(t))) for t in self.tools]
+        lengths = [sum(doc.values()) for doc in docs]
+        average = (sum(lengths) / len(lengths)) if lengths else 0.0
+        # each term's tools, with the term's BM25 weight in each (the query only adds them up)
+        self._postings: dict[str, list[tuple[int, float]]] = {}
+        for position, (doc, length) in enumerate(zip(docs, lengths)):
+            norm = K1 * (1 - B + B * length / average) if average else K1
+            for term, tf in doc.items():
+                self._postings.setdefault(term, []).append(
+                    (position, tf * (K1 + 1) / (tf + norm)))
+        count = len(docs)
+        for term, postings in self._postings.items():
+            # the non-negative idf variant: a term in most tools still counts a little
+            idf = math.log(1 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
+            self._postings[term] = [(position, idf * weight) for position, weight in postings]
+
+    def scores(self, query: str) -> list[float]:
+        """The BM25 score of every tool for ``query``, in tool order."""
+        totals = [0.0] * len(self.tools)
+        for term, times in Counter(tokenize(query)).items():
+            for position, weight in self._postings.get(term, ()):
+                totals[position] += times * weight
+        return totals
+
+    def top(self, query: str, k: int, preferred: Iterable[str] = ()) -> list[int]:
+        """Positions of the ``k`` best tools for ``query``; among equal scores (no match at all,
+        say) the ``preferred`` names first, then the earlier tool."""
+        scores, first = self.scores(query), set(preferred)
+        ranked = sorted(range(len(scores)),
+                        key=lambda i: (-scores[i], self.tools[i].name not in first, i))
+        return ranked[:k]
+
+
+_INDEXES: OrderedDict[tuple[Any, ...], ToolIndex] = OrderedDict()
+_CACHE_SIZE = 16
+
+
+def index_for(tools: Sequence[ToolLike]) -> ToolIndex:
+    """The index of this tool set, built once and kept for the next requests (a bounded cache
+    keyed by the tools' names and the identity of their schemas; an entry keeps them alive)."""
+    key = tuple((t.name, id(t.parameters), t.description) for t in tools)
+    index = _INDEXES.get(key)
+    if index is None:
+        index = _INDEXES[key] = ToolIndex(tools)
+        if len(_INDEXES) > _CACHE_SIZE:
+            _INDEXES.popitem(last=False)
+    else:
+        _INDEXES.move_to_end(key)
+    return index
+
+
+def conversation_text(messages: Sequence[Message]) -> str:
+    """The query: what the user and the model wrote (tool results left out)."""
+    return "\n".join(m.content for m in messages
+                     if m.role in ("user", "assistant") and isinstance(m.content, str))
+
+
+def used_tools(messages: Sequence[Message]) -> set[str]:
+    """Names of the tools the model has called in this history."""
+    return {call.name for m in messages for call in m.tool_calls if isinstance(call.name, str)}
+
+
+def select_tools(tools: Sequence[ToolLike], k: int, messages: Sequence[Message],
+                 previous: Sequence[str] | None = None) -> list[ToolLike]:
+    """The tools to offer for the next request of this history.
+
+    Args:
+        tools: every tool of the run, in registration order.
+        k: how many tools to choose by relevance.
+        messages: the history so far.
+        previous: the names offered by the previous request: among tools the conversation
+            matches equally (or not at all) these come first, so that the offer changes only
+            when the evidence does (the first request then fills up with the first tools).
+
+    Returns:
+        The ``k`` most relevant tools plus those already called, in registration order;
+        every tool when there are no more than ``k``.
+    """
+    if len(tools) <= k:
+        return list(tools)
+    chosen = set(index_for(tools).top(conversation_text(messages), k, previous or ()))
+    called = used_tools(messages)
+    return [t for i, t in enumerate(tools) if i in chosen or t.name in called]
+
+
+def offer(tools: Sequence[ToolLike], k: int | None, messages: Sequence[Message],
+          steps: Sequence[Step], *, pinned: str | None = None
+          ) -> tuple[list[ToolLike], list[str] | None]:
+    """What the step logic offers the next request, and the names to record in its step
+    (``None`` when there is no selection: every tool is offered). A ``pinned`` tool (the one
+    ``tool_choice`` names) is always among them."""
+    if k is None:
+        return list(tools), None
+    previous = steps[-1].offered_tools if steps else None
+    chosen = select_tools(tools, k, messages, previous)
+    if pinned is not None and all(t.name != pinned for t in chosen):
+        chosen = [t for t in tools if t in chosen or t.name == pinned]
+    return chosen, [t.name for t in chosen]
+
+
+def offered_only(tools: Sequence[ToolLike], offered: Sequence[str] | None) -> list[ToolLike]:
+    """The tools a step offered (all of them without a selection): a format error names these,
+    not every tool, so that the query of the next request does not name every tool either."""
+    if offered is None:
+        return list(tools)
+    names = set(offered)
+    return [t for t in tools if t.name in names]

@@ -1,0 +1,92 @@
+"""The step logic's side of agents used as tools: a sub-run's usage, its waits, its decisions.
+
+An agent used as a tool (:class:`~miniagent.tools.agent_tool.AgentTool`) returns an
+observation carrying a :class:`~miniagent.types.SubRun`. Three things follow in the parent:
+
+- the sub-run's tokens join the parent's totals (only what is new since the call's last
+  attempt: a resumed sub-run reports its session's whole usage again);
+- a sub-run that stops to wait for a person makes the parent's call wait too
+  (``started -> awaiting_approval``): the parent session goes ``awaiting_approval`` with a
+  pending approval whose reason names the sub-run's waiting calls;
+- the person's decision on that call is not the parent's to apply: approving or denying it
+  moves the call to ``approved`` (the agent tool must run again) and records the decision in
+  the sub-run, which :func:`relayed_decision` hands to the tool through its
+  :class:`~miniagent.tool_context.ToolContext`. The tool applies it to the sub-run's waiting
+  calls and resumes the sub-run: a denied call is then the sub-agent's to work around.
+
+Plain functions over the session's records; times are given by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+
+from miniagent.types import CallRecord, Decision, Observation, SubRun, TokenUsage
+
+__all__ = ["relay_decision", "relayed_decision", "settle"]
+
+
+def settle(usage: TokenUsage, record: CallRecord, observation: Observation, *,
+           at: float) -> TokenUsage:
+    """Record ``observation`` on ``record``: completed, or waiting with its sub-run.
+
+    Returns:
+        The parent's usage with what the sub-run used since the call's last attempt.
+    """
+    previous = record.observation.sub_run if record.observation is not None else None
+    record.observation = observation
+    sub = observation.sub_run
+    if sub is None:
+        record.move("completed", "the tool returned", at)
+        return usage
+    usage = usage + _new_usage(sub.usage, previous.usage if previous is not None else None)
+    if sub.status == "awaiting_approval" and sub.pending:
+        record.note = waiting_note(sub)
+        record.move("awaiting_approval", record.note, at)
+    else:
+        record.move("completed", f"the agent {sub.agent!r} ended: {sub.status}", at)
+    return usage
+
+
+def _new_usage(total: TokenUsage, counted: TokenUsage | None) -> TokenUsage:
+    if counted is None:
+        return total
+    return TokenUsage(
+        prompt_tokens=max(0, total.prompt_tokens - counted.prompt_tokens),
+        completion_tokens=max(0, total.completion_tokens - counted.completion_tokens),
+        cached_tokens=max(0, total.cached_tokens - counted.cached_tokens),
+    )
+
+
+def waiting_note(sub: SubRun) -> str:
+    """Why the parent's call waits: the sub-run's calls a person must decide."""
+    calls = "; ".join(
+        f"{item.tool} {json.dumps(item.arguments, ensure_ascii=False)}"
+        + (f" ({item.reason})" if item.reason else "")
+        for item in sub.pending)
+    return (f"the agent {sub.agent!r} (session {sub.session_id}) waits for approval of: "
+            f"{calls}; the decision is relayed to it")
+
+
+def relay_decision(record: CallRecord, approved: bool, reason: str | None, *,
+                   at: float) -> bool:
+    """Take a person's decision on a call that waits for its sub-run; False for other calls.
+
+    The call goes ``approved`` either way, so that the agent tool runs again and hands the
+    decision to the sub-run.
+    """
+    sub = record.observation.sub_run if record.observation is not None else None
+    if sub is None or sub.status != "awaiting_approval":
+        return False
+    verdict = "approved" if approved else "denied"
+    record.move("approved", f"{verdict} for the agent {sub.agent!r}: "
+                f"{reason or 'decided by a person'}; relayed to its session", at)
+    record.note = reason
+    sub.decision = Decision(approved=approved, reason=reason)
+    return True
+
+
+def relayed_decision(record: CallRecord) -> Decision | None:
+    """The decision to hand to the sub-run of this call when it runs again, if any."""
+    sub = record.observation.sub_run if record.observation is not None else None
+    return sub.decision if sub is not None else None
