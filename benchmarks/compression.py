@@ -18,7 +18,7 @@ A script, not a test: it prints figures and asserts nothing.
 
 Usage: python benchmarks/compression.py [--steps 30] [--observation-chars 400]
            [--compress-at 2000] [--keep-last 4] [--no-llama] [--model-path FILE.gguf]
-           [--steps-after 2] [--skip-plain-replay]
+           [--steps-after 2] [--compactions N] [--skip-plain-replay]
 """
 
 from __future__ import annotations
@@ -147,17 +147,20 @@ async def llama_cpp_figures(plain: Run, compressed: Run, args: argparse.Namespac
     if args.skip_plain_replay:
         runs = runs[:1]
     replays: dict[str, list[dict[str, float]]] = {}
+    compactions = compressed.session.compactions[:args.compactions]
+    until = (compactions[-1].step + args.steps_after) if compactions else len(compressed.requests)
     for name, run in runs:
-        figures = replays[name] = await replay(model, run.requests)
+        requests = run.requests[:until] if name == "with compression" else run.requests
+        figures = replays[name] = await replay(model, requests)
         print(f"    {name}: {sum(f['prompt_ms'] for f in figures) / 1000:.1f} s prompt time over "
-              f"the run, {sum(f['prompt_n'] for f in figures):,.0f} of "
+              f"{len(figures)} steps, {sum(f['prompt_n'] for f in figures):,.0f} of "
               f"{sum(f['prompt_tokens'] for f in figures):,.0f} prompt tokens evaluated",
               flush=True)
     warm = replays["with compression"]
     print("    step  prompt tok  evaluated  warm ms  cold ms  warm/cold")
     after: list[tuple[float, float]] = []
     at_compaction: list[tuple[float, float]] = []
-    for compaction in compressed.session.compactions:
+    for compaction in compactions:
         last = min(compaction.step + args.steps_after, len(warm))
         for step in range(compaction.step, last + 1):
             hot, frozen = warm[step - 1], await cold(model, compressed.requests[step - 1])
@@ -186,6 +189,8 @@ def main() -> None:
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--steps-after", type=int, default=2,
                         help="steps after each compaction measured cold too")
+    parser.add_argument("--compactions", type=int, default=None,
+                        help="measure only the first N compactions (and replay only that far)")
     parser.add_argument("--skip-plain-replay", action="store_true",
                         help="(b) without replaying the uncompressed run")
     args = parser.parse_args()
