@@ -18,7 +18,8 @@ A script, not a test: it prints figures and asserts nothing.
 
 Usage: python benchmarks/compression.py [--steps 30] [--observation-chars 400]
            [--compress-at 2000] [--keep-last 4] [--no-llama] [--model-path FILE.gguf]
-           [--steps-after 2] [--skip-plain-replay]
+           [--steps-after 2] [--compactions N] [--repeats 2] [--skip-plain-replay]
+           [--pairs-only]
 """
 
 from __future__ import annotations
@@ -135,6 +136,19 @@ async def cold(model: Any, request: ModelRequest) -> dict[str, float]:
     return (await replay(model, [request]))[0]
 
 
+async def warm_and_cold(model: Any, requests: list[ModelRequest], step: int, repeats: int
+                        ) -> tuple[dict[str, float], dict[str, float]]:
+    """Step ``step``'s prompt after the previous step's (what the cache holds in a run), and
+    the same prompt from a cold cache, back to back so that a busy machine weighs on both;
+    the fastest of ``repeats`` of each."""
+    hots, colds = [], []
+    for _ in range(repeats):
+        await cold(model, requests[step - 2])  # the cache as the previous step left it
+        hots.append((await replay(model, [requests[step - 1]]))[0])
+        colds.append(await cold(model, requests[step - 1]))
+    return min(hots, key=lambda f: f["prompt_ms"]), min(colds, key=lambda f: f["prompt_ms"])
+
+
 async def llama_cpp_figures(plain: Run, compressed: Run, args: argparse.Namespace) -> None:
     from miniagent.models.local import LocalModel
 
@@ -147,20 +161,23 @@ async def llama_cpp_figures(plain: Run, compressed: Run, args: argparse.Namespac
     if args.skip_plain_replay:
         runs = runs[:1]
     replays: dict[str, list[dict[str, float]]] = {}
-    for name, run in runs:
-        figures = replays[name] = await replay(model, run.requests)
+    compactions = compressed.session.compactions[:args.compactions]
+    until = (compactions[-1].step + args.steps_after) if compactions else len(compressed.requests)
+    for name, run in runs if not args.pairs_only else ():
+        requests = run.requests[:until] if name == "with compression" else run.requests
+        figures = replays[name] = await replay(model, requests)
         print(f"    {name}: {sum(f['prompt_ms'] for f in figures) / 1000:.1f} s prompt time over "
-              f"the run, {sum(f['prompt_n'] for f in figures):,.0f} of "
+              f"{len(figures)} steps, {sum(f['prompt_n'] for f in figures):,.0f} of "
               f"{sum(f['prompt_tokens'] for f in figures):,.0f} prompt tokens evaluated",
               flush=True)
-    warm = replays["with compression"]
-    print("    step  prompt tok  evaluated  warm ms  cold ms  warm/cold")
+    print("    step  prompt tok  evaluated  warm ms  cold ms  warm/cold   (min of "
+          f"{args.repeats}, warm and cold measured back to back)")
     after: list[tuple[float, float]] = []
     at_compaction: list[tuple[float, float]] = []
-    for compaction in compressed.session.compactions:
-        last = min(compaction.step + args.steps_after, len(warm))
+    for compaction in compactions:
+        last = min(compaction.step + args.steps_after, len(compressed.requests))
         for step in range(compaction.step, last + 1):
-            hot, frozen = warm[step - 1], await cold(model, compressed.requests[step - 1])
+            hot, frozen = await warm_and_cold(model, compressed.requests, step, args.repeats)
             pair = (hot["prompt_ms"], frozen["prompt_ms"])
             (at_compaction if step == compaction.step else after).append(pair)
             mark = " (compaction)" if step == compaction.step else ""
@@ -186,6 +203,11 @@ def main() -> None:
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--steps-after", type=int, default=2,
                         help="steps after each compaction measured cold too")
+    parser.add_argument("--compactions", type=int, default=None,
+                        help="measure only the first N compactions (and replay only that far)")
+    parser.add_argument("--repeats", type=int, default=2, help="of each warm/cold pair")
+    parser.add_argument("--pairs-only", action="store_true",
+                        help="(b) only the warm/cold pairs, no replay of the whole runs")
     parser.add_argument("--skip-plain-replay", action="store_true",
                         help="(b) without replaying the uncompressed run")
     args = parser.parse_args()

@@ -165,14 +165,18 @@ def round_starts(messages: Sequence[Message], start: int = 0) -> list[int]:
 
 
 def plan(session: AgentSession, config: Compression) -> Plan | None:
-    """A compaction when the history sent crosses ``config.at`` and more than ``keep_last``
-    rounds are not yet summarised; else None (the history stays append-only)."""
+    """A compaction when the history sent crosses ``config.at``, more than ``keep_last``
+    rounds are not yet summarised (after an earlier compaction: ``keep_last`` new rounds at
+    least) and the summary is smaller than what it replaces; else None (the history stays
+    append-only)."""
     before = size(history(session), config.unit)
     if before <= config.at:
         return None
     last = session.compactions[-1] if session.compactions else None
     starts = round_starts(session.messages, last.end if last else 0)
-    if len(starts) <= config.keep_last:
+    # after a compaction, the next waits for keep_last new rounds: the cache breaks at most
+    # once every keep_last steps, even where the calls alone near the threshold
+    if len(starts) < (2 * config.keep_last if last else config.keep_last + 1):
         return None
     first = last.start if last else starts[0]
     end = starts[-config.keep_last]
