@@ -105,3 +105,34 @@ async def test_tool_selection_offers_the_same_tools_on_temporal(
     assert offered[0] is not None and len(offered[0]) == 2 and "weather" in offered[0]
     sent = [[t["function"]["name"] for t in r.tools or []] for r in model.requests]
     assert sent == offered
+
+
+async def test_compression_and_tool_choice_work_the_same_on_temporal(
+        dev_env: WorkflowEnvironment, task_queue: str) -> None:
+    """A long run compacts its history at the same steps, and a required tool_choice reaches the
+    model, on Temporal as in process."""
+    def long_script() -> list[Any]:
+        calls = [{"content": None, "tool_calls": [
+            {"id": f"c{n}", "type": "function",
+             "function": {"name": "shout", "arguments": '{"text": "' + f"word{n} " * 60 + '"}'}}]}
+            for n in range(8)]
+        return [*calls, {"content": "shouted 8 times"}]
+
+    settings: dict[str, Any] = dict(compress_at=600, keep_last=2, tool_choice="required")
+    local_model = ScriptedModel(long_script(), tool_mode="native")
+    local_agent = Agent(model=local_model, tools=[shout], max_steps=12, **settings)
+    local = await local_agent.arun("shout a lot")
+    model = ScriptedModel(long_script(), tool_mode="native")
+    agent = Agent(model=model, tools=[shout], max_steps=12, temporal=dev_env.client,
+                  task_queue=task_queue, **settings)
+    async with await agent_worker(agent):
+        remote = await agent.arun("shout a lot")
+        session = await TemporalSessions(dev_env.client, task_queue).session(remote.session_id)
+    assert (remote.status, remote.final_answer) == ("completed", "shouted 8 times")
+    local_session = local_agent.session(local.session_id)
+    assert local_session.compactions, "the run was long enough to compact"
+    assert ([(c.step, c.start, c.end) for c in session.compactions]
+            == [(c.step, c.start, c.end) for c in local_session.compactions])
+    assert [r.messages for r in model.requests] == [r.messages for r in local_model.requests]
+    assert model.requests[0].tool_choice == "required"
+    assert model.requests[1].tool_choice in (None, "auto")

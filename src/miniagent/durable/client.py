@@ -67,7 +67,8 @@ def settings_of(agent: Agent, **overrides: Any) -> AgentSettings:
         max_calls_per_step=limits.max_calls_per_step,
         tool_concurrency=limits.tool_concurrency, temperature=agent.temperature,
         max_tokens=agent.max_tokens, on_interrupted=agent.on_interrupted,
-        tool_selection=agent.tool_selection)
+        tool_selection=agent.tool_selection, compression=agent.compression,
+        tool_choice=agent.tool_choice)
     values.update(overrides)
     return AgentSettings(**values)
 

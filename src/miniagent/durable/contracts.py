@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from miniagent import defaults
 from miniagent.runtime.approvals import InterruptedPolicy
+from miniagent.runtime.compress import Compression
 from miniagent.session import AgentSession
 from miniagent.types import PendingApproval, SessionStatus, Step, ToolCall, ToolMode
 
@@ -64,6 +65,10 @@ class AgentSettings:
     on_interrupted: InterruptedPolicy = "ask"
     tool_selection: int | None = None
     """Offer each model request only this many tools (see :mod:`miniagent.runtime.selection`)."""
+    compression: Compression | None = None
+    """Context compression (see :mod:`miniagent.runtime.compress`); ``None``: off."""
+    tool_choice: str | None = None
+    """auto, required, none or a tool's name (see :mod:`miniagent.protocol.tool_choice`)."""
     approval_timeout: float | None = None
     """Seconds to wait for a person; past it the waiting calls are denied (the model is told).
     ``None``: wait as long as it takes."""

@@ -98,7 +98,8 @@ def rules_for(settings: AgentSettings, profile: WorkerProfile) -> Rules:
     return Rules(protocol=protocol_for(capabilities, grammar=settings.grammar),
                  tools=ToolCatalog(tools), limits=limits, instructions=settings.instructions,
                  temperature=settings.temperature, max_tokens=settings.max_tokens,
-                 on_interrupted=settings.on_interrupted, tool_selection=settings.tool_selection)
+                 on_interrupted=settings.on_interrupted, tool_selection=settings.tool_selection,
+                 compression=settings.compression, tool_choice=settings.tool_choice)
 
 
 def check_size(value: Any, what: str) -> None:
