@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from miniagent import ModelResponse, Observation, ScriptedModel, ToolRegistry, tool
+from miniagent import Agent, ModelResponse, Observation, ScriptedModel, ToolRegistry, tool
 from miniagent.errors import ModelConnectionError
 from miniagent.protocol.react import ReactProtocol
 from miniagent.runtime.events import Event
@@ -220,3 +220,23 @@ async def test_scripted_model_answers_from_the_request_and_checks_use() -> None:
     assert model.unused == 1
     with pytest.raises(AssertionError, match="1 of 3 scripted replies were never requested"):
         model.assert_all_used()
+
+
+def test_call_ids_a_model_reuses_are_replaced_so_keys_stay_unique() -> None:
+    """Some servers number calls call_0, call_1 afresh each turn (or twice in one reply):
+    approvals, idempotency keys and sub-sessions are keyed by call id, so repeats get new ids."""
+    def reply(*ids: str) -> ModelResponse:
+        return ModelResponse(tool_calls=[ToolCall(id=i, name="add", arguments={"a": n, "b": 1})
+                                         for n, i in enumerate(ids, start=len(ids))])
+
+    model = ScriptedModel([reply("call_0", "call_0"), reply("call_0"), "Final Answer: done"],
+                          tool_mode="native")
+    agent = Agent(model=model, tools=TOOLS)
+    result = agent.run("add twice, then once more")
+    assert result.status == "completed"
+    ids = [record.call.id for step in result.steps for record in step.calls]
+    assert len(ids) == 3 and len(set(ids)) == 3 and ids[0] == "call_0"
+    # the history pairs each result with its own call
+    session = agent.session(result.session_id)
+    answered = [m.tool_call_id for m in session.messages if m.role == "tool"]
+    assert answered == ids

@@ -138,15 +138,23 @@ def run_remote(question: str, config: RunConfig, address: str, task_queue: str, 
     """Start a session on the cluster and follow its trace until it ends (or, with
     ``detach``, until it waits for a person)."""
     from miniagent.durable import AgentSettings
+    from miniagent.runtime.compress import Compression
 
-    if config.tools:
-        typer.echo("miniagent: warning: --tools is ignored with --temporal: the workers' tools "
-                   "are used (miniagent worker --tools ...)", err=True)
-    settings = AgentSettings(
-        tool_mode=None if config.mode == "auto" else config.mode,  # type: ignore[arg-type]
-        max_steps=config.max_steps, timeout=config.timeout, grammar=config.grammar,
-        max_tokens=config.max_tokens or 1024)
+    for given, flag in ((config.tools, "--tools"), (config.mcp or config.mcp_urls, "--mcp")):
+        if given:
+            typer.echo(f"miniagent: warning: {flag} is ignored with --temporal: the workers' "
+                       f"tools are used (miniagent worker {flag} ...)", err=True)
+    if config.stream:
+        typer.echo("miniagent: warning: --stream is ignored with --temporal: the workers' model "
+                   "settings are used", err=True)
     with leaving():
+        compression = None if config.compress_at is None else Compression.of(
+            config.compress_at, keep_last=config.keep_last, mode=config.compress)
+        settings = AgentSettings(
+            tool_mode=None if config.mode == "auto" else config.mode,  # type: ignore[arg-type]
+            max_steps=config.max_steps, timeout=config.timeout, grammar=config.grammar,
+            max_tokens=config.max_tokens or 1024, tool_selection=config.max_tools,
+            compression=compression, tool_choice=config.tool_choice)
         code = _run(lambda: _follow(question, settings, address, task_queue,
                                     as_json=as_json, detach=detach))
         raise typer.Exit(code)

@@ -81,7 +81,7 @@ class SessionActivities:
         context = ToolContext(
             session_id=work.session_id, call_id=work.call.id, tool=work.call.name,
             step=work.step, idempotency_key=f"{info.workflow_id}:{info.activity_id}",
-            attempt=info.attempt, metadata=dict(work.metadata))
+            attempt=info.attempt, metadata=dict(work.metadata), decision=work.decision)
         with using_context(context):
             task = asyncio.ensure_future(self.tools.execute(work.call))
         try:

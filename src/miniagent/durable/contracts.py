@@ -14,7 +14,7 @@ from miniagent import defaults
 from miniagent.runtime.approvals import InterruptedPolicy
 from miniagent.runtime.compress import Compression
 from miniagent.session import AgentSession
-from miniagent.types import PendingApproval, SessionStatus, Step, ToolCall, ToolMode
+from miniagent.types import Decision, PendingApproval, SessionStatus, Step, ToolCall, ToolMode
 
 ApprovalRule = Literal["never", "always", "predicate"]
 """How a tool's ``requires_approval`` travels: a predicate cannot leave the worker, so the
@@ -103,6 +103,8 @@ class ToolInput:
     step: int
     metadata: dict[str, Any] = field(default_factory=dict)
     max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS
+    decision: Decision | None = None
+    """A person's decision on what the call's sub-run waits for (agents as tools)."""
 
 
 @dataclass(kw_only=True)

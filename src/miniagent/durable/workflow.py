@@ -50,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from miniagent.errors import UserError
     from miniagent.models.base import Capabilities
+    from miniagent.protocol.tool_choice import check_choice
     from miniagent.runtime import events as ev
     from miniagent.runtime.guards import Limits
     from miniagent.runtime.loop import Rules, StepLogic
@@ -89,6 +90,10 @@ def rules_for(settings: AgentSettings, profile: WorkerProfile) -> Rules:
         capabilities = Capabilities(tool_mode=settings.tool_mode,
                                     native_tools=settings.native_tools)
     tools = profile.tools
+    try:  # a name the workers lack would make every reply invalid until max_steps
+        check_choice(settings.tool_choice, [t.name for t in tools])
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     limits = Limits(max_steps=settings.max_steps, token_budget=settings.token_budget,
                     timeout=settings.timeout,
                     max_observation_chars=settings.max_observation_chars,
@@ -143,7 +148,7 @@ class WorkflowEffects:
         idempotent = info is not None and info.idempotent
         own = info.timeout if info is not None and info.timeout is not None else None
         work = ToolInput(call=call, session_id=context.session_id, step=context.step,
-                         metadata=context.metadata,
+                         metadata=context.metadata, decision=context.decision,
                          max_observation_chars=self.settings.max_observation_chars)
         check_size(work, f"the arguments of call {call.id}")
         try:
@@ -244,10 +249,12 @@ class SessionWorkflow:
     async def _steps(self, logic: StepLogic, session: AgentSession) -> None:
         """The step logic until the run stops, ended with a status whatever happens."""
         timeout = self.settings.timeout
+        deadline = None if timeout is None else logic.fx.now() + timeout
         try:
-            while True:
+            while True:  # one deadline for the run, however often a tool is interrupted
+                left = None if deadline is None else max(0.0, deadline - logic.fx.now())
                 try:
-                    await asyncio.wait_for(logic.run(session), timeout)
+                    await asyncio.wait_for(logic.run(session), left)
                     return
                 except ToolInterrupted:
                     continue  # the next run recovers the call as a resumed run does

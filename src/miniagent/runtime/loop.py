@@ -242,7 +242,7 @@ class StepLogic:
             raise
         elapsed = self.fx.now() - started
         parsed = self._with_ids(tool_choice.enforce(rules.protocol.parse(response, request),
-                                                    choice))
+                                                    choice), session)
         self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
                    response=response, parsed=parsed, elapsed=elapsed, retried=retried)
         return response, parsed, elapsed
@@ -251,14 +251,22 @@ class StepLogic:
         request.temperature, request.max_tokens = self.rules.temperature, self.rules.max_tokens
         return tool_choice.constrain(request, choice, self.rules.tools.listed())
 
-    def _with_ids(self, parsed: ParsedOutput) -> ParsedOutput:
+    def _with_ids(self, parsed: ParsedOutput, session: AgentSession) -> ParsedOutput:
         """The parsed reply made safe to keep, its calls given ids from the driver where the
-        model sent none (copies: replies may be shared)."""
+        model sent none or reused one (copies: replies may be shared). Ids are unique within
+        the session: approvals, idempotency keys and sub-sessions are keyed by them, and some
+        servers number calls ``call_0``, ``call_1`` afresh on every turn."""
         parsed = incoming.parsed(parsed)
-        parsed.tool_calls = [
-            call if call.id else dataclasses.replace(call, id=f"call_{self.fx.new_id()}")
-            for call in parsed.tool_calls
-        ]
+        if not parsed.tool_calls:
+            return parsed
+        used = {record.call.id for step in session.steps for record in step.calls}
+        calls = []
+        for call in parsed.tool_calls:
+            if not call.id or call.id in used:
+                call = dataclasses.replace(call, id=f"call_{self.fx.new_id()}")
+            used.add(call.id)
+            calls.append(call)
+        parsed.tool_calls = calls
         return parsed
 
     def _plan(self, session: AgentSession, step: Step, parsed: ParsedOutput,

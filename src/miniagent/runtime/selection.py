@@ -49,6 +49,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections import Counter, OrderedDict
@@ -184,12 +185,16 @@ def index_for(tools: Sequence[ToolLike]) -> ToolIndex:
     keyed by the tools' names and the identity of their schemas; an entry keeps them alive)."""
     key = tuple((t.name, id(t.parameters), t.description) for t in tools)
     index = _INDEXES.get(key)
-    if index is None:
-        index = _INDEXES[key] = ToolIndex(tools)
-        if len(_INDEXES) > _CACHE_SIZE:
-            _INDEXES.popitem(last=False)
-    else:
-        _INDEXES.move_to_end(key)
+    # runs on other threads share the cache: another may evict a key between two of these
+    # calls, which only costs a rebuild (each call is atomic; no lock in the step logic)
+    with contextlib.suppress(KeyError):
+        if index is None:
+            index = _INDEXES[key] = ToolIndex(tools)
+            while len(_INDEXES) > _CACHE_SIZE:
+                _INDEXES.popitem(last=False)
+        else:
+            _INDEXES.move_to_end(key)
+    assert index is not None
     return index
 
 
