@@ -205,3 +205,40 @@ def test_hostile_record_kinds_are_skipped_not_called(traced: tuple[Path, str],
         done = cli("trace", *command, str(only), cwd=tmp_path)
         assert done.returncode != 0 and "holds no trace record" in done.stderr
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+ECHO_TOOLS = '''
+import os
+from miniagent import tool
+
+@tool(requires_approval=True)
+def echo(word: str) -> str:
+    """Echo the configured value.
+
+    Args:
+        word: anything
+    """
+    return "value " + os.environ["ECHO_VALUE"]
+'''
+
+
+def test_mcp_header_values_stay_out_of_the_trace(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    token = "tok" + secrets.token_hex(12)
+    monkeypatch.setenv("ECHO_VALUE", token)  # a name the env redaction does not know
+    (tmp_path / "tools.py").write_text(ECHO_TOOLS, encoding="utf-8")
+    store = str(tmp_path / "s.db")
+    call = 'Thought: echo\nAction: echo\nAction Input: {"word": "x"}'
+    header = ("--mcp-header", f"X-Tenant: Bearer {token}")
+    with StubServer([call, "Thought: done\nFinal Answer: ok"]).run_in_thread() as stub:
+        first = cli("run", "Echo", "--base-url", stub.base_url, "--model", "m", *header,
+                    "--mode", "react", "--tools", "tools.py", "--detach", "--json",
+                    "--store", store, "--trace", "t.jsonl", cwd=tmp_path)
+        session = json.loads(first.stdout)["session_id"]
+        assert cli("sessions", "approve", session, "--store", store,
+                   cwd=tmp_path).returncode == 0
+        second = cli("sessions", "resume", session, "--store", store, "--json", *header,
+                     "--trace", "t.jsonl", cwd=tmp_path)
+        assert json.loads(second.stdout)["status"] == "completed", second.stderr
+    trace = (tmp_path / "t.jsonl").read_text(encoding="utf-8")
+    assert "value [REDACTED]" in trace and token not in trace
