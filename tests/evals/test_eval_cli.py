@@ -146,3 +146,25 @@ def test_usage_mistakes_are_one_line_errors(tmp_path: Path) -> None:
         out = miniagent_eval(*args, "--out", str(tmp_path / "o"))
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_only_functions_the_tools_file_defines_are_checkers(tmp_path: Path) -> None:
+    from miniagent.cli.eval_cmd import load_eval_tools
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    tools = tmp_path / "rm_tools.py"
+    tools.write_text("from os.path import join\nfrom shutil import rmtree\n"
+                     "from miniagent import tool\n\n@tool\ndef ping() -> str:\n"
+                     '    """Ping."""\n    return "pong"\n\n'
+                     "def says_pong(answer, expected):\n    return 'pong' in answer\n",
+                     encoding="utf-8")
+    _, checkers = load_eval_tools([str(tools)])
+    assert set(checkers) == {"says_pong"}
+    path = tmp_path / "rm.jsonl"
+    path.write_text(json.dumps({"id": "rm", "input": "q", "expected": {
+        "answer": str(victim), "check": "python:rmtree"}}) + "\n", encoding="utf-8")
+    out = miniagent_eval(str(path), "--tools", str(tools), "--out", str(tmp_path / "o"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "check 'python:rmtree' names no function defined in the tools file" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and victim.is_dir()

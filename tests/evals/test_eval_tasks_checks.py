@@ -49,6 +49,16 @@ def test_bad_lines_are_named_by_file_and_line(tmp_path: Path, line: str, message
         load_tasks(path)
 
 
+@pytest.mark.parametrize("tolerance", ["-0.5", "NaN", "Infinity", "-Infinity"])
+def test_a_negative_or_non_finite_tolerance_is_refused_on_reading(tmp_path: Path,
+                                                                  tolerance: str) -> None:
+    line = ('{"id": "t", "input": "q", "expected": {"answer": 1, "check": "number", '
+            f'"tolerance": {tolerance}}}}}')
+    path = write(tmp_path, {"id": "ok", "input": "q", "expected": {"answer": 1}}, line)
+    with pytest.raises(UserError, match=r"tasks.jsonl:2: not a valid task: .*tolerance"):
+        load_tasks(path)
+
+
 def test_an_empty_or_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no tasks found"):
         parse_tasks(["", "# nothing"], "empty.jsonl")

@@ -191,3 +191,17 @@ def test_a_real_otlp_http_receiver_gets_the_spans() -> None:
 def test_otlp_url_must_be_http() -> None:
     with pytest.raises(ConfigError, match="http"):
         otlp_provider("localhost:4318")
+
+
+def test_the_error_status_of_a_run_is_redacted() -> None:
+    from miniagent.runtime import events as ev
+    from miniagent.types import RunResult
+
+    key = "sk-" + secrets.token_hex(20)
+    tracer, exporter = memory_tracer(ScriptedModel([]), secrets=[key])
+    tracer(ev.RunStarted(session_id="s", span_id="a", question="q"))
+    tracer(ev.RunFinished(session_id="s", span_id="a", result=RunResult(
+        status="error", reason=f"model call failed: 401 bad key {key}", session_id="s")))
+    agent, = by_name(exporter.get_finished_spans(), "invoke_agent")
+    assert agent.status.status_code == StatusCode.ERROR
+    assert agent.status.description == "model call failed: 401 bad key [REDACTED]"

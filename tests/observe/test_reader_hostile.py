@@ -66,3 +66,26 @@ def test_values_inside_requests_and_results_may_be_anything(
         trace = read_trace(path)
         assert "\n".join(trace_lines(trace, full=True))
         assert "<img src=x" not in render_trace(trace)
+
+
+@pytest.mark.parametrize("steps", ["\x1b]0;pwned\x07", "3 steps \x1b[2J", 1e308 * 10, None, [1]])
+def test_the_footer_prints_the_step_count_only_as_a_number(
+        records: list[dict[str, Any]], tmp_path: Path, steps: Any) -> None:
+    changed = json.loads(json.dumps(records))
+    finished = next(r for r in changed if r["kind"] == "run_finished")
+    finished["result"]["steps"] = steps
+    path = tmp_path / "steps.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in changed), encoding="utf-8")
+    trace = read_trace(path)
+    footer = list(trace_lines(trace, full=True))[-1]
+    assert "\x1b" not in footer and "pwned" not in footer and "inf" not in footer
+    assert f" · {len(trace.runs[0].steps)} steps · " in footer
+
+
+def test_the_footer_shows_a_recorded_step_count(records: list[dict[str, Any]],
+                                                tmp_path: Path) -> None:
+    changed = json.loads(json.dumps(records))
+    next(r for r in changed if r["kind"] == "run_finished")["result"]["steps"] = 7
+    path = tmp_path / "steps.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in changed), encoding="utf-8")
+    assert " · 7 steps · " in "\n".join(trace_lines(read_trace(path), full=True))

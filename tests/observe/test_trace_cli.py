@@ -182,3 +182,63 @@ def test_a_resumed_session_traces_into_the_same_file(tmp_path: Path) -> None:
     assert "Action: pay" in second_run and "Observation (" in second_run
     assert "paid 5 to Alice" in second_run and "Final Answer: paid" in second_run
     assert "completed · 2 steps" in second_run
+
+
+def test_hostile_record_kinds_are_skipped_not_called(traced: tuple[Path, str],
+                                                     tmp_path: Path) -> None:
+    path, _ = traced
+    lines = path.read_text(encoding="utf-8").splitlines()
+    session = json.loads(lines[0])["session_id"]
+    hostile = [json.dumps({"v": 1, "kind": kind, "session_id": session, "step": 1})
+               for kind in ("current", "run_of", "models", "_init__", "add", "_step_started")]
+    bad = tmp_path / "kinds.jsonl"
+    bad.write_text("\n".join([lines[0], *hostile, *lines[1:]]) + "\n", encoding="utf-8")
+    done = cli("trace", "show", str(bad), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "── step 1" in done.stdout
+    assert "6 line(s) were not trace records and were skipped: 2, 3, 4, 5, 6, 7" in done.stdout
+    html = cli("trace", "html", "-o", str(tmp_path / "k.html"), str(bad), cwd=tmp_path)
+    assert html.returncode == 0 and "Traceback" not in html.stderr, html.stderr
+    only = tmp_path / "only.jsonl"
+    only.write_text("\n".join(hostile) + "\n", encoding="utf-8")
+    for command in (("show",), ("html", "-o", str(tmp_path / "y.html"))):
+        done = cli("trace", *command, str(only), cwd=tmp_path)
+        assert done.returncode != 0 and "holds no trace record" in done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+ECHO_TOOLS = '''
+import os
+from miniagent import tool
+
+@tool(requires_approval=True)
+def echo(word: str) -> str:
+    """Echo the configured value.
+
+    Args:
+        word: anything
+    """
+    return "value " + os.environ["ECHO_VALUE"]
+'''
+
+
+def test_mcp_header_values_stay_out_of_the_trace(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    token = "tok" + secrets.token_hex(12)
+    monkeypatch.setenv("ECHO_VALUE", token)  # a name the env redaction does not know
+    (tmp_path / "tools.py").write_text(ECHO_TOOLS, encoding="utf-8")
+    store = str(tmp_path / "s.db")
+    call = 'Thought: echo\nAction: echo\nAction Input: {"word": "x"}'
+    header = ("--mcp-header", f"X-Tenant: Bearer {token}")
+    with StubServer([call, "Thought: done\nFinal Answer: ok"]).run_in_thread() as stub:
+        first = cli("run", "Echo", "--base-url", stub.base_url, "--model", "m", *header,
+                    "--mode", "react", "--tools", "tools.py", "--detach", "--json",
+                    "--store", store, "--trace", "t.jsonl", cwd=tmp_path)
+        session = json.loads(first.stdout)["session_id"]
+        assert cli("sessions", "approve", session, "--store", store,
+                   cwd=tmp_path).returncode == 0
+        second = cli("sessions", "resume", session, "--store", store, "--json", *header,
+                     "--trace", "t.jsonl", cwd=tmp_path)
+        assert json.loads(second.stdout)["status"] == "completed", second.stderr
+    trace = (tmp_path / "t.jsonl").read_text(encoding="utf-8")
+    assert "value [REDACTED]" in trace and token not in trace

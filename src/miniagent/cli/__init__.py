@@ -31,6 +31,7 @@ from miniagent.cli.mcp_cmd import (
     McpHeaderOption,
     McpOption,
     McpUrlOption,
+    header_secrets,
     mcp_serve,
     mcp_servers,
     parse_headers,
@@ -117,10 +118,12 @@ def run(
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=verbose), interrupted(tracker, store):
+        headers = parse_headers(mcp_header)
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive,
-                            mcp_headers=parse_headers(mcp_header), verbose=verbose)
+                            mcp_headers=headers, verbose=verbose)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
+        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content,
+                       secrets=header_secrets(headers)):
             result = agent.run(question, metadata=config.metadata(), on_event=tracker)
     finish(result, as_json=as_json, store=store)
 

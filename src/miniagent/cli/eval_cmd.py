@@ -67,6 +67,7 @@ def eval_command(
         if not sources:
             raise fail("give --tools FILE: the tools the tasks call")
         registry, checkers = load_eval_tools(sources)
+        _check_checkers(task_list, checkers, sources)
         modes = _modes(mode)
         base = base_url or env("MINIAGENT_BASE_URL", "OPENAI_BASE_URL")
         if model_failure_rate and not base:
@@ -104,9 +105,24 @@ def load_eval_tools(sources: list[str]) -> tuple[ToolRegistry, dict[str, Checker
         for item in found:
             if item.name not in registry:
                 registry.register(item)
+        # Only functions the file defines: an imported name (``from shutil import rmtree``)
+        # must not become a checker that task files can call with a model's text.
         checkers.update({name: value for name, value in vars(module).items()
-                         if callable(value) and not isinstance(value, (Tool, type))})
+                         if callable(value) and not isinstance(value, (Tool, type))
+                         and getattr(value, "__module__", None) == module.__name__})
     return registry, checkers
+
+
+def _check_checkers(task_list: list[Any], checkers: dict[str, Checker],
+                    sources: list[str]) -> None:
+    """Every ``python:NAME`` check of the tasks names a function the tools files define."""
+    for task in task_list:
+        check = task.expected.check
+        name = check.removeprefix("python:")
+        if check.startswith("python:") and name not in checkers:
+            raise UserError(f"task {task.id!r}: check {check!r} names no function defined in "
+                            f"the tools file ({', '.join(sources)}); imported names and "
+                            "classes are not checkers")
 
 
 def _modes(text: str) -> list[str]:

@@ -45,6 +45,15 @@ def parse_headers(values: list[str] | None) -> dict[str, str]:
     return headers
 
 
+def header_secrets(headers: dict[str, str]) -> list[str]:
+    """The header values to keep out of traces: each whole, and the credential after a scheme
+    word (``Bearer abc`` gives ``abc`` too)."""
+    found: list[str] = []
+    for value in headers.values():
+        found += [value, *value.split()[1:]] if value else []
+    return found
+
+
 def mcp_servers(commands: list[str], urls: list[str], *, headers: dict[str, str],
                 approve: list[str], verbose: bool = False) -> list[Any]:
     """The MCP servers of a run, in option order; a bad command line is a clear error."""

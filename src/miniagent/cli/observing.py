@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,9 +26,12 @@ OtlpContentOption = Annotated[bool, typer.Option(
 
 @contextmanager
 def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
-              otlp_content: bool = False) -> Iterator[None]:
-    """Subscribe a JSONL tracer and/or OpenTelemetry spans; flush and close them at the end."""
-    info, secrets = describe_model(agent.model), model_secrets(agent.model)
+              otlp_content: bool = False, secrets: Iterable[str] = ()) -> Iterator[None]:
+    """Subscribe a JSONL tracer and/or OpenTelemetry spans; flush and close them at the end.
+
+    ``secrets`` (MCP header values, ...) are redacted along with the model's API key.
+    """
+    info, secrets = describe_model(agent.model), [*model_secrets(agent.model), *secrets]
     closers: list[Any] = []
     if trace is not None:
         from miniagent.observe.jsonl import JsonlTracer

@@ -25,7 +25,7 @@ from miniagent.cli.common import (
     show_progress,
 )
 from miniagent.cli.display import terminal
-from miniagent.cli.mcp_cmd import McpHeaderOption, parse_headers
+from miniagent.cli.mcp_cmd import McpHeaderOption, header_secrets, parse_headers
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.temporal_cmd import TemporalOption
@@ -240,9 +240,11 @@ def resume(
         config = recorded.merged(base_url=base_url, model=model, tools=tools,
                                  mode=mode.value if mode else None)
         interactive = asks_in_terminal(detach=detach, as_json=as_json)
+        headers = parse_headers(mcp_header)
         agent = build_agent(config, sessions, api_key=api_key, interactive=interactive,
-                            mcp_headers=parse_headers(mcp_header), verbose=verbose)
+                            mcp_headers=headers, verbose=verbose)
         show_progress(agent, as_json=as_json, verbose=verbose)
-        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content):
+        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content,
+                       secrets=header_secrets(headers)):
             result = agent.resume(session_id, force=force)
     finish(result, as_json=as_json, store=store)

@@ -125,6 +125,7 @@ def _footer(run: RunView) -> str:
     usage = run.usage
     total = usage["prompt_tokens"] + usage["completion_tokens"]
     cached = f" ({usage['cached_tokens']:,} cached)" if usage["cached_tokens"] else ""
-    return (f"{visible(str(result.get('status')))} · {result.get('steps', len(run.steps))} steps"
+    steps = int(finite(result.get("steps"), len(run.steps)))  # the file's text is not printed
+    return (f"{visible(str(result.get('status')))} · {steps} steps"
             f" · {total:,} tokens{cached} · {finite(result.get('elapsed')):.2f} s · "
             f"{_text(str(result.get('reason', '')), False, 300)}")

@@ -4,8 +4,7 @@ Built from the shared report pieces (:mod:`miniagent.report.html`): a table of t
 mode, charts (accuracy per category and mode, the steps histogram, tokens per task), faults
 injected beside faults met, the changes against an earlier report when there is one, and every
 failed run with its answer, status and a link to its trace. Each linked trace is rendered as its
-own HTML page next to the JSONL file (when the trace renderer is installed), else the link
-points at the JSONL file itself.
+own HTML page next to the JSONL file.
 """
 
 from __future__ import annotations
@@ -170,18 +169,14 @@ def _failures(report: dict[str, Any], page_dir: Path, traces_root: Path | None) 
 
 
 def _trace_link(trace: str | None, page_dir: Path, traces_root: Path | None) -> str | None:
-    """A relative link to the run's trace page (rendered now), or to its JSONL file."""
+    """A relative link to the run's trace page, rendered now next to its JSONL file."""
     if not trace or traces_root is None:
         return None
     jsonl = traces_root / trace
     if not jsonl.exists():
         return None
-    target = jsonl
-    try:
-        from miniagent.report.trace_html import write_trace_html
-    except ImportError:  # the trace renderer is not there: link the JSONL file
-        pass
-    else:
-        target = jsonl.with_suffix(".html")
-        write_trace_html(jsonl, target)
+    from miniagent.report.trace_html import write_trace_html
+
+    target = jsonl.with_suffix(".html")
+    write_trace_html(jsonl, target)
     return Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()

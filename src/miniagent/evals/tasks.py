@@ -33,7 +33,7 @@ class Expected(BaseModel):
 
     answer: str | float | int | list[str | float | int]
     check: str = "exact"
-    tolerance: float | None = None
+    tolerance: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     @field_validator("check")
     @classmethod

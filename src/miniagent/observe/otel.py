@@ -163,7 +163,7 @@ class OtelTracer:
                           [_text_message("assistant", result.final_answer, "stop")])
         if result.status not in _NOT_ERRORS:
             agent.set_attribute("error.type", result.status)
-            agent.set_status(Status(StatusCode.ERROR, result.reason))
+            agent.set_status(Status(StatusCode.ERROR, self.redact.text(result.reason)))
         agent.end(end_time=at)
 
     def _on_step_started(self, event: ev.StepStarted) -> None:

@@ -19,11 +19,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from miniagent.errors import UserError
+from miniagent.runtime.events import EventKind
 
 __all__ = ["ModelCall", "RunView", "StepView", "ToolRun", "Trace", "number", "objects",
            "read_trace"]
@@ -198,10 +200,8 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
         if not line.strip():
             continue
         record = _record(line)
-        if record is None:
+        if record is None or not builder.add(record):
             skipped.append(number)
-        else:
-            builder.add(record)
     if not builder.runs:
         raise UserError(f"{path} holds no trace record (a JSONL file written by --trace)")
     return Trace(path=path, runs=builder.runs, skipped=skipped)
@@ -225,21 +225,25 @@ class _Builder:
         self._models: dict[str, ModelCall] = {}
         self._tools: dict[str, ToolRun] = {}
 
-    def add(self, r: dict[str, Any]) -> None:
+    def add(self, r: dict[str, Any]) -> bool:
+        """Add one record; False when its kind is not one a trace holds."""
         kind, at = r["kind"], number(r.get("at"))
+        if kind not in _KNOWN_KINDS:
+            return False
         if kind == "run_started":
             run = RunView(session_id=r["session_id"], span_id=str(r.get("span_id", "")),
                           question=str(r.get("question", "")), started_at=at,
                           model=r.get("model") if isinstance(r.get("model"), str) else None)
             self.runs.append(run)
             self._current[run.session_id] = run
-            return
+            return True
         run = self._run_of(r)
         index = int(number(r.get("step")))
         step = run.step(index) if index > 0 else None
-        handler = getattr(self, f"_{kind}", None)
+        handler = _HANDLERS.get(kind)
         if handler is not None:
-            handler(r, run, step, at)
+            handler(self, r, run, step, at)
+        return True
 
     def _run_of(self, r: dict[str, Any]) -> RunView:
         run = self._current.get(r["session_id"])
@@ -315,3 +319,22 @@ class _Builder:
                       at: float) -> None:
         run.result, run.ended_at = _dict(r.get("result")), at
         self._current.pop(run.session_id, None)
+
+
+_Handler = Callable[[_Builder, dict[str, Any], RunView, "StepView | None", float], None]
+
+# The kind comes from the file, so it picks a handler from this table only.
+_HANDLERS: dict[str, _Handler] = {
+    "step_started": _Builder._step_started,
+    "step_finished": _Builder._step_finished,
+    "model_started": _Builder._model_started,
+    "model_responded": _Builder._model_responded,
+    "model_failed": _Builder._model_failed,
+    "tool_started": _Builder._tool_started,
+    "tool_finished": _Builder._tool_finished,
+    "guard_intervened": _Builder._guard_intervened,
+    "approval_requested": _Builder._approval_requested,
+    "run_finished": _Builder._run_finished,
+}
+# Kinds a trace may hold, the ones shown above and those only passed over (model_delta, ...).
+_KNOWN_KINDS: frozenset[str] = frozenset(get_args(EventKind)) | {"run_started", *_HANDLERS}
