@@ -15,7 +15,7 @@ import typer
 from miniagent import defaults
 from miniagent.cli.build import RunConfig, build_model, env
 from miniagent.cli.common import cli_errors, echo_json, fail, positive_seconds
-from miniagent.cli.loading import import_source
+from miniagent.cli.loading import import_source, module_tools
 from miniagent.errors import UserError
 from miniagent.evals.checks import Checker
 from miniagent.models.base import Model
@@ -98,7 +98,7 @@ def load_eval_tools(sources: list[str]) -> tuple[ToolRegistry, dict[str, Checker
     for source in sources:
         module: ModuleType = import_source(str(Path(source).resolve())
                                            if source.endswith(".py") else source)
-        found = [v for v in vars(module).values() if isinstance(v, Tool)]
+        found = module_tools(module)
         if not found:
             raise UserError(f"no tools found in {source!r} (@tool functions or "
                             "Tool.from_schema(...) objects at module level)")

@@ -28,8 +28,7 @@ def _tools_of(source: str, workspace: Path) -> list[Tool]:
         from miniagent.tools.builtin import builtin_tools
 
         return builtin_tools(workspace)
-    module = _import(source)
-    found = [value for value in vars(module).values() if isinstance(value, Tool)]
+    found = module_tools(_import(source))
     if not found:
         raise UserError(f"no @tool functions found in {source!r}")
     return found
@@ -76,8 +75,13 @@ def _failure(exc: BaseException) -> str:
     return f"{text} (at {where})" if where else text
 
 
+def module_tools(module: ModuleType) -> list[Tool]:
+    """The module-level tools of ``module``: ``@tool`` functions and ``Tool`` objects."""
+    return [value for value in vars(module).values() if isinstance(value, Tool)]
+
+
 def import_source(source: str) -> ModuleType:
-    """The module of a tools file or module name (imported once per process and name).
+    """The module of a tools file (executed again on each call) or of a module name.
 
     Raises:
         UserError: it cannot be found or importing it failed; one line.
