@@ -41,15 +41,18 @@ T = TypeVar("T")
 ToolItem = Tool | Callable[..., Any] | ToolSource
 
 
-def protocol_for(capabilities: Capabilities, *, grammar: bool = True) -> ActionProtocol:
-    """The protocol a transport was configured for: react, native, hybrid, or auto."""
+def protocol_for(capabilities: Capabilities, *, grammar: bool = True,
+                 max_tokens: int | None = None) -> ActionProtocol:
+    """The protocol a transport was configured for: react, native, hybrid, or auto (a ReAct
+    grammar bounds free strings for turns of ``max_tokens``)."""
     if capabilities.tool_mode == "react":
-        return ReactProtocol(grammar=grammar)
+        return ReactProtocol(grammar=grammar, max_tokens=max_tokens)
     if capabilities.tool_mode == "hybrid":
         return HybridProtocol()
     if capabilities.tool_mode == "native":
         return NativeProtocol()
-    return AutoProtocol(native_tools=capabilities.native_tools, grammar=grammar)
+    return AutoProtocol(native_tools=capabilities.native_tools, grammar=grammar,
+                        max_tokens=max_tokens)
 
 
 class Agent:
@@ -142,7 +145,8 @@ class Agent:
             max_observation_chars=max_observation_chars, repeat_limit=repeat_limit,
             max_calls_per_step=max_calls_per_step, tool_concurrency=tool_concurrency,
         )
-        self.protocol = protocol or protocol_for(model.capabilities, grammar=grammar)
+        self.protocol = protocol or protocol_for(model.capabilities, grammar=grammar,
+                                                 max_tokens=max_tokens)
         self.instructions, self.temperature, self.max_tokens = instructions, temperature, max_tokens
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver, self.on_interrupted = approver, on_interrupted

@@ -308,3 +308,39 @@ def test_same_named_definitions_of_two_tools_stay_apart() -> None:
     assert a_defs and b_defs
     assert not any("value" in body for body in a_defs)
     assert any("value" in body for body in b_defs) and any("name" in body for body in a_defs)
+
+
+# -- bounded values: a small model cannot fill max_tokens inside one string ------------
+
+
+def test_free_strings_are_bounded() -> None:
+    from miniagent.protocol.json_grammar import STRING_MAX_CHARS
+
+    schema = {"type": "object", "properties": {"expression": {"type": "string"}},
+              "required": ["expression"]}
+    fits = json.dumps({"expression": "7" * STRING_MAX_CHARS})
+    runaway = json.dumps({"expression": "17." * 200})
+    assert schema_accepts(schema, fits)
+    assert not schema_accepts(schema, runaway)
+
+
+def test_max_length_and_max_items_come_from_the_schema() -> None:
+    schema = {"type": "object", "properties": {
+        "code": {"type": "string", "minLength": 2, "maxLength": 3},
+        "tags": {"type": "array", "items": {"type": "integer"}, "maxItems": 2}},
+        "required": ["code", "tags"]}
+    assert schema_accepts(schema, '{"code": "abc", "tags": [1, 2]}')
+    assert not schema_accepts(schema, '{"code": "abcd", "tags": [1]}')
+    assert not schema_accepts(schema, '{"code": "a", "tags": [1]}')
+    assert not schema_accepts(schema, '{"code": "ab", "tags": [1, 2, 3]}')
+    assert schema_accepts({"type": "array", "maxItems": 0}, "[]")
+    assert not schema_accepts({"type": "array", "maxItems": 0}, "[1]")
+
+
+def test_free_form_arrays_and_objects_are_bounded() -> None:
+    from miniagent.protocol.json_grammar import ITEMS_MAX
+
+    assert schema_accepts({"type": "array"}, json.dumps(list(range(ITEMS_MAX))))
+    assert not schema_accepts({"type": "array"}, json.dumps(list(range(ITEMS_MAX + 1))))
+    many = {f"k{i}": i for i in range(ITEMS_MAX + 1)}
+    assert not schema_accepts({"type": "object"}, json.dumps(many))

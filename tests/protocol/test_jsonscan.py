@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miniagent.protocol.jsonscan import (
+    INCOMPLETE,
     MAX_DEPTH,
     JSONLimitError,
     decode_arguments,
@@ -118,14 +119,16 @@ def test_numbers_past_the_digit_limit_are_an_error(raw: str) -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        "{'a': '" + "x" * 5_000_000,  # json_repair takes minutes on this
-        "{" + ",".join(f"'k{i}': {i}" for i in range(100_000)),
+        "{'a': '" + "x" * 5_000_000 + "',}",  # json_repair takes minutes on this
+        "{" + ",".join(f"'k{i}': {i}" for i in range(100_000)) + ",}",
     ],
 )
 def test_huge_broken_arguments_are_not_repaired(raw: str) -> None:
     args, error = finishes(decode_arguments, raw)
     assert args is None
     assert error is not None and "not repaired: longer than 100000 characters" in error
+    # cut off as well: found so by one linear scan, and never repaired either
+    assert finishes(decode_arguments, raw[:-2]) == (None, INCOMPLETE)
 
 
 def test_huge_valid_arguments_still_decode() -> None:

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from miniagent.protocol.jsonscan import decode_arguments, scan_end, strip_fences
+from miniagent.protocol.jsonscan import (
+    INCOMPLETE,
+    decode_arguments,
+    incomplete,
+    scan_end,
+    strip_fences,
+)
 from miniagent.protocol.react_parser import parse_react
 from miniagent.types import ParsedOutput, ToolCall
 
@@ -67,7 +73,6 @@ ACTIONS: list[tuple[str, str, dict[str, Any]]] = [
     ("Action: calc\nAction Input: {'x': 1, 'y': 'it\\'s'}", "calc", {"x": 1, "y": "it's"}),
     ('Action: calc\nAction Input: {"x": 1,}', "calc", {"x": 1}),
     ('Action: calc\nAction Input: {"x": True, "y": None}', "calc", {"x": True, "y": None}),
-    ('Action: calc\nAction Input: {"x": 1, "y": "ab', "calc", {"x": 1, "y": "ab"}),
     ('Action: calc\nAction Input: "{\\"x\\": 1}"', "calc", {"x": 1}),
     ('Thought: ok. Action: calc Action Input: {"x": 1}', "calc", {"x": 1}),
 ]
@@ -321,7 +326,7 @@ def test_long_garbage_is_handled() -> None:
         ("3.5", (None, None)),
         ("{'a': 'b'}", ({"a": "b"}, None)),
         ('{"a": [1, 2,],}', ({"a": [1, 2]}, None)),
-        ('{"a": {"b": 1', ({"a": {"b": 1}}, None)),
+        ('{"a": {"b": 1', (None, INCOMPLETE)),  # cut off: never completed by a repair
     ],
 )
 def test_decode_arguments(raw: str, expected: tuple[Any, Any]) -> None:
@@ -363,7 +368,33 @@ def test_strip_fences(raw: str, inner: str) -> None:
 def test_decode_arguments_does_not_accept_lost_content(raw: str) -> None:
     args, error = decode_arguments(raw)
     assert args is None
-    assert error is not None and error.startswith("invalid JSON: ")
+    assert error is not None and error.startswith(("invalid JSON: ", "incomplete JSON: "))
+
+
+@pytest.mark.parametrize("raw", [
+    '{"to": "Alice", "amount": 15',
+    '{"x": 1, "y": "ab',
+    '{"expression": "17 *',
+    '```json\n{"items": [1, 2',
+    '"Pari',
+])
+def test_cut_off_arguments_are_never_repaired_into_a_call(raw: str) -> None:
+    """A truncated reply (max_tokens) must not become a call with made-up closing parts."""
+    out = parse_react(f"Thought: pay\nAction: transfer\nAction Input: {raw}")
+    call = only_call(out)
+    assert call.arguments == {}
+    assert incomplete(call.raw_arguments)
+    if raw.startswith(("{", "`")):
+        assert call.arguments_error == INCOMPLETE
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("{'to': 'Alice', 'amount': 1500,}", {"to": "Alice", "amount": 1500}),
+    ('```json\n{"amount": 1500,}\n```', {"amount": 1500}),
+    ('{"amount": 1500, "memo": None}', {"amount": 1500, "memo": None}),
+])
+def test_repairs_that_keep_the_meaning_still_work(raw: str, expected: dict[str, Any]) -> None:
+    assert decode_arguments(raw) == (expected, None)
 
 
 def test_think_tag_inside_arguments_is_kept() -> None:

@@ -100,7 +100,8 @@ def rules_for(settings: AgentSettings, profile: WorkerProfile) -> Rules:
                     repeat_limit=settings.repeat_limit,
                     max_calls_per_step=settings.max_calls_per_step,
                     tool_concurrency=settings.tool_concurrency)
-    return Rules(protocol=protocol_for(capabilities, grammar=settings.grammar),
+    return Rules(protocol=protocol_for(capabilities, grammar=settings.grammar,
+                                             max_tokens=settings.max_tokens),
                  tools=ToolCatalog(tools), limits=limits, instructions=settings.instructions,
                  temperature=settings.temperature, max_tokens=settings.max_tokens,
                  on_interrupted=settings.on_interrupted, tool_selection=settings.tool_selection,

@@ -23,13 +23,15 @@ class AutoProtocol:
         native_tools: What is known of the endpoint already: True (it takes ``tools``),
             False (it refuses them: render ReAct from the start) or None (find out).
         grammar: Whether the ReAct fallback attaches its grammar.
+        max_tokens: The token limit per turn that bounds the fallback's grammar.
     """
 
     name = "auto"
 
-    def __init__(self, *, native_tools: bool | None = None, grammar: bool = True) -> None:
+    def __init__(self, *, native_tools: bool | None = None, grammar: bool = True,
+                 max_tokens: int | None = None) -> None:
         self.native_tools = native_tools
-        self.react = ReactProtocol(grammar=grammar)
+        self.react = ReactProtocol(grammar=grammar, max_tokens=max_tokens)
         self.native = NativeProtocol()
 
     def render(self, messages: Sequence[Message], tools: Sequence[ToolLike],

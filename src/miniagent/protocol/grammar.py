@@ -14,10 +14,13 @@ or::
 
 so every output parses. The design choices, each for robustness on small models:
 
-- The thought is one line of at most :data:`THOUGHT_MAX_CHARS` characters without a colon,
-  so it can never hold ``Action:``, ``Final Answer:`` or ``Observation:`` and cannot run away.
+- The thought is one line of at most :data:`THOUGHT_MAX_CHARS` characters (fewer for a
+  small ``max_tokens``: :func:`thought_bound`) without a colon, so it can never hold
+  ``Action:``, ``Final Answer:`` or ``Observation:`` and cannot run away.
 - JSON whitespace is at most one space between tokens (no runaway newlines); strings hold no
-  raw control characters (escapes are allowed).
+  raw control characters (escapes are allowed) and are bounded (the schema's ``maxLength``,
+  else :func:`string_bound` of the turn's ``max_tokens``), so is every array, so a small model
+  cannot write ``17.17.17...`` until its tokens run out.
 - Object properties come in a fixed order: required ones first (schema order), then each
   optional one, optionally, in schema order. Extra properties are never produced.
 - The grammar ends after the action input, so generation stops there (no invented
@@ -36,16 +39,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from miniagent.protocol.json_grammar import JsonSchemaGrammar, gbnf_literal
+from miniagent.protocol.json_grammar import (
+    STRING_MAX_CHARS,
+    JsonSchemaGrammar,
+    gbnf_literal,
+    string_bound,
+)
 from miniagent.types import ToolLike
 
-__all__ = ["THOUGHT_MAX_CHARS", "JsonSchemaGrammar", "gbnf_literal", "react_grammar"]
+__all__ = ["STRING_MAX_CHARS", "THOUGHT_MAX_CHARS", "JsonSchemaGrammar", "gbnf_literal",
+           "react_grammar", "string_bound", "thought_bound"]
 
 THOUGHT_MAX_CHARS = 240
 """The longest thought the grammar admits, in characters."""
 
 
-def react_grammar(tools: Sequence[ToolLike], *, final: bool = True) -> str:
+def thought_bound(max_tokens: int | None) -> int:
+    """The longest thought for a turn of ``max_tokens``: a quarter of it, between 32 and
+    :data:`THOUGHT_MAX_CHARS` characters (the action must fit after it)."""
+    if max_tokens is None:
+        return THOUGHT_MAX_CHARS
+    return max(32, min(THOUGHT_MAX_CHARS, max_tokens // 4))
+
+
+def react_grammar(tools: Sequence[ToolLike], *, final: bool = True,
+                  max_tokens: int | None = None) -> str:
     """Build the GBNF grammar of one ReAct turn for ``tools``.
 
     Args:
@@ -53,11 +71,15 @@ def react_grammar(tools: Sequence[ToolLike], *, final: bool = True) -> str:
             ``parameters`` schemas constrain the ``Action Input``.
         final: Admit a Final Answer (False: the turn must be an action; a ``required``
             tool choice). Without tools a final answer is always admitted.
+        max_tokens: The turn's token limit: the thought and every string without a
+            ``maxLength`` are bounded so that the whole action fits in it
+            (:func:`thought_bound`, :func:`string_bound`).
 
     Returns:
         The grammar text, root rule ``root``. With no tools only a final answer is admitted.
         The arguments follow each tool's structure (properties, types, enums, required
-        fields); numeric bounds, string lengths and patterns are left to validation.
+        fields, string lengths, item counts); numeric bounds and patterns are left to
+        validation.
 
     Example:
         >>> from miniagent import tool
@@ -68,13 +90,13 @@ def react_grammar(tools: Sequence[ToolLike], *, final: bool = True) -> str:
         >>> print(react_grammar([echo]).splitlines()[0])
         root ::= "Thought: " thought "\\n" (action | final)
     """
-    builder = JsonSchemaGrammar()
+    builder = JsonSchemaGrammar(string_chars=string_bound(max_tokens))
     actions = [_action(builder, tool) for tool in tools]
     final = final or not actions
     branches = ("(action | final)" if final else "action") if actions else "final"
     lines = [
         'root ::= "Thought: " thought "\\n" ' + branches,
-        f"thought ::= [^\\n:\\uFF1A]{{1,{THOUGHT_MAX_CHARS}}}",
+        f"thought ::= [^\\n:\\uFF1A]{{1,{thought_bound(max_tokens)}}}",
     ]
     if final:
         lines.append(r'final ::= "Final Answer: " [^ \t\n] [^\x00]*')

@@ -18,10 +18,13 @@ What is understood: ``type`` (and type lists), ``properties``/``required`` (requ
 without a property schema take the ``additionalProperties`` one), ``additionalProperties``
 (a map when there are no properties), ``enum``/``const`` (filtered by ``type``), ``items``,
 ``prefixItems`` (and the older tuple form of ``items``), ``minItems`` of one or more,
+``maxLength``/``minLength`` of strings and ``maxItems`` of arrays (every free string is bounded
+by :data:`STRING_MAX_CHARS`, every array and free-form object by :data:`ITEMS_MAX`, so a
+constrained model cannot fill its whole ``max_tokens`` inside one value),
 ``anyOf``/``oneOf`` (with sibling keywords merged into each alternative), ``allOf`` (merged),
 and ``$ref`` to any JSON pointer inside the schema (``#/$defs/..``, ``#/definitions/..``,
 ``#``), recursive ones becoming recursive rules. Anything else (``pattern``, ``format``,
-bounds, lengths, ``not``, ``if``...) is left to validation: the value falls back to its
+numeric bounds, ``not``, ``if``...) is left to validation: the value falls back to its
 type's rule or to any JSON value, never to an invalid grammar.
 """
 
@@ -34,20 +37,31 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["PRIMITIVES", "RESERVED_NAMES", "JsonSchemaGrammar", "gbnf_literal"]
+__all__ = ["ITEMS_MAX", "PRIMITIVES", "RESERVED_NAMES", "STRING_MAX_CHARS", "JsonSchemaGrammar",
+           "gbnf_literal", "string_bound"]
+
+STRING_MAX_CHARS = 512
+"""The longest string the grammar admits where the schema sets no ``maxLength`` (and no lower
+bound is chosen for the request's ``max_tokens``: :func:`string_bound`): a small model cannot
+spend its whole ``max_tokens`` inside one string (``17.17.17...``)."""
+STRING_LIMIT = 4096
+"""The longest string admitted even where a schema's ``maxLength`` allows more."""
+ITEMS_MAX = 64
+"""The most items of an array, or members of a free-form object, the grammar admits where the
+schema sets no ``maxItems``."""
 
 PRIMITIVES: dict[str, str] = {
     "ws": '" "?',
     "json-char": r'[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})',
-    "json-string": r'"\"" json-char* "\""',
+    "json-string": rf'"\"" json-char{{0,{STRING_MAX_CHARS}}} "\""',  # see JsonSchemaGrammar
     "json-int": r'"-"? ("0" | [1-9] [0-9]{0,17})',
     "json-number": r'json-int ("." [0-9]{1,17})? ([eE] [-+]? [0-9]{1,3})?',
     "json-bool": '"true" | "false"',
     "json-null": '"null"',
-    "json-array": '"[" ws (json-value (ws "," ws json-value)*)? ws "]"',
+    "json-array": f'"[" ws (json-value (ws "," ws json-value){{0,{ITEMS_MAX - 1}}})? ws "]"',
     "json-object": (
-        '"{" ws (json-string ws ":" ws json-value (ws "," ws json-string ws ":" ws json-value)*)?'
-        ' ws "}"'
+        '"{" ws (json-string ws ":" ws json-value (ws "," ws json-string ws ":" ws json-value)'
+        f'{{0,{ITEMS_MAX - 1}}})? ws "}}"'
     ),
     "json-value": "json-object | json-array | json-string | json-number | json-bool | json-null",
 }
@@ -83,6 +97,15 @@ _ANNOTATIONS = frozenset({
     "writeOnly", "$id", "$schema", "$anchor", "$defs", "definitions", "format",
 })
 _MISSING = object()
+
+
+def string_bound(max_tokens: int | None) -> int:
+    """The longest free string for a turn of ``max_tokens``: half of it (a digit or a dot can
+    be one token each), between 64 and :data:`STRING_MAX_CHARS` characters, so the thought,
+    the action and the closing of its input still fit."""
+    if max_tokens is None:
+        return STRING_MAX_CHARS
+    return max(64, min(STRING_MAX_CHARS, max_tokens // 2))
 
 
 def gbnf_literal(text: str) -> str:
@@ -125,7 +148,9 @@ class JsonSchemaGrammar:
         json-bool ::= "true" | "false"
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, string_chars: int = STRING_MAX_CHARS) -> None:
+        self.string_chars = string_chars
+        """The longest string where a schema sets no ``maxLength``."""
         self._rules: dict[str, str] = {}
         self._by_body: dict[str, str] = {}
         self._roots: set[str] = set()
@@ -164,9 +189,14 @@ class JsonSchemaGrammar:
     def render_rules(self) -> str:
         """All rules added so far plus the primitives they use, one per line."""
         used = self._primitives_used()
-        lines = [f"{name} ::= {PRIMITIVES[name]}" for name in PRIMITIVES if name in used]
+        lines = [f"{name} ::= {self._primitive(name)}" for name in PRIMITIVES if name in used]
         lines.extend(f"{name} ::= {body}" for name, body in self._rules.items())
         return "\n".join(lines)
+
+    def _primitive(self, name: str) -> str:
+        if name == "json-string":
+            return rf'"\"" json-char{{0,{self.string_chars}}} "\""'
+        return PRIMITIVES[name]
 
     def _reserve(self, hint: str) -> str:
         """A valid rule name from ``hint`` that no rule, primitive or ReAct rule has."""
@@ -240,9 +270,19 @@ class JsonSchemaGrammar:
             return self._object(schema, name)
         if kind == "array":
             return self._array(schema, name)
+        if kind == "string":
+            return self._string(schema, name)
         if isinstance(kind, str) and kind in _TYPE_RULES:
             return _TYPE_RULES[kind]
         return _ANY
+
+    def _string(self, schema: dict[str, Any], name: str) -> str:
+        """A string of at most ``maxLength`` characters (capped), else :data:`STRING_MAX_CHARS`."""
+        most, least = _count(schema.get("maxLength")), _count(schema.get("minLength")) or 0
+        if most is None and not least:
+            return "json-string"
+        most = min(STRING_LIMIT, most if most is not None else max(self.string_chars, least))
+        return self.add_rule(name, rf'"\"" json-char{{{min(least, most)},{most}}} "\""')
 
     def _alternatives(self, options: list[Any], name: str) -> str | None:
         found = [self._visit(option, f"{name}-{i}") for i, option in enumerate(options)]
@@ -329,7 +369,8 @@ class JsonSchemaGrammar:
         if value is None:
             return self.add_rule(name, '"{" ws "}"')
         pair = f'json-string ws ":" ws {value}'
-        return self.add_rule(name, f'"{{" ws ({pair} (ws "," ws {pair})*)? ws "}}"')
+        more = f"{{0,{ITEMS_MAX - 1}}}"
+        return self.add_rule(name, f'"{{" ws ({pair} (ws "," ws {pair}){more})? ws "}}"')
 
     def _array(self, schema: dict[str, Any], name: str) -> str:
         items = schema.get("items")
@@ -341,15 +382,19 @@ class JsonSchemaGrammar:
             heads, cut = self._prefix(prefix if isinstance(prefix, list) else [], name)
             item = None if rest is False or cut else self._visit(
                 True if rest is None else rest, f"{name}-item")
+        bound = _count(schema.get("maxItems"))
+        most = ITEMS_MAX if bound is None else min(bound, ITEMS_MAX)
+        if most == 0:
+            item = None
         if heads:
-            more = f' (ws "," ws {item})*' if item is not None else ""
+            more = f' (ws "," ws {item}){{0,{most}}}' if item is not None else ""
             return self.add_rule(name, f'"[" ws {heads}{more} ws "]"')
         if item is None:
             return self.add_rule(name, '"[" ws "]"')
         non_empty = isinstance(schema.get("minItems"), int) and schema["minItems"] >= 1
-        if item == _ANY and not non_empty:
+        if item == _ANY and not non_empty and most == ITEMS_MAX:
             return "json-array"
-        items_text = f'{item} (ws "," ws {item})*'
+        items_text = f'{item} (ws "," ws {item}){{0,{most - 1}}}' if most > 1 else item
         body = items_text if non_empty else f"({items_text})?"
         return self.add_rule(name, f'"[" ws {body} ws "]"')
 
@@ -458,6 +503,13 @@ def _type_list(kind: Any) -> list[str] | None:
     if isinstance(kind, list) and all(isinstance(k, str) for k in kind):
         return list(kind)
     return None
+
+
+def _count(value: Any) -> int | None:
+    """A length bound of a schema (``maxLength``, ``minItems``...): a non-negative int, else
+    None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None
 
 
 def _list(value: Any) -> list[Any]:

@@ -7,7 +7,10 @@ strings defeat it), so :func:`scan_end` walks the text once, matching brackets
 while it tracks quoted strings and escapes.
 
 :func:`decode_arguments` is the single place where raw argument text becomes a
-``dict``: strict :func:`json.loads` first, ``json_repair`` only when that fails.
+``dict``: strict :func:`json.loads` first, ``json_repair`` only when that fails, and only for
+repairs that keep the meaning (quotes, trailing commas, Python literals). Text that
+:func:`incomplete` finds cut off (an object, array or string never closed) is not repaired:
+closing it would invent the end of a call ("amount": 15 of 1500).
 
 Everything decoded from a model or a server goes through :func:`loads_limited`, which
 fails only with :class:`ValueError`: the C decoder's :class:`RecursionError` (about 1,000
@@ -30,6 +33,7 @@ __all__ = [
     "decode_arguments",
     "deeper_than",
     "excerpt",
+    "incomplete",
     "loads_limited",
     "scan_end",
     "strip_fences",
@@ -41,6 +45,9 @@ MAX_DEPTH = 64
 _REPAIR_MAX_CHARS = 100_000
 """Longer broken arguments are not repaired: ``json_repair`` is superlinear (2 s at 200k
 characters, minutes at 5M), and a model rarely writes that much in one call."""
+
+INCOMPLETE = "incomplete JSON: the text ends before the object is closed (cut off)"
+"""The error of arguments that were cut off; they are never repaired into a call."""
 
 _OPENERS = {"{": "}", "[": "]"}
 _QUOTES = "\"'"
@@ -134,6 +141,18 @@ def _string_end(text: str, start: int) -> int | None:
             return i + 1
         i += 1
     return None
+
+
+def incomplete(raw: str) -> bool:
+    """Whether ``raw`` (fences stripped) opens a JSON object, array or string it never closes:
+    the text of a value that was cut off, by ``max_tokens`` or by a stream that stopped.
+
+    Example:
+        >>> incomplete('{"to": "Alice", "amount": 15'), incomplete('{"amount": 1500}')
+        (True, False)
+    """
+    text = strip_fences(raw)
+    return text[:1] in ("{", "[", '"', "'") and scan_end(text, 0) is None
 
 
 class JSONLimitError(ValueError):
@@ -298,11 +317,13 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
        quote (``{temperature in SF}``): it is no attempt at an object.
     5. Two JSON values glued together (``{"a": 1}{"b": 2}``, or on two lines) ->
        ``(None, "invalid JSON: ...")``: neither is silently chosen.
-    6. Otherwise (an object with single quotes, trailing commas, Python literals,
-       or truncated) -> ``json_repair``, for texts up to 100,000 characters. A dict
-       within the depth limit -> ``(dict, None)``; anything else -> ``(None, "invalid
-       JSON: <reason>")``, and so is an empty dict repaired out of text that held more
-       than braces (content lost, not fixed).
+    6. An object never closed (:func:`incomplete`: cut off) ->
+       ``(None, "incomplete JSON: ...")``: repairing it would make up its end.
+    7. Otherwise (an object with single quotes, trailing commas, Python literals) ->
+       ``json_repair``, for texts up to 100,000 characters. A dict within the depth limit
+       -> ``(dict, None)``; anything else -> ``(None, "invalid JSON: <reason>")``, and so is
+       an empty dict repaired out of text that held more than braces (content lost, not
+       fixed).
 
     ``(None, None)`` means "a bare value": the caller keeps the raw text and the
     tool registry maps it to a tool's single parameter, or reports the problem.
@@ -347,6 +368,8 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     glued = _glued(text)
     if glued:
         return None, f"invalid JSON: {glued}"
+    if incomplete(text):
+        return None, INCOMPLETE
     if len(text) > _REPAIR_MAX_CHARS:
         return None, (f"invalid JSON: {reason} (not repaired: longer than "
                       f"{_REPAIR_MAX_CHARS} characters)")

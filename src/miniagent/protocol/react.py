@@ -157,6 +157,9 @@ class ReactProtocol:
         grammar: Attach a GBNF grammar built from the tools' schemas to every request
             (backends that support constrained decoding then only produce well-formed steps).
         grammar_cache: How many tool sets' grammars to keep.
+        max_tokens: The agent's token limit per turn, which bounds the grammar's thought and
+            free strings so a whole action fits (see
+            :func:`~miniagent.protocol.grammar.react_grammar`).
 
     Example:
         >>> proto = ReactProtocol()
@@ -169,8 +172,10 @@ class ReactProtocol:
 
     name = "react"
 
-    def __init__(self, *, grammar: bool = True, grammar_cache: int = 32) -> None:
+    def __init__(self, *, grammar: bool = True, grammar_cache: int = 32,
+                 max_tokens: int | None = None) -> None:
         self.grammar = grammar
+        self.max_tokens = max_tokens
         self._grammars: OrderedDict[tuple[tuple[str, int], ...], tuple[str, list[ToolLike]]] = (
             OrderedDict())
         self._cache_size = max(1, grammar_cache)
@@ -212,7 +217,7 @@ class ReactProtocol:
         if hit is not None:
             self._grammars.move_to_end(key)
             return hit[0]
-        grammar = react_grammar(tools)
+        grammar = react_grammar(tools, max_tokens=self.max_tokens)
         self._grammars[key] = (grammar, list(tools))
         if len(self._grammars) > self._cache_size:
             self._grammars.popitem(last=False)

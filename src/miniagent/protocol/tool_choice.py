@@ -79,7 +79,8 @@ def constrain(request: ModelRequest, choice: str | None,
         if choice == "none":
             allowed = []
         if allowed or choice == "none":  # else no grammar is left: the check below tells
-            request.grammar = react_grammar(allowed, final=choice == "none")
+            request.grammar = react_grammar(allowed, final=choice == "none",
+                                            max_tokens=request.max_tokens)
     return request
 
 

@@ -19,9 +19,10 @@ is written. They come from the transport through the driver, not from the step l
 A ``guard_intervened`` event is no span of its own: its ``span_id`` is the step (or run) it
 happened in. It reports every guard that changed what the model sees or how the run ends: a
 repeated call answered with a reminder (``repeat``) or stopped (``loop_stop``), calls beyond the
-per-step limit (``call_limit``), output that was neither an action nor an answer
-(``format_error``), a truncated observation (``truncated``), and ``max_steps`` /
-``token_budget``.
+per-step limit (``call_limit``), a call not run because the reply was cut off before it was
+complete (``cut_off``: ``finish_reason: length``, or arguments whose JSON was never closed),
+output that was neither an action nor an answer (``format_error``), a truncated observation
+(``truncated``), and ``max_steps`` / ``token_budget``.
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ class RunFinished(Event):
 
 
 GuardName = Literal["repeat", "loop_stop", "call_limit", "format_error", "truncated",
-                    "max_steps", "token_budget"]
+                    "max_steps", "token_budget", "cut_off"]
 
 
 @dataclass(kw_only=True, slots=True)

@@ -1,6 +1,8 @@
-"""Guards that keep a run bounded: steps, tokens, repetition, observation size.
+"""Guards that keep a run bounded and safe: steps, tokens, repetition, observation size, and
+calls that were cut off.
 
-The deadline is the driver's (it owns the clock); these are plain checks over the session.
+These are plain checks over the session and the model's reply; the run's deadline is in
+:mod:`miniagent.runtime.run`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from miniagent import defaults
-from miniagent.types import Step, ToolCall
+from miniagent.protocol.jsonscan import incomplete
+from miniagent.types import ModelResponse, Step, ToolCall
 
 
 @dataclass(kw_only=True)
@@ -51,6 +54,27 @@ def too_many_calls(sent: int, limit: int) -> str:
     """The notice appended to a step's last observation when a reply held too many calls."""
     return (f"\n[Only the first {limit} of the {sent:,} tool calls in your reply were run: "
             f"send at most {limit} per reply.]")
+
+
+def cut_off(call: ToolCall, response: ModelResponse, max_tokens: int | None) -> str | None:
+    """Why ``call`` must not run because the reply that carried it was cut off, or None.
+
+    A reply that ended for length (``finish_reason: length``) may hold a call whose arguments
+    look whole but are not ("amount": 15 of 1500); arguments whose JSON was never closed were
+    cut off whatever the server says (llama.cpp reports ``tool_calls`` even then). Such a call
+    is never run, and never repaired into one: the model is told to send it again.
+    """
+    limit = (f"the max_tokens limit ({max_tokens:,} tokens)" if max_tokens is not None
+             else "the server's token limit")
+    if response.finish_reason == "length":
+        why = f"your reply was cut off at {limit} before the call was complete"
+    elif incomplete(call.raw_arguments):
+        why = (f"its arguments end before their JSON is closed: the reply was cut off (by "
+               f"{limit}, or the server stopped)")
+    else:
+        return None
+    return (f"The call of '{call.name}' was not run: {why}. Send the whole call again, with "
+            "shorter arguments (or fewer calls in one reply).")
 
 
 Verdict = Literal["ok", "intervene", "stop"]

@@ -30,7 +30,13 @@ from miniagent.runtime.approvals import (
     denial,
     recover_interrupted,
 )
-from miniagent.runtime.guards import Limits, LoopDetector, too_many_calls, truncate_observation
+from miniagent.runtime.guards import (
+    Limits,
+    LoopDetector,
+    cut_off,
+    too_many_calls,
+    truncate_observation,
+)
 from miniagent.runtime.selection import offer, offered_only
 from miniagent.session import AgentSession
 from miniagent.tool_context import ToolContext
@@ -193,7 +199,7 @@ class StepLogic:
             session.finish("completed", "the model gave a final answer", parsed.final_answer,
                            at=self.fx.now())
         elif parsed.kind == "action":
-            self._plan(session, step, parsed, detector)
+            self._plan(session, step, parsed, detector, response)
             if not session.done:
                 session.phase = "tools"
                 return  # the tools phase checkpoints once the calls are marked started
@@ -270,8 +276,9 @@ class StepLogic:
         return parsed
 
     def _plan(self, session: AgentSession, step: Step, parsed: ParsedOutput,
-              detector: LoopDetector) -> None:
-        """Record the step's calls: ready, waiting for approval, or answered by an intervention.
+              detector: LoopDetector, response: ModelResponse) -> None:
+        """Record the step's calls: ready, waiting for approval, or answered without running
+        (cut off, or repeated: an intervention).
 
         Calls beyond the per-step limit are dropped (the model is told with the observations).
         """
@@ -284,24 +291,32 @@ class StepLogic:
         session.messages.append(Message(role="assistant", content=parsed.text,
                                         tool_calls=parsed.tool_calls, reasoning=parsed.reasoning))
         for call in parsed.tool_calls:
-            verdict = detector.check(call)
+            verdict = detector.check(call)  # a call cut off the same way again counts too
             if verdict == "stop":
                 self.stop(session, "loop_detected", f"'{call.name}' was repeated with the same "
                           "arguments after an intervention")
                 self._guard(session, step.index, "loop_stop", session.reason, call.id)
                 return
             record = CallRecord(call=call)
-            if verdict == "intervene":
+            refused = cut_off(call, response, self.rules.max_tokens)
+            if refused is not None:
+                record = self._answered(call, refused, "cut off: not run")
+                self._guard(session, step.index, "cut_off", refused, call.id)
+            elif verdict == "intervene":
                 text = LoopDetector.intervention(call, self.rules.limits.repeat_limit)
-                record.observation = Observation(
-                    call_id=call.id, tool_name=call.name, output=text, is_error=True)
-                record.move("completed", "repeated: answered with an intervention",
-                            self.fx.now())
+                record = self._answered(call, text, "repeated: answered with an intervention")
                 self._guard(session, step.index, "repeat", text, call.id)
             elif self.rules.tools.needs_approval(call):
                 record.note = f"'{call.name}' needs approval"
                 record.move("awaiting_approval", record.note, self.fx.now())
             step.calls.append(record)
+
+    def _answered(self, call: ToolCall, text: str, reason: str) -> CallRecord:
+        """A call that is not run: completed at once, its observation the error ``text``."""
+        record = CallRecord(call=call, observation=Observation(
+            call_id=call.id, tool_name=call.name, output=text, is_error=True))
+        record.move("completed", reason, self.fx.now())
+        return record
 
     def _reject(self, session: AgentSession, step: Step, parsed: ParsedOutput) -> None:
         """Output that is neither an action nor an answer: tell the model the exact format."""
