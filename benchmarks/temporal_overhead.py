@@ -28,8 +28,8 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, tool
-from miniagent.durable import agent_worker, data_converter
 from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.temporal import agent_worker, data_converter
 from miniagent.testing.stub_server import StubServer
 from miniagent.types import RunResult
 

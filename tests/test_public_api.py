@@ -18,6 +18,10 @@ EXPECTED = {
     "CallRecord", "CheckpointStore", "MemoryStore", "SQLiteStore", "PendingApproval",
     "SessionBusy", "SessionError", "SessionNotFound", "SessionVersionError", "StoreCorrupted",
     "ActionProtocol", "Capabilities", "Decision", "DecisionError", "ToolSource",
+    # one agent spec, protocols by name, rules that stack on any tool source, and the effects'
+    # exceptions that interrupt a run
+    "AgentSpec", "register_protocol", "Filtered", "Prefixed", "ToolRule", "WithRules",
+    "PayloadTooLarge", "RunInterrupted", "ToolInterrupted", "Rollover",
 }
 
 

@@ -27,7 +27,10 @@ from miniagent.errors import (
     ModelHTTPError,
     ModelResponseError,
     ModelTimeout,
+    PayloadTooLarge,
+    Rollover,
     RunFailure,
+    RunInterrupted,
     SessionBusy,
     SessionError,
     SessionNotFound,
@@ -35,6 +38,7 @@ from miniagent.errors import (
     StoreCorrupted,
     ToolDefinitionError,
     ToolError,
+    ToolInterrupted,
     ToolSignal,
     ToolsNotSupported,
     UserError,
@@ -43,13 +47,16 @@ from miniagent.models.base import Capabilities, Model
 from miniagent.models.openai_compat import OpenAICompatibleModel
 from miniagent.models.scripted import ScriptedModel
 from miniagent.protocol.base import ActionProtocol
+from miniagent.protocol.registry import register_protocol
 from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
+from miniagent.runtime.spec import AgentSpec
 from miniagent.session import AgentSession
 from miniagent.store import CheckpointStore, MemoryStore
 from miniagent.tool_context import ToolContext, tool_context
 from miniagent.tools.registry import Tool, ToolRegistry, tool
 from miniagent.tools.source import ToolSource
+from miniagent.tools.wrappers import Filtered, Prefixed, ToolRule, WithRules
 from miniagent.types import (
     CallRecord,
     Decision,
@@ -82,6 +89,7 @@ __all__ = [
     "ActionProtocol",
     "Agent",
     "AgentSession",
+    "AgentSpec",
     "CallRecord",
     "Capabilities",
     "CheckpointStore",
@@ -89,6 +97,7 @@ __all__ = [
     "Decision",
     "DecisionError",
     "Event",
+    "Filtered",
     "Limits",
     "MemoryStore",
     "Message",
@@ -104,8 +113,12 @@ __all__ = [
     "Observation",
     "OpenAICompatibleModel",
     "ParsedOutput",
+    "PayloadTooLarge",
     "PendingApproval",
+    "Prefixed",
+    "Rollover",
     "RunFailure",
+    "RunInterrupted",
     "RunResult",
     "SQLiteStore",
     "ScriptedModel",
@@ -121,12 +134,16 @@ __all__ = [
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
+    "ToolInterrupted",
     "ToolRegistry",
+    "ToolRule",
     "ToolSignal",
     "ToolSource",
     "ToolsNotSupported",
     "UserError",
+    "WithRules",
     "__version__",
+    "register_protocol",
     "tool",
     "tool_context",
 ]

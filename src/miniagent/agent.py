@@ -9,23 +9,22 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, Literal, TypeVar
 
 from miniagent import defaults
-from miniagent.errors import UserError
-from miniagent.models.base import Capabilities, Model
+from miniagent.errors import SessionNotFound, UserError
+from miniagent.ids import random_id
+from miniagent.models.base import Model
 from miniagent.observe.describe import describe_model
 from miniagent.observe.jsonl import JsonlTracer
 from miniagent.observe.redact import model_secrets
-from miniagent.protocol.auto import AutoProtocol
 from miniagent.protocol.base import ActionProtocol
-from miniagent.protocol.hybrid import HybridProtocol
-from miniagent.protocol.native import NativeProtocol
-from miniagent.protocol.react import ReactProtocol
+from miniagent.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.protocol.tool_choice import check_choice
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.compress import Compression
-from miniagent.runtime.driver import InProcessEffects, drive, random_id
 from miniagent.runtime.guards import Limits
-from miniagent.runtime.loop import Rules
+from miniagent.runtime.inprocess import InProcessEffects
+from miniagent.runtime.run import run_session
+from miniagent.runtime.spec import AgentSpec, rules_for
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.store.memory import MemoryStore
@@ -33,26 +32,13 @@ from miniagent.sync import run_coroutine
 from miniagent.text import storable
 from miniagent.tools.agent_tool import DEFAULT_MAX_DEPTH, AgentTool
 from miniagent.tools.registry import ApprovalRule, Tool, ToolRegistry
-from miniagent.tools.source import ToolSet, ToolSource
+from miniagent.tools.source import ToolSource, records
+from miniagent.tools.toolbox import Toolbox
 from miniagent.types import RunResult
 
 T = TypeVar("T")
 
 ToolItem = Tool | Callable[..., Any] | ToolSource
-
-
-def protocol_for(capabilities: Capabilities, *, grammar: bool = True,
-                 max_tokens: int | None = None) -> ActionProtocol:
-    """The protocol a transport was configured for: react, native, hybrid, or auto (a ReAct
-    grammar bounds free strings for turns of ``max_tokens``)."""
-    if capabilities.tool_mode == "react":
-        return ReactProtocol(grammar=grammar, max_tokens=max_tokens)
-    if capabilities.tool_mode == "hybrid":
-        return HybridProtocol()
-    if capabilities.tool_mode == "native":
-        return NativeProtocol()
-    return AutoProtocol(native_tools=capabilities.native_tools, grammar=grammar,
-                        max_tokens=max_tokens)
 
 
 class Agent:
@@ -97,15 +83,20 @@ class Agent:
     ``trace`` appends every event of every run to a JSONL file (see
     :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
 
-    Given ``temporal`` (a ``temporalio`` client from :func:`miniagent.durable.connect`),
+    Given ``temporal`` (a ``temporalio`` client from :func:`miniagent.temporal.connect`),
     ``arun`` runs the session as a workflow on ``task_queue``, whose workers serve this agent's
-    model and tools (:func:`miniagent.durable.agent_worker`, or ``miniagent worker``).
+    model and tools (:func:`miniagent.temporal.agent_worker`, or ``miniagent worker``); it
+    returns as in process (``awaiting_approval`` with the pending approvals when calls wait),
+    and ``aapprove``/``adeny``/``aresume``/``acancel`` work on the cluster's session. Such an
+    agent needs no ``model`` of its own: then the workers' model decides the protocol.
+    ``temporal_options`` (:class:`~miniagent.temporal.TemporalOptions`) set approval and
+    activity timeouts there.
     """
 
     def __init__(
         self,
         *,
-        model: Model,
+        model: Model | None = None,
         tools: ToolRegistry | Iterable[ToolItem] = (),
         instructions: str | None = None,
         max_steps: int = defaults.MAX_STEPS,
@@ -131,61 +122,97 @@ class Agent:
         trace: str | os.PathLike[str] | None = None,
         temporal: Any = None,
         task_queue: str = "miniagent",
+        temporal_options: Any = None,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
                              ("tool_selection", 1 if tool_selection is None else tool_selection)):
             if value < 1:
                 raise UserError(f"{label} must be at least 1, got {value}")
+        if model is None and temporal is None:
+            raise UserError("an Agent needs a model (or a Temporal client, whose workers "
+                            "serve the model)")
         self.model = model
-        self.registry, sources = _split_tools(tools)
-        self.tools = ToolSet(self.registry, sources)
-        self.limits = Limits(
-            max_steps=max_steps, token_budget=token_budget, timeout=timeout,
-            max_observation_chars=max_observation_chars, repeat_limit=repeat_limit,
-            max_calls_per_step=max_calls_per_step, tool_concurrency=tool_concurrency,
-        )
-        self.protocol = protocol or protocol_for(model.capabilities, grammar=grammar,
-                                                 max_tokens=max_tokens)
-        self.instructions, self.temperature, self.max_tokens = instructions, temperature, max_tokens
+        self.registry, others = _split_tools(tools)
+        self.sources: list[ToolSource] = [self.registry, *others]
+        """Where the agent's tools come from: its own functions first, then the others."""
+        if protocol is None and model is not None:
+            caps = model.capabilities
+            protocol = default_protocol(caps.tool_mode, native_tools=caps.native_tools,
+                                        grammar=grammar, max_tokens=max_tokens)
+        self.protocol = protocol
+        """The agent's protocol object (None: a Temporal agent without a model, which uses
+        the one its workers' model is configured for)."""
+        self.spec = AgentSpec(
+            limits=Limits(max_steps=max_steps, token_budget=token_budget, timeout=timeout,
+                          max_observation_chars=max_observation_chars,
+                          repeat_limit=repeat_limit, max_calls_per_step=max_calls_per_step,
+                          tool_concurrency=tool_concurrency),
+            protocol=protocol_ref(protocol) if protocol is not None else ProtocolRef(
+                options={"grammar": grammar, "max_tokens": max_tokens}),
+            instructions=instructions, temperature=temperature, max_tokens=max_tokens,
+            on_interrupted=on_interrupted,
+            compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
+                         if compress_at is not None else None),
+            tool_selection=tool_selection,
+            tool_choice=_checked_choice(tool_choice, None if others else self.registry.names))
+        """What the agent is, for every driver (see :mod:`miniagent.runtime.spec`)."""
         self.store: CheckpointStore = store if store is not None else MemoryStore()
-        self.approver, self.on_interrupted = approver, on_interrupted
+        self.approver = approver
         self.bus = EventBus([on_event] if on_event else ())
-        self.compression = (Compression.of(compress_at, keep_last=keep_last, mode=compress)
-                            if compress_at is not None else None)
-        self.tool_selection = tool_selection
-        self.tool_choice = _checked_choice(tool_choice, None if sources else self.registry.names)
         self.tracer = None if trace is None else JsonlTracer(
-            trace, secrets=model_secrets(model), model=describe_model(model).name)
+            trace, secrets=model_secrets(model) if model else (),
+            model=describe_model(model).name if model else None)
         if self.tracer is not None:
             self.bus.subscribe(self.tracer)
-        self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see durable
+        self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see temporal
+        self.temporal_options = temporal_options  # a miniagent.temporal.TemporalOptions
+
+    @property
+    def limits(self) -> Limits:
+        return self.spec.limits
 
     def subscribe(self, subscriber: Subscriber) -> None:
         """Receive every event of every later run (see :mod:`miniagent.runtime.events`)."""
         self.bus.subscribe(subscriber)
 
     async def arun(self, question: str, *, metadata: dict[str, Any] | None = None,
-                   on_event: Subscriber | None = None) -> RunResult:
+                   on_event: Subscriber | None = None, session_id: str | None = None
+                   ) -> RunResult:
         """Answer ``question`` in a new session; always returns a result with a status.
 
         ``on_event`` receives this run's events (besides the agent's subscribers).
-        """
-        records = self.tools.records()  # e.g. MCP servers, so a resume can rebuild them
-        if records:
-            metadata = {**(metadata or {}), "tool_sources": records}
-        if self.temporal is not None:  # a session on the cluster, run by a worker there
-            from miniagent.durable.client import run_agent
+        ``session_id`` names the new session (one that exists is refused: resume it).
 
-            return await run_agent(self, question, metadata=metadata)
-        session = AgentSession.start(storable(question), id=random_id(), at=time.time(),
-                                     metadata=metadata)
+        Raises:
+            UserError: ``session_id`` is taken.
+        """
+        listed = records(self.sources)  # e.g. MCP servers, so a resume can rebuild them
+        if listed:
+            metadata = {**(metadata or {}), "tool_sources": listed}
+        if self.temporal is not None:  # a session on the cluster, run by a worker there
+            from miniagent.temporal.client import TemporalDriver
+
+            return await TemporalDriver(self).run(question, metadata=metadata,
+                                                  on_event=on_event, session_id=session_id)
+        session = AgentSession.start(storable(question), id=session_id or random_id(),
+                                     at=time.time(), metadata=metadata)
+        if session_id is not None:
+            self._refuse_taken(session_id)
         self.store.save(session)
-        return await self._drive(session.id, session, on_event)
+        return await self._run_here(session.id, session, on_event)
+
+    def _refuse_taken(self, session_id: str) -> None:
+        try:
+            self.store.load(session_id)
+        except SessionNotFound:
+            return
+        raise UserError(f"a session {session_id} exists already: resume it instead")
 
     async def aresume(self, session_id: str, *, on_event: Subscriber | None = None,
                       force: bool = False) -> RunResult:
-        """Continue a saved session: after approvals, a crash, a timeout or an error.
+        """Continue a saved session: after approvals, a crash, a timeout or an error (on
+        Temporal: follow it until it stops again).
 
         ``force`` takes the session over even from a process that looks alive (a person
         knows it is gone; if it is not, its next checkpoint is refused and it stops).
@@ -193,10 +220,19 @@ class Agent:
         Raises:
             SessionNotFound, SessionBusy (another live process runs it), SessionError.
         """
-        return await self._drive(session_id, None, on_event, force)
+        if self.temporal is not None:
+            from miniagent.temporal.client import TemporalDriver
 
-    async def _drive(self, session_id: str, fresh: AgentSession | None,
-                     on_event: Subscriber | None, force: bool = False) -> RunResult:
+            return await TemporalDriver(self).follow(session_id, on_event=on_event)
+        return await self._run_here(session_id, None, on_event, force)
+
+    async def _run_here(self, session_id: str, fresh: AgentSession | None,
+                        on_event: Subscriber | None, force: bool = False) -> RunResult:
+        """The in-process driver: the session under this process's lease, run by
+        :func:`~miniagent.runtime.run.run_session` with effects performed here."""
+        if self.model is None:
+            raise UserError("this agent has no model, so it runs only on Temporal (its workers "
+                            "serve the model): give Agent(model=...) to run it here")
         owner = new_owner()
         self.store.acquire(session_id, owner, force=force)
         try:
@@ -205,22 +241,16 @@ class Agent:
                 return session.result()
             if session.status != "running":
                 session.transition("running", f"resumed from {session.status}", at=time.time())
-            tools = await self.tools.for_run()
-            _checked_choice(self.tool_choice, tools.names)
+            toolbox = await Toolbox.gather(self.sources)
+            rules = rules_for(self.spec, toolbox, protocol=self.protocol)
             effects = InProcessEffects(
-                model=self.model, tools=tools, store=self.store,
-                bus=self.bus, owner=owner, approver=self.approver,
-                subscribers=(on_event,) if on_event else ())
-            return await drive(session, self._rules(effects.tools), effects, self.limits.timeout)
+                model=self.model, tools=toolbox, store=self.store, bus=self.bus, owner=owner,
+                approver=self.approver, subscribers=(on_event,) if on_event else ())
+            result = await run_session(session, rules, effects)
+            await self.bus.flush()  # run_finished has reached the subscribers on return
+            return result
         finally:
             self.store.release(session_id, owner)
-
-    def _rules(self, tools: ToolRegistry) -> Rules:
-        return Rules(protocol=self.protocol, tools=tools, limits=self.limits,
-                     instructions=self.instructions, temperature=self.temperature,
-                     max_tokens=self.max_tokens, on_interrupted=self.on_interrupted,
-                     compression=self.compression, tool_choice=self.tool_choice,
-                     tool_selection=self.tool_selection)
 
     def as_tool(self, *, name: str, description: str,
                 max_depth: int = DEFAULT_MAX_DEPTH, requires_approval: ApprovalRule = False,
@@ -245,41 +275,89 @@ class Agent:
         return AgentTool(self, name=name, description=description, max_depth=max_depth,
                          requires_approval=requires_approval, timeout=timeout)
 
-    def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-                *, force: bool = False) -> None:
-        """Approve one waiting call, or all of them; ``resume`` then runs them.
+    # -- decisions, cancelling, reading: the same on every driver -------------------------
+
+    async def aapprove(self, session_id: str, call_id: str | None = None,
+                       reason: str | None = None, *, force: bool = False) -> None:
+        """Approve one waiting call, or all of them; ``resume`` then runs them (on Temporal
+        the session goes on at once).
 
         ``force`` decides even while a process that looks alive holds the session.
 
         Raises:
             DecisionError: the session is not waiting, or has no such waiting call.
         """
-        self._decide(session_id, call_id, True, reason, force)
+        await self._adecide(session_id, call_id, True, reason, force)
 
-    def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-             *, force: bool = False) -> None:
-        """Deny one waiting call, or all; on ``resume`` the model is told it was denied and why."""
-        self._decide(session_id, call_id, False, reason, force)
+    async def adeny(self, session_id: str, call_id: str | None = None,
+                    reason: str | None = None, *, force: bool = False) -> None:
+        """Deny one waiting call, or all; the model is told it was denied and why."""
+        await self._adecide(session_id, call_id, False, reason, force)
 
-    def _decide(self, session_id: str, call_id: str | None, approved: bool,
-                reason: str | None, force: bool = False) -> None:
+    async def _adecide(self, session_id: str, call_id: str | None, approved: bool,
+                       reason: str | None, force: bool) -> None:
+        if self.temporal is not None:
+            from miniagent.temporal.client import TemporalDriver
+
+            await TemporalDriver(self).sessions.decide(session_id, approved, call_id, reason)
+            return
         self.store.update(session_id,
                           lambda s: decide(s, call_id, approved, reason, at=time.time()),
                           force=force)
 
-    def cancel(self, session_id: str, reason: str = "cancelled by a person", *,
-               force: bool = False) -> None:
-        """End a session that no live process is running; it cannot be resumed afterwards."""
+    async def acancel(self, session_id: str, reason: str = "cancelled by a person", *,
+                      force: bool = False) -> None:
+        """End a session that no live process is running; it cannot be resumed afterwards
+        (on Temporal: cancel its workflow)."""
+        if self.temporal is not None:
+            from miniagent.temporal.client import TemporalDriver
+
+            await TemporalDriver(self).sessions.cancel(session_id, reason)
+            return
         cancel_session(self.store, session_id, reason, force=force)
 
-    def session(self, session_id: str) -> AgentSession:
-        """The saved session, as of its last checkpoint."""
+    async def asession(self, session_id: str) -> AgentSession:
+        """The session, as of its last checkpoint (on Temporal: as the workflow holds it)."""
+        if self.temporal is not None:
+            from miniagent.temporal.client import TemporalDriver
+
+            return await TemporalDriver(self).sessions.session(session_id)
         return self.store.load(session_id)
 
+    def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
+                *, force: bool = False) -> None:
+        """Synchronous :meth:`aapprove`."""
+        self._now(self.aapprove(session_id, call_id, reason, force=force))
+
+    def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None,
+             *, force: bool = False) -> None:
+        """Synchronous :meth:`adeny`."""
+        self._now(self.adeny(session_id, call_id, reason, force=force))
+
+    def cancel(self, session_id: str, reason: str = "cancelled by a person", *,
+               force: bool = False) -> None:
+        """Synchronous :meth:`acancel`."""
+        self._now(self.acancel(session_id, reason, force=force))
+
+    def session(self, session_id: str) -> AgentSession:
+        """Synchronous :meth:`asession`."""
+        if self.temporal is None:  # a store read: fine inside an event loop too
+            return self.store.load(session_id)
+        return self._sync(self.asession(session_id))
+
+    def _now(self, work: Coroutine[Any, Any, None]) -> None:
+        """In process, a store operation that needs no event loop (an agent used as a tool
+        decides from inside one); on Temporal an RPC, run like :meth:`run`."""
+        if self.temporal is None:
+            _complete(work)
+            return
+        self._sync(work)
+
     def run(self, question: str, *, metadata: dict[str, Any] | None = None,
-            on_event: Subscriber | None = None) -> RunResult:
+            on_event: Subscriber | None = None, session_id: str | None = None) -> RunResult:
         """Synchronous :meth:`arun`; use ``await agent.arun(...)`` inside an event loop."""
-        return self._sync(self.arun(question, metadata=metadata, on_event=on_event))
+        return self._sync(self.arun(question, metadata=metadata, on_event=on_event,
+                                    session_id=session_id))
 
     def resume(self, session_id: str, *, on_event: Subscriber | None = None,
                force: bool = False) -> RunResult:
@@ -293,7 +371,8 @@ class Agent:
             return run_coroutine(self._then_close(work))
         work.close()
         raise UserError("a synchronous Agent method was called inside a running event loop; "
-                        "use 'await agent.arun(...)' / 'await agent.aresume(...)' there")
+                        "use its async twin there ('await agent.arun(...)', aresume, aapprove, "
+                        "adeny, acancel, asession)")
 
     async def _then_close(self, work: Coroutine[Any, Any, T]) -> T:
         # asyncio.run makes a new event loop each time: connections and processes die with it.
@@ -304,11 +383,23 @@ class Agent:
 
     async def aclose(self) -> None:
         """Close the tool sources and the model's connections (a later run reopens them)."""
-        await self.tools.aclose()
-        await self.model.aclose()
+        await asyncio.gather(*(source.aclose() for source in self.sources),
+                             return_exceptions=True)
+        if self.model is not None:
+            await self.model.aclose()
         if self.tracer is not None:
             await self.bus.flush()  # what was emitted is written before the file closes
             self.tracer.close()
+
+
+def _complete(work: Coroutine[Any, Any, None]) -> None:
+    """Run a coroutine that never suspends (an in-process decision: plain store calls)."""
+    try:
+        work.send(None)
+    except StopIteration:
+        return
+    work.close()
+    raise RuntimeError("an in-process decision suspended")  # pragma: no cover
 
 
 def _checked_choice(choice: str | None, names: list[str] | None) -> str | None:

@@ -1,4 +1,4 @@
-"""Exceptions, in three families.
+"""Exceptions, in three families, and the signals a driver's effects raise to stop a run.
 
 ::
 
@@ -21,8 +21,15 @@
             ├── SessionVersionError   saved by a newer miniagent
             ├── SessionBusy           another process is running it
             └── StoreCorrupted        the store file (or one session in it) is damaged
+        └── PayloadTooLarge     a payload over a driver's size limit (Temporal's 2 MB)
+    └── RunInterrupted          raised by a driver's effects: the run cannot go on here
+        ├── ToolInterrupted     a tool call's outcome is unknown (its worker died)
+        └── Rollover            the run continues elsewhere (Temporal's continue-as-new)
 
 Nothing a model writes raises any of these: model mistakes become observations.
+``RunInterrupted`` is the one way an effect may stop a run
+(:mod:`miniagent.runtime.run` documents what the step logic does with each); every other
+failure of an effect is a ``RunFailure`` and ends the run with status ``error``.
 Constructing an exception has no side effects.
 """
 
@@ -112,3 +119,25 @@ class SessionBusy(SessionError):
 
 class StoreCorrupted(SessionError):
     """The store file, or one session in it, cannot be read."""
+
+
+class PayloadTooLarge(RunFailure):
+    """A payload (a request, a response, a session) over a driver's size limit."""
+
+
+class RunInterrupted(MiniAgentError):
+    """Raised by a driver's effect: the run cannot go on the way it was going."""
+
+
+class ToolInterrupted(RunInterrupted):
+    """``run_tool``: the call's outcome is unknown (the worker running it died). The step logic
+    treats the call as a crash interrupted it: rerun if idempotent, else a person decides."""
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__(f"tool call {call_id} was interrupted")
+        self.call_id = call_id
+
+
+class Rollover(RunInterrupted):
+    """``checkpoint``: the run goes on in a fresh run of its driver from this step boundary (a
+    Temporal workflow continues as new). The step logic accounts the run's time and re-raises."""

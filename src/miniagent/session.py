@@ -10,8 +10,10 @@
 Every transition goes through :meth:`AgentSession.transition`, which checks it against
 ``ALLOWED`` and records it with the time it is given and a reason. ``phase`` says where the
 session goes on (``model``: it needs a model call; ``tools``: its last step has calls to run or
-to decide; ``done``). ``messages`` only ever grows; a compaction (``compactions``) changes what the
-model is sent, not the messages.
+to decide; ``done``); it moves through :meth:`AgentSession.move_to`, checked against
+``PHASE_MOVES`` (and to ``done`` with a final status). A session waiting for a person is
+``awaiting_approval`` on every driver, while it waits. ``messages`` only ever grows; a
+compaction (``compactions``) changes what the model is sent, not the messages.
 
 This module reads no clock and makes no id: both come from whoever drives the session, so the
 same inputs give the same saved session, byte for byte.
@@ -42,6 +44,11 @@ each message's ``reasoning``; versions 1 and 2 still load."""
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
 )
+PHASE_MOVES: dict[Phase, frozenset[Phase]] = {
+    "model": frozenset({"tools"}),  # the reply asked for tools
+    "tools": frozenset({"model"}),  # every call's observation is in the history
+    "done": frozenset(),
+}
 ALLOWED: dict[SessionStatus, frozenset[SessionStatus]] = {
     "running": frozenset({
         "completed", "max_steps", "budget_exceeded", "loop_detected", "timeout", "error",
@@ -110,6 +117,12 @@ class AgentSession:
         self.status, self.reason, self.updated_at = target, reason, at
         if target in FINAL:
             self.phase = "done"
+
+    def move_to(self, phase: Phase) -> None:
+        """Go on in ``phase``; raises SessionError for a move the table forbids (a bug)."""
+        if phase not in PHASE_MOVES[self.phase]:
+            raise SessionError(f"session {self.id} cannot go from phase {self.phase} to {phase}")
+        self.phase = phase
 
     def finish(self, status: SessionStatus, reason: str, final_answer: str | None = None, *,
                at: float) -> None:

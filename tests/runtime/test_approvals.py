@@ -11,7 +11,7 @@ import pytest
 
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
 from miniagent.errors import DecisionError, SessionError
-from miniagent.runtime.driver import random_id
+from miniagent.ids import random_id
 from miniagent.session import AgentSession
 from miniagent.types import CallRecord, Message, Observation, Step, ToolCall
 

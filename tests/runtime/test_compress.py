@@ -366,16 +366,17 @@ async def test_a_compacted_run_replays_to_a_byte_identical_session() -> None:
     from miniagent import ToolRegistry
     from miniagent.protocol.react import ReactProtocol
     from miniagent.runtime.guards import Limits
-    from miniagent.runtime.loop import Rules, StepLogic
+    from miniagent.runtime.loop import StepLogic
+    from miniagent.runtime.spec import AgentSpec, Rules
 
     def script() -> list[ModelResponse]:
         replies = [ModelResponse(content=action(n)) for n in range(1, 9)]
         replies.insert(6, ModelResponse(content="SUMMARY: pages 1-4 hold facts"))
         return [*replies, ModelResponse(content="Final Answer: done")]
 
-    rules = Rules(protocol=ReactProtocol(), tools=ToolRegistry([fetch]),
-                  limits=Limits(max_steps=12),
-                  compression=Compression.of(1500, keep_last=2, mode="model"))
+    rules = Rules(spec=AgentSpec(limits=Limits(max_steps=12),
+                                 compression=Compression.of(1500, keep_last=2, mode="model")),
+                  protocol=ReactProtocol(), tools=ToolRegistry([fetch]).toolbox())
     sessions, observations = [], {}  # type: ignore[var-annotated]
     for _ in range(2):
         effects = Replayable(script(), observations)

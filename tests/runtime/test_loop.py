@@ -347,7 +347,7 @@ async def test_tools_from_another_source_are_listed_once_per_run_and_obey_approv
             self.listed += 1
             return self.registry.listed()
 
-        async def call_tool(self, call: ToolCall) -> Observation:
+        async def call_tool(self, call: ToolCall, context: object = None) -> Observation:
             return await self.registry.execute(call)
 
         async def aclose(self) -> None:

@@ -18,7 +18,9 @@ from miniagent.errors import ModelConnectionError
 from miniagent.protocol.react import ReactProtocol
 from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
-from miniagent.runtime.loop import Rules, StepLogic
+from miniagent.runtime.loop import StepLogic
+from miniagent.runtime.run import run_session
+from miniagent.runtime.spec import AgentSpec, Rules
 from miniagent.session import AgentSession
 from miniagent.tool_context import ToolContext
 from miniagent.types import CallRecord, Decision, ModelRequest, PendingApproval, ToolCall
@@ -67,7 +69,7 @@ class FakeEffects:
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
         if self.observations is not None:
             return self.observations[call.id]
-        observation = await TOOLS.execute(call)
+        observation = await TOOLS.execute(call, context)
         self.recorded[call.id] = observation
         return observation
 
@@ -99,15 +101,13 @@ def replies() -> list[ModelResponse]:
 
 
 def rules() -> Rules:
-    return Rules(protocol=ReactProtocol(), tools=TOOLS, limits=Limits(max_steps=6))
+    return Rules(spec=AgentSpec(limits=Limits(max_steps=6)), protocol=ReactProtocol(),
+                 tools=TOOLS.toolbox())
 
 
 async def run_once(effects: FakeEffects) -> AgentSession:
     session = AgentSession.start("2+3, then tell 王", id="s-fixed", at=1.0)
-    logic = StepLogic(rules(), effects)
-    await logic.run(session)
-    logic.settle(session)
-    logic.finished(session)
+    await run_session(session, rules(), effects)
     return session
 
 
@@ -192,7 +192,7 @@ def test_the_step_logic_imports_no_store_threads_clock_or_randomness() -> None:
     in a Temporal workflow too), is free of modules with effects."""
     forbidden = {"time", "uuid", "random", "os", "threading", "socket", "sqlite3",
                  "miniagent.store", "miniagent.threads", "miniagent.models", "miniagent.tools"}
-    todo = ["miniagent.runtime.loop", "miniagent.protocol.auto"]
+    todo = ["miniagent.runtime.run", "miniagent.runtime.loop", "miniagent.protocol.registry"]
     seen: set[str] = set()
     while todo:
         name = todo.pop()
@@ -205,7 +205,8 @@ def test_the_step_logic_imports_no_store_threads_clock_or_randomness() -> None:
         bad = {i for i in imports if any(i == f or i.startswith(f + ".") for f in forbidden)}
         assert not bad, f"{name} imports {sorted(bad)}"
         todo.extend(i for i in imports if i.startswith("miniagent.") and i != "miniagent")
-    assert {"miniagent.runtime.loop", "miniagent.session", "miniagent.protocol.react"} <= seen
+    assert {"miniagent.runtime.loop", "miniagent.runtime.spec", "miniagent.session",
+            "miniagent.protocol.react"} <= seen
 
 
 async def test_scripted_model_answers_from_the_request_and_checks_use() -> None:

@@ -233,7 +233,7 @@ def test_an_agent_that_lists_itself_stops_at_the_default_depth() -> None:
         lambda r: f"Final Answer: {last_observation(r)[:80]}"] * 4
     model = ScriptedModel(replies)
     agent = Agent(model=model)
-    agent.tools.sources.append(agent.as_tool(name="myself", description="Me."))
+    agent.sources.append(agent.as_tool(name="myself", description="Me."))
     result = agent.run("q")
     assert result.status == "completed" and len(model.requests) == 8
     run, depth = result.steps[0].observations[0].sub_run, 1

@@ -23,7 +23,7 @@ import pytest
 import miniagent
 from miniagent import Agent, ScriptedModel
 from miniagent.errors import SessionBusy
-from miniagent.runtime.driver import random_id
+from miniagent.ids import random_id
 from miniagent.session import AgentSession
 from miniagent.store import SQLiteStore
 from miniagent.store import base as lease

@@ -6,7 +6,7 @@ import pytest
 
 from miniagent import Agent, ScriptedModel
 from miniagent.errors import SessionBusy, SessionNotFound
-from miniagent.runtime.driver import random_id
+from miniagent.ids import random_id
 from miniagent.session import AgentSession
 from miniagent.store import MemoryStore
 

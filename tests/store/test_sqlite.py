@@ -19,8 +19,8 @@ from miniagent.errors import (
     StoreCorrupted,
     UserError,
 )
+from miniagent.ids import random_id
 from miniagent.runtime.approvals import decide
-from miniagent.runtime.driver import random_id
 from miniagent.session import AgentSession
 from miniagent.store import SQLiteStore
 from miniagent.store.base import new_owner

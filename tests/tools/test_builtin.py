@@ -11,7 +11,7 @@ import pytest
 
 from miniagent import Agent, MemoryStore, ScriptedModel
 from miniagent.errors import ToolError
-from miniagent.runtime.driver import random_id
+from miniagent.ids import random_id
 from miniagent.session import AgentSession
 from miniagent.tools.builtin import builtin_tools, current_time
 from miniagent.tools.registry import ToolRegistry

@@ -518,18 +518,19 @@ def test_approval_predicate_sees_the_coerced_validated_arguments() -> None:
     pay = schema_tool({**props(amount={"type": "integer"}, currency={"default": "EUR"}),
                        "required": ["amount"]}, name="pay", requires_approval=expensive)
     registry = ToolRegistry([pay])
-    assert registry.needs_approval(call({"amount": "500"}, name="pay")) is True
+    assert registry.toolbox().needs_approval(call({"amount": "500"}, name="pay")) is True
     assert seen[-1] == {"amount": 500, "currency": "EUR"}
-    assert registry.needs_approval(call({"amount": "50"}, name="pay")) is False
-    assert registry.needs_approval(call({"amount": "lots"}, name="pay")) is False  # never runs
-    assert registry.needs_approval(call({}, name="pay", raw_arguments="700")) is True
+    assert registry.toolbox().needs_approval(call({"amount": "50"}, name="pay")) is False
+    # never runs, so never asks
+    assert registry.toolbox().needs_approval(call({"amount": "lots"}, name="pay")) is False
+    assert registry.toolbox().needs_approval(call({}, name="pay", raw_arguments="700")) is True
 
 
 def test_approval_always_and_never() -> None:
     always = schema_tool(props(), name="always", requires_approval=True)
     registry = ToolRegistry([always, schema_tool(props(), name="never")])
-    assert registry.needs_approval(call({}, name="always"))
-    assert not registry.needs_approval(call({}, name="never"))
+    assert registry.toolbox().needs_approval(call({}, name="always"))
+    assert not registry.toolbox().needs_approval(call({}, name="never"))
 
 
 def test_agent_waits_for_approval_of_a_schema_tool() -> None:
@@ -616,4 +617,4 @@ def test_execute_never_raises(name: str, arguments: Any, raw: str | None) -> Non
     assert isinstance(observation, Observation) and isinstance(observation.output, str)
     if observation.is_error and not observation.output.startswith("Error executing"):
         assert "Schema: " in observation.output or "schema" in observation.output
-    FUZZ_REGISTRY.needs_approval(the_call)
+    FUZZ_REGISTRY.toolbox().needs_approval(the_call)

@@ -114,7 +114,9 @@ def run(
     if temporal:  # the model and tools are the workers'; this process follows the trace
         from miniagent.cli.temporal_cmd import run_remote
 
-        run_remote(question, config, temporal, task_queue, as_json=as_json, detach=detach)
+        run_remote(question, config, temporal, task_queue, as_json=as_json, detach=detach,
+                   verbose=verbose, observe=dict(trace=trace, otlp=otlp,
+                                                 otlp_content=otlp_content))
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=verbose), interrupted(tracker, store):
@@ -185,16 +187,17 @@ def tools_cmd(
 def _mcp_schemas(servers: list[Any]) -> list[dict[str, Any]]:
     if not servers:
         return []
+    import asyncio
+
     from miniagent.sync import run_coroutine
-    from miniagent.tools.registry import ToolRegistry
-    from miniagent.tools.source import ToolSet
+    from miniagent.tools.toolbox import Toolbox
 
     async def listed() -> list[dict[str, Any]]:
-        tools = ToolSet(ToolRegistry(), servers)
         try:
-            return (await tools.for_run()).openai_schemas()
+            return (await Toolbox.gather(servers)).openai_schemas()
         finally:
-            await tools.aclose()
+            await asyncio.gather(*(server.aclose() for server in servers),
+                                 return_exceptions=True)
 
     return run_coroutine(listed())
 

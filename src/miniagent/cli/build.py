@@ -17,6 +17,7 @@ from miniagent.cli.loading import load_tools
 from miniagent.errors import ConfigError
 from miniagent.models.base import Model
 from miniagent.models.openai_compat import GrammarField
+from miniagent.protocol.registry import default_protocol
 from miniagent.store.sqlite import SQLiteStore, default_store_path
 from miniagent.types import PendingApproval, ToolMode
 
@@ -114,14 +115,28 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
     model = build_model(config, api_key)
     # a small embedded model can ramble until max_tokens: keep its turns short by default
     default_tokens = defaults.MAX_TOKENS if config.base_url else 256
-    return Agent(model=model, tools=[*registry, *servers] if servers else registry,
-                 max_steps=config.max_steps,
-                 timeout=config.timeout, store=store, grammar=config.grammar,
-                 max_tokens=config.max_tokens or default_tokens, tool_selection=config.max_tools,
-                 approver=ask_in_terminal if interactive else None,
-                 compress_at=config.compress_at, keep_last=config.keep_last,
-                 compress=config.compress,  # type: ignore[arg-type]  # checked by Agent
-                 tool_choice=config.tool_choice)
+    return Agent(model=model, tools=[*registry, *servers] if servers else registry, store=store,
+                 **agent_options(config, interactive, config.max_tokens or default_tokens))
+
+
+def temporal_agent(config: RunConfig, client: Any, task_queue: str, *,
+                   interactive: bool) -> Agent:
+    """The agent of ``config`` on a Temporal cluster: the same options as :func:`build_agent`
+    (the same spec), while its model and tools are the workers'."""
+    options = agent_options(config, interactive, config.max_tokens or defaults.MAX_TOKENS)
+    if config.mode != "auto":  # else the protocol the workers' model is configured for
+        options["protocol"] = default_protocol(config.mode, grammar=config.grammar,
+                                               max_tokens=options["max_tokens"])
+    return Agent(temporal=client, task_queue=task_queue, **options)
+
+
+def agent_options(config: RunConfig, interactive: bool, max_tokens: int) -> dict[str, Any]:
+    """The Agent options a CLI run sets, whichever driver runs it."""
+    return dict(max_steps=config.max_steps, timeout=config.timeout, grammar=config.grammar,
+                max_tokens=max_tokens, tool_selection=config.max_tools,
+                approver=ask_in_terminal if interactive else None,
+                compress_at=config.compress_at, keep_last=config.keep_last,
+                compress=config.compress, tool_choice=config.tool_choice)
 
 
 def build_model(config: RunConfig, api_key: str | None) -> Model:

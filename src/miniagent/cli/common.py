@@ -128,10 +128,16 @@ def interrupted(tracker: SessionTracker, store: Path | None) -> Iterator[None]:
                    130) from None
 
 
-def resume_command(session_id: str, store: Path | None) -> str:
-    """The command that continues ``session_id`` (in the same store)."""
-    flag = f" --store {store}" if store else ""
-    return f"miniagent sessions resume {session_id}{flag}"
+def resume_command(session_id: str, store: Path | None, temporal: str | None = None) -> str:
+    """The command that continues ``session_id`` (in the same store, or cluster)."""
+    return f"miniagent sessions resume {session_id}{where_flag(store, temporal)}"
+
+
+def where_flag(store: Path | None, temporal: str | None = None) -> str:
+    """The option that names where the session lives: ``--store FILE``, ``--temporal HOST``."""
+    if temporal:
+        return f" --temporal {temporal}"
+    return f" --store {store}" if store else ""
 
 
 def asks_in_terminal(*, detach: bool, as_json: bool) -> bool:
@@ -146,12 +152,14 @@ def show_progress(agent: Agent, *, as_json: bool, verbose: bool) -> None:
         agent.subscribe(TraceDisplay(verbose=verbose))
 
 
-def finish(result: RunResult, *, as_json: bool, store: Path | None) -> None:
-    """Print the result (JSON, or how to approve what waits) and exit with its code."""
+def finish(result: RunResult, *, as_json: bool, store: Path | None = None,
+           temporal: str | None = None) -> None:
+    """Print the result (JSON, or how to approve what waits) and exit with its code; the same
+    for a session in a store and one on a Temporal cluster."""
     from miniagent.cli.display import approval_hint, result_to_json
 
     if as_json:
         echo_json(result_to_json(result))
     elif result.status == "awaiting_approval":
-        typer.echo(approval_hint(result, store))
+        typer.echo(approval_hint(result, store, temporal))
     raise typer.Exit(EXIT_CODES.get(result.status, 1))

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
-from miniagent.cli.common import resume_command
+from miniagent.cli.common import resume_command, where_flag
 from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
 from miniagent.runtime import events as ev
 from miniagent.types import RunResult, Step
@@ -168,10 +168,10 @@ def step_to_json(step: Step) -> dict[str, Any]:
     }
 
 
-def approval_hint(result: RunResult, store: Path | None = None) -> str:
+def approval_hint(result: RunResult, store: Path | None = None,
+                  temporal: str | None = None) -> str:
     """How to approve or deny what a session waits for, as commands to copy."""
-
-    flag = f" --store {store}" if store else ""
+    flag = where_flag(store, temporal)
     session_id = visible(result.session_id)
     lines = [f"Session {session_id} is awaiting approval:"]
     for p in result.pending_approvals:
@@ -180,6 +180,6 @@ def approval_hint(result: RunResult, store: Path | None = None) -> str:
     lines += [
         f"Approve: miniagent sessions approve {session_id} [CALL_ID]{flag}",
         f"Deny:    miniagent sessions deny {session_id} [CALL_ID] --reason '...'{flag}",
-        f"Then:    {resume_command(session_id, store)}",
+        f"Then:    {resume_command(session_id, store, temporal)}",
     ]
     return "\n".join(lines)

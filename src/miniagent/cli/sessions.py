@@ -28,7 +28,7 @@ from miniagent.cli.display import terminal
 from miniagent.cli.mcp_cmd import McpHeaderOption, header_secrets, parse_headers
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.safe_text import markup, visible
-from miniagent.cli.temporal_cmd import TemporalOption
+from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.errors import DecisionError
 from miniagent.session import AgentSession
 
@@ -201,7 +201,7 @@ def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = No
     if temporal:
         from miniagent.cli.temporal_cmd import cancel_remote
 
-        cancel_remote(temporal, session_id)
+        cancel_remote(temporal, session_id, reason or "cancelled from the command line")
     from miniagent.agent import cancel_session
 
     _warn_forced(session_id, force)
@@ -228,11 +228,20 @@ def resume(
     trace: TraceOption = None,
     otlp: OtlpOption = None,
     otlp_content: OtlpContentOption = False,
+    temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "miniagent",
 ) -> None:
     """Continue a session after approvals, a crash, a timeout or an error.
 
     MCP servers are the recorded ones; give their headers (tokens) again with --mcp-header.
+    With --temporal, follow the session on the cluster until it ends or waits again.
     """
+    if temporal:
+        from miniagent.cli.temporal_cmd import resume_remote
+
+        resume_remote(session_id, temporal, task_queue, as_json=as_json, detach=detach,
+                      verbose=verbose,
+                      observe=dict(trace=trace, otlp=otlp, otlp_content=otlp_content))
     _warn_forced(session_id, force)
     with cli_errors(session_id, verbose=verbose), interrupted(SessionTracker(session_id), store):
         sessions = open_store(store)

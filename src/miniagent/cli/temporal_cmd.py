@@ -8,7 +8,6 @@ leaves with ``os._exit``.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
@@ -18,10 +17,16 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 
 from miniagent.cli.build import RunConfig, build_model
-from miniagent.cli.common import EXIT_CODES, cli_errors, echo_json
+from miniagent.cli.common import (
+    SessionTracker,
+    asks_in_terminal,
+    cli_errors,
+    echo_json,
+    finish,
+    show_progress,
+)
 from miniagent.cli.display import terminal
 from miniagent.cli.mcp_cmd import (
     McpApproveOption,
@@ -31,9 +36,10 @@ from miniagent.cli.mcp_cmd import (
     mcp_servers,
     parse_headers,
 )
+from miniagent.cli.observing import observing
 from miniagent.cli.safe_text import markup, visible
 from miniagent.errors import ConfigError
-from miniagent.types import Step
+from miniagent.types import RunResult
 
 T = TypeVar("T")
 
@@ -42,7 +48,6 @@ TemporalOption = Annotated[str | None, typer.Option(
     "the SQLite store.")]
 TaskQueueOption = Annotated[str, typer.Option(
     "--task-queue", help="The Temporal task queue the workers serve.")]
-POLL_SECONDS = 0.3
 
 
 def exit_now(code: int) -> NoReturn:
@@ -61,7 +66,7 @@ def leaving() -> Iterator[None]:
     except typer.Exit as exc:
         code = exc.exit_code
     except KeyboardInterrupt:
-        typer.echo("miniagent: interrupted (the session goes on on the cluster)", err=True)
+        typer.echo("miniagent: interrupted (the session continues on the cluster)", err=True)
         code = 130
     exit_now(code)
 
@@ -75,7 +80,7 @@ async def _call(work: Callable[[], Awaitable[T]]) -> T:
 
 
 async def _sessions(address: str, task_queue: str = "miniagent") -> Any:
-    from miniagent.durable import TemporalSessions, connect
+    from miniagent.temporal import TemporalSessions, connect
 
     return TemporalSessions(await connect(address), task_queue)
 
@@ -116,7 +121,7 @@ def worker(
 
 
 async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any]) -> None:
-    from miniagent.durable import connect, session_worker
+    from miniagent.temporal import connect, session_worker
 
     client = await connect(address)
     serving = await session_worker(client, task_queue=task_queue, model=llm, sources=sources)
@@ -131,15 +136,13 @@ async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any]) ->
             await source.aclose()
 
 
-# -- miniagent run --temporal -------------------------------------------------------------
+# -- miniagent run --temporal, sessions resume --temporal ---------------------------------
 
 def run_remote(question: str, config: RunConfig, address: str, task_queue: str, *,
-               as_json: bool, detach: bool) -> NoReturn:
-    """Start a session on the cluster and follow its trace until it ends (or, with
-    ``detach``, until it waits for a person)."""
-    from miniagent.durable import AgentSettings
-    from miniagent.runtime.compress import Compression
-
+               as_json: bool, detach: bool, verbose: bool, observe: dict[str, Any]
+               ) -> NoReturn:
+    """``miniagent run`` on the cluster: the same agent, display, trace and result as in
+    process; the model and tools are the workers'."""
     for given, flag in ((config.tools, "--tools"), (config.mcp or config.mcp_urls, "--mcp")):
         if given:
             typer.echo(f"miniagent: warning: {flag} is ignored with --temporal: the workers' "
@@ -147,95 +150,45 @@ def run_remote(question: str, config: RunConfig, address: str, task_queue: str, 
     if config.stream:
         typer.echo("miniagent: warning: --stream is ignored with --temporal: the workers' model "
                    "settings are used", err=True)
+    interactive = asks_in_terminal(detach=detach, as_json=as_json)
     with leaving():
-        compression = None if config.compress_at is None else Compression.of(
-            config.compress_at, keep_last=config.keep_last, mode=config.compress)
-        settings = AgentSettings(
-            tool_mode=None if config.mode == "auto" else config.mode,  # type: ignore[arg-type]
-            max_steps=config.max_steps, timeout=config.timeout, grammar=config.grammar,
-            max_tokens=config.max_tokens or 1024, tool_selection=config.max_tools,
-            compression=compression, tool_choice=config.tool_choice)
-        code = _run(lambda: _follow(question, settings, address, task_queue,
-                                    as_json=as_json, detach=detach))
-        raise typer.Exit(code)
+        result = _run(lambda: _remote(address, task_queue, config, interactive, as_json,
+                                      verbose, observe,
+                                      lambda agent, tracker: agent.arun(
+                                          question, metadata=config.metadata(),
+                                          on_event=tracker)))
+        finish(result, as_json=as_json, temporal=address)
+    exit_now(0)  # not reached: leaving() exits
 
 
-async def _follow(question: str, settings: Any, address: str, task_queue: str, *,
-                  as_json: bool, detach: bool) -> int:
-    from miniagent.cli.display import result_to_json
-
-    sessions = await _sessions(address, task_queue)
-    session_id = await sessions.start(question, settings)
-    console = terminal()
-    if not as_json:
-        console.print(f"[dim]session {markup(session_id)} on {markup(address)} (task queue "
-                      f"{markup(task_queue)})[/dim]")
-    shown: dict[int, set[Any]] = {}
-    asked: set[str] = set()
-    while True:
-        progress = await sessions.progress(session_id, max(1, max(shown, default=1)))
-        view = progress.view
-        if not as_json:
-            show_steps(console, progress.steps, shown)
-            _ask(console, view, address, asked)
-        if view.status == "awaiting_approval" and detach:
-            if as_json:
-                echo_json({"session_id": session_id, "status": view.status,
-                           "pending": [p.__dict__ for p in view.pending]})
-            return EXIT_CODES["awaiting_approval"]
-        if view.status != "running" and view.status != "awaiting_approval":
-            break
-        await asyncio.sleep(POLL_SECONDS)
-    result = await sessions.result(session_id)
-    if as_json:
-        echo_json(result_to_json(result))
-    else:
-        style = "green" if result.status == "completed" else "red"
-        console.print(f"[bold {style}]{markup(result.status, 40)}[/bold {style}]: "
-                      f"{markup(result.reason)}")
-    return EXIT_CODES.get(result.status, 1)
+def resume_remote(session_id: str, address: str, task_queue: str, *, as_json: bool,
+                  detach: bool, verbose: bool, observe: dict[str, Any]) -> NoReturn:
+    """``sessions resume --temporal``: follow the session until it ends or waits again."""
+    interactive = asks_in_terminal(detach=detach, as_json=as_json)
+    with leaving():
+        result = _run(lambda: _remote(address, task_queue, RunConfig(), interactive, as_json,
+                                      verbose, observe,
+                                      lambda agent, tracker: agent.aresume(
+                                          session_id, on_event=tracker)))
+        finish(result, as_json=as_json, temporal=address)
+    exit_now(0)  # not reached: leaving() exits
 
 
-def _ask(console: Console, view: Any, address: str, asked: set[str]) -> None:
-    for item in view.pending:
-        if item.call_id in asked:
-            continue
-        asked.add(item.call_id)
-        args = json.dumps(item.arguments, ensure_ascii=False)
-        console.print(f"[bold magenta]Approval needed[/bold magenta]: {markup(item.tool, 200)} "
-                      f"{markup(args, 2000)} [dim](call {markup(item.call_id, 100)})[/dim]\n"
-                      f"  approve: miniagent sessions approve {markup(view.session_id)} "
-                      f"{markup(item.call_id, 100)} --temporal {markup(address)}\n"
-                      f"  deny:    miniagent sessions deny {markup(view.session_id)} "
-                      f"{markup(item.call_id, 100)} --temporal {markup(address)}")
+async def _remote(address: str, task_queue: str, config: RunConfig, interactive: bool,
+                  as_json: bool, verbose: bool, observe: dict[str, Any],
+                  work: Callable[[Any, SessionTracker], Awaitable[RunResult]]) -> RunResult:
+    from miniagent.cli.build import temporal_agent
+    from miniagent.temporal import connect
 
-
-def show_steps(console: Console, steps: list[Step], shown: dict[int, set[Any]]) -> None:
-    """Print what is new in ``steps`` (``shown`` remembers what was printed)."""
-    for step in steps:
-        seen = shown.setdefault(step.index, set())
-        if "head" not in seen:
-            seen.add("head")
-            console.rule(f"step {step.index}", style="dim")
-            if step.thought:
-                console.print(f"[italic cyan]Thought:[/italic cyan] {markup(step.thought)}")
-        for record in step.calls:
-            if ("call", record.call.id) not in seen:
-                seen.add(("call", record.call.id))
-                args = json.dumps(record.call.arguments, ensure_ascii=False)
-                console.print(f"[bold yellow]Action[/bold yellow] "
-                              f"{markup(record.call.name, 200)} {markup(args)}")
-            if record.observation is not None and ("obs", record.call.id) not in seen:
-                seen.add(("obs", record.call.id))
-                style = "red" if record.observation.is_error else "green"
-                console.print(f"[{style}]Observation:[/{style}] "
-                              f"{markup(record.observation.output)}")
-        if step.error and "error" not in seen:
-            seen.add("error")
-            console.print(f"[red]Unparseable output:[/red] {markup(step.error)}")
-        if step.final_answer is not None and "final" not in seen:
-            seen.add("final")
-            console.print(f"[bold green]Final Answer:[/bold green] {markup(step.final_answer)}")
+    agent = temporal_agent(config, await connect(address), task_queue, interactive=interactive)
+    show_progress(agent, as_json=as_json, verbose=verbose)
+    tracker = SessionTracker()
+    with observing(agent, **observe):
+        result = await work(agent, tracker)
+    if not as_json and tracker.session_id:
+        terminal().print(f"[dim]session {markup(tracker.session_id)} on {markup(address)} "
+                         f"(task queue {markup(task_queue)})[/dim]")
+    return result
 
 
 # -- miniagent sessions ... --temporal ------------------------------------------------------
@@ -283,8 +236,9 @@ def decide_remote(address: str, session_id: str, call_id: str | None, approved: 
     with leaving():
         decided = _run(lambda: _decide(address, session_id, call_id, approved, reason))
         state = "approved" if approved else "denied"
-        typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; it goes on "
-                           "on the cluster"))
+        typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; it "
+                           "continues on the cluster (follow it: miniagent sessions resume "
+                           f"{session_id} --temporal {address})"))
 
     exit_now(0)  # not reached: leaving() exits
 
@@ -295,12 +249,15 @@ async def _decide(address: str, session_id: str, call_id: str | None, approved: 
     return decided
 
 
-def cancel_remote(address: str, session_id: str) -> NoReturn:
+def cancel_remote(address: str, session_id: str, reason: str) -> NoReturn:
     with leaving():
-        _run(lambda: _cancel(address, session_id))
-        typer.echo(visible(f"cancelling session {session_id} on the cluster"))
+        how = _run(lambda: _cancel(address, session_id, reason))
+        typer.echo(visible(f"cancelled session {session_id} on the cluster" if how == "cancelling"
+                           else f"terminated session {session_id}: no worker polls its task "
+                           "queue, so nothing could record the cancellation"))
 
     exit_now(0)  # not reached: leaving() exits
 
-async def _cancel(address: str, session_id: str) -> None:
-    await (await _sessions(address)).cancel(session_id)
+async def _cancel(address: str, session_id: str, reason: str) -> str:
+    how: str = await (await _sessions(address)).cancel(session_id, reason)
+    return how

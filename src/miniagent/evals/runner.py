@@ -143,7 +143,9 @@ async def _run_one(task: EvalTask, mode: str, repeat: int, model: Model, tools: 
     try:
         result = await agent.arun(task.input, metadata={"eval": key})
     finally:
-        await agent.tools.aclose()  # the model stays open for the mode's other runs
+        # the tool sources close; the model stays open for the mode's other runs
+        await asyncio.gather(*(source.aclose() for source in agent.sources),
+                             return_exceptions=True)
         if agent.tracer is not None:
             agent.tracer.close()
     wall = time.perf_counter() - started

@@ -23,19 +23,13 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from miniagent.errors import ToolDefinitionError, ToolError
-from miniagent.mcp.config import (
-    ServerConfig,
-    ToolRule,
-    exposed_name,
-    first_rule,
-    is_offered,
-    name_digest,
-)
+from miniagent.mcp.config import ServerConfig
 from miniagent.mcp.connection import Connection
 from miniagent.mcp.results import result_text
-from miniagent.tool_context import current_context
+from miniagent.tool_context import ToolContext, current_context
 from miniagent.tools.registry import ApprovalRule, Tool
 from miniagent.tools.runner import describe
+from miniagent.tools.wrappers import ToolRule, exposed_name, first_rule, is_offered, name_digest
 from miniagent.types import Observation, ToolCall
 
 __all__ = ["MCPServer", "ToolRule"]
@@ -164,8 +158,9 @@ class MCPServer:
         self._tools = self._build_tools(listed)
         return list(self._tools)
 
-    async def call_tool(self, call: ToolCall) -> Observation:
-        """Run one call of a listed tool; failures are error observations."""
+    async def call_tool(self, call: ToolCall, context: ToolContext | None = None
+                        ) -> Observation:
+        """Run one validated call of a listed tool; failures are error observations."""
         server_name = self._server_names.get(call.name)
         if server_name is None:
             return Observation(call_id=call.id, tool_name=call.name, is_error=True,

@@ -1,4 +1,5 @@
-"""What an MCP server is (a command or a URL) and the rules for its tools.
+"""What an MCP server is (a command or a URL); the rules for its tools are the generic ones of
+:mod:`miniagent.tools.wrappers` (``ToolRule``, prefix, allow/deny).
 
 :class:`ServerConfig` is plain data. :meth:`ServerConfig.record` is the form a session keeps
 for resuming: it never holds header values (bearer tokens) and never the environment given to
@@ -8,41 +9,13 @@ a command, only their names, so no secret reaches a checkpoint or a log.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
-import hashlib
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from miniagent.errors import ConfigError
-from miniagent.tools.registry import ApprovalRule
+from miniagent.tools.wrappers import ToolRule, check_prefix
 
-__all__ = ["ServerConfig", "ToolRule", "exposed_name", "first_rule", "is_offered"]
-
-_VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
-
-
-@dataclasses.dataclass(kw_only=True, frozen=True)
-class ToolRule:
-    """Options for the MCP tools whose (server-side) name matches a pattern.
-
-    Fields left ``None`` keep the server's defaults: no approval, idempotent when the server
-    annotates the tool read-only or idempotent, the server's ``call_timeout``.
-
-    Attributes:
-        requires_approval: ``True``, or a predicate on the arguments dict.
-        idempotent: safe to run again after a crash left a call's outcome unknown.
-        timeout: seconds one call may take.
-    """
-
-    requires_approval: ApprovalRule | None = None
-    idempotent: bool | None = None
-    timeout: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.timeout is not None and not self.timeout > 0:
-            raise ConfigError(f"ToolRule timeout must be positive, got {self.timeout!r}")
+__all__ = ["ServerConfig", "ToolRule"]
 
 
 @dataclasses.dataclass(kw_only=True, frozen=True)
@@ -72,9 +45,8 @@ class ServerConfig:
         for label in ("connect_timeout", "call_timeout"):
             if not getattr(self, label) > 0:
                 raise ConfigError(f"MCP {label} must be positive, got {getattr(self, label)!r}")
-        if self.prefix is not None and not _VALID_NAME.match(self.prefix):
-            raise ConfigError(f"MCP tool prefix {self.prefix!r} may only hold letters, digits, "
-                              "'_' and '-'")
+        if self.prefix is not None:
+            check_prefix(self.prefix)
 
     @property
     def label(self) -> str:
@@ -113,36 +85,3 @@ class ServerConfig:
         if values.get("allow") is not None:
             values["allow"] = tuple(values["allow"])
         return cls(**values, headers=headers, env=env)
-
-
-def is_offered(name: str, allow: Sequence[str] | None, deny: Sequence[str]) -> bool:
-    """Whether a server tool passes the filters (``fnmatch`` patterns on its own name)."""
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in deny):
-        return False
-    return allow is None or any(fnmatch.fnmatchcase(name, pattern) for pattern in allow)
-
-
-def first_rule(name: str, rules: Mapping[str, ToolRule]) -> ToolRule:
-    """The first rule whose pattern matches ``name`` (exact names are patterns too)."""
-    for pattern, rule in rules.items():
-        if fnmatch.fnmatchcase(name, pattern):
-            return rule
-    return ToolRule()
-
-
-def exposed_name(name: str, prefix: str | None) -> str:
-    """The name the model sees: ``prefix_name``, within ``^[a-zA-Z0-9_-]{1,64}$``.
-
-    Characters outside that set become ``_``; a name too long is cut and given a short hash
-    of the original, so two long names stay apart.
-    """
-    full = f"{prefix}_{name}" if prefix else name
-    clean = _INVALID_CHARS.sub("_", full) or "tool"
-    if len(clean) <= 64:
-        return clean
-    return f"{clean[:55]}_{name_digest(full)}"
-
-
-def name_digest(name: str) -> str:
-    """Eight hex digits that tell two names apart."""
-    return hashlib.sha256(name.encode()).hexdigest()[:8]

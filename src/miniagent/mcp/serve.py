@@ -22,7 +22,7 @@ from typing import Any
 
 from miniagent.mcp.client import IDEMPOTENCY_META
 from miniagent.mcp.connection import sdk
-from miniagent.tool_context import ToolContext, using_context
+from miniagent.tool_context import ToolContext
 from miniagent.tools.registry import Tool, ToolRegistry
 from miniagent.types import ToolCall
 
@@ -65,8 +65,7 @@ def build_server(registry: ToolRegistry, *, name: str = "miniagent") -> Any:
                         arguments=dict(params.arguments or {}))
         context = ToolContext(session_id=session, call_id=call.id, tool=call.name, step=number,
                               idempotency_key=_client_key(params) or f"{session}:{call.id}")
-        with using_context(context):
-            observation = await run_tools.execute(call)
+        observation = await run_tools.execute(call, context)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=observation.output)],
             is_error=observation.is_error)

@@ -9,6 +9,7 @@ protocol object (one per agent), never to a module.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from miniagent.errors import ModelError, ToolsNotSupported
 from miniagent.protocol.native import NativeProtocol
@@ -33,6 +34,13 @@ class AutoProtocol:
         self.native_tools = native_tools
         self.react = ReactProtocol(grammar=grammar, max_tokens=max_tokens)
         self.native = NativeProtocol()
+        self._options = {"native_tools": native_tools, "grammar": grammar,
+                         "max_tokens": max_tokens}
+
+    def options(self) -> dict[str, Any]:
+        """What rebuilds this protocol elsewhere: what was known at first, not what it learnt
+        since (see :mod:`miniagent.protocol.registry`)."""
+        return dict(self._options)
 
     def render(self, messages: Sequence[Message], tools: Sequence[ToolLike],
                instructions: str | None = None) -> ModelRequest:

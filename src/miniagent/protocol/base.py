@@ -3,7 +3,10 @@
 The step logic renders every request and reads every reply through one
 :class:`ActionProtocol`; it never knows which one. ``react`` (text, stop words, a grammar),
 ``native`` (the OpenAI ``tools`` field) and ``auto`` (native, falling back to react where the
-endpoint refuses tools) implement it; a new one plugs in with ``Agent(protocol=...)``.
+endpoint refuses tools) implement it; a new one plugs in with ``Agent(protocol=...)``, and is
+registered by name (:func:`~miniagent.protocol.registry.register_protocol`) to run on drivers
+that rebuild it elsewhere (a Temporal worker). A protocol with constructor options returns
+them from an ``options()`` method, so that it is rebuilt the same.
 """
 
 from __future__ import annotations

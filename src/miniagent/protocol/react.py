@@ -182,6 +182,10 @@ class ReactProtocol:
         # (instructions, [(name, description, copy of parameters)], prompt) of the last render
         self._last_prompt: tuple[str | None, list[tuple[str, str, Any]], str] | None = None
 
+    def options(self) -> dict[str, Any]:
+        """What rebuilds this protocol elsewhere (see :mod:`miniagent.protocol.registry`)."""
+        return {"grammar": self.grammar, "max_tokens": self.max_tokens}
+
     def render(
         self,
         messages: Sequence[Message],

@@ -1,12 +1,14 @@
 """The step logic: the one place where a step is decided.
 
 A session's ``phase`` says what comes next: ``model`` (render the history through the protocol,
-generate, parse, apply the guards, plan the calls) or ``tools`` (ask for decisions, run what may
-run, append the observations). Every effect goes through :class:`Effects`, which a driver
-supplies: the model call, a tool call, a checkpoint, the clock, new ids, waiting for a person,
-and event delivery. This module does no I/O of its own and reads no clock, so the same effect
-results give the same session, byte for byte: the in-process driver, a Temporal workflow and a
-test's fake all run this same code.
+generate, parse, apply the guards, plan the calls) or ``tools`` (run what may run, then append
+the observations or wait for a person). Each step ends with a typed next step (:data:`NextStep`:
+call tools, finish, retry after a format error, stop, wait for a person, ask the model again),
+which one table (:data:`_ACTIONS`) turns into what happens to the session. Every effect goes
+through the driver's :class:`~miniagent.runtime.effects.Effects`; this module does no I/O of its
+own and reads no clock, so the same effect results give the same session, byte for byte: the
+in-process driver, a Temporal workflow and a test's fake all run this same code, inside the one
+run shell of :mod:`miniagent.runtime.run`.
 
 A step's calls are recorded ``started`` (and checkpointed) before they run and ``completed``
 (and checkpointed) when each returns, so a resumed run never repeats a completed call.
@@ -16,245 +18,212 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
-from miniagent.errors import ModelError
+from miniagent.errors import ModelError, ToolInterrupted
 from miniagent.protocol import tool_choice
-from miniagent.protocol.base import ActionProtocol
-from miniagent.runtime import compress, incoming, subruns
+from miniagent.runtime import compress, incoming
 from miniagent.runtime import events as ev
-from miniagent.runtime.approvals import (
-    InterruptedPolicy,
-    apply_decision,
-    denial,
-    recover_interrupted,
-)
-from miniagent.runtime.guards import (
-    Limits,
-    LoopDetector,
-    cut_off,
-    too_many_calls,
-    truncate_observation,
-)
+from miniagent.runtime.approvals import apply_decision, denial, recover_interrupted
+from miniagent.runtime.calls import answered, record_outcome
+from miniagent.runtime.effects import Effects
+from miniagent.runtime.guards import LoopDetector, cut_off, too_many_calls, truncate_observation
 from miniagent.runtime.selection import offer, offered_only
-from miniagent.session import AgentSession
+from miniagent.runtime.spec import Rules
+from miniagent.runtime.subruns import relayed_decision
+from miniagent.session import FINAL, AgentSession
 from miniagent.tool_context import ToolContext
 from miniagent.types import (
     CallRecord,
-    Decision,
     Message,
     ModelRequest,
     ModelResponse,
-    Observation,
     ParsedOutput,
     PendingApproval,
     RunResult,
     SessionStatus,
     Step,
-    ToolCall,
     ToolLike,
 )
 
-
-class Effects(Protocol):
-    """Everything the step logic cannot do itself; a driver implements it."""
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        """One model call; raises ModelError when the transport fails after its retries."""
-        ...
-
-    async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
-        """Run one validated call of a registered tool, with ``context`` installed for
-        :func:`~miniagent.tool_context.tool_context`; never raises."""
-        ...
-
-    async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
-        """Save the session (or nothing, where history is the checkpoint). With ``call``, what
-        changed since the last checkpoint is that one call's completion."""
-        ...
-
-    async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
-        """Decisions for some of these calls, by call id; the others keep waiting."""
-        ...
-
-    def now(self) -> float:
-        """The time, in seconds since the epoch."""
-        ...
-
-    def new_id(self) -> str:
-        """A fresh id (hex), unique within the session."""
-        ...
-
-    @property
-    def observed(self) -> bool:
-        """Whether anyone receives events (when not, none is built)."""
-        ...
-
-    def emit(self, event: ev.Event) -> None:
-        """Deliver an event to subscribers; must not block."""
-        ...
+__all__ = ["CallTools", "Finish", "NextStep", "RetryFormat", "StepLogic", "Stop", "ToModel",
+           "WaitForPerson"]
 
 
-class ToolCatalog(Protocol):
-    """What the step logic needs to know of the tools a run may call."""
+# -- how a step ends ------------------------------------------------------------------------
 
-    @property
-    def names(self) -> list[str]: ...
-
-    def listed(self) -> Sequence[ToolLike]:
-        """The tools offered to the model, in order."""
-        ...
-
-    def needs_approval(self, call: ToolCall) -> bool: ...
-
-    def is_idempotent(self, name: str) -> bool: ...
+@dataclass(frozen=True, slots=True)
+class CallTools:
+    """The reply's calls are recorded: run them (the tools phase)."""
 
 
-@dataclasses.dataclass(kw_only=True)
-class Rules:
-    """The agent's configuration as the step logic reads it."""
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The model gave its final answer."""
 
-    protocol: ActionProtocol
-    tools: ToolCatalog
-    limits: Limits
-    instructions: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    on_interrupted: InterruptedPolicy = "ask"
-    compression: compress.Compression | None = None
-    tool_selection: int | None = None
-    """Offer each request only this many tools, the most relevant (see runtime/selection.py)."""
-    tool_choice: str | None = None
-    """auto, required, none or a tool's name (see :mod:`miniagent.protocol.tool_choice`)."""
+    answer: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetryFormat:
+    """The reply was neither an action nor an answer: restate the format to the model."""
+
+    parsed: ParsedOutput
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """A guard ends the run (max steps, token budget, a loop)."""
+
+    status: SessionStatus
+    reason: str
+    guard: ev.GuardName
+    call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPerson:
+    """Calls wait for a person's decision."""
+
+    pending: list[PendingApproval]
+
+
+@dataclass(frozen=True, slots=True)
+class ToModel:
+    """Every call has its observation: the model's turn."""
+
+
+NextStep = CallTools | Finish | RetryFormat | Stop | WaitForPerson | ToModel
 
 
 class StepLogic:
     """Steps one run of a session; a new instance per run (it holds the run's spans)."""
 
     def __init__(self, rules: Rules, effects: Effects) -> None:
-        self.rules, self.fx = rules, effects
-        self._run_span = effects.new_id()
+        self.rules, self.spec, self.effects = rules, rules.spec, effects
+        self.run_span = effects.new_id()
         self._step_spans: dict[int, str] = {}
         self._started = effects.now()
+        self._detector: LoopDetector | None = None
 
     async def run(self, session: AgentSession) -> None:
         """Step ``session`` until its run stops (its status is no longer ``running``)."""
-        rules = self.rules
-        detector = LoopDetector.replaying(session.steps, rules.limits.repeat_limit)
-        recover_interrupted(session, rules.tools.is_idempotent, rules.on_interrupted,
-                            at=self.fx.now())
-        self._emit(ev.RunStarted, session, span=self._run_span, parent=None,
+        self._detector = LoopDetector.replaying(session.steps, self.spec.limits.repeat_limit)
+        self._recover(session)
+        self._emit(ev.RunStarted, session, span=self.run_span, parent=None,
                    question=session.question)
-        try:
-            while not session.done:
+        while not session.done:
+            try:
                 if session.phase == "tools":
-                    await self.tools_step(session)
+                    next_step = await self.tools_step(session)
                 else:
-                    await self.model_step(session, detector)
-        except ModelError as exc:
-            self.stop(session, "error", f"model request failed: {exc}")
+                    next_step = await self.model_step(session)
+            except ToolInterrupted:  # its worker died: as after a crash, by the call's policy
+                self._recover(session)
+                continue
+            await _ACTIONS[type(next_step)](self, session, next_step)
 
     def stop(self, session: AgentSession, status: SessionStatus, reason: str) -> None:
         """End the run from outside a step (deadline, store failure, a bug of ours)."""
-        session.finish(status, reason, at=self.fx.now())
+        session.finish(status, reason, at=self.effects.now())
+
+    def cancel(self, session: AgentSession, reason: str) -> None:
+        """End the session for good (a person cancelled it), even while it waits."""
+        if session.status not in FINAL:
+            session.transition("cancelled", reason, at=self.effects.now())
 
     def settle(self, session: AgentSession) -> None:
-        """Account the run's time; the driver's last checkpoint comes after this."""
-        session.elapsed += self.fx.now() - self._started
-        session.updated_at = self.fx.now()
+        """Account the run's time; the last checkpoint comes after this."""
+        session.elapsed += self.effects.now() - self._started
+        session.updated_at = self.effects.now()
 
     def finished(self, session: AgentSession) -> RunResult:
         """The run's result, announced to subscribers."""
         result = session.result()
-        self._emit(ev.RunFinished, session, span=self._run_span, parent=None, result=result)
+        self._emit(ev.RunFinished, session, span=self.run_span, parent=None, result=result)
         return result
+
+    def _recover(self, session: AgentSession) -> None:
+        recover_interrupted(session, self.rules.tools.is_idempotent, self.spec.on_interrupted,
+                            at=self.effects.now())
 
     # -- the model phase ------------------------------------------------------------------
 
-    async def model_step(self, session: AgentSession, detector: LoopDetector) -> None:
+    async def model_step(self, session: AgentSession) -> NextStep:
         """One model call and what follows from it."""
-        if self._limit_reached(session):
-            return
+        limit = self._limit_reached(session)
+        if limit is not None:
+            return limit
         index = len(session.steps) + 1
-        span = self._step_spans[index] = self.fx.new_id()
-        self._emit(ev.StepStarted, session, span=span, parent=self._run_span, step=index)
-        if self.rules.compression is not None:
-            done = await compress.compact(session, self.rules.compression, self.fx.generate,
-                                          step=index, now=self.fx.now)
+        span = self._step_spans[index] = self.effects.new_id()
+        self._emit(ev.StepStarted, session, span=span, parent=self.run_span, step=index)
+        if self.spec.compression is not None:
+            done = await compress.compact(session, self.spec.compression,
+                                          self.effects.generate, step=index,
+                                          now=self.effects.now)
             if done is not None:
-                self._emit(ev.ContextCompacted, session, span=self.fx.new_id(), parent=span,
-                           step=index, compaction=done)
+                self._emit(ev.ContextCompacted, session, span=self.effects.new_id(),
+                           parent=span, step=index, compaction=done)
                 await self._checkpoint(session)
-        tools, offered = offer(self.rules.tools.listed(), self.rules.tool_selection,
-                               session.messages, session.steps, pinned=self.rules.tool_choice)
+        tools, offered = offer(self.rules.tools.listed(), self.spec.tool_selection,
+                               session.messages, session.steps, pinned=self.spec.tool_choice)
         response, parsed, elapsed = await self._generate(session, index, tools)
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
                     usage=response.usage, model_time=elapsed, offered_tools=offered)
         session.steps.append(step)
         session.usage = session.usage + response.usage
         if parsed.kind == "final":
-            session.messages.append(Message(role="assistant", content=parsed.text))
-            step.final_answer = parsed.final_answer
-            session.finish("completed", "the model gave a final answer", parsed.final_answer,
-                           at=self.fx.now())
-        elif parsed.kind == "action":
-            self._plan(session, step, parsed, detector, response)
-            if not session.done:
-                session.phase = "tools"
-                return  # the tools phase checkpoints once the calls are marked started
-        else:
-            self._reject(session, step, parsed)
-        self._end_step(session, index)
-        await self._checkpoint(session)
+            return Finish(answer=parsed.final_answer or "", text=parsed.text)
+        if parsed.kind == "action":
+            return self._plan(session, step, parsed, response)
+        return RetryFormat(parsed=parsed)
 
-    def _limit_reached(self, session: AgentSession) -> bool:
-        limits, used = self.rules.limits, session.usage.total_tokens
+    def _limit_reached(self, session: AgentSession) -> Stop | None:
+        limits, used = self.spec.limits, session.usage.total_tokens
         if len(session.steps) >= limits.max_steps:
-            self.stop(session, "max_steps", f"no final answer after max_steps={limits.max_steps}")
-            self._guard(session, 0, "max_steps", session.reason)
-        elif limits.token_budget is not None and used >= limits.token_budget:
-            self.stop(session, "budget_exceeded",
-                      f"used {used:,} tokens of a budget of {limits.token_budget:,}")
-            self._guard(session, 0, "token_budget", session.reason)
-        return session.done
+            return Stop(status="max_steps", guard="max_steps",
+                        reason=f"no final answer after max_steps={limits.max_steps}")
+        if limits.token_budget is not None and used >= limits.token_budget:
+            return Stop(status="budget_exceeded", guard="token_budget",
+                        reason=f"used {used:,} tokens of a budget of {limits.token_budget:,}")
+        return None
 
     async def _generate(self, session: AgentSession, index: int, tools: Sequence[ToolLike]
                         ) -> tuple[ModelResponse, ParsedOutput, float]:
         """Render, call the model (once more if the protocol can recover), parse."""
-        rules, step_span = self.rules, self._step_spans[index]
+        protocol, step_span = self.rules.protocol, self._step_spans[index]
         history = compress.history(session)
-        choice = tool_choice.for_step(rules.tool_choice, session.steps)
-        request = self._settings(rules.protocol.render(history, tools, rules.instructions),
-                                 choice)
-        span, started = self.fx.new_id(), self.fx.now()
+        choice = tool_choice.for_step(self.spec.tool_choice, session.steps)
+        request = self._settings(protocol.render(history, tools, self.spec.instructions), choice)
+        span, started = self.effects.new_id(), self.effects.now()
         retried: ModelRequest | None = None
         self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
                    request=request)
         try:
             try:
-                response = incoming.response(await self.fx.generate(request))
+                response = incoming.response(await self.effects.generate(request))
             except ModelError as exc:
-                retry = rules.protocol.recover(exc, request, history, tools,
-                                               rules.instructions)
+                retry = protocol.recover(exc, request, history, tools, self.spec.instructions)
                 if retry is None:
                     raise
                 request = retried = self._settings(retry, choice)
-                response = incoming.response(await self.fx.generate(request))
+                response = incoming.response(await self.effects.generate(request))
         except ModelError as exc:
             self._emit(ev.ModelFailed, session, span=span, parent=step_span, step=index,
-                       error=str(exc), elapsed=self.fx.now() - started,
+                       error=str(exc), elapsed=self.effects.now() - started,
                        error_type=type(exc).__name__)
             raise
-        elapsed = self.fx.now() - started
-        parsed = self._with_ids(tool_choice.enforce(rules.protocol.parse(response, request),
-                                                    choice), session)
+        elapsed = self.effects.now() - started
+        parsed = self._with_ids(tool_choice.enforce(protocol.parse(response, request), choice),
+                                session)
         self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
                    response=response, parsed=parsed, elapsed=elapsed, retried=retried)
         return response, parsed, elapsed
 
     def _settings(self, request: ModelRequest, choice: str | None) -> ModelRequest:
-        request.temperature, request.max_tokens = self.rules.temperature, self.rules.max_tokens
+        request.temperature, request.max_tokens = self.spec.temperature, self.spec.max_tokens
         return tool_choice.constrain(request, choice, self.rules.tools.listed())
 
     def _with_ids(self, parsed: ParsedOutput, session: AgentSession) -> ParsedOutput:
@@ -269,72 +238,53 @@ class StepLogic:
         calls = []
         for call in parsed.tool_calls:
             if not call.id or call.id in used:
-                call = dataclasses.replace(call, id=f"call_{self.fx.new_id()}")
+                call = dataclasses.replace(call, id=f"call_{self.effects.new_id()}")
             used.add(call.id)
             calls.append(call)
         parsed.tool_calls = calls
         return parsed
 
     def _plan(self, session: AgentSession, step: Step, parsed: ParsedOutput,
-              detector: LoopDetector, response: ModelResponse) -> None:
+              response: ModelResponse) -> NextStep:
         """Record the step's calls: ready, waiting for approval, or answered without running
-        (cut off, or repeated: an intervention).
-
-        Calls beyond the per-step limit are dropped (the model is told with the observations).
-        """
-        limit = self.rules.limits.max_calls_per_step
+        (cut off, or repeated: an intervention). Calls beyond the per-step limit are dropped
+        (the model is told with the observations)."""
+        limit, now = self.spec.limits.max_calls_per_step, self.effects.now()
         if len(parsed.tool_calls) > limit:
             step.dropped_calls = len(parsed.tool_calls) - limit
             parsed.tool_calls = parsed.tool_calls[:limit]
-            self._guard(session, step.index, "call_limit", f"{step.dropped_calls} of "
-                        f"{limit + step.dropped_calls} calls dropped (limit {limit} per step)")
+            self._report(session, step.index, "call_limit", f"{step.dropped_calls} of "
+                         f"{limit + step.dropped_calls} calls dropped (limit {limit} per step)")
         session.messages.append(Message(role="assistant", content=parsed.text,
                                         tool_calls=parsed.tool_calls, reasoning=parsed.reasoning))
+        assert self._detector is not None
         for call in parsed.tool_calls:
-            verdict = detector.check(call)  # a call cut off the same way again counts too
+            verdict = self._detector.check(call)  # a call cut off the same way again counts too
             if verdict == "stop":
-                self.stop(session, "loop_detected", f"'{call.name}' was repeated with the same "
-                          "arguments after an intervention")
-                self._guard(session, step.index, "loop_stop", session.reason, call.id)
-                return
-            record = CallRecord(call=call)
-            refused = cut_off(call, response, self.rules.max_tokens)
+                return Stop(status="loop_detected", guard="loop_stop", call_id=call.id,
+                            reason=f"'{call.name}' was repeated with the same arguments after "
+                                   "an intervention")
+            refused = cut_off(call, response, self.spec.max_tokens)
             if refused is not None:
-                record = self._answered(call, refused, "cut off: not run")
-                self._guard(session, step.index, "cut_off", refused, call.id)
+                record = answered(call, refused, "cut off: not run", at=now)
+                self._report(session, step.index, "cut_off", refused, call.id)
             elif verdict == "intervene":
-                text = LoopDetector.intervention(call, self.rules.limits.repeat_limit)
-                record = self._answered(call, text, "repeated: answered with an intervention")
-                self._guard(session, step.index, "repeat", text, call.id)
-            elif self.rules.tools.needs_approval(call):
-                record.note = f"'{call.name}' needs approval"
-                record.move("awaiting_approval", record.note, self.fx.now())
+                text = LoopDetector.intervention(call, self.spec.limits.repeat_limit)
+                record = answered(call, text, "repeated: answered with an intervention", at=now)
+                self._report(session, step.index, "repeat", text, call.id)
+            else:
+                record = CallRecord(call=call)
+                if self.rules.tools.needs_approval(call):
+                    record.note = f"'{call.name}' needs approval"
+                    record.move("awaiting_approval", record.note, now)
             step.calls.append(record)
-
-    def _answered(self, call: ToolCall, text: str, reason: str) -> CallRecord:
-        """A call that is not run: completed at once, its observation the error ``text``."""
-        record = CallRecord(call=call, observation=Observation(
-            call_id=call.id, tool_name=call.name, output=text, is_error=True))
-        record.move("completed", reason, self.fx.now())
-        return record
-
-    def _reject(self, session: AgentSession, step: Step, parsed: ParsedOutput) -> None:
-        """Output that is neither an action nor an answer: tell the model the exact format."""
-        step.error = parsed.error or "unparseable output"
-        self._guard(session, step.index, "format_error", step.error)
-        if parsed.text:
-            session.messages.append(Message(role="assistant", content=parsed.text))
-        note = self.rules.protocol.format_error(
-            step.error, offered_only(self.rules.tools.listed(), step.offered_tools))
-        session.messages.append(Message(role="user", content=note))
+        return CallTools()
 
     # -- the tools phase ------------------------------------------------------------------
 
-    async def tools_step(self, session: AgentSession) -> None:
-        """Run what may run, then append the observations or wait for a person."""
-        step = session.steps[-1]
-        await self._ask(session, step)
-        now = self.fx.now()
+    async def tools_step(self, session: AgentSession) -> NextStep:
+        """Run what may run; then every call has its observation, or some wait for a person."""
+        step, now = session.steps[-1], self.effects.now()
         for record in step.calls:
             if record.state == "denied":
                 record.observation = denial(record)
@@ -347,46 +297,17 @@ class StepLogic:
         await self._execute_all(session, step, runnable)
         waiting = [r for r in step.calls if r.state == "awaiting_approval"]
         if waiting:
-            names = ", ".join(f"{r.call.name} ({r.call.id})" for r in waiting)
-            session.transition("awaiting_approval", f"waiting for approval of {names}",
-                               at=self.fx.now())
-        else:
-            self._append_observations(session, step)
-            session.phase = "model"
-            self._end_step(session, step.index)
-        await self._checkpoint(session)
-
-    def _append_observations(self, session: AgentSession, step: Step) -> None:
-        notice = too_many_calls(len(step.calls) + step.dropped_calls,
-                                len(step.calls)) if step.dropped_calls else ""
-        for position, record in enumerate(step.calls, 1):
-            assert record.observation is not None
-            text = record.observation.output + (notice if position == len(step.calls) else "")
-            session.messages.append(Message(role="tool", content=text,
-                                            tool_call_id=record.call.id, name=record.call.name))
-
-    async def _ask(self, session: AgentSession, step: Step) -> None:
-        waiting = [r for r in step.calls if r.state == "awaiting_approval"]
-        if not waiting:
-            return
-        await self._checkpoint(session)  # a person may take long, or interrupt the process
-        pending = [PendingApproval.of(r) for r in waiting]
-        self._emit(ev.ApprovalRequested, session, span=self._step_span(step.index),
-                   parent=self._run_span, step=step.index, pending=pending)
-        decisions = await self.fx.wait_for_decision(pending)
-        for record in waiting:
-            decision = decisions.get(record.call.id)
-            if decision is not None:
-                apply_decision(record, decision.approved, decision.reason, at=self.fx.now())
+            return WaitForPerson(pending=[PendingApproval.of(r) for r in waiting])
+        return ToModel()
 
     async def _execute_all(self, session: AgentSession, step: Step,
                            runnable: list[CallRecord]) -> None:
-        """Run the calls, at most ``tool_concurrency`` at a time; a failed checkpoint surfaces
-        only once every call has finished."""
+        """Run the calls, at most ``tool_concurrency`` at a time; a failed checkpoint (or an
+        interrupted call) surfaces only once every call has finished."""
         if len(runnable) == 1:
             await self._execute(session, step, runnable[0], None)
             return
-        limit = self.rules.limits.tool_concurrency
+        limit = self.spec.limits.tool_concurrency
         slots = asyncio.Semaphore(limit) if len(runnable) > limit else None
         outcomes = await asyncio.gather(
             *(self._execute(session, step, r, slots) for r in runnable), return_exceptions=True)
@@ -396,7 +317,7 @@ class StepLogic:
 
     async def _execute(self, session: AgentSession, step: Step, record: CallRecord,
                        slots: asyncio.Semaphore | None) -> None:
-        span, parent = self.fx.new_id(), self._step_span(step.index)
+        span, parent = self.effects.new_id(), self._step_span(step.index)
         if slots is not None:
             await slots.acquire()  # the start event fires when the call really starts
         try:
@@ -404,54 +325,133 @@ class StepLogic:
                        call=record.call)
             context = ToolContext.for_call(session.id, record.call.id, record.call.name,
                                            step.index, session.metadata,
-                                           decision=subruns.relayed_decision(record))
-            observation = incoming.observation(await self.fx.run_tool(record.call, context))
+                                           decision=relayed_decision(record))
+            observation = incoming.observation(await self.effects.run_tool(record.call,
+                                                                           context))
         finally:
             if slots is not None:
                 slots.release()
-        full = len(observation.output)
-        observation.output = truncate_observation(
-            observation.output, self.rules.limits.max_observation_chars)
+        full, limit = len(observation.output), self.spec.limits.max_observation_chars
+        observation.output = truncate_observation(observation.output, limit)
         if len(observation.output) != full:
-            self._guard(session, step.index, "truncated", f"observation of {full:,} characters "
-                        f"cut to {self.rules.limits.max_observation_chars:,}", record.call.id)
-        session.usage = subruns.settle(session.usage, record, observation, at=self.fx.now())
+            self._report(session, step.index, "truncated",
+                         f"observation of {full:,} characters cut to {limit:,}", record.call.id)
+        session.usage = record_outcome(session.usage, record, observation,
+                                       at=self.effects.now())
         step.tool_time = max(step.tool_time, observation.elapsed)
         # completed is on disk as soon as it is known (with a sub-run's usage: all of it)
         await self._checkpoint(session, None if observation.sub_run else record)
         self._emit(ev.ToolFinished, session, span=span, parent=parent, step=step.index,
                    call=record.call, observation=observation)
 
+    # -- what each next step does ---------------------------------------------------------
+
+    async def _finish(self, session: AgentSession, next_step: Finish) -> None:
+        step = session.steps[-1]
+        session.messages.append(Message(role="assistant", content=next_step.text))
+        step.final_answer = next_step.answer
+        session.finish("completed", "the model gave a final answer", next_step.answer,
+                       at=self.effects.now())
+        await self._end_step(session, step.index)
+
+    async def _call_tools(self, session: AgentSession, next_step: CallTools) -> None:
+        session.move_to("tools")  # the tools phase checkpoints once the calls are started
+
+    async def _retry_format(self, session: AgentSession, next_step: RetryFormat) -> None:
+        """Output that is neither an action nor an answer: tell the model the exact format."""
+        step, parsed = session.steps[-1], next_step.parsed
+        step.error = parsed.error or "unparseable output"
+        self._report(session, step.index, "format_error", step.error)
+        if parsed.text:
+            session.messages.append(Message(role="assistant", content=parsed.text))
+        note = self.rules.protocol.format_error(
+            step.error, offered_only(self.rules.tools.listed(), step.offered_tools))
+        session.messages.append(Message(role="user", content=note))
+        await self._end_step(session, step.index)
+
+    async def _stop(self, session: AgentSession, next_step: Stop) -> None:
+        """A guard ends the run: in the step it was found in (a loop), or before any step (a
+        limit; the run's last checkpoint follows)."""
+        self.stop(session, next_step.status, next_step.reason)
+        index = len(session.steps) if next_step.guard == "loop_stop" else 0
+        self._report(session, index, next_step.guard, next_step.reason, next_step.call_id)
+        if index:
+            await self._end_step(session, index)
+
+    async def _wait(self, session: AgentSession, next_step: WaitForPerson) -> None:
+        """The session waits for a person (saved so): the driver may bring decisions now (an
+        inline approver, a workflow's update); without all of them the run stops here."""
+        step, pending = session.steps[-1], next_step.pending
+        names = ", ".join(f"{p.tool} ({p.call_id})" for p in pending)
+        session.transition("awaiting_approval", f"waiting for approval of {names}",
+                           at=self.effects.now())
+        await self._checkpoint(session)  # a person may take long, or interrupt the process
+        self._emit(ev.ApprovalRequested, session, span=self._step_span(step.index),
+                   parent=self.run_span, step=step.index, pending=pending)
+        decisions = await self.effects.wait_for_decision(pending)
+        for record in step.calls:
+            decision = decisions.get(record.call.id)
+            if record.state == "awaiting_approval" and decision is not None:
+                apply_decision(record, decision.approved, decision.reason,
+                               at=self.effects.now())
+        if not any(r.state == "awaiting_approval" for r in step.calls):
+            session.transition("running", "decided by a person", at=self.effects.now())
+
+    async def _to_model(self, session: AgentSession, next_step: ToModel) -> None:
+        step = session.steps[-1]
+        notice = too_many_calls(len(step.calls) + step.dropped_calls,
+                                len(step.calls)) if step.dropped_calls else ""
+        for position, record in enumerate(step.calls, 1):
+            assert record.observation is not None
+            text = record.observation.output + (notice if position == len(step.calls) else "")
+            session.messages.append(Message(role="tool", content=text,
+                                            tool_call_id=record.call.id, name=record.call.name))
+        session.move_to("model")
+        await self._end_step(session, step.index)
+
     # -- helpers --------------------------------------------------------------------------
 
     async def _checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
-        session.updated_at = self.fx.now()
-        await self.fx.checkpoint(session, call)
+        session.updated_at = self.effects.now()
+        await self.effects.checkpoint(session, call)
 
     def _step_span(self, index: int) -> str:
         """The span of step ``index`` (a resumed step gets a new one in this run)."""
         span = self._step_spans.get(index)
         if span is None:
-            span = self._step_spans[index] = self.fx.new_id()
+            span = self._step_spans[index] = self.effects.new_id()
         return span
 
-    def _end_step(self, session: AgentSession, index: int) -> None:
-        self._emit(ev.StepFinished, session, span=self._step_span(index), parent=self._run_span,
+    async def _end_step(self, session: AgentSession, index: int) -> None:
+        self._emit(ev.StepFinished, session, span=self._step_span(index), parent=self.run_span,
                    step=index)
+        await self._checkpoint(session)
 
-    def _guard(self, session: AgentSession, index: int, guard: ev.GuardName, detail: str,
-               call_id: str | None = None) -> None:
-        """Report a guard's intervention in step ``index`` (0: the run as a whole)."""
-        if not self.fx.observed:
+    def _report(self, session: AgentSession, index: int, guard: ev.GuardName, detail: str,
+                call_id: str | None = None) -> None:
+        """Announce a guard's intervention in step ``index`` (0: the run as a whole)."""
+        if not self.effects.observed:
             return
-        span = self._step_span(index) if index else self._run_span
+        span = self._step_span(index) if index else self.run_span
         self._emit(ev.GuardIntervened, session, span=span,
-                   parent=self._run_span if index else None, step=index, guard=guard,
+                   parent=self.run_span if index else None, step=index, guard=guard,
                    detail=detail, call_id=call_id)
 
     def _emit(self, kind: type[ev.Event], session: AgentSession, *, span: str,
               parent: str | None, step: int = 0, **fields: object) -> None:
-        if not self.fx.observed:
+        if not self.effects.observed:
             return  # span ids are still drawn: the ids a session gets must not depend on it
-        self.fx.emit(kind(session_id=session.id, span_id=span, parent_id=parent, step=step,
-                          at=self.fx.now(), **fields))
+        self.effects.emit(kind(session_id=session.id, span_id=span, parent_id=parent,
+                               step=step, at=self.effects.now(), **fields))
+
+
+_Action = Callable[[StepLogic, AgentSession, NextStep], Awaitable[None]]
+_ACTIONS: dict[type, _Action] = {
+    CallTools: StepLogic._call_tools,  # type: ignore[dict-item]
+    Finish: StepLogic._finish,  # type: ignore[dict-item]
+    RetryFormat: StepLogic._retry_format,  # type: ignore[dict-item]
+    Stop: StepLogic._stop,  # type: ignore[dict-item]
+    WaitForPerson: StepLogic._wait,  # type: ignore[dict-item]
+    ToModel: StepLogic._to_model,  # type: ignore[dict-item]
+}
+"""What each kind of next step does to the session: the one dispatch of a step's end."""

@@ -1,7 +1,8 @@
 """The step logic's side of agents used as tools: a sub-run's usage, its waits, its decisions.
 
 An agent used as a tool (:class:`~miniagent.tools.agent_tool.AgentTool`) returns an
-observation carrying a :class:`~miniagent.types.SubRun`. Three things follow in the parent:
+observation carrying a :class:`~miniagent.types.SubRun`. Three things follow in the parent
+(the first two when the call is recorded, :func:`~miniagent.runtime.calls.record_outcome`):
 
 - the sub-run's tokens join the parent's totals (only what is new since the call's last
   attempt: a resumed sub-run reports its session's whole usage again);
@@ -21,34 +22,13 @@ from __future__ import annotations
 
 import json
 
-from miniagent.types import CallRecord, Decision, Observation, SubRun, TokenUsage
+from miniagent.types import CallRecord, Decision, SubRun, TokenUsage
 
-__all__ = ["relay_decision", "relayed_decision", "settle"]
-
-
-def settle(usage: TokenUsage, record: CallRecord, observation: Observation, *,
-           at: float) -> TokenUsage:
-    """Record ``observation`` on ``record``: completed, or waiting with its sub-run.
-
-    Returns:
-        The parent's usage with what the sub-run used since the call's last attempt.
-    """
-    previous = record.observation.sub_run if record.observation is not None else None
-    record.observation = observation
-    sub = observation.sub_run
-    if sub is None:
-        record.move("completed", "the tool returned", at)
-        return usage
-    usage = usage + _new_usage(sub.usage, previous.usage if previous is not None else None)
-    if sub.status == "awaiting_approval" and sub.pending:
-        record.note = waiting_note(sub)
-        record.move("awaiting_approval", record.note, at)
-    else:
-        record.move("completed", f"the agent {sub.agent!r} ended: {sub.status}", at)
-    return usage
+__all__ = ["new_usage", "relay_decision", "relayed_decision", "waiting_note"]
 
 
-def _new_usage(total: TokenUsage, counted: TokenUsage | None) -> TokenUsage:
+def new_usage(total: TokenUsage, counted: TokenUsage | None) -> TokenUsage:
+    """What a sub-run used beyond what was counted at the call's last attempt."""
     if counted is None:
         return total
     return TokenUsage(

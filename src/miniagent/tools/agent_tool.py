@@ -21,19 +21,17 @@ observation saying so (this also stops an agent that lists itself among its tool
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
-import time
 from typing import TYPE_CHECKING, Any
 
-from miniagent.errors import SessionNotFound, ToolError, UserError
-from miniagent.runtime.approvals import apply_decision
-from miniagent.runtime.driver import random_id
-from miniagent.session import AgentSession
+from miniagent.errors import DecisionError, SessionNotFound, ToolError, UserError
+from miniagent.ids import random_id
 from miniagent.text import storable
 from miniagent.tool_context import ToolContext, current_context
-from miniagent.tools.registry import ApprovalRule, Tool, ToolRegistry
-from miniagent.types import Decision, Observation, RunResult, SubRun, ToolCall
+from miniagent.tools.registry import ApprovalRule, Tool
+from miniagent.types import Observation, RunResult, SubRun, ToolCall
 
 if TYPE_CHECKING:
     from miniagent.agent import Agent
@@ -84,7 +82,9 @@ class AgentTool:
         self._closing = False
         # idempotent: running it again resumes the same sub-session
         self.tool = Tool.from_schema(name=name, description=description, parameters=PARAMETERS,
-                                     fn=self._answer, idempotent=True, timeout=timeout,
+                                     fn=lambda arguments: self._answer(arguments,
+                                                                       current_context()),
+                                     idempotent=True, timeout=timeout,
                                      requires_approval=requires_approval)
 
     @property
@@ -97,8 +97,13 @@ class AgentTool:
     async def list_tools(self) -> list[Tool]:
         return [self.tool]
 
-    async def call_tool(self, call: ToolCall) -> Observation:
-        return await ToolRegistry([self.tool]).execute(call)
+    async def call_tool(self, call: ToolCall, context: ToolContext | None = None
+                        ) -> Observation:
+        try:
+            return await self._answer(call.arguments, context)
+        except ToolError as exc:
+            return Observation(call_id=call.id, tool_name=call.name, output=str(exc),
+                               is_error=True)
 
     async def aclose(self) -> None:
         """Close the sub-agent's tools and model (a later run reopens them); an agent among
@@ -111,8 +116,8 @@ class AgentTool:
         finally:
             self._closing = False
 
-    async def _answer(self, arguments: dict[str, Any]) -> Observation:
-        context = current_context()
+    async def _answer(self, arguments: dict[str, Any], context: ToolContext | None
+                      ) -> Observation:
         depth = _depth_of(context) + 1
         if depth > self.max_depth:
             raise ToolError(
@@ -126,9 +131,11 @@ class AgentTool:
 
     async def _run(self, session_id: str, question: str, context: ToolContext | None,
                    depth: int) -> RunResult:
-        store = self.agent.store
+        """The sub-run, through the agent's public API: a new session, or the same one
+        resumed (with a person's relayed decision applied first)."""
+        agent = self.agent
         try:
-            existing = store.load(session_id)
+            existing = agent.session(session_id)
         except SessionNotFound:
             existing = None
         decision = context.decision if context is not None else None
@@ -141,13 +148,14 @@ class AgentTool:
             # not the parent's metadata: what it holds (the CLI's run options, say) is the
             # parent's configuration; the link lets a reader find it
             metadata = {DEPTH_KEY: depth, PARENT_KEY: _parent(context)}
-            session = AgentSession.start(question, id=session_id, at=time.time(),
-                                         metadata=metadata)
-            store.save(session)
-            return await self.agent._drive(session_id, session, None)
+            return await agent.arun(question, session_id=session_id, metadata=metadata)
         if decision is not None and existing.status == "awaiting_approval":
-            store.update(session_id, lambda s: _decide_waiting(s, decision))
-        return await self.agent.aresume(session_id)
+            decide = agent.approve if decision.approved else agent.deny
+            # every call still waiting (those a person decided there keep that decision);
+            # with nothing left undecided the resume goes on with what was decided
+            with contextlib.suppress(DecisionError):
+                decide(session_id, None, decision.reason)
+        return await agent.aresume(session_id)
 
     def _observation(self, result: RunResult, depth: int) -> Observation:
         sub = SubRun(agent=self.name, session_id=result.session_id, status=result.status,
@@ -184,12 +192,3 @@ def _parent(context: ToolContext | None) -> dict[str, Any] | None:
     if context is None:
         return None
     return {"session_id": context.session_id, "call_id": context.call_id, "step": context.step}
-
-
-def _decide_waiting(session: AgentSession, decision: Decision) -> None:
-    """Apply a relayed decision to every call of the sub-run still waiting (those a person
-    decided on the sub-session directly keep that decision)."""
-    now = time.time()
-    for record in session.open_calls():
-        if record.state == "awaiting_approval":
-            apply_decision(record, decision.approved, decision.reason, at=now)

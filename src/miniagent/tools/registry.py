@@ -1,15 +1,19 @@
-"""Tools and the tool registry: ``@tool``, :class:`Tool`, :class:`ToolRegistry`.
+"""Tools and the source of function tools: ``@tool``, :class:`Tool`, :class:`ToolRegistry`.
 
 A tool is a plain typed Python function, or a JSON Schema with a function that takes the
 arguments dict (:meth:`Tool.from_schema`). ``@tool`` derives a function's JSON Schema and an
 arguments model once (see :mod:`miniagent.tools.schema`); a schema tool is checked with
-:mod:`jsonschema` (see :mod:`miniagent.tools.schema_tool`). Either way the registry
-validates and coerces the model's arguments the same lax way and runs the function.
+:mod:`jsonschema` (see :mod:`miniagent.tools.schema_tool`). Every :class:`Tool` carries what
+any source's tools carry: name, description, schema, arguments checker, timeout,
+idempotency and approval rule.
 
-:meth:`ToolRegistry.execute` never raises (except :class:`asyncio.CancelledError`):
-an unknown tool, broken or mistyped arguments, a tool that raises or hangs, all
-become an :class:`~miniagent.types.Observation` with ``is_error=True`` whose text
-tells the model how to repair the call.
+A :class:`ToolRegistry` is the tool source of functions: :meth:`ToolRegistry.call_tool` runs
+a validated call's function (sync ones on a worker thread). Validation, coercion, timeouts
+and the error texts are the shared executor's (:class:`~miniagent.tools.toolbox.Toolbox`);
+:meth:`ToolRegistry.execute` is that executor over this registry alone. It never raises
+(except :class:`asyncio.CancelledError`): an unknown tool, broken or mistyped arguments, a
+tool that raises or hangs, all become an :class:`~miniagent.types.Observation` with
+``is_error=True`` whose text tells the model how to repair the call.
 
 Example:
     >>> @tool
@@ -25,19 +29,16 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import difflib
+import copy
 import functools
-import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from miniagent.errors import ToolDefinitionError
 from miniagent.tools.arguments import (
     NO_OUTPUT,
     ArgumentsChecker,
     FunctionArguments,
-    check_arguments,
     format_result,
     preview,
 )
@@ -46,11 +47,15 @@ from miniagent.tools.runner import (
     describe,
     failure_text,
     is_async_callable,
-    run_with_timeout,
+    run_function,
 )
 from miniagent.tools.schema import ToolSpec, build_tool_spec, check_tool_name
 from miniagent.tools.schema_tool import SchemaArguments
 from miniagent.types import Observation, ToolCall
+
+if TYPE_CHECKING:
+    from miniagent.tool_context import ToolContext
+    from miniagent.tools.toolbox import Toolbox
 
 __all__ = ["NO_OUTPUT", "Tool", "ToolRegistry", "format_result", "tool"]
 
@@ -173,6 +178,25 @@ class Tool:
         self.idempotent = idempotent
         self.requires_approval = requires_approval
 
+    def with_options(self, *, name: str | None = None, timeout: float | None = None,
+                     idempotent: bool | None = None,
+                     requires_approval: ApprovalRule | None = None) -> Tool:
+        """A copy of this tool with other options (what the source wrappers list); ``None``
+        keeps an option as it is."""
+        if name is not None:
+            check_tool_name(name)
+        _check_timeout(timeout)
+        other = copy.copy(self)
+        if name is not None:
+            other._name = name
+        if timeout is not None:
+            other.timeout = float(timeout)
+        if idempotent is not None:
+            other.idempotent = idempotent
+        if requires_approval is not None:
+            other.requires_approval = requires_approval
+        return other
+
     def needs_approval(self, arguments: dict[str, Any]) -> bool:
         """Whether this call must wait for a person; a predicate that fails counts as yes."""
         rule = self.requires_approval
@@ -292,7 +316,7 @@ def tool(
 
 
 class ToolRegistry:
-    """The tools of an agent, by name, and their safe execution.
+    """Function and schema tools by name: the tool source of plain functions.
 
     Args:
         tools: :class:`Tool` objects or plain callables (wrapped with :func:`tool`).
@@ -351,95 +375,57 @@ class ToolRegistry:
         target = self._tools.get(name)
         return target is not None and target.idempotent
 
-    async def list_tools(self) -> list[Tool]:
-        """The registry as a tool source: its tools."""
-        return self.listed()
-
-    async def call_tool(self, call: ToolCall) -> Observation:
-        """The registry as a tool source: :meth:`execute`."""
-        return await self.execute(call)
-
-    async def aclose(self) -> None:
-        """Nothing to release: function tools hold no resources."""
-
     def openai_schemas(self) -> list[dict[str, Any]]:
         """Every tool in the OpenAI ``tools`` wire format, in registration order."""
         return [t.openai_schema() for t in self._tools.values()]
 
-    def needs_approval(self, call: ToolCall) -> bool:
-        """Whether ``call`` must wait for a person, judged on its validated, coerced arguments.
+    # -- the tool source of functions -----------------------------------------------------
 
-        A call of an unknown tool, or whose arguments do not validate, never runs (the model
-        gets the error instead), so it needs no approval.
-        """
-        target = self._tools.get(call.name) if isinstance(call.name, str) else None
-        if target is None or target.requires_approval is False:
-            return False
-        values = check_arguments(target, call)
-        return not isinstance(values, str) and target.needs_approval(values)
+    async def list_tools(self) -> list[Tool]:
+        """Its tools, in registration order."""
+        return self.listed()
 
-    async def execute_all(self, calls: list[ToolCall]) -> list[Observation]:
-        """Run ``calls`` concurrently; the observations come back in call order."""
-        return list(await asyncio.gather(*(self.execute(call) for call in calls)))
-
-    async def execute(self, call: ToolCall) -> Observation:
-        """Validate and run one call. Never raises, except :class:`asyncio.CancelledError`.
-
-        Args:
-            call: the model's request.
-
-        Returns:
-            The observation; ``is_error`` is set when the call failed, and the text
-            says how to repair it.
-        """
-        started = time.perf_counter()
-        try:
-            outcome = await self._execute(call)
-        except Exception as exc:  # last resort: nothing the model sends may escape
-            outcome = f"Error executing tool {preview(call.name)}: {describe(exc)}", True
-        if isinstance(outcome, Observation):  # a tool that reports more than text
-            return dataclasses.replace(outcome, call_id=str(call.id), tool_name=str(call.name),
-                                       elapsed=time.perf_counter() - started)
-        output, is_error = outcome
-        return Observation(
-            call_id=str(call.id),
-            tool_name=str(call.name),
-            output=output,
-            is_error=is_error,
-            elapsed=time.perf_counter() - started,
-        )
-
-    async def _execute(self, call: ToolCall) -> tuple[str, bool] | Observation:
-        target = self._tools.get(call.name) if isinstance(call.name, str) else None
+    async def call_tool(self, call: ToolCall, context: ToolContext | None = None
+                        ) -> Observation:
+        """Run a validated call (``call.arguments`` as the tool's checker made them): the
+        function with its arguments bound, sync ones on a daemon worker thread. What the
+        function raises, and a result that cannot be shown, are error observations."""
+        target = self._tools.get(call.name)
         if target is None:
-            return self._unknown_tool(call.name), True
-        values = check_arguments(target, call)
-        if isinstance(values, str):
-            return values, True
-        args, kwargs = target.checker.bind(values)
-        timeout = target.timeout if target.timeout is not None else self.default_timeout
-        try:
-            outcome = await run_with_timeout(target.fn, target.is_async, args, kwargs, timeout)
-        except asyncio.TimeoutError:
-            return f"Tool {target.name!r} timed out after {timeout} s.", True
+            return _error(call, f"Unknown tool {preview(call.name)}.")
+        args, kwargs = target.checker.bind(call.arguments)
+        outcome = await run_function(target.fn, target.is_async, args, kwargs)
         if isinstance(outcome, Failure):
-            return failure_text(target.name, outcome.error), True
+            return _error(call, failure_text(target.name, outcome.error))
         if isinstance(outcome, Observation) and isinstance(outcome.output, str):
             return outcome  # its own text, error flag and sub-run (an agent used as a tool)
         try:
-            return format_result(outcome), False
+            return Observation(call_id=call.id, tool_name=call.name,
+                               output=format_result(outcome))
         except Exception as exc:
-            return (
-                f"Tool {target.name!r} returned a result that cannot be shown: {describe(exc)}",
-                True,
-            )
+            return _error(call, f"Tool {target.name!r} returned a result that cannot be "
+                                f"shown: {describe(exc)}")
 
-    def _unknown_tool(self, name: object) -> str:
-        if not self._tools:
-            return f"Unknown tool {preview(name)}. No tools are available; answer directly."
-        text = f"Unknown tool {preview(name)}. Available tools: {', '.join(self._tools)}."
-        if isinstance(name, str):
-            close = difflib.get_close_matches(name, list(self._tools), n=1)
-            if close:
-                text += f" Did you mean {close[0]!r}?"
-        return text
+    async def aclose(self) -> None:
+        """Nothing to release: function tools hold no resources."""
+
+    def toolbox(self) -> Toolbox:
+        """The shared executor over this registry alone (what a run of these tools uses)."""
+        from miniagent.tools.toolbox import Toolbox
+
+        return Toolbox((tool, self) for tool in self.listed())
+
+    async def execute(self, call: ToolCall, context: ToolContext | None = None
+                      ) -> Observation:
+        """Validate and run one call (see :meth:`Toolbox.execute
+        <miniagent.tools.toolbox.Toolbox.execute>`)."""
+        return await self.toolbox().execute(call, context)
+
+    async def execute_all(self, calls: list[ToolCall]) -> list[Observation]:
+        """Run ``calls`` concurrently; the observations come back in call order."""
+        toolbox = self.toolbox()
+        return list(await asyncio.gather(*(toolbox.execute(call) for call in calls)))
+
+
+def _error(call: ToolCall, text: str) -> Observation:
+    return Observation(call_id=call.id, tool_name=call.name, output=text, is_error=True)

@@ -1,14 +1,14 @@
-"""Running one tool function: awaited or in a worker thread, with a timeout.
+"""Running one tool call's work: a function awaited or in a worker thread, under a timeout.
 
-The function's own exceptions come back as a :class:`Failure` value, so a caller can tell
-them from our own :class:`asyncio.TimeoutError`. That includes what does not derive from
-``Exception``: a tool's ``sys.exit()``, ``KeyboardInterrupt`` or its own ``CancelledError``
-is the tool failing, not the run being stopped. Only the caller's cancellation (the run's
-deadline, the run being cancelled) cancels a call, and it takes effect at once even when the
-tool ignores it: an async tool runs as a task of its own that is waited for, never awaited
-directly, so a tool that swallows its cancellation is left behind instead of holding up the
-run. Split from ``registry.py``, which decides what to run and turns the outcome into an
-observation.
+The tool's own exceptions come back as a :class:`Failure` value, so a caller can tell them from
+our own :class:`asyncio.TimeoutError`. That includes what does not derive from ``Exception``: a
+tool's ``sys.exit()``, ``KeyboardInterrupt`` or its own ``CancelledError`` is the tool failing,
+not the run being stopped. Only the caller's cancellation (the run's deadline, the run being
+cancelled) cancels a call, and it takes effect at once even when the tool ignores it: the work
+runs as a task of its own that is waited for (:func:`within`), never awaited directly, so a tool
+that swallows its cancellation is left behind instead of holding up the run. The toolbox
+(``toolbox.py``) puts every source's call under :func:`within`; the function source
+(``registry.py``) runs its functions with :func:`run_function`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Any
 from miniagent.errors import ToolError
 from miniagent.threads import run_in_daemon_thread
 
-__all__ = ["Failure", "describe", "failure_text", "is_async_callable", "run_with_timeout"]
+__all__ = ["Failure", "describe", "failure_text", "guarded", "is_async_callable", "run_function",
+           "run_with_timeout", "within"]
 
 
 @dataclasses.dataclass
@@ -45,16 +46,27 @@ async def run_with_timeout(
     Sync tools run in a worker thread. Python cannot kill a thread, so on timeout we
     only stop waiting: the thread runs on until the function returns.
     """
+    return await within(run_function(fn, is_async, args, kwargs), timeout)
+
+
+async def run_function(fn: Callable[..., Any], is_async: bool, args: list[Any],
+                       kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)``: awaited, or on a daemon worker thread; what it raises comes back
+    as a :class:`Failure`."""
     if is_async:
-        return await _as_task(_guarded(lambda: fn(*args, **kwargs)), timeout)
-    result = await asyncio.wait_for(run_in_daemon_thread(_call_sync, fn, args, kwargs), timeout)
+        return await guarded(lambda: fn(*args, **kwargs))
+    result = await run_in_daemon_thread(_call_sync, fn, args, kwargs)
     if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
-        return await _as_task(_guarded(lambda: result), timeout)
+        return await guarded(lambda: result)
     return result
 
 
-async def _as_task(work: Awaitable[Any], timeout: float | None) -> Any:
-    """Wait for ``work`` in a task of its own; leave it behind on timeout or cancellation."""
+async def within(work: Awaitable[Any], timeout: float | None) -> Any:
+    """Wait for ``work`` in a task of its own; leave it behind on timeout or cancellation.
+
+    Raises:
+        asyncio.TimeoutError: ``timeout`` passed (the work is cancelled and left behind).
+    """
     task = asyncio.ensure_future(work)
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout)
@@ -69,7 +81,8 @@ async def _as_task(work: Awaitable[Any], timeout: float | None) -> Any:
     return task.result()
 
 
-async def _guarded(start: Callable[[], Awaitable[Any]]) -> Any:
+async def guarded(start: Callable[[], Awaitable[Any]]) -> Any:
+    """Await what ``start`` returns; whatever it raises but our cancellation is a Failure."""
     try:
         return await start()
     except asyncio.CancelledError:

@@ -1,9 +1,12 @@
-"""The activities of a session: describe the worker, call the model, run one tool call.
+"""The activities of a session: call the model, run one tool call.
 
-They run in the worker, with its model and its tool sources; the workflow only sees their
-inputs and results. A tool activity installs a :class:`~miniagent.tool_context.ToolContext`
-whose idempotency key is the workflow id and the activity id (stable across retries), and
-heartbeats while the tool runs so that a dead worker is noticed within the heartbeat timeout.
+They run in the worker, with its model and its toolbox; the workflow only sees their inputs and
+results. A tool activity hands the call to the toolbox (the same executor as in process: it
+validates the call and runs it in the source that owns the tool) with a
+:class:`~miniagent.tool_context.ToolContext` whose idempotency key is the workflow id and the
+activity id (stable across retries), and heartbeats while the tool runs so that a dead worker
+is noticed within the heartbeat timeout. Observations come back whole: the step logic cuts
+them to the agent's limit, once, as on every driver.
 """
 
 from __future__ import annotations
@@ -18,16 +21,14 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from miniagent import errors
-from miniagent.durable.catalog import describe_tools
-from miniagent.durable.contracts import ToolInput, WorkerProfile
-from miniagent.durable.faults import PAYLOAD_LIMIT, PAYLOAD_TOO_LARGE, model_failure
 from miniagent.models.base import Model
-from miniagent.runtime.guards import truncate_observation
-from miniagent.tool_context import ToolContext, using_context
-from miniagent.tools.registry import ToolRegistry
+from miniagent.temporal.contracts import ToolInput
+from miniagent.temporal.faults import PAYLOAD_LIMIT, PAYLOAD_TOO_LARGE, model_failure
+from miniagent.tool_context import ToolContext
+from miniagent.tools.toolbox import Toolbox
 from miniagent.types import ModelRequest, ModelResponse, Observation
 
-DESCRIBE, GENERATE, RUN_TOOL = "miniagent.describe", "miniagent.generate", "miniagent.run_tool"
+GENERATE, RUN_TOOL = "miniagent.generate", "miniagent.run_tool"
 
 
 def without_retries(model: Model) -> Model:
@@ -43,24 +44,18 @@ class SessionActivities:
 
     Args:
         model: The model every session of this worker's task queue uses.
-        tools: The worker's tools (every source gathered into one registry).
+        tools: The worker's tools, listed once.
         heartbeat_every: Seconds between heartbeats while a tool runs.
     """
 
-    def __init__(self, model: Model, tools: ToolRegistry, *, heartbeat_every: float = 1.0
+    def __init__(self, model: Model, tools: Toolbox, *, heartbeat_every: float = 1.0
                  ) -> None:
         self.model = without_retries(model)
         self.tools = tools
         self.heartbeat_every = heartbeat_every
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.describe, self.generate, self.run_tool]
-
-    @activity.defn(name=DESCRIBE)
-    async def describe(self) -> WorkerProfile:
-        caps = self.model.capabilities
-        return WorkerProfile(tools=describe_tools(self.tools), tool_mode=caps.tool_mode,
-                             native_tools=caps.native_tools)
+        return [self.generate, self.run_tool]
 
     @activity.defn(name=GENERATE)
     async def generate(self, request: ModelRequest) -> ModelResponse:
@@ -82,14 +77,11 @@ class SessionActivities:
             session_id=work.session_id, call_id=work.call.id, tool=work.call.name,
             step=work.step, idempotency_key=f"{info.workflow_id}:{info.activity_id}",
             attempt=info.attempt, metadata=dict(work.metadata), decision=work.decision)
-        with using_context(context):
-            task = asyncio.ensure_future(self.tools.execute(work.call))
+        task = asyncio.ensure_future(self.tools.execute(work.call, context))
         try:
             while not (await asyncio.wait({task}, timeout=self.heartbeat_every))[0]:
                 activity.heartbeat()
         except asyncio.CancelledError:
             task.cancel()
             raise
-        observation = task.result()
-        observation.output = truncate_observation(observation.output, work.max_observation_chars)
-        return observation
+        return task.result()

@@ -9,7 +9,7 @@ import pytest
 from temporal_helpers import Processes, address, answer, wait_status
 from temporalio.testing import WorkflowEnvironment
 
-from miniagent.durable import AgentSettings, TemporalSessions
+from miniagent.temporal import TemporalSessions
 from miniagent.testing.stub_server import StubServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -34,7 +34,7 @@ async def test_cli_approval_from_another_process_resumes(
         dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
     procs.worker(task_queue)
     sessions = TemporalSessions(dev_env.client, task_queue)
-    session_id = await sessions.start("transfer money", AgentSettings())
+    session_id = await sessions.start("transfer money")
     view = await wait_status(sessions, session_id, "awaiting_approval")
     [pending] = view.pending
     assert (pending.tool, pending.arguments) == ("transfer", {"amount": 100})
@@ -61,7 +61,7 @@ async def test_denied_call_never_runs(dev_env: WorkflowEnvironment, procs: Proce
                                       task_queue: str) -> None:
     procs.worker(task_queue)
     sessions = TemporalSessions(dev_env.client, task_queue)
-    session_id = await sessions.start("transfer money", AgentSettings())
+    session_id = await sessions.start("transfer money")
     await wait_status(sessions, session_id, "awaiting_approval")
     denied = procs.cli("sessions", "deny", session_id, "--reason", "not today")
     assert denied.returncode == 0, denied.stderr
@@ -76,7 +76,7 @@ async def test_denied_call_never_runs(dev_env: WorkflowEnvironment, procs: Proce
 async def test_signal_sent_before_the_wait_is_used(dev_env: WorkflowEnvironment,
                                                    procs: Processes, task_queue: str) -> None:
     sessions = TemporalSessions(dev_env.client, task_queue)
-    session_id = await sessions.start("transfer natively", AgentSettings())
+    session_id = await sessions.start("transfer natively")
     # no worker yet: the decision arrives before the call exists (the model names it pay-1)
     await sessions.signal_decision(session_id, True, call_id="pay-1")
     procs.worker(task_queue, mode="native")
@@ -90,7 +90,9 @@ async def test_cli_run_follows_and_cancel_ends_the_session(
     procs.worker(task_queue)
     ran = procs.cli("run", "transfer money", "--task-queue", task_queue, "--detach")
     assert ran.returncode == 3, ran.stderr
-    assert "Action transfer" in ran.stdout and "Approval needed" in ran.stdout
+    # the same live trace and the same hints as a run in process (one renderer)
+    assert "Action: transfer" in ran.stdout and "is awaiting approval" in ran.stdout
+    assert "--temporal" in ran.stdout.split("is awaiting approval")[1]
     sessions = TemporalSessions(dev_env.client, task_queue)
     [row] = [r for r in await sessions.list(10) if r["question"] == "transfer money"
              and r["status"] == "awaiting_approval"][:1]

@@ -1,10 +1,11 @@
 """The data converter every miniagent client and worker uses.
 
-Temporal's pydantic payload converter carries the data contracts (dataclasses included); a
-zlib codec shrinks payloads larger than a few kilobytes, since each model call's input carries
-the whole transcript. The size a payload has after this codec is what counts against Temporal's
-2 MB limit, so :func:`encoded_size` (pure and deterministic: safe in workflow code) measures
-exactly that.
+Temporal's pydantic payload converter carries the data contracts (dataclasses included) as
+plain JSON, which the Temporal UI and ``temporal workflow show/query/result`` display as it is.
+Only a payload of :data:`COMPRESS_FROM` bytes or more (Temporal's own warning size; a model
+call's input carries the whole transcript) is zlib-compressed, so that it stays under the 2 MB
+limit longer. The size a payload has after this codec is what counts against that limit, so
+:func:`encoded_size` (pure and deterministic: safe in workflow code) measures exactly that.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
 
 ENCODING = b"binary/zlib"
-COMPRESS_FROM = 4096
-"""Payloads smaller than this travel as they are (compressing them gains nothing)."""
+COMPRESS_FROM = 512 * 1024
+"""Payloads smaller than this travel as readable JSON (Temporal warns about larger ones)."""
 
 
 def _compressed(payload: Payload) -> Payload:
@@ -30,7 +31,8 @@ def _compressed(payload: Payload) -> Payload:
 
 
 class ZlibCodec(PayloadCodec):
-    """zlib, level 1, for payloads from :data:`COMPRESS_FROM` bytes."""
+    """zlib, level 1, for payloads from :data:`COMPRESS_FROM` bytes (the rest pass as they
+    are)."""
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         return [_compressed(p) for p in payloads]
@@ -48,7 +50,7 @@ class ZlibCodec(PayloadCodec):
 
 
 def data_converter() -> DataConverter:
-    """Pydantic payloads, zlib-compressed when large."""
+    """Pydantic JSON payloads, zlib-compressed only from :data:`COMPRESS_FROM` bytes."""
     return dataclasses.replace(pydantic_data_converter, payload_codec=ZlibCodec())
 
 

@@ -1,35 +1,30 @@
 """The in-process driver: performs the step logic's effects in this process.
 
-Model calls go to the agent's model, tool calls to its tools (sync ones on daemon worker
-threads), checkpoints to a :class:`~miniagent.store.base.CheckpointStore` under the run's lease,
-decisions to the inline approver (when there is one), events to the agent's bus. The run's
-deadline is an ``asyncio`` timeout around the step logic, and whatever ends a run (the
-deadline, a store fault, a bug of ours) still ends it with a status.
+Model calls go to the agent's model, tool calls to the run's toolbox (each to the source that
+owns the tool), checkpoints to a :class:`~miniagent.store.base.CheckpointStore` under the run's
+lease, decisions to the inline approver (when there is one), events to the agent's bus. That is
+all a driver does: the run itself (deadline, statuses, the last save) is
+:func:`~miniagent.runtime.run.run_session`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from miniagent.errors import SessionError
+from miniagent.ids import random_id
 from miniagent.models.base import Model
 from miniagent.models.streaming import DeltaChannel, DeltaSink
 from miniagent.runtime.approvals import Approver
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.events import Event, ModelDelta, ModelFailed, ModelResponded, ModelStarted
-from miniagent.runtime.loop import Rules, StepLogic
 from miniagent.session import AgentSession
 from miniagent.store.base import CheckpointStore
 from miniagent.threads import run_in_daemon_thread
-from miniagent.tool_context import ToolContext, using_context
-from miniagent.tools.registry import ToolRegistry
+from miniagent.tool_context import ToolContext
+from miniagent.tools.toolbox import Toolbox
 from miniagent.types import (
     CallRecord,
     Decision,
@@ -37,39 +32,18 @@ from miniagent.types import (
     ModelResponse,
     Observation,
     PendingApproval,
-    RunResult,
     ToolCall,
 )
 
 log = logging.getLogger("miniagent")
 
 
-class _Ids:
-    """64 random bits per id from a generator seeded by the OS once per process (reading the
-    OS's source for each of the ~13 ids of a run cost 4 µs each); a fork reseeds."""
-
-    def __init__(self) -> None:
-        self.reseed()
-
-    def reseed(self) -> None:
-        self._random = random.Random(os.urandom(32))
-
-    def __call__(self) -> str:
-        return f"{self._random.getrandbits(64):016x}"
-
-
-random_id = _Ids()
-"""A new id: 16 hex digits, unique (not secret: ids are not credentials)."""
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=random_id.reseed)
-
-
 @dataclass(kw_only=True)
 class InProcessEffects:
-    """The effects of one run, performed here (see :class:`~miniagent.runtime.loop.Effects`)."""
+    """The effects of one run, performed here (see :class:`~miniagent.runtime.effects.Effects`)."""
 
     model: Model
-    tools: ToolRegistry
+    tools: Toolbox
     store: CheckpointStore
     bus: EventBus
     owner: str | None = None
@@ -86,8 +60,7 @@ class InProcessEffects:
         return await self.model.generate(request, on_delta=sink)  # type: ignore[call-arg]
 
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
-        with using_context(context):
-            return await self.tools.execute(call)
+        return await self.tools.execute(call, context)
 
     async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
         if call is None:
@@ -157,48 +130,3 @@ class DeltaRoute:
                 text=text, channel=channel))
 
         return deliver
-
-
-CANCEL_GRACE = 1.0
-"""Seconds the run's work gets to wind down after its deadline before it is left behind."""
-
-
-async def drive(session: AgentSession, rules: Rules, effects: InProcessEffects,
-                timeout: float | None) -> RunResult:
-    """Run the step logic on ``session`` under a deadline; always returns a result."""
-    logic = StepLogic(rules, effects)
-    store_failed = False
-    try:
-        await _within(logic.run(session), timeout)
-    except asyncio.TimeoutError:
-        logic.stop(session, "timeout", f"the run exceeded its deadline of {timeout} s")
-    except SessionError as exc:  # another process took the session over, or a damaged store
-        logic.stop(session, "error", str(exc))
-        store_failed = True
-    except Exception as exc:  # a bug of ours must still end the run with a status
-        log.exception("internal error in session %s", session.id)
-        logic.stop(session, "error", f"internal error: {type(exc).__name__}: {exc}")
-    logic.settle(session)
-    if not store_failed:
-        effects.store.save(session, owner=effects.owner)
-    result = logic.finished(session)
-    await effects.bus.flush()
-    return result
-
-
-async def _within(work: Coroutine[Any, Any, None], timeout: float | None) -> None:
-    """Await ``work``; past ``timeout`` cancel it and raise TimeoutError within
-    :data:`CANCEL_GRACE` seconds, even if something in it ignores the cancellation."""
-    if timeout is None:
-        return await work
-    task = asyncio.ensure_future(work)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=timeout)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    if done:
-        return task.result()
-    task.cancel()
-    await asyncio.wait({task}, timeout=CANCEL_GRACE)
-    raise asyncio.TimeoutError

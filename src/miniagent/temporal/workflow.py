@@ -1,14 +1,19 @@
-"""The session workflow: the step logic of :mod:`miniagent.runtime.loop`, run as Temporal
+"""The session workflow: the run shell of :mod:`miniagent.runtime.run`, run as Temporal
 workflow code.
 
-There is no second loop here. :class:`WorkflowEffects` implements the step logic's
-:class:`~miniagent.runtime.loop.Effects`: a model call and a tool call are activities, time is
-``workflow.now()``, ids come from ``workflow.uuid4()``, the checkpoint is the workflow's own
-history, and waiting for a person is ``workflow.wait_condition`` on the decisions the update
-and signal handlers record. Around the step logic the workflow only does what a driver does:
-resume after a tool call a dead worker interrupted (the same ``recover_interrupted`` as in
-process), continue as new when the history grows large, keep every payload under Temporal's
-2 MB limit, and end every run with a status.
+There is no second loop and no second run shell here. :class:`WorkflowEffects` implements the
+step logic's :class:`~miniagent.runtime.effects.Effects` and nothing else: a model call and a
+tool call are activities, time is ``workflow.now()``, ids come from ``workflow.uuid4()``, the
+checkpoint is the workflow's own history (at a step boundary it may ask to continue as new:
+:class:`~miniagent.errors.Rollover`), waiting for a person is ``workflow.wait_condition`` on
+the decisions the update and signal handlers record, and events go to a bounded log that
+clients follow (the ``events`` query). A tool activity that fails for good on a non-idempotent
+tool raises :class:`~miniagent.errors.ToolInterrupted`: its outcome is unknown, and the step
+logic recovers it as after a crash.
+
+The agent arrives as its :class:`~miniagent.runtime.spec.AgentSpec`; its rules are built by the
+same :func:`~miniagent.runtime.spec.rules_for` as in process, over the tools this worker serves
+(:mod:`miniagent.temporal.workers`), so approvals are judged where the tools live.
 
 The module is safe for Temporal's sandbox: miniagent's modules and pydantic are passed
 through, and nothing here runs at import time beyond definitions.
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any, NoReturn
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -26,35 +31,30 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from miniagent.agent import protocol_for
-    from miniagent.durable.activities import DESCRIBE, GENERATE, RUN_TOOL
-    from miniagent.durable.catalog import ToolCatalog
-    from miniagent.durable.contracts import (
-        AgentSettings,
+    from miniagent.errors import PayloadTooLarge, Rollover, ToolInterrupted, UserError
+    from miniagent.runtime import events as ev
+    from miniagent.runtime.run import run_session
+    from miniagent.runtime.spec import rules_for
+    from miniagent.session import AgentSession
+    from miniagent.temporal.activities import GENERATE, RUN_TOOL
+    from miniagent.temporal.contracts import (
         DecisionInput,
         DecisionOutcome,
-        Progress,
+        EventPage,
         SessionInput,
         SessionView,
         ToolInput,
-        WorkerProfile,
     )
-    from miniagent.durable.converter import encoded_size
-    from miniagent.durable.faults import (
+    from miniagent.temporal.converter import encoded_size
+    from miniagent.temporal.events import EventLog, event_record
+    from miniagent.temporal.faults import (
         PAYLOAD_LIMIT,
         PAYLOAD_TOO_LARGE,
-        PayloadTooLarge,
         model_error,
         model_retry,
         tool_retry,
     )
-    from miniagent.errors import UserError
-    from miniagent.models.base import Capabilities
-    from miniagent.protocol.tool_choice import check_choice
-    from miniagent.runtime import events as ev
-    from miniagent.runtime.guards import Limits
-    from miniagent.runtime.loop import Rules, StepLogic
-    from miniagent.session import AgentSession
+    from miniagent.temporal.workers import Served, served
     from miniagent.tool_context import ToolContext
     from miniagent.types import (
         CallRecord,
@@ -69,43 +69,8 @@ with workflow.unsafe.imports_passed_through():
 
 WORKFLOW_NAME = "MiniAgentSession"
 TOOL_MARGIN = 30.0
-"""Seconds a tool activity gets beyond the tool's own timeout (the registry enforces that one
+"""Seconds a tool activity gets beyond the tool's own timeout (the toolbox enforces that one
 and answers with an error observation; this bounds a worker that hangs)."""
-
-
-class ToolInterrupted(Exception):
-    """A tool activity failed for good: its worker died, so its outcome is unknown."""
-
-
-class Rollover(Exception):
-    """The history is large: continue as new at this step boundary."""
-
-
-def rules_for(settings: AgentSettings, profile: WorkerProfile) -> Rules:
-    """The step logic's rules for ``settings`` (the same :func:`protocol_for` as in process)."""
-    if settings.tool_mode is None:
-        capabilities = Capabilities(tool_mode=profile.tool_mode,
-                                    native_tools=profile.native_tools)
-    else:
-        capabilities = Capabilities(tool_mode=settings.tool_mode,
-                                    native_tools=settings.native_tools)
-    tools = profile.tools
-    try:  # a name the workers lack would make every reply invalid until max_steps
-        check_choice(settings.tool_choice, [t.name for t in tools])
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    limits = Limits(max_steps=settings.max_steps, token_budget=settings.token_budget,
-                    timeout=settings.timeout,
-                    max_observation_chars=settings.max_observation_chars,
-                    repeat_limit=settings.repeat_limit,
-                    max_calls_per_step=settings.max_calls_per_step,
-                    tool_concurrency=settings.tool_concurrency)
-    return Rules(protocol=protocol_for(capabilities, grammar=settings.grammar,
-                                             max_tokens=settings.max_tokens),
-                 tools=ToolCatalog(tools), limits=limits, instructions=settings.instructions,
-                 temperature=settings.temperature, max_tokens=settings.max_tokens,
-                 on_interrupted=settings.on_interrupted, tool_selection=settings.tool_selection,
-                 compression=settings.compression, tool_choice=settings.tool_choice)
 
 
 def check_size(value: Any, what: str) -> None:
@@ -128,16 +93,16 @@ def _rough_size(request: ModelRequest) -> int:
 class WorkflowEffects:
     """The step logic's effects, performed as workflow code (see the module docstring)."""
 
-    def __init__(self, flow: SessionWorkflow, catalog: ToolCatalog) -> None:
-        self.flow, self.catalog, self.settings = flow, catalog, flow.settings
+    def __init__(self, flow: SessionWorkflow, tools: Served) -> None:
+        self.flow, self.tools, self.options = flow, tools.tools, flow.options
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         check_size(request, "the model request (the whole transcript)")
         try:
             return await workflow.execute_activity(
                 GENERATE, request, result_type=ModelResponse,
-                start_to_close_timeout=timedelta(seconds=self.settings.model_timeout),
-                retry_policy=model_retry(self.settings.model_attempts))
+                start_to_close_timeout=timedelta(seconds=self.options.model_timeout),
+                retry_policy=model_retry(self.options.model_attempts))
         except ActivityError as exc:
             cause = exc.cause
             if isinstance(cause, ApplicationError) and cause.type == PAYLOAD_TOO_LARGE:
@@ -145,19 +110,17 @@ class WorkflowEffects:
             raise model_error(exc) from None
 
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
-        info = self.catalog.get(call.name)
-        idempotent = info is not None and info.idempotent
-        own = info.timeout if info is not None and info.timeout is not None else None
+        idempotent = self.tools.is_idempotent(call.name)
+        own = self.tools.timeout_of(call.name)
         work = ToolInput(call=call, session_id=context.session_id, step=context.step,
-                         metadata=context.metadata, decision=context.decision,
-                         max_observation_chars=self.settings.max_observation_chars)
+                         metadata=context.metadata, decision=context.decision)
         check_size(work, f"the arguments of call {call.id}")
         try:
             return await workflow.execute_activity(
                 RUN_TOOL, work, result_type=Observation,
                 activity_id=f"step{context.step}-{call.id}",
                 start_to_close_timeout=timedelta(seconds=(own or 3600.0) + TOOL_MARGIN),
-                heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout),
+                heartbeat_timeout=timedelta(seconds=self.options.heartbeat_timeout),
                 retry_policy=tool_retry(idempotent))
         except ActivityError as exc:
             if idempotent:
@@ -171,7 +134,7 @@ class WorkflowEffects:
         if call is None and session.phase == "model" and not session.done:
             info = workflow.info()
             if info.is_continue_as_new_suggested() or (
-                    info.get_current_history_size() > self.settings.rollover_bytes):
+                    info.get_current_history_size() > self.options.rollover_bytes):
                 raise Rollover
 
     async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
@@ -179,7 +142,7 @@ class WorkflowEffects:
         undecided ones (the model is told why)."""
         flow, ids = self.flow, [item.call_id for item in pending]
         flow.start_waiting(pending)
-        timeout = self.settings.approval_timeout
+        timeout = self.options.approval_timeout
         try:
             await workflow.wait_condition(lambda: all(i in flow.decisions for i in ids),
                                           timeout=timedelta(seconds=timeout) if timeout else None)
@@ -199,12 +162,10 @@ class WorkflowEffects:
 
     @property
     def observed(self) -> bool:
-        return not workflow.unsafe.is_replaying()
+        return True  # the log is rebuilt on replay too: the events are deterministic
 
     def emit(self, event: ev.Event) -> None:
-        """Events go to the worker's log (never while replaying: they were seen then)."""
-        workflow.logger.debug("session %s step %d: %s", event.session_id, event.step,
-                              event.kind)
+        self.flow.log.append(event)
 
 
 @workflow.defn(name=WORKFLOW_NAME, failure_exception_types=[ValidationError, UserError])
@@ -213,69 +174,28 @@ class SessionWorkflow:
 
     @workflow.init
     def __init__(self, start: SessionInput) -> None:
-        self.session, self.settings, self.runs = start.session, start.settings, start.runs
+        self.session, self.spec, self.options = start.session, start.spec, start.options
+        self.runs = start.runs
         self.decisions: dict[str, Decision] = {}
         self.pending: list[PendingApproval] = []
         self.early: dict[str, Decision] = {}
         """Signalled decisions on calls not yet waiting (kept, used when they are)."""
+        self.log = EventLog(self.options.event_log)
 
     @workflow.run
     async def run(self, start: SessionInput) -> RunResult:
-        profile = start.profile
-        if profile is None:
-            profile = await workflow.execute_activity(
-                DESCRIBE, result_type=WorkerProfile,
-                start_to_close_timeout=timedelta(seconds=60))
-        logic = StepLogic(rules_for(self.settings, profile),
-                          WorkflowEffects(self, ToolCatalog(profile.tools)))
-        session = self.session
+        tools = served(workflow.info().task_queue)
+        rules = rules_for(self.spec, tools.tools, tool_mode=tools.tool_mode,
+                          native_tools=tools.native_tools)
         try:
-            await self._steps(logic, session)
+            result = await run_session(self.session, rules, WorkflowEffects(self, tools),
+                                       cancel_ends=True)
         except Rollover:
             await workflow.wait_condition(workflow.all_handlers_finished)
-            logic.settle(session)
-            carried = SessionInput(session=session, settings=self.settings, profile=profile,
-                                   runs=self.runs + 1)
-            try:
-                check_size(carried, "the session carried to the next run")
-            except PayloadTooLarge as exc:
-                self._too_large(logic, exc)
-            workflow.continue_as_new(carried)
-        except PayloadTooLarge as exc:
-            self._too_large(logic, exc)
-        logic.settle(session)
-        workflow.upsert_memo({"status": session.status})
-        return self._result(logic.finished(session))
-
-    async def _steps(self, logic: StepLogic, session: AgentSession) -> None:
-        """The step logic until the run stops, ended with a status whatever happens."""
-        timeout = self.settings.timeout
-        deadline = None if timeout is None else logic.fx.now() + timeout
-        try:
-            while True:  # one deadline for the run, however often a tool is interrupted
-                left = None if deadline is None else max(0.0, deadline - logic.fx.now())
-                try:
-                    await asyncio.wait_for(logic.run(session), left)
-                    return
-                except ToolInterrupted:
-                    continue  # the next run recovers the call as a resumed run does
-        except asyncio.TimeoutError:
-            logic.stop(session, "timeout", f"the run exceeded its deadline of {timeout} s")
-        except asyncio.CancelledError:
-            if session.status not in ("cancelled",) and session.phase != "done":
-                session.transition("cancelled", "cancelled by a person", at=logic.fx.now())
-        except (Rollover, PayloadTooLarge, workflow.NondeterminismError):
-            raise
-        except Exception as exc:  # a bug of ours must still end the run with a status
-            workflow.logger.exception("internal error in session %s", session.id)
-            logic.stop(session, "error", f"internal error: {type(exc).__name__}: {exc}")
-
-    def _too_large(self, logic: StepLogic, exc: PayloadTooLarge) -> NoReturn:
-        """Fail the workflow for good: retrying cannot make a payload smaller."""
-        logic.stop(self.session, "error", str(exc))
-        workflow.upsert_memo({"status": "error"})
-        raise ApplicationError(f"session {self.session.id}: {exc}", type=PAYLOAD_TOO_LARGE,
-                               non_retryable=True) from None
+            workflow.continue_as_new(SessionInput(session=self.session, spec=self.spec,
+                                                  options=self.options, runs=self.runs + 1))
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._result(result)
 
     def _result(self, result: RunResult) -> RunResult:
         """The result, as much of it as fits in one payload (the session query has it all)."""
@@ -363,12 +283,8 @@ class SessionWorkflow:
     @workflow.query(name="status")
     def status(self) -> SessionView:
         session = self.session
-        waiting = bool(self.pending)
-        names = ", ".join(f"{p.tool} ({p.call_id})" for p in self._undecided())
         return SessionView(
-            session_id=session.id,
-            status="awaiting_approval" if waiting else session.status,
-            reason=f"waiting for approval of {names}" if waiting else session.reason,
+            session_id=session.id, status=session.status, reason=session.reason,
             question=session.question, steps=len(session.steps),
             final_answer=session.final_answer, pending=self._undecided(), runs=self.runs)
 
@@ -381,8 +297,9 @@ class SessionWorkflow:
         """The whole session: every step, call, observation and transition."""
         return self.session
 
-    @workflow.query(name="progress")
-    def progress(self, after: int) -> Progress:
-        """The status, and the steps from index ``after`` (inclusive) on."""
-        return Progress(view=self.status(),
-                        steps=[s for s in self.session.steps if s.index >= after])
+    @workflow.query(name="events")
+    def events(self, after: int) -> EventPage:
+        """The events of this run from index ``after`` on (a page of them), and the status."""
+        start, chosen = self.log.since(after)
+        return EventPage(view=self.status(), records=[event_record(e) for e in chosen],
+                         start=start, next=start + len(chosen), runs=self.runs)

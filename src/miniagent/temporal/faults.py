@@ -23,10 +23,7 @@ RETRY_AFTER_MAX = 60.0
 PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Temporal refuses a single payload larger than this (2 MB, the server's default)."""
 PAYLOAD_TOO_LARGE = "PayloadTooLarge"
-
-
-class PayloadTooLarge(errors.RunFailure):
-    """A payload (a request, a response, a session) over Temporal's 2 MB limit."""
+PayloadTooLarge = errors.PayloadTooLarge
 
 
 def retryable_status(status: int) -> bool:

@@ -10,8 +10,8 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, tool
-from miniagent.durable import agent_worker
 from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.temporal import agent_worker
 from miniagent.testing.stub_server import Fault, StubServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -61,10 +61,11 @@ async def test_5xx_retried_up_to_the_policy_only(dev_env: WorkflowEnvironment,
     async with StubServer([Fault(status=503)] * 10) as stub:
         agent = agent_on(dev_env, stub, task_queue)
         async with await agent_worker(agent):
-            from miniagent.durable import TemporalSessions, settings_of
+            from miniagent.temporal import TemporalOptions, TemporalSessions
 
             sessions = TemporalSessions(dev_env.client, task_queue)
-            session_id = await sessions.start("hello", settings_of(agent, model_attempts=2))
+            session_id = await sessions.start("hello", agent.spec,
+                                              options=TemporalOptions(model_attempts=2))
             result = await sessions.result(session_id)
         assert result.status == "error" and "503" in result.reason
         assert len(stub.requests) == 2  # two attempts by Temporal, none by the HTTP client

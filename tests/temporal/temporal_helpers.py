@@ -12,7 +12,7 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from miniagent.durable import SessionView, TemporalSessions
+from miniagent.temporal import SessionView, TemporalSessions
 
 TOOLS = str(Path(__file__).with_name("worker_tools.py"))
 

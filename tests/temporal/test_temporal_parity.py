@@ -8,7 +8,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.durable import TemporalSessions, agent_worker
+from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.types import RunResult
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

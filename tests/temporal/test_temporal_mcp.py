@@ -10,7 +10,7 @@ import pytest
 from temporal_helpers import Processes, address, answer
 from temporalio.testing import WorkflowEnvironment
 
-from miniagent.durable import AgentSettings, TemporalSessions
+from miniagent.temporal import TemporalSessions
 from miniagent.testing.stub_server import StubServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -33,7 +33,7 @@ async def test_a_worker_runs_mcp_tools_as_activities(
     processes, stub = procs
     processes.worker(task_queue, "react", "--mcp", f"{sys.executable} -m mcp_server_time")
     sessions = TemporalSessions(dev_env.client, task_queue)
-    session_id = await sessions.start("time in Tokyo", AgentSettings())
+    session_id = await sessions.start("time in Tokyo")
     result = await sessions.result(session_id)
     assert (result.status, result.final_answer) == ("completed", "it is late in Tokyo")
     [record] = result.steps[0].calls

@@ -2,8 +2,10 @@
 model and any number of tool sources.
 
 Tools come from :class:`~miniagent.tools.source.ToolSource` objects (a
-:class:`~miniagent.tools.registry.ToolRegistry` of ``@tool`` functions, an MCP server, ...),
-listed once when the worker starts, so adding a kind of source is adding it to ``sources``.
+:class:`~miniagent.tools.registry.ToolRegistry` of ``@tool`` functions, an MCP server, an
+agent, any wrapper of :mod:`miniagent.tools.wrappers`), listed once into a toolbox when the
+worker starts. The workflows this worker runs read that toolbox (and the model's profile) from
+:mod:`miniagent.temporal.workers`; its tool activity runs calls through it.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from miniagent.durable.activities import SessionActivities
-from miniagent.durable.workflow import SessionWorkflow
 from miniagent.models.base import Model
-from miniagent.tools.registry import ToolRegistry
-from miniagent.tools.source import ToolSet, ToolSource
+from miniagent.temporal.activities import SessionActivities
+from miniagent.temporal.workers import Served, register
+from miniagent.temporal.workflow import SessionWorkflow
+from miniagent.tools.source import ToolSource
+from miniagent.tools.toolbox import Toolbox
 
 if TYPE_CHECKING:
     from miniagent.agent import Agent
@@ -35,13 +38,6 @@ def sandbox() -> SandboxedWorkflowRunner:
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSED_THROUGH))
 
 
-async def gather_tools(sources: Sequence[ToolSource]) -> ToolRegistry:
-    """One registry with the tools of every source (names must be unique)."""
-    if len(sources) == 1 and isinstance(sources[0], ToolRegistry):
-        return sources[0]
-    return await ToolSet(ToolRegistry(), sources).for_run()
-
-
 async def session_worker(client: Client, *, task_queue: str, model: Model,
                          sources: Sequence[ToolSource] = (), heartbeat_every: float = 1.0,
                          **options: Any) -> Worker:
@@ -49,8 +45,11 @@ async def session_worker(client: Client, *, task_queue: str, model: Model,
 
     ``options`` go to :class:`temporalio.worker.Worker` (e.g. ``max_concurrent_activities``).
     """
-    activities = SessionActivities(model, await gather_tools(sources),
-                                   heartbeat_every=heartbeat_every)
+    tools = await Toolbox.gather(sources)
+    caps = model.capabilities
+    register(task_queue, Served(tools=tools, tool_mode=caps.tool_mode,
+                                native_tools=caps.native_tools))
+    activities = SessionActivities(model, tools, heartbeat_every=heartbeat_every)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     return Worker(client, task_queue=task_queue, workflows=[SessionWorkflow],
                   activities=activities.all(), workflow_runner=sandbox(), **options)
@@ -66,5 +65,7 @@ async def agent_worker(agent: Agent, client: Client | None = None, *,
     if target is None:
         raise ConfigError("agent_worker needs a Temporal client: Agent(temporal=client) or "
                           "agent_worker(agent, client)")
+    if agent.model is None:
+        raise ConfigError("agent_worker needs an agent with a model: the worker serves it")
     return await session_worker(target, task_queue=queue, model=agent.model,
-                                sources=[agent.registry, *agent.tools.sources], **options)
+                                sources=agent.sources, **options)

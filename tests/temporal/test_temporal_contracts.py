@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
 from miniagent import errors, tool
-from miniagent.durable.catalog import ToolCatalog, describe_tools
-from miniagent.durable.faults import model_error, model_failure
+from miniagent.errors import UserError
+from miniagent.temporal.faults import model_error, model_failure
+from miniagent.temporal.workers import Served, register, served, unregister
 from miniagent.tools.registry import ToolRegistry
 from miniagent.types import ToolCall
 
@@ -52,7 +54,7 @@ def test_the_workflow_gets_the_same_error_back() -> None:
     assert type(model_error(failed(errors.ModelTimeout("slow")))) is errors.ModelTimeout
 
 
-def test_an_approval_predicate_makes_the_workflow_always_ask() -> None:
+def test_a_workflow_reads_its_tools_from_the_worker_of_its_task_queue() -> None:
     @tool(requires_approval=lambda args: args["amount"] > 100)
     def pay(amount: int) -> str:
         """Pay."""
@@ -63,10 +65,16 @@ def test_an_approval_predicate_makes_the_workflow_always_ask() -> None:
         """Look up."""
         return q
 
-    infos = describe_tools(ToolRegistry([pay, look]))
-    assert [(i.name, i.approval, i.idempotent, i.timeout) for i in infos] == [
-        ("pay", "predicate", False, None), ("look", "never", True, 5.0)]
-    catalog = ToolCatalog(infos)
-    assert catalog.needs_approval(ToolCall(id="1", name="pay", arguments={"amount": 1}))
-    assert not catalog.needs_approval(ToolCall(id="2", name="nope"))
-    assert catalog.is_idempotent("look") and not catalog.is_idempotent("pay")
+    what = Served(tools=ToolRegistry([pay, look]).toolbox(), tool_mode="react")
+    register("q-contracts", what)
+    tools = served("q-contracts").tools
+    # judged where the tool lives: a predicate that says no asks nobody
+    assert not tools.needs_approval(ToolCall(id="1", name="pay", arguments={"amount": 1}))
+    assert tools.needs_approval(ToolCall(id="2", name="pay", arguments={"amount": 500}))
+    assert not tools.needs_approval(ToolCall(id="3", name="nope"))
+    assert tools.is_idempotent("look") and not tools.is_idempotent("pay")
+    assert tools.timeout_of("look") == 5.0 and tools.timeout_of("pay") is None
+    unregister("q-contracts", what)
+    with pytest.raises(UserError, match="no miniagent worker in this process serves task "
+                                        "queue 'q-contracts'"):
+        served("q-contracts")

@@ -12,12 +12,12 @@ import pytest
 from temporal_helpers import Processes, address, answer, wait_status
 from temporalio.testing import WorkflowEnvironment
 
-from miniagent.durable import AgentSettings, TemporalSessions
 from miniagent.runtime.approvals import INTERRUPTED_NOTE
+from miniagent.temporal import TemporalOptions, TemporalSessions
 from miniagent.testing.stub_server import StubServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-SETTINGS = AgentSettings(heartbeat_timeout=2.0)
+OPTIONS = TemporalOptions(heartbeat_timeout=2.0)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ async def test_idempotent_tool_reruns_on_another_worker(
         dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
     first = procs.worker(task_queue, DURABLE_SLOW="60")
     sessions = TemporalSessions(dev_env.client, task_queue)
-    session_id = await sessions.start("fetch it", SETTINGS)
+    session_id = await sessions.start("fetch it", options=OPTIONS)
     await procs.wait_for_mark("slow_fetch")
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
@@ -62,7 +62,7 @@ async def test_non_idempotent_tool_waits_for_a_person(
         dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
     first = procs.worker(task_queue, DURABLE_SLOW="60")
     sessions = TemporalSessions(dev_env.client, task_queue)
-    session_id = await sessions.start("append it", SETTINGS)
+    session_id = await sessions.start("append it", options=OPTIONS)
     await procs.wait_for_mark("slow_append")
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from miniagent.durable import data_converter
+from miniagent.temporal import data_converter
 
 
 def binary(name: str) -> str:

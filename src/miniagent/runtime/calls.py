@@ -1,0 +1,45 @@
+"""How a tool call ends: recorded ``completed`` with its observation, or waiting for a person.
+
+Plain functions over a step's :class:`~miniagent.types.CallRecord`; every state move goes
+through :meth:`CallRecord.move <miniagent.types.CallRecord.move>`, checked against
+:data:`~miniagent.types.CALL_MOVES`. Times are given by the caller.
+"""
+
+from __future__ import annotations
+
+from miniagent.runtime.subruns import new_usage, waiting_note
+from miniagent.types import CallRecord, Observation, TokenUsage, ToolCall
+
+__all__ = ["answered", "record_outcome"]
+
+
+def answered(call: ToolCall, text: str, reason: str, *, at: float) -> CallRecord:
+    """A call that is not run (cut off, or repeated): completed at once, with the error
+    ``text`` as its observation."""
+    record = CallRecord(call=call, observation=Observation(
+        call_id=call.id, tool_name=call.name, output=text, is_error=True))
+    record.move("completed", reason, at)
+    return record
+
+
+def record_outcome(usage: TokenUsage, record: CallRecord, observation: Observation, *,
+                   at: float) -> TokenUsage:
+    """Record what a run call returned: ``completed``, or ``awaiting_approval`` when it was an
+    agent whose sub-run waits for a person (see :mod:`miniagent.runtime.subruns`).
+
+    Returns:
+        The session's usage, with what a sub-run used since the call's last attempt.
+    """
+    previous = record.observation.sub_run if record.observation is not None else None
+    record.observation = observation
+    sub = observation.sub_run
+    if sub is None:
+        record.move("completed", "the tool returned", at)
+        return usage
+    usage = usage + new_usage(sub.usage, previous.usage if previous is not None else None)
+    if sub.status == "awaiting_approval" and sub.pending:
+        record.note = waiting_note(sub)
+        record.move("awaiting_approval", record.note, at)
+    else:
+        record.move("completed", f"the agent {sub.agent!r} ended: {sub.status}", at)
+    return usage

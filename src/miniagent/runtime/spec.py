@@ -1,0 +1,106 @@
+"""One description of an agent, and the one way a driver turns it into the step logic's rules.
+
+:class:`AgentSpec` is what an :class:`~miniagent.agent.Agent` is, apart from its model, tools
+and store: limits (one nested value), instructions, generation settings, the interrupted-call
+policy, compression, tool selection, tool choice, and its protocol by registered name. It is
+plain data, so it travels (a Temporal workflow's input) and is saved as it is. Every driver
+calls :func:`rules_for` with it, its tools and its model's profile; nothing is copied field by
+field, and what cannot be built where the run goes (a protocol not registered there, a tool
+choice naming a tool that is not there) is refused when the run starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from miniagent import defaults
+from miniagent.errors import UserError
+from miniagent.protocol.base import ActionProtocol
+from miniagent.protocol.registry import ProtocolRef, build_protocol
+from miniagent.protocol.tool_choice import check_choice
+from miniagent.runtime.approvals import InterruptedPolicy
+from miniagent.runtime.compress import Compression
+from miniagent.runtime.guards import Limits
+from miniagent.types import ToolCall, ToolLike
+
+__all__ = ["AgentSpec", "Rules", "ToolCatalog", "rules_for"]
+
+
+class ToolCatalog(Protocol):
+    """What the step logic needs of a run's tools (a
+    :class:`~miniagent.tools.toolbox.Toolbox` is one): what to offer, and how to judge a call
+    without running it."""
+
+    @property
+    def names(self) -> list[str]: ...
+
+    def listed(self) -> Sequence[ToolLike]:
+        """The tools offered to the model, in order."""
+        ...
+
+    def needs_approval(self, call: ToolCall) -> bool: ...
+
+    def is_idempotent(self, name: str) -> bool: ...
+
+
+@dataclass(kw_only=True)
+class AgentSpec:
+    """An agent's configuration as the step logic reads it, on every driver."""
+
+    limits: Limits = field(default_factory=Limits)
+    protocol: ProtocolRef = field(default_factory=ProtocolRef)
+    """By registered name; ``ProtocolRef()``: the one the model is configured for."""
+    instructions: str | None = None
+    temperature: float | None = defaults.TEMPERATURE
+    max_tokens: int | None = defaults.MAX_TOKENS
+    on_interrupted: InterruptedPolicy = "ask"
+    compression: Compression | None = None
+    """Context compression (see :mod:`miniagent.runtime.compress`); ``None``: off."""
+    tool_selection: int | None = None
+    """Offer each request only this many tools, the most relevant (see runtime/selection.py)."""
+    tool_choice: str | None = None
+    """auto, required, none or a tool's name (see :mod:`miniagent.protocol.tool_choice`)."""
+
+    def replace(self, **changes: object) -> AgentSpec:
+        """A copy with ``changes`` (limits may be given as a dict of the fields to change)."""
+        limits = changes.get("limits")
+        if isinstance(limits, dict):
+            changes["limits"] = dataclasses.replace(self.limits, **limits)
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(kw_only=True)
+class Rules:
+    """What the step logic decides with: the spec, its protocol built, and the run's tools."""
+
+    spec: AgentSpec
+    protocol: ActionProtocol
+    tools: ToolCatalog
+
+
+def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
+              native_tools: bool | None = None, protocol: ActionProtocol | None = None
+              ) -> Rules:
+    """The rules of a run of ``spec`` over ``tools``, the same on every driver.
+
+    Args:
+        spec: The agent's description.
+        tools: The run's tools, listed once.
+        tool_mode, native_tools: The model's profile, for a spec that names no protocol.
+        protocol: The protocol object itself, where the driver has it (in process: the
+            agent's own, which keeps what it learnt of the endpoint between runs).
+
+    Raises:
+        UserError: the protocol is not registered here, or ``tool_choice`` names a tool the
+            run does not have.
+    """
+    if protocol is None:
+        protocol = build_protocol(spec.protocol, tool_mode=tool_mode, native_tools=native_tools)
+    try:  # a name the run lacks would make every reply invalid until max_steps
+        check_choice(spec.tool_choice, tools.names)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return Rules(spec=spec, protocol=protocol, tools=tools)

@@ -1,0 +1,412 @@
+"""Sessions on a Temporal cluster, from the client side.
+
+:class:`TemporalSessions` starts, reads, decides, cancels and lists the sessions of a namespace
+(a session's id is its workflow id). :class:`TemporalDriver` is what ``Agent(temporal=...)``
+runs with: ``arun`` starts a session on the agent's task queue and follows it as in process,
+its events delivered to the agent's subscribers as they happen, until it ends or waits for a
+person (with the pending approvals in the result; the agent's ``approver``, if it has one, is
+asked first, as in process). Following reads the workflow's history with long polls, so a
+client that waits costs the cluster almost nothing, and asks the workflow for its new events
+only where someone subscribes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from temporalio.api.enums.v1 import EventType, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import CancelledError, TerminatedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from miniagent.errors import ConfigError, DecisionError, SessionNotFound, UserError
+from miniagent.ids import random_id
+from miniagent.protocol.registry import build_protocol
+from miniagent.runtime.events import Event
+from miniagent.runtime.spec import AgentSpec
+from miniagent.session import AgentSession
+from miniagent.temporal.contracts import (
+    DecisionInput,
+    DecisionOutcome,
+    EventPage,
+    SessionInput,
+    SessionView,
+    TemporalOptions,
+)
+from miniagent.temporal.converter import data_converter
+from miniagent.temporal.events import EVENT_PAGE, event_from
+from miniagent.temporal.workflow import WORKFLOW_NAME, SessionWorkflow
+from miniagent.text import storable
+from miniagent.threads import run_in_daemon_thread
+from miniagent.types import Decision, RunResult
+
+if TYPE_CHECKING:
+    from miniagent.agent import Agent
+    from miniagent.runtime.bus import Subscriber
+
+__all__ = ["DEFAULT_TASK_QUEUE", "TemporalDriver", "TemporalSessions", "connect"]
+
+log = logging.getLogger("miniagent")
+
+DEFAULT_TASK_QUEUE = "miniagent"
+WORKER_WAIT = 3.0
+"""Seconds to wait for a worker to show up on a task queue before saying there is none."""
+
+Change = Literal["progress", "memo", "closed"]
+_CLOSED = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+           EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED}
+_CHANGES: dict[int, Change] = {
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED: "progress",
+    EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED: "memo",
+    **{kind: "closed" for kind in _CLOSED},
+}
+
+
+async def connect(address: str, namespace: str = "default") -> Client:
+    """A client for ``HOST:PORT`` with miniagent's data converter.
+
+    Raises:
+        ConfigError: nothing answers there (one line, for the CLI).
+    """
+    try:
+        return await Client.connect(address, namespace=namespace,
+                                    data_converter=data_converter())
+    except (RuntimeError, RPCError) as exc:
+        raise ConfigError(f"cannot reach Temporal at {address}: {exc}") from None
+
+
+class TemporalSessions:
+    """miniagent sessions on one Temporal namespace."""
+
+    def __init__(self, client: Client, task_queue: str = DEFAULT_TASK_QUEUE) -> None:
+        self.client, self.task_queue = client, task_queue
+        self._started: dict[str, WorkflowHandle[Any, RunResult]] = {}
+        """Handles of the sessions started here (a test environment skips time on them)."""
+
+    async def start(self, question: str, spec: AgentSpec | None = None, *,
+                    options: TemporalOptions | None = None,
+                    metadata: dict[str, Any] | None = None,
+                    session_id: str | None = None) -> str:
+        """Start a session; returns its id (the workflow id).
+
+        Raises:
+            UserError: a session with that id exists (or Temporal refused the start).
+        """
+        session = AgentSession.start(storable(question), id=session_id or random_id(),
+                                     at=time.time(), metadata=metadata)
+        start = SessionInput(session=session, spec=spec or AgentSpec(),
+                             options=options or TemporalOptions())
+        try:
+            self._started[session.id] = await self.client.start_workflow(
+                SessionWorkflow.run, start, id=session.id, task_queue=self.task_queue,
+                memo={"question": session.question[:200], "status": "running"})
+        except RPCError as exc:
+            raise UserError(f"Temporal refused to start session {session.id}: {exc}") from None
+        return session.id
+
+    async def has_workers(self, task_queue: str | None = None, *, wait: float = WORKER_WAIT
+                          ) -> bool:
+        """Whether a worker polls ``task_queue`` (this one's by default), waiting up to
+        ``wait`` seconds for one that is just starting."""
+        request = DescribeTaskQueueRequest(
+            namespace=self.client.namespace,
+            task_queue=TaskQueue(name=task_queue or self.task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                answer = await self.client.workflow_service.describe_task_queue(request)
+            except RPCError as exc:
+                if exc.status == RPCStatusCode.UNIMPLEMENTED:
+                    return True  # a server that cannot tell (the time-skipping test server)
+                raise ConfigError(f"Temporal cannot describe task queue "
+                                  f"{request.task_queue.name!r}: {exc}") from None
+            if answer.pollers:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.1)
+
+    def _handle(self, session_id: str) -> WorkflowHandle[Any, RunResult]:
+        started = self._started.get(session_id)
+        if started is not None:
+            return started
+        return self.client.get_workflow_handle(session_id, result_type=RunResult)
+
+    async def result(self, session_id: str) -> RunResult:
+        """Wait for the session's run to end (across continue-as-new); always a result."""
+        try:
+            result: RunResult = await self._handle(session_id).result()
+            return result
+        except WorkflowFailureError as exc:
+            return _failed(session_id, exc)
+        except RPCError as exc:
+            raise _not_found(session_id, exc) from None
+
+    async def view(self, session_id: str) -> SessionView:
+        return await self._query(session_id, SessionWorkflow.status)
+
+    async def session(self, session_id: str) -> AgentSession:
+        return await self._query(session_id, SessionWorkflow.trace)
+
+    async def events(self, session_id: str, after: int) -> EventPage:
+        return await self._query(session_id, SessionWorkflow.events, after)
+
+    async def _query(self, session_id: str, query: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return await self._handle(session_id).query(query, *args)
+        except WorkflowQueryFailedError as exc:
+            raise UserError(f"session {session_id} could not be read: {exc}") from None
+        except RPCError as exc:
+            raise _not_found(session_id, exc) from None
+
+    async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
+                     reason: str | None = None) -> list[str]:
+        """Approve or deny one waiting call (or all); returns the decided call ids.
+
+        Raises:
+            DecisionError: the session is not waiting, or has no such undecided call.
+        """
+        try:
+            outcome: DecisionOutcome = await self._handle(session_id).execute_update(
+                SessionWorkflow.decide,
+                DecisionInput(approved=approved, call_id=call_id, reason=reason))
+        except WorkflowUpdateFailedError as exc:
+            raise DecisionError(getattr(exc.cause, "message", None) or str(exc)) from None
+        except RPCError as exc:
+            if "already completed" in str(exc):
+                raise DecisionError(f"session {session_id} is not awaiting approval: it has "
+                                    "ended (see 'miniagent sessions show')") from None
+            raise _not_found(session_id, exc) from None
+        return outcome.decided
+
+    async def signal_decision(self, session_id: str, approved: bool,
+                              call_id: str | None = None, reason: str | None = None) -> None:
+        """Fire and forget: a decision the workflow applies when it can (see the signal)."""
+        await self._handle(session_id).signal(
+            SessionWorkflow.decide_signal,
+            DecisionInput(approved=approved, call_id=call_id, reason=reason))
+
+    async def cancel(self, session_id: str, reason: str = "cancelled by a person") -> str:
+        """End the session: a Temporal cancellation, which its workflow records (status
+        ``cancelled``, Temporal's Canceled); with no worker to record it, the workflow is
+        terminated instead. Returns ``cancelling`` or ``terminated``.
+
+        Raises:
+            UserError: the session has ended already.
+        """
+        handle = self._handle(session_id)
+        try:
+            described = await handle.describe()
+        except RPCError as exc:
+            raise _not_found(session_id, exc) from None
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            status = described.status.name.lower() if described.status else "closed"
+            raise UserError(f"session {session_id} has ended already ({status})")
+        if await self.has_workers(described.task_queue, wait=0.5):
+            await handle.cancel()
+            return "cancelling"
+        await handle.terminate(reason=f"{reason} (no worker polls task queue "
+                                      f"{described.task_queue!r})")
+        return "terminated"
+
+    async def list(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Sessions, most recently started first: id, status, question, start time."""
+        rows: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        closed: list[tuple[dict[str, Any], str]] = []
+        async for execution in self.client.list_workflows(
+                f"WorkflowType = '{WORKFLOW_NAME}'", limit=limit * 4):
+            if execution.id in seen or len(rows) >= limit:
+                continue  # a session that continued as new is listed once, by its last run
+            seen.add(execution.id)
+            memo = await execution.memo()
+            row = {"session_id": execution.id, "status": str(memo.get("status", "running")),
+                   "question": str(memo.get("question", "")),
+                   "started_at": execution.start_time.timestamp()}
+            status = execution.status
+            if status == WorkflowExecutionStatus.COMPLETED:
+                closed.append((row, execution.id))
+            elif status is not None and status != WorkflowExecutionStatus.RUNNING:
+                row["status"] = _closed_status(status)
+            rows.append(row)
+        results = await asyncio.gather(*(self.result(sid) for _, sid in closed))
+        for (row, _), result in zip(closed, results, strict=True):
+            row["status"] = result.status  # the session's own final status
+        return sorted(rows, key=lambda row: -row["started_at"])
+
+    async def changes(self, session_id: str) -> AsyncIterator[Change]:
+        """What happens to the session, as its history grows (long polls; follows
+        continue-as-new): ``progress`` (a workflow task done), ``memo`` (it started or
+        stopped waiting for a person), then ``closed``."""
+        while True:
+            handle = self.client.get_workflow_handle(session_id)
+            renewed = False
+            try:
+                async for event in handle.fetch_history_events(wait_new_event=True):
+                    if event.event_type == \
+                            EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                        renewed = True
+                        continue
+                    change = _CHANGES.get(event.event_type)
+                    if change is not None:
+                        yield change
+                    if change == "closed":
+                        return
+            except RPCError as exc:
+                raise _not_found(session_id, exc) from None
+            if not renewed:
+                return
+
+
+class TemporalDriver:
+    """``Agent(temporal=...)``: its runs as sessions on its task queue, followed from here."""
+
+    def __init__(self, agent: Agent, options: TemporalOptions | None = None) -> None:
+        self.agent = agent
+        self.options = options or getattr(agent, "temporal_options", None)
+        self.sessions = TemporalSessions(agent.temporal, agent.task_queue)
+
+    async def run(self, question: str, *, metadata: dict[str, Any] | None = None,
+                  on_event: Subscriber | None = None, session_id: str | None = None
+                  ) -> RunResult:
+        """Start a session of the agent's spec and follow it until it stops.
+
+        Raises:
+            UserError: the agent's protocol cannot be rebuilt by a worker.
+            ConfigError: no worker polls the task queue.
+        """
+        self._check_protocol()
+        if not await self.sessions.has_workers():
+            raise ConfigError(
+                f"no worker polls task queue {self.agent.task_queue!r}: start one (miniagent "
+                f"worker --temporal HOST:PORT --task-queue {self.agent.task_queue}, or "
+                "miniagent.temporal.agent_worker) and run again")
+        started = await self.sessions.start(question, self.agent.spec, options=self.options,
+                                            metadata=metadata, session_id=session_id)
+        return await self.follow(started, on_event=on_event)
+
+    def _check_protocol(self) -> None:
+        """A custom protocol runs on workers only under a registered name of its own."""
+        protocol = self.agent.protocol
+        if protocol is None:
+            return
+        built = build_protocol(self.agent.spec.protocol)
+        if type(built) is not type(protocol):
+            raise UserError(
+                f"the agent's protocol {type(protocol).__name__} cannot run on Temporal: its "
+                f"name {protocol.name!r} builds {type(built).__name__} there; give it a name "
+                "of its own and register it (miniagent.register_protocol) in the workers")
+
+    async def follow(self, session_id: str, *, on_event: Subscriber | None = None
+                     ) -> RunResult:
+        """Follow the session until it ends or waits for a person; its events go to the
+        agent's subscribers (and ``on_event``) on the way."""
+        extra = (on_event,) if on_event else ()
+        feed = _Feed(self, session_id, extra) if extra or self.agent.bus.has_subscribers \
+            else None
+        try:
+            async for change in self.sessions.changes(session_id):
+                if feed is not None and change != "memo":
+                    await feed.deliver()
+                if change == "closed":
+                    break
+                if change == "memo" and await self._stopped(session_id, feed):
+                    return (await self.sessions.session(session_id)).result()
+            return await self.sessions.result(session_id)
+        finally:
+            await self.agent.bus.flush()
+
+    async def _stopped(self, session_id: str, feed: _Feed | None) -> bool:
+        """Whether the run stops here: the session waits, and no approver decided it all."""
+        view = await self.sessions.view(session_id)
+        if view.status != "awaiting_approval":
+            return False
+        if feed is not None:
+            await feed.deliver()
+        approver = self.agent.approver
+        if approver is None:
+            return True
+        await self.agent.bus.flush()  # the trace so far is shown before a person is asked
+        undecided = 0
+        for item in view.pending:
+            answer = await run_in_daemon_thread(approver, item)
+            if answer is None:
+                undecided += 1
+                continue
+            decision = Decision(approved=bool(answer))
+            await self.sessions.decide(session_id, decision.approved, item.call_id)
+        return undecided > 0
+
+
+@dataclass
+class _Feed:
+    """The session's events, read from the workflow and emitted on the agent's bus."""
+
+    driver: TemporalDriver
+    session_id: str
+    extra: tuple[Subscriber, ...]
+    after: int = 0
+    runs: int = 0
+
+    async def deliver(self) -> None:
+        while True:
+            try:
+                page = await self.driver.sessions.events(self.session_id, self.after)
+            except UserError as exc:  # a closed workflow needs a worker to answer
+                log.warning("events of session %s could not be read: %s", self.session_id, exc)
+                return
+            if page.runs != self.runs:  # continue-as-new: the new run counts from 0
+                self.runs, self.after = page.runs, 0
+                page = await self.driver.sessions.events(self.session_id, 0)
+            for record in page.records:
+                event: Event | None = event_from(record)
+                if event is not None:
+                    self.driver.agent.bus.emit(event, self.extra)
+            self.after = max(self.after, page.next)
+            if len(page.records) < EVENT_PAGE:
+                return
+
+
+def _failed(session_id: str, exc: WorkflowFailureError) -> RunResult:
+    cause = exc.cause
+    if isinstance(cause, CancelledError):
+        return RunResult(status="cancelled", reason="cancelled by a person",
+                         session_id=session_id)
+    if isinstance(cause, TerminatedError):
+        return RunResult(status="cancelled", reason=f"terminated: {cause.message}",
+                         session_id=session_id)
+    message = getattr(cause, "message", None) or str(cause or exc)
+    return RunResult(status="error", reason=f"the workflow failed: {message}",
+                     session_id=session_id)
+
+
+def _closed_status(status: WorkflowExecutionStatus) -> str:
+    if status in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED):
+        return "cancelled"
+    if status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
+        return "running"
+    return "error"  # failed, timed out
+
+
+def _not_found(session_id: str, exc: RPCError) -> Exception:
+    if "not found" in str(exc).lower():
+        return SessionNotFound(f"no session {session_id} on this Temporal namespace")
+    return UserError(f"Temporal refused the request on session {session_id}: {exc}")

@@ -1,0 +1,57 @@
+"""What a worker serves, by task queue: its toolbox and its model's profile.
+
+A worker (:func:`~miniagent.temporal.worker.session_worker`) lists its tool sources once when it
+starts and registers the result here under its task queue. The session workflow runs in that
+same worker process, so it reads its tools here (:func:`served`) instead of asking for them in
+an activity: what the model is offered, and approvals judged by the tools' own rules,
+predicates included, where the tools live. A workflow replayed on another worker of the same
+task queue reads that worker's registration, which serves the same tools.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from miniagent.errors import UserError
+from miniagent.tools.toolbox import Toolbox
+
+__all__ = ["Served", "register", "served", "unregister"]
+
+
+@dataclass(frozen=True)
+class Served:
+    """One worker's tools and the profile of its model."""
+
+    tools: Toolbox
+    tool_mode: str = "auto"
+    native_tools: bool | None = None
+
+
+_SERVED: dict[str, Served] = {}
+_LOCK = threading.Lock()
+
+
+def register(task_queue: str, what: Served) -> None:
+    with _LOCK:
+        _SERVED[task_queue] = what
+
+
+def unregister(task_queue: str, what: Served) -> None:
+    with _LOCK:
+        if _SERVED.get(task_queue) is what:
+            del _SERVED[task_queue]
+
+
+def served(task_queue: str) -> Served:
+    """What this process's worker of ``task_queue`` serves.
+
+    Raises:
+        UserError: no worker of this process serves it (the workflow was registered on a
+            worker built without :func:`~miniagent.temporal.worker.session_worker`).
+    """
+    found = _SERVED.get(task_queue)
+    if found is None:
+        raise UserError(f"no miniagent worker in this process serves task queue {task_queue!r}:"
+                        " build workers with miniagent.temporal.session_worker")
+    return found

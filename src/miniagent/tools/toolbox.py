@@ -1,0 +1,182 @@
+"""The tools of one run, and the one executor every call goes through: :class:`Toolbox`.
+
+A run lists its tool sources once (:meth:`Toolbox.gather`): each tool is kept with the source
+that listed it. A call is judged and run here, the same way whatever its source:
+
+1. an unknown name gets the list of valid ones (and a "did you mean");
+2. the arguments are checked and coerced (:func:`~miniagent.tools.arguments.check_arguments`:
+   broken JSON, a bare value, missing or unknown names, the tool's schema);
+3. the validated call goes to **the source that owns the tool**
+   (:meth:`~miniagent.tools.source.ToolSource.call_tool`: a function runs, an MCP server is
+   sent ``tools/call``, an agent answers), with the call's
+   :class:`~miniagent.tool_context.ToolContext` installed, under the tool's timeout (the
+   source's call is a task of its own: one that ignores cancellation is left behind);
+4. whatever happens becomes an :class:`~miniagent.types.Observation`; nothing raises but the
+   caller's own cancellation.
+
+Approval is judged here too (:meth:`needs_approval`), on the validated arguments, where the
+tool lives: a Temporal workflow asks its worker's toolbox, so a predicate that says no never
+makes a person wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import difflib
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from miniagent.errors import ToolDefinitionError
+from miniagent.tool_context import ToolContext, using_context
+from miniagent.tools.arguments import check_arguments, preview
+from miniagent.tools.registry import Tool
+from miniagent.tools.runner import Failure, describe, failure_text, guarded, within
+from miniagent.tools.source import ToolSource
+from miniagent.types import Observation, ToolCall
+
+__all__ = ["Toolbox"]
+
+
+class Toolbox:
+    """Tools by name, each with the source that runs it.
+
+    Args:
+        entries: ``(tool, source)`` pairs; names must be unique.
+        default_timeout: seconds a call of a tool that sets no timeout may take.
+
+    Raises:
+        ToolDefinitionError: two tools share a name.
+    """
+
+    def __init__(self, entries: Iterable[tuple[Tool, ToolSource]] = (), *,
+                 default_timeout: float | None = None) -> None:
+        self.default_timeout = default_timeout
+        self._entries: dict[str, tuple[Tool, ToolSource]] = {}
+        for tool, source in entries:
+            if tool.name in self._entries:
+                raise ToolDefinitionError(
+                    f"two tools are named {tool.name!r}: give one source a name prefix "
+                    "(miniagent.tools.Prefixed) or filter it out (Filtered)")
+            self._entries[tool.name] = (tool, source)
+
+    @classmethod
+    async def gather(cls, sources: Sequence[ToolSource], *,
+                     default_timeout: float | None = None) -> Toolbox:
+        """List every source once (concurrently) and keep what they offer.
+
+        Raises:
+            ToolDefinitionError: a source cannot list its tools, or two tools share a name.
+        """
+        listed = await asyncio.gather(*(source.list_tools() for source in sources))
+        return cls(((tool, source) for source, tools in zip(sources, listed, strict=True)
+                    for tool in tools), default_timeout=default_timeout)
+
+    # -- what the step logic and the protocols read ---------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __repr__(self) -> str:
+        return f"Toolbox({self.names!r})"
+
+    def listed(self) -> list[Tool]:
+        """The tools in the order their sources listed them (what the model is offered)."""
+        return [tool for tool, _ in self._entries.values()]
+
+    def get(self, name: str) -> Tool | None:
+        entry = self._entries.get(name) if isinstance(name, str) else None
+        return entry[0] if entry is not None else None
+
+    def source_of(self, name: str) -> ToolSource | None:
+        entry = self._entries.get(name) if isinstance(name, str) else None
+        return entry[1] if entry is not None else None
+
+    def timeout_of(self, name: str) -> float | None:
+        """Seconds a call of ``name`` may take: the tool's own, else its source's default,
+        else this toolbox's."""
+        entry = self._entries.get(name)
+        if entry is None:
+            return self.default_timeout
+        tool, source = entry
+        if tool.timeout is not None:
+            return tool.timeout
+        own = getattr(source, "default_timeout", None)
+        return own if isinstance(own, int | float) else self.default_timeout
+
+    def is_idempotent(self, name: str) -> bool:
+        """Whether a call of ``name`` may run again after a crash left its outcome unknown."""
+        tool = self.get(name)
+        return tool is not None and tool.idempotent
+
+    def needs_approval(self, call: ToolCall) -> bool:
+        """Whether ``call`` must wait for a person, judged on its validated, coerced arguments.
+
+        A call of an unknown tool, or whose arguments do not validate, never runs (the model
+        gets the error instead), so it needs no approval.
+        """
+        tool = self.get(call.name)
+        if tool is None or tool.requires_approval is False:
+            return False
+        values = check_arguments(tool, call)
+        return not isinstance(values, str) and tool.needs_approval(values)
+
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        """Every tool in the OpenAI ``tools`` wire format, in order."""
+        return [tool.openai_schema() for tool in self.listed()]
+
+    # -- running a call ---------------------------------------------------------------------
+
+    async def execute(self, call: ToolCall, context: ToolContext | None = None) -> Observation:
+        """Validate ``call`` and run it in the source that owns the tool; never raises, except
+        :class:`asyncio.CancelledError` when the caller is cancelled."""
+        started = time.perf_counter()
+        try:
+            outcome = await self._execute(call, context)
+        except Exception as exc:  # last resort: nothing the model sends may escape
+            outcome = f"Error executing tool {preview(call.name)}: {describe(exc)}"
+        if isinstance(outcome, str):
+            outcome = Observation(call_id="", tool_name="", output=outcome, is_error=True)
+        return dataclasses.replace(outcome, call_id=str(call.id), tool_name=str(call.name),
+                                   elapsed=time.perf_counter() - started)
+
+    async def _execute(self, call: ToolCall, context: ToolContext | None) -> Observation | str:
+        entry = self._entries.get(call.name) if isinstance(call.name, str) else None
+        if entry is None:
+            return self._unknown_tool(call.name)
+        tool, source = entry
+        values = check_arguments(tool, call)
+        if isinstance(values, str):
+            return values
+        checked = dataclasses.replace(call, arguments=values)
+        timeout = self.timeout_of(tool.name)
+        with using_context(context) if context is not None else contextlib.nullcontext():
+            work = asyncio.ensure_future(guarded(lambda: source.call_tool(checked, context)))
+        try:  # the task was made inside the context: it, and threads it starts, inherit it
+            outcome = await within(work, timeout)
+        except asyncio.TimeoutError:
+            return f"Tool {tool.name!r} timed out after {timeout} s."
+        if isinstance(outcome, Failure):  # the source itself raised (it should not)
+            return failure_text(tool.name, outcome.error)
+        if not isinstance(outcome, Observation):
+            return f"Tool {tool.name!r}'s source returned no observation ({preview(outcome)})."
+        return outcome
+
+    def _unknown_tool(self, name: object) -> str:
+        if not self._entries:
+            return f"Unknown tool {preview(name)}. No tools are available; answer directly."
+        text = f"Unknown tool {preview(name)}. Available tools: {', '.join(self._entries)}."
+        if isinstance(name, str):
+            close = difflib.get_close_matches(name, list(self._entries), n=1)
+            if close:
+                text += f" Did you mean {close[0]!r}?"
+        return text
