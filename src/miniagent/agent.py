@@ -119,6 +119,7 @@ class Agent:
         compress: Literal["truncate", "model"] = "truncate",
         tool_selection: int | None = None,
         tool_choice: str | None = None,
+        approval_timeout: float | None = None,
         trace: str | os.PathLike[str] | None = None,
         temporal: Any = None,
         task_queue: str = "miniagent",
@@ -154,7 +155,7 @@ class Agent:
             on_interrupted=on_interrupted,
             compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
                          if compress_at is not None else None),
-            tool_selection=tool_selection,
+            tool_selection=tool_selection, approval_timeout=approval_timeout,
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names))
         """What the agent is, for every driver (see :mod:`miniagent.runtime.spec`)."""
         self.store: CheckpointStore = store if store is not None else MemoryStore()
@@ -167,6 +168,7 @@ class Agent:
             self.bus.subscribe(self.tracer)
         self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see temporal
         self.temporal_options = temporal_options  # a miniagent.temporal.TemporalOptions
+        self._temporal_driver: Any = None
 
     @property
     def limits(self) -> Limits:
@@ -191,9 +193,7 @@ class Agent:
         if listed:
             metadata = {**(metadata or {}), "tool_sources": listed}
         if self.temporal is not None:  # a session on the cluster, run by a worker there
-            from miniagent.temporal.client import TemporalDriver
-
-            return await TemporalDriver(self).run(question, metadata=metadata,
+            return await self._on_temporal().run(question, metadata=metadata,
                                                   on_event=on_event, session_id=session_id)
         session = AgentSession.start(storable(question), id=session_id or random_id(),
                                      at=time.time(), metadata=metadata)
@@ -201,6 +201,15 @@ class Agent:
             self._refuse_taken(session_id)
         self.store.save(session)
         return await self._run_here(session.id, session, on_event)
+
+    def _on_temporal(self) -> Any:
+        """The Temporal driver of this agent (made once: it remembers which events of each
+        session it has delivered)."""
+        if self._temporal_driver is None:
+            from miniagent.temporal.client import TemporalDriver
+
+            self._temporal_driver = TemporalDriver(self)
+        return self._temporal_driver
 
     def _refuse_taken(self, session_id: str) -> None:
         try:
@@ -221,9 +230,7 @@ class Agent:
             SessionNotFound, SessionBusy (another live process runs it), SessionError.
         """
         if self.temporal is not None:
-            from miniagent.temporal.client import TemporalDriver
-
-            return await TemporalDriver(self).follow(session_id, on_event=on_event)
+            return await self._on_temporal().follow(session_id, on_event=on_event)
         return await self._run_here(session_id, None, on_event, force)
 
     async def _run_here(self, session_id: str, fresh: AgentSession | None,
@@ -297,9 +304,7 @@ class Agent:
     async def _adecide(self, session_id: str, call_id: str | None, approved: bool,
                        reason: str | None, force: bool) -> None:
         if self.temporal is not None:
-            from miniagent.temporal.client import TemporalDriver
-
-            await TemporalDriver(self).sessions.decide(session_id, approved, call_id, reason)
+            await self._on_temporal().sessions.decide(session_id, approved, call_id, reason)
             return
         self.store.update(session_id,
                           lambda s: decide(s, call_id, approved, reason, at=time.time()),
@@ -310,18 +315,14 @@ class Agent:
         """End a session that no live process is running; it cannot be resumed afterwards
         (on Temporal: cancel its workflow)."""
         if self.temporal is not None:
-            from miniagent.temporal.client import TemporalDriver
-
-            await TemporalDriver(self).sessions.cancel(session_id, reason)
+            await self._on_temporal().sessions.cancel(session_id, reason)
             return
         cancel_session(self.store, session_id, reason, force=force)
 
     async def asession(self, session_id: str) -> AgentSession:
         """The session, as of its last checkpoint (on Temporal: as the workflow holds it)."""
         if self.temporal is not None:
-            from miniagent.temporal.client import TemporalDriver
-
-            return await TemporalDriver(self).sessions.session(session_id)
+            return await self._on_temporal().sessions.session(session_id)
         return self.store.load(session_id)
 
     def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,

@@ -349,7 +349,7 @@ class Replayable:
     async def checkpoint(self, session: AgentSession, call: Any = None) -> None:
         self.saved.append(json.dumps(session.to_dict(), ensure_ascii=False))
 
-    async def wait_for_decision(self, pending: Any) -> dict[str, Any]:
+    async def wait_for_decision(self, pending: Any, until: Any = None) -> dict[str, Any]:
         return {}
 
     def now(self) -> float:

@@ -76,7 +76,8 @@ class FakeEffects:
     async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
         self.saved.append(json.dumps(session.to_dict(), ensure_ascii=False))
 
-    async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
+    async def wait_for_decision(self, pending: list[PendingApproval], until: float | None = None
+                                ) -> dict[str, Decision]:
         return {p.call_id: self.decisions[p.tool] for p in pending if p.tool in self.decisions}
 
     def now(self) -> float:

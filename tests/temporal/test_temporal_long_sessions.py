@@ -11,8 +11,8 @@ import pytest
 from temporal_helpers import act, wait_status
 from temporalio.testing import WorkflowEnvironment
 
-from miniagent import Agent, ScriptedModel, tool
-from miniagent.temporal import TemporalOptions, TemporalSessions, agent_worker
+from miniagent import Agent, AgentSpec, ScriptedModel, tool
+from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.types import ModelRequest
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -38,7 +38,7 @@ async def test_approval_after_a_day_with_time_skipping(skip_env: WorkflowEnviron
                   task_queue=task_queue)
     sessions = TemporalSessions(skip_env.client, task_queue)
     async with await agent_worker(agent):
-        session_id = await sessions.start("pay", options=TemporalOptions(approval_timeout=3 * DAY))
+        session_id = await sessions.start("pay", AgentSpec(approval_timeout=3 * DAY))
         await wait_status(sessions, session_id, "awaiting_approval")
         await skip_env.sleep(timedelta(hours=24))
         view = await sessions.view(session_id)
@@ -58,7 +58,7 @@ async def test_unanswered_approval_is_denied_after_its_timeout(
                   task_queue=task_queue)
     sessions = TemporalSessions(skip_env.client, task_queue)
     async with await agent_worker(agent):
-        session_id = await sessions.start("pay", options=TemporalOptions(approval_timeout=DAY))
+        session_id = await sessions.start("pay", AgentSpec(approval_timeout=DAY))
         result = await sessions.result(session_id)  # the test server skips the day at once
     assert result.status == "completed" and ran == []
     observation = result.steps[0].calls[0].observation

@@ -51,9 +51,11 @@ class Effects(Protocol):
         changed since the last checkpoint is that one call's completion."""
         ...
 
-    async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
-        """Decisions for some of these calls, by call id; the others keep waiting (the run
-        then stops with status ``awaiting_approval``)."""
+    async def wait_for_decision(self, pending: list[PendingApproval], until: float | None
+                                ) -> dict[str, Decision]:
+        """Decisions for some of these calls, by call id, given by ``until`` at the latest (a
+        time of :meth:`now`; ``None``: no limit); the others keep waiting (the run then stops
+        with status ``awaiting_approval``, or they are denied once ``until`` has passed)."""
         ...
 
     def now(self) -> float:

@@ -68,8 +68,10 @@ class InProcessEffects:
         else:
             self.store.save_call(session, call, owner=self.owner)
 
-    async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
-        """Ask the inline approver, if any; without one every call keeps waiting."""
+    async def wait_for_decision(self, pending: list[PendingApproval], until: float | None
+                                ) -> dict[str, Decision]:
+        """Ask the inline approver, if any; without one every call keeps waiting (the session
+        is saved waiting: a person decides from any process sharing the store)."""
         if self.approver is None:
             return {}
         await self.bus.flush()  # the trace so far is shown before a person is asked

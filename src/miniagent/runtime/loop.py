@@ -380,22 +380,42 @@ class StepLogic:
 
     async def _wait(self, session: AgentSession, next_step: WaitForPerson) -> None:
         """The session waits for a person (saved so): the driver may bring decisions now (an
-        inline approver, a workflow's update); without all of them the run stops here."""
-        step, pending = session.steps[-1], next_step.pending
+        inline approver, a workflow's update); without all of them the run stops here. A call
+        that waited past the approval timeout is denied first (the model is told)."""
+        step = session.steps[-1]
+        if not self._time_out(step):
+            return  # nothing waits any more: the tools phase goes on
+        waiting = [r for r in step.calls if r.state == "awaiting_approval"]
+        pending = [p for p in next_step.pending if p.call_id in {r.call.id for r in waiting}]
         names = ", ".join(f"{p.tool} ({p.call_id})" for p in pending)
         session.transition("awaiting_approval", f"waiting for approval of {names}",
                            at=self.effects.now())
         await self._checkpoint(session)  # a person may take long, or interrupt the process
         self._emit(ev.ApprovalRequested, session, span=self._step_span(step.index),
                    parent=self.run_span, step=step.index, pending=pending)
-        decisions = await self.effects.wait_for_decision(pending)
-        for record in step.calls:
+        timeout = self.spec.approval_timeout
+        until = None if timeout is None else min(_waiting_since(r) for r in waiting) + timeout
+        decisions = await self.effects.wait_for_decision(pending, until)
+        for record in waiting:
             decision = decisions.get(record.call.id)
-            if record.state == "awaiting_approval" and decision is not None:
+            if decision is not None:
                 apply_decision(record, decision.approved, decision.reason,
                                at=self.effects.now())
-        if not any(r.state == "awaiting_approval" for r in step.calls):
+        if not self._time_out(step):
             session.transition("running", "decided by a person", at=self.effects.now())
+
+    def _time_out(self, step: Step) -> bool:
+        """Deny the calls that waited past the approval timeout; whether any call still waits."""
+        timeout, now = self.spec.approval_timeout, self.effects.now()
+        left = False
+        for record in step.calls:
+            if record.state != "awaiting_approval":
+                continue
+            if timeout is not None and now >= _waiting_since(record) + timeout - _TICK:
+                apply_decision(record, False, f"no decision within {timeout:g} s", at=now)
+            else:
+                left = True
+        return left
 
     async def _to_model(self, session: AgentSession, next_step: ToModel) -> None:
         step = session.steps[-1]
@@ -443,6 +463,15 @@ class StepLogic:
             return  # span ids are still drawn: the ids a session gets must not depend on it
         self.effects.emit(kind(session_id=session.id, span_id=span, parent_id=parent,
                                step=step, at=self.effects.now(), **fields))
+
+
+_TICK = 0.001
+"""A timer may fire a hair early on a driver's clock (Temporal's): past is past by this much."""
+
+
+def _waiting_since(record: CallRecord) -> float:
+    """When the call began to wait for a person (its last move to ``awaiting_approval``)."""
+    return next((m.at for m in reversed(record.moves) if m.target == "awaiting_approval"), 0.0)
 
 
 _Action = Callable[[StepLogic, AgentSession, NextStep], Awaitable[None]]

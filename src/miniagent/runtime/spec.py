@@ -63,6 +63,9 @@ class AgentSpec:
     """Offer each request only this many tools, the most relevant (see runtime/selection.py)."""
     tool_choice: str | None = None
     """auto, required, none or a tool's name (see :mod:`miniagent.protocol.tool_choice`)."""
+    approval_timeout: float | None = None
+    """Seconds a call may wait for a person; past them it is denied (the model is told), as
+    soon as the session runs (on Temporal: at that moment). ``None``: as long as it takes."""
 
     def replace(self, **changes: object) -> AgentSpec:
         """A copy with ``changes`` (limits may be given as a dict of the fields to change)."""

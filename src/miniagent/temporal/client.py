@@ -283,6 +283,8 @@ class TemporalDriver:
         self.agent = agent
         self.options = options or getattr(agent, "temporal_options", None)
         self.sessions = TemporalSessions(agent.temporal, agent.task_queue)
+        self.delivered: dict[str, tuple[int, int]] = {}
+        """Per session: the workflow run and the index of the next event to deliver."""
 
     async def run(self, question: str, *, metadata: dict[str, Any] | None = None,
                   on_event: Subscriber | None = None, session_id: str | None = None
@@ -320,8 +322,10 @@ class TemporalDriver:
         """Follow the session until it ends or waits for a person; its events go to the
         agent's subscribers (and ``on_event``) on the way."""
         extra = (on_event,) if on_event else ()
-        feed = _Feed(self, session_id, extra) if extra or self.agent.bus.has_subscribers \
-            else None
+        feed = None
+        if extra or self.agent.bus.has_subscribers:
+            runs, after = self.delivered.get(session_id, (0, 0))
+            feed = _Feed(self, session_id, extra, after=after, runs=runs)
         try:
             async for change in self.sessions.changes(session_id):
                 if feed is not None and change != "memo":
@@ -332,6 +336,8 @@ class TemporalDriver:
                     return (await self.sessions.session(session_id)).result()
             return await self.sessions.result(session_id)
         finally:
+            if feed is not None:
+                self.delivered[session_id] = (feed.runs, feed.after)
             await self.agent.bus.flush()
 
     async def _stopped(self, session_id: str, feed: _Feed | None) -> bool:

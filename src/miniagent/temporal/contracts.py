@@ -20,9 +20,6 @@ from miniagent.types import Decision, PendingApproval, SessionStatus, ToolCall
 class TemporalOptions:
     """How a session runs on Temporal (the agent's own settings are its spec)."""
 
-    approval_timeout: float | None = None
-    """Seconds to wait for a person; past it the waiting calls are denied (the model is told).
-    ``None``: wait as long as it takes."""
     model_timeout: float = 120.0
     """Start-to-close timeout of one model call, seconds."""
     heartbeat_timeout: float = 10.0

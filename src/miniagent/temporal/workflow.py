@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -84,6 +84,13 @@ def check_size(value: Any, what: str) -> None:
                               f"{PAYLOAD_LIMIT:,}-byte payload limit")
 
 
+def _reraise_cancellation(exc: ActivityError) -> None:
+    """An activity cancelled because the run was (its deadline, a person): the run's
+    cancellation, not a failure of the model or the tool."""
+    if isinstance(exc.cause, CancelledError):
+        raise asyncio.CancelledError from None
+
+
 def _rough_size(request: ModelRequest) -> int:
     """About the JSON size of a request: its texts, which dominate it."""
     return sum(len(str(m.get("content") or "")) + 64 for m in request.messages) + len(
@@ -105,6 +112,7 @@ class WorkflowEffects:
                 retry_policy=model_retry(self.options.model_attempts))
         except ActivityError as exc:
             cause = exc.cause
+            _reraise_cancellation(exc)
             if isinstance(cause, ApplicationError) and cause.type == PAYLOAD_TOO_LARGE:
                 raise PayloadTooLarge(cause.message) from None
             raise model_error(exc) from None
@@ -123,6 +131,7 @@ class WorkflowEffects:
                 heartbeat_timeout=timedelta(seconds=self.options.heartbeat_timeout),
                 retry_policy=tool_retry(idempotent))
         except ActivityError as exc:
+            _reraise_cancellation(exc)
             if idempotent:
                 return Observation(call_id=call.id, tool_name=call.name, is_error=True,
                                    output=f"The tool '{call.name}' could not be run: its "
@@ -137,22 +146,21 @@ class WorkflowEffects:
                     info.get_current_history_size() > self.options.rollover_bytes):
                 raise Rollover
 
-    async def wait_for_decision(self, pending: list[PendingApproval]) -> dict[str, Decision]:
-        """Wait until every pending call is decided; past the approval timeout, deny the
-        undecided ones (the model is told why)."""
+    async def wait_for_decision(self, pending: list[PendingApproval], until: float | None
+                                ) -> dict[str, Decision]:
+        """Wait (durably: days if need be) until every pending call is decided, or ``until``;
+        the step logic denies what is undecided then."""
         flow, ids = self.flow, [item.call_id for item in pending]
         flow.start_waiting(pending)
-        timeout = self.options.approval_timeout
+        left = None if until is None else timedelta(seconds=max(0.0, until - self.now()))
         try:
             await workflow.wait_condition(lambda: all(i in flow.decisions for i in ids),
-                                          timeout=timedelta(seconds=timeout) if timeout else None)
+                                          timeout=left)
         except asyncio.TimeoutError:
-            for call_id in ids:
-                flow.decisions.setdefault(call_id, Decision(
-                    approved=False, reason=f"no decision within {timeout:g} s"))
+            pass
         finally:
             flow.stop_waiting()
-        return {call_id: flow.decisions.pop(call_id) for call_id in ids}
+        return {i: flow.decisions.pop(i) for i in ids if i in flow.decisions}
 
     def now(self) -> float:
         return workflow.now().timestamp()

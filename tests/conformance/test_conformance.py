@@ -1,0 +1,518 @@
+"""Every scenario on every driver: the same outcome, events and trace (see harness.py).
+
+Each test builds one agent per driver (memory, SQLite, Temporal, the minimal test driver), acts
+on it, checks what the scenario must show on the reference (the in-process memory driver), and
+that every other driver gives the same :class:`~harness.Outcome`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import Driver, Handle, InProcess, Minimal, OnTemporal, Outcome, Setup, outcome
+from temporalio.testing import WorkflowEnvironment
+
+from miniagent import (
+    ModelResponse,
+    Observation,
+    OpenAICompatibleModel,
+    ScriptedModel,
+    Tool,
+    ToolCall,
+    ToolContext,
+    register_protocol,
+    tool,
+    tool_context,
+)
+from miniagent.protocol.native import NativeProtocol
+from miniagent.runtime.approvals import INTERRUPTED_NOTE
+from miniagent.testing.stub_server import StubServer
+from miniagent.types import Message, ModelRequest, ParsedOutput, RunResult, ToolLike
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+Act = Callable[[Handle], Awaitable[RunResult]]
+
+
+@pytest.fixture
+def drivers(dev_env: WorkflowEnvironment) -> list[Driver]:
+    return [InProcess("memory"), InProcess("sqlite"), OnTemporal(dev_env.client), Minimal()]
+
+
+async def across(drivers: Sequence[Driver], tmp_path: Path, setup: Setup, act: Act, *,
+                 compare: Sequence[str] | None = None) -> Outcome:
+    """``act`` on every driver; every outcome equals the first's (the fields ``compare``
+    names, or all). Returns the reference outcome."""
+    outcomes: dict[str, Outcome] = {}
+    for driver in drivers:
+        folder = tmp_path / driver.name
+        folder.mkdir()
+        async with driver.open(setup, folder) as handle:
+            outcomes[driver.name] = await outcome(handle, await act(handle))
+    reference = outcomes[drivers[0].name]
+    fields = compare or list(vars(reference))
+    for name, found in outcomes.items():
+        for field in fields:
+            assert getattr(found, field) == getattr(reference, field), f"{name}: {field}"
+    return reference
+
+
+def run(question: str) -> Act:
+    async def act(handle: Handle) -> RunResult:
+        return await handle.run(question)
+    return act
+
+
+def react(thought: str, name: str, args: dict[str, Any]) -> str:
+    return f"Thought: {thought}\nAction: {name}\nAction Input: {json.dumps(args)}"
+
+
+def native(*calls: tuple[str, str, dict[str, Any]], content: str | None = None) -> dict[str, Any]:
+    return {"content": content, "tool_calls": [
+        {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+        for i, n, a in calls]}
+
+
+# -- tools ----------------------------------------------------------------------------------
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+async def shout(text: str) -> str:
+    """Upper-case a text (a little slowly)."""
+    await asyncio.sleep(0.2)
+    return text.upper() + "！"
+
+
+@tool
+def long_report(topic: str) -> str:
+    """A very long report."""
+    return "x" * 10_000
+
+
+@tool(requires_approval=lambda args: args["amount"] > 100)
+def transfer(to: str, amount: int) -> str:
+    """Move money; amounts over 100 need a person's approval."""
+    return f"sent {amount} to {to}"
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+# -- the basics -----------------------------------------------------------------------------
+
+async def test_two_tools_in_one_step(drivers: list[Driver], tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel(
+        [native(("c1", "add", {"a": 2, "b": "3"}), ("c2", "shout", {"text": "五 is five"})),
+         {"content": "5, and 五 IS FIVE！"}], tool_mode="native"), tools=lambda: [add, shout])
+    got = await across(drivers, tmp_path, setup, run("add and shout"))
+    assert (got.status, got.final_answer) == ("completed", "5, and 五 IS FIVE！")
+    assert got.observations == ["5", "五 IS FIVE！"]
+    assert got.events.count("tool_started") == 2
+
+
+async def test_a_long_observation_is_truncated_once(drivers: list[Driver],
+                                                    tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("read", "long_report", {"topic": "t"}), "Final Answer: long"]),
+        tools=lambda: [long_report])
+    got = await across(drivers, tmp_path, setup, run("report"))
+    (text,) = got.observations
+    assert text == "x" * 4000 + "\n... [truncated 6,000 of 10,000 chars]"
+    assert ("guard_intervened", "truncated") in got.trace
+
+
+async def test_a_format_error_is_repaired(drivers: list[Driver], tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel(
+        ["I think the answer is near", react("use it", "add", {"a": 1, "b": 1}),
+         "Final Answer: 2"]), tools=lambda: [add])
+    got = await across(drivers, tmp_path, setup, run("1+1"))
+    assert (got.status, got.final_answer, got.observations) == ("completed", "2", ["2"])
+    assert ("guard_intervened", "format_error") in got.trace
+
+
+async def test_an_explicit_protocol_is_the_one_used(drivers: list[Driver],
+                                                    tmp_path: Path) -> None:
+    """NativeProtocol over a model configured for ReAct: native requests on every driver."""
+    models: list[ScriptedModel] = []
+
+    def model() -> ScriptedModel:
+        models.append(ScriptedModel([native(("c1", "add", {"a": 1, "b": 2})), {"content": "3"}],
+                                    tool_mode="react"))
+        return models[-1]
+
+    setup = Setup(model=model, tools=lambda: [add], options={"protocol": NativeProtocol()})
+    got = await across(drivers, tmp_path, setup, run("1+2"))
+    assert (got.status, got.final_answer) == ("completed", "3")
+    assert all(m.requests[0].tools and m.requests[0].stop is None for m in models)
+
+
+# -- approvals ------------------------------------------------------------------------------
+
+async def test_an_approval_predicate_that_says_no_asks_nobody(drivers: list[Driver],
+                                                              tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("pay", "transfer", {"to": "Ana", "amount": 5}), "Final Answer: paid"]),
+        tools=lambda: [transfer])
+    got = await across(drivers, tmp_path, setup, run("pay Ana 5"))
+    assert (got.status, got.observations) == ("completed", ["sent 5 to Ana"])
+    assert "approval_requested" not in got.events
+    assert got.transitions == [("running", "completed")]
+
+
+def pay_ana_500() -> Setup:
+    return Setup(model=lambda: ScriptedModel(
+        [react("pay", "transfer", {"to": "Ana", "amount": 500}), "Final Answer: handled"]),
+        tools=lambda: [transfer])
+
+
+def waits_then(decide: Callable[[Handle, RunResult], Awaitable[None]]) -> Act:
+    async def act(handle: Handle) -> RunResult:
+        first = await handle.run("pay Ana 500")
+        assert first.status == "awaiting_approval", first.reason
+        (pending,) = first.pending_approvals
+        assert (pending.tool, pending.arguments) == ("transfer", {"to": "Ana", "amount": 500})
+        view = await handle.session(first.session_id)
+        assert view.status == "awaiting_approval"  # what every reader sees while it waits
+        await decide(handle, first)
+        return await handle.resume(first.session_id)
+    return act
+
+
+async def test_an_approval_predicate_that_says_yes_waits_and_approve_runs_it(
+        drivers: list[Driver], tmp_path: Path) -> None:
+    async def approve(handle: Handle, first: RunResult) -> None:
+        await handle.decide(first.session_id, True, reason="fine")
+
+    got = await across(drivers, tmp_path, pay_ana_500(), waits_then(approve))
+    assert (got.status, got.observations) == ("completed", ["sent 500 to Ana"])
+    assert got.calls == [("transfer", "completed",
+                          ["awaiting_approval", "approved", "started", "completed"])]
+    assert got.transitions == [("running", "awaiting_approval"), ("awaiting_approval", "running"),
+                               ("running", "completed")]
+
+
+async def test_deny_tells_the_model_why(drivers: list[Driver], tmp_path: Path) -> None:
+    async def deny(handle: Handle, first: RunResult) -> None:
+        await handle.decide(first.session_id, False, reason="too much")
+
+    got = await across(drivers, tmp_path, pay_ana_500(), waits_then(deny))
+    assert got.status == "completed"
+    (text,) = got.observations
+    assert "A person denied this call of 'transfer'" in text and "too much" in text
+
+
+async def test_an_approval_timeout_denies_the_call(drivers: list[Driver],
+                                                   tmp_path: Path) -> None:
+    setup = pay_ana_500()
+    setup.options["approval_timeout"] = 0.5
+
+    async def later(handle: Handle, first: RunResult) -> None:
+        await asyncio.sleep(1.5)  # well past it, on every driver's clock
+
+    got = await across(drivers, tmp_path, setup, waits_then(later))
+    assert got.status == "completed"
+    (text,) = got.observations
+    assert "no decision within 0.5 s" in text
+
+
+async def test_a_sub_agent_that_needs_approval_makes_the_parent_wait(
+        drivers: list[Driver], tmp_path: Path) -> None:
+    from miniagent import Agent
+
+    def tools() -> list[Any]:
+        helper = Agent(model=ScriptedModel([
+            react("pay", "transfer", {"to": "Bo", "amount": 700}), "Final Answer: Bo is paid"]),
+            tools=[transfer])
+        return [helper.as_tool(name="treasurer", description="Pays people.")]
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("delegate", "treasurer", {"question": "pay Bo 700"}),
+         "Final Answer: the treasurer paid Bo"]), tools=tools)
+
+    async def act(handle: Handle) -> RunResult:
+        first = await handle.run("pay Bo")
+        assert first.status == "awaiting_approval"
+        (pending,) = first.pending_approvals
+        assert pending.tool == "treasurer" and "transfer" in pending.reason
+        await handle.decide(first.session_id, True)
+        return await handle.resume(first.session_id)
+
+    got = await across(drivers, tmp_path, setup, act)
+    assert (got.status, got.final_answer) == ("completed", "the treasurer paid Bo")
+    assert got.observations == ["Bo is paid"]
+
+
+# -- interrupted calls ------------------------------------------------------------------------
+
+def hanging(name: str, *, idempotent: bool, started: asyncio.Event,
+            seen: list[str]) -> Tool:
+    """A tool whose first call hangs until what runs it is killed; later calls return."""
+    async def work(what: str) -> str:
+        seen.append(tool_context().session_id)
+        if len(seen) == 1:
+            started.set()
+            await asyncio.Event().wait()
+        return f"{name} did {what}"
+
+    return Tool.from_schema(name=name, description=f"{name} something.", fn=lambda a: work(
+        a["what"]), parameters={"type": "object", "properties": {"what": {"type": "string"}},
+                                "required": ["what"]}, idempotent=idempotent)
+
+
+async def crashed(handle: Handle, started: asyncio.Event, seen: list[str]) -> RunResult:
+    running = asyncio.ensure_future(handle.run("do it"))
+    await asyncio.wait_for(started.wait(), 30)
+    return await handle.crash(running, seen[0])
+
+
+async def test_an_interrupted_idempotent_call_runs_again(drivers: list[Driver],
+                                                         tmp_path: Path) -> None:
+    state: dict[str, Any] = {}
+
+    def tools() -> list[Any]:
+        state.update(started=asyncio.Event(), seen=[])
+        return [hanging("fetch", idempotent=True, started=state["started"], seen=state["seen"])]
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("go", "fetch", {"what": "the page"}), "Final Answer: fetched"]), tools=tools)
+
+    async def act(handle: Handle) -> RunResult:
+        return await crashed(handle, state["started"], state["seen"])
+
+    # Temporal retries an idempotent activity itself, so only the outcome is compared
+    got = await across(drivers, tmp_path, setup, act,
+                       compare=("status", "final_answer", "observations"))
+    assert (got.status, got.observations) == ("completed", ["fetch did the page"])
+
+
+async def test_an_interrupted_call_that_is_not_idempotent_waits_for_a_person(
+        drivers: list[Driver], tmp_path: Path) -> None:
+    state: dict[str, Any] = {}
+
+    def tools() -> list[Any]:
+        state.update(started=asyncio.Event(), seen=[])
+        return [hanging("append", idempotent=False, started=state["started"],
+                        seen=state["seen"])]
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("go", "append", {"what": "a line"}), "Final Answer: appended"]), tools=tools)
+
+    async def act(handle: Handle) -> RunResult:
+        waiting = await crashed(handle, state["started"], state["seen"])
+        assert waiting.status == "awaiting_approval"
+        assert waiting.pending_approvals[0].reason == INTERRUPTED_NOTE
+        await handle.decide(waiting.session_id, True)
+        return await handle.resume(waiting.session_id)
+
+    got = await across(drivers, tmp_path, setup, act,
+                       compare=("status", "final_answer", "observations", "calls"))
+    assert (got.status, got.observations) == ("completed", ["append did a line"])
+    assert got.calls == [("append", "completed", ["started", "awaiting_approval", "approved",
+                                                  "started", "completed"])]
+
+
+# -- guards -----------------------------------------------------------------------------------
+
+async def test_max_steps(drivers: list[Driver], tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("again", "lookup", {"key": f"k{n}"}) for n in range(3)]),
+        tools=lambda: [lookup], options={"max_steps": 2})
+    got = await across(drivers, tmp_path, setup, run("look"))
+    assert (got.status, got.reason) == ("max_steps", "no final answer after max_steps=2")
+
+
+async def test_token_budget(drivers: list[Driver], tmp_path: Path) -> None:
+    def reply(request: ModelRequest) -> ModelResponse:
+        from miniagent.types import TokenUsage
+        return ModelResponse(content=react("more", "lookup", {"key": str(len(request.messages))}),
+                             usage=TokenUsage(prompt_tokens=60, completion_tokens=10))
+
+    setup = Setup(model=lambda: ScriptedModel([reply] * 5), tools=lambda: [lookup],
+                  options={"token_budget": 100})
+    got = await across(drivers, tmp_path, setup, run("look"))
+    assert (got.status, got.reason) == ("budget_exceeded",
+                                        "used 140 tokens of a budget of 100")
+
+
+async def test_the_deadline(drivers: list[Driver], tmp_path: Path) -> None:
+    @tool
+    async def slow(n: int) -> str:
+        """Take a long time."""
+        await asyncio.sleep(30)
+        return "late"
+
+    setup = Setup(model=lambda: ScriptedModel([react("wait", "slow", {"n": 1})]),
+                  tools=lambda: [slow], options={"timeout": 1.0})
+    got = await across(drivers, tmp_path, setup, run("be slow"))
+    assert (got.status, got.reason) == ("timeout", "the run exceeded its deadline of 1.0 s")
+    assert got.calls == [("slow", "started", ["started"])]
+
+
+async def test_loop_detection(drivers: list[Driver], tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel([react("again", "lookup", {"key": "k"})] * 4),
+                  tools=lambda: [lookup])
+    got = await across(drivers, tmp_path, setup, run("look"))
+    assert got.status == "loop_detected"
+    assert [g for k, g in got.trace if k == "guard_intervened"] == ["repeat", "loop_stop"]
+
+
+async def test_a_cut_off_call_never_runs(drivers: list[Driver], tmp_path: Path) -> None:
+    cut = ModelResponse(content='Thought: pay\nAction: transfer\nAction Input: {"to": "Ana", '
+                                '"amount": 15', finish_reason="length")
+    setup = Setup(model=lambda: ScriptedModel([cut, "Final Answer: not paid"]),
+                  tools=lambda: [transfer], options={"max_tokens": 64})
+    got = await across(drivers, tmp_path, setup, run("pay Ana 1500"))
+    (text,) = got.observations
+    assert "was not run" in text and "max_tokens limit (64 tokens)" in text
+    assert got.calls == [("transfer", "completed", ["completed"])]
+
+
+# -- the agent's other rules ----------------------------------------------------------------
+
+async def test_tool_choice_required(drivers: list[Driver], tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel(
+        ["Final Answer: guessing", react("use it", "add", {"a": 2, "b": 2}),
+         "Final Answer: 4"]), tools=lambda: [add], options={"tool_choice": "required"})
+    got = await across(drivers, tmp_path, setup, run("2+2"))
+    assert (got.status, got.final_answer, got.observations) == ("completed", "4", ["4"])
+    assert ("guard_intervened", "format_error") in got.trace
+
+
+async def test_compression(drivers: list[Driver], tmp_path: Path) -> None:
+    replies: list[Any] = [react("more", "long_report", {"topic": str(n)}) for n in range(4)]
+    setup = Setup(model=lambda: ScriptedModel([*replies, "Final Answer: summarised"]),
+                  tools=lambda: [long_report],
+                  options={"compress_at": "9000c", "keep_last": 1, "max_observation_chars": 3000})
+    got = await across(drivers, tmp_path, setup, run("read a lot"))
+    assert got.status == "completed" and "context_compacted" in got.events
+
+
+async def test_tool_selection(drivers: list[Driver], tmp_path: Path) -> None:
+    @tool
+    def weather(city: str) -> str:
+        """Current weather and forecast of a city."""
+        return f"{city}: sunny"
+
+    @tool
+    def recipe(dish: str) -> str:
+        """A recipe for a dish."""
+        return "boil"
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("look", "weather", {"city": "Oslo"}), "Final Answer: sunny"]),
+        tools=lambda: [weather, recipe, add, lookup], options={"tool_selection": 2})
+    got = await across(drivers, tmp_path, setup, run("What is the weather forecast in Oslo?"))
+    assert got.observations == ["Oslo: sunny"]
+
+
+async def test_streaming(drivers: list[Driver], tmp_path: Path) -> None:
+    def reply(request: dict[str, Any], _n: int) -> Any:
+        if any(m["role"] == "tool" for m in request["messages"]):
+            return "The sum is 7."
+        return {"content": "adding", "tool_calls": [{"name": "add",
+                                                    "arguments": {"a": 3, "b": 4}}]}
+
+    async with StubServer(reply) as stub:
+        setup = Setup(model=lambda: OpenAICompatibleModel(
+            base_url=stub.base_url, model="m", tool_mode="native", stream=True),
+            tools=lambda: [add])
+        got = await across(drivers, tmp_path, setup, run("3+4"))
+    assert (got.status, got.final_answer) == ("completed", "The sum is 7.")
+
+
+async def test_an_mcp_tool(drivers: list[Driver], tmp_path: Path) -> None:
+    from miniagent.mcp import MCPServer
+
+    args = {"source_timezone": "Europe/Paris", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("convert", "time_convert_time", args), "Final Answer: 20:00 in Tokyo"]),
+        tools=lambda: [MCPServer.stdio(sys.executable, args=["-m", "mcp_server_time"],
+                                       prefix="time")])
+    got = await across(drivers, tmp_path, setup, run("noon in Paris, in Tokyo?"))
+    assert got.status == "completed" and "20:00:00+09:00" in got.observations[0]
+
+
+# -- a protocol and a tool source of the test's own: no driver code knows them ---------------
+
+class PipeProtocol:
+    """Calls as ``CALL name | {json}``, answers as ``ANSWER text``."""
+
+    name = "pipe"
+
+    def render(self, messages: Sequence[Message], tools: Sequence[ToolLike],
+               instructions: str | None = None) -> ModelRequest:
+        names = ", ".join(t.name for t in tools)
+        wire = [{"role": "system", "content": f"Reply CALL name | json, or ANSWER. ({names})"}]
+        for m in messages:
+            if m.role == "tool":
+                wire.append({"role": "user", "content": f"RESULT {m.content}"})
+            else:
+                wire.append({"role": m.role, "content": m.content or ""})
+        return ModelRequest(messages=wire, protocol=self.name)
+
+    def parse(self, response: ModelResponse, request: ModelRequest) -> ParsedOutput:
+        text = (response.content or "").strip()
+        if text.startswith("ANSWER "):
+            return ParsedOutput(kind="final", final_answer=text[7:], text=text)
+        if text.startswith("CALL ") and " | " in text:
+            name, raw = text[5:].split(" | ", 1)
+            return ParsedOutput(kind="action", text=text, tool_calls=[
+                ToolCall(id="", name=name.strip(), arguments=json.loads(raw), raw_arguments=raw)])
+        return ParsedOutput(kind="invalid", error="neither CALL nor ANSWER", text=text)
+
+    def format_error(self, error: str, tools: Sequence[ToolLike]) -> str:
+        return f"Bad reply ({error}): write CALL name | json, or ANSWER text."
+
+    def recover(self, error: Exception, request: ModelRequest, messages: Sequence[Message],
+                tools: Sequence[ToolLike], instructions: str | None = None) -> None:
+        return None
+
+
+class Glossary:
+    """A tool source of the test's own: one tool, answered from a dict."""
+
+    def __init__(self) -> None:
+        self.tool = Tool.from_schema(
+            name="define", description="Define a word.", fn=lambda args: "unused",
+            parameters={"type": "object", "properties": {"word": {"type": "string"}},
+                        "required": ["word"]})
+
+    async def list_tools(self) -> list[Tool]:
+        return [self.tool]
+
+    async def call_tool(self, call: ToolCall, context: ToolContext | None = None
+                        ) -> Observation:
+        meaning = {"ephemeral": "lasting a very short time"}.get(call.arguments["word"], "?")
+        where = context.session_id if context is not None else "nowhere"
+        return Observation(call_id=call.id, tool_name=call.name,
+                           output=f"{meaning} (asked in {len(where) > 0})")
+
+    async def aclose(self) -> None:
+        pass
+
+
+register_protocol("pipe", PipeProtocol)
+
+
+async def test_a_custom_protocol_and_a_custom_tool_source(drivers: list[Driver],
+                                                          tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel(
+        ['CALL define | {"word": "ephemeral"}', "ANSWER short-lived"]),
+        tools=lambda: [Glossary()], options={"protocol": PipeProtocol()})
+    got = await across(drivers, tmp_path, setup, run("what is ephemeral?"))
+    assert (got.status, got.final_answer) == ("completed", "short-lived")
+    assert got.observations == ["lasting a very short time (asked in True)"]
