@@ -136,3 +136,19 @@ async def test_compression_and_tool_choice_work_the_same_on_temporal(
     assert [r.messages for r in model.requests] == [r.messages for r in local_model.requests]
     assert model.requests[0].tool_choice == "required"
     assert model.requests[1].tool_choice in (None, "auto")
+
+
+async def test_a_protocol_a_worker_cannot_rebuild_is_refused_at_start(
+        dev_env: WorkflowEnvironment, task_queue: str) -> None:
+    from miniagent.errors import UserError
+    from miniagent.protocol.react import ReactProtocol
+
+    class Shouty(ReactProtocol):
+        """Named 'react' (inherited), but not the ReactProtocol a worker would build."""
+
+    agent = Agent(model=ScriptedModel(["Final Answer: hi"]), protocol=Shouty(),
+                  temporal=dev_env.client, task_queue=task_queue)
+    async with await agent_worker(agent):
+        with pytest.raises(UserError, match="protocol Shouty cannot run on Temporal: its name "
+                                            "'react' builds ReactProtocol"):
+            await agent.arun("hello")
