@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from miniagent.observe.redact import REDACTED, Redactor, env_secrets, model_secrets
 
@@ -72,3 +73,51 @@ def test_json_line_redacts_like_a_walk_and_looks_into_wire_arguments() -> None:
     assert decoded["text"] == f"Authorization: {REDACTED} and {REDACTED}"
     assert '"北京": "多云"' in line
     assert value["headers"]["Authorization"] == "Bearer plain-secret-99"  # not changed
+
+
+def test_raw_argument_texts_lose_credential_values() -> None:
+    redact = Redactor(from_env=False)
+    cases = {
+        '{"user": "ana", "password": "hunter2"}': "hunter2",  # raw JSON text
+        "{'user': 'ana', 'api_key': 'k-998877'}": "k-998877",  # a Python dict
+        '{"user": "ana", "token": "tok-5566': "tok-5566",  # cut off inside the value
+        json.dumps({"args": json.dumps({"client_secret": "s3-cr3t"})}): "s3-cr3t",  # nested
+    }
+    for text, secret in cases.items():
+        assert secret not in redact.text(text), text
+        assert secret not in redact.json_line({"raw_arguments": text}), text
+    assert redact.text('{"keyword": "value", "token": ""}') == '{"keyword": "value", "token": ""}'
+
+
+def test_a_runs_trace_and_spans_never_hold_a_raw_credential(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from miniagent import Agent, ScriptedModel, tool
+    from miniagent.observe.describe import describe_model
+    from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.observe.otel import OtelTracer
+
+    @tool
+    def login(user: str, password: str) -> str:
+        """Log in."""
+        return f"welcome {user}"
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    reply = {"content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "login", "arguments": '{"user": "ana", "password": "hunter2-secret"}'}}]}
+    tracer = JsonlTracer(tmp_path / "t.jsonl")
+    agent = Agent(model=ScriptedModel([reply, {"content": "in"}], tool_mode="native"),
+                  tools=[login], on_event=tracer)
+    agent.subscribe(OtelTracer(model=describe_model(agent.model), tracer_provider=provider,
+                               capture_content=True))
+    assert agent.run("log in as ana").status == "completed"
+    tracer.close()
+    text = (tmp_path / "t.jsonl").read_text(encoding="utf-8")
+    assert "hunter2-secret" not in text and "welcome ana" in text
+    attributes = json.dumps([dict(s.attributes or {}) for s in spans.get_finished_spans()],
+                            ensure_ascii=False)
+    assert "hunter2-secret" not in attributes and "welcome ana" in attributes

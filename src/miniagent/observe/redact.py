@@ -10,7 +10,9 @@ replaced by ``[REDACTED]``:
   ``password``, ``secret``, ``access_token``, ``cookie``, ...), in tool arguments, headers or
   a server's answer;
 - what looks like a credential in free text: ``Bearer <token>``, ``Basic <token>`` and
-  ``sk-...`` keys.
+  ``sk-...`` keys, and the quoted value after a credential-named key written as text
+  (``"password": "..."``, ``'token': '...'``, ``\\"api_key\\": \\"...\\"`` inside a JSON
+  string): a tool call's raw argument text, broken JSON, a Python dict, JSON inside a string.
 
 Example:
     >>> redact = Redactor(["sk-live-1234567890abcdef"], from_env=False)
@@ -102,7 +104,7 @@ class Redactor:
         for secret in self._secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)
-        return _tokens_redacted(value)
+        return _keyed_values_redacted(_tokens_redacted(value))
 
     def __call__(self, value: Any) -> Any:
         """A copy of the JSON-like ``value``, redacted."""
@@ -126,7 +128,7 @@ class Redactor:
             escaped = json.dumps(secret, ensure_ascii=False)[1:-1]  # as it stands in JSON
             if escaped in line:
                 line = line.replace(escaped, REDACTED)
-        return _tokens_redacted(line)
+        return _keyed_values_redacted(_tokens_redacted(line))
 
 
 def _without_secret_fields(value: Any) -> Any:
@@ -174,6 +176,52 @@ def _tokens_redacted(text: str) -> str:
     if not any(hint in lowered for hint in _TOKEN_HINTS):
         return text
     return _TOKEN_TEXT.sub(_token_replacement, text)
+
+
+_KEYED = re.compile(r"(?P<open>\\{0,3}[\"'])(?P<key>[A-Za-z0-9_-]{1,64})(?P=open)\s*[:=]\s*"
+                    r"(?P<quote>\\{0,3}[\"'])")
+"""A quoted key, ``:`` or ``=``, and the opening quote of its value, in text: JSON, a Python
+dict, or either escaped inside a JSON string (one to three backslashes before each quote)."""
+
+_KEY_HINTS = ("pass", "token", "secret", "key", "auth", "cookie", "credential")
+"""Substrings (lower case) of every credential-named key: without one, nothing is looked for."""
+
+
+def _keyed_values_redacted(text: str) -> str:
+    """The quoted value of every credential-named key replaced, to its closing quote (or to
+    the end of a text cut off inside it)."""
+    lowered = text.lower()
+    if not any(hint in lowered for hint in _KEY_HINTS):
+        return text
+    parts: list[str] = []
+    last = 0
+    for match in _KEYED.finditer(text):
+        if match.start() < last or not _secret_key(match.group("key")):
+            continue  # inside a value already replaced, or an ordinary key: look inside it too
+        end = _closing(text, match.end(), match.group("quote"))
+        if end == match.end() + len(match.group("quote")):
+            continue  # an empty value hides nothing
+        parts.append(text[last:match.end()])
+        parts.append(REDACTED + (match.group("quote") if end <= len(text) else ""))
+        last = min(end, len(text))
+    if not parts:
+        return text
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def _closing(text: str, start: int, quote: str) -> int:
+    """Just past the quote that closes a value opened at ``start``: the same quote, not
+    escaped at its level; past the end of ``text`` when it never closes."""
+    at = start
+    while True:
+        found = text.find(quote, at)
+        if found < 0:
+            return len(text) + 1
+        if found > start and text[found - 1] == "\\":
+            at = found + 1
+            continue
+        return found + len(quote)
 
 
 def _token_replacement(match: re.Match[str]) -> str:
