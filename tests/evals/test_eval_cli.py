@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -130,6 +131,11 @@ def test_the_table_html_and_compare(tmp_path: Path) -> None:
     assert {c["id"] for c in report["compare"]["changed"]} == {"paris", "sum", "double"}
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "Failures (4 of 4 runs)" in html
+    # every file holds a transcript: private, whatever the umask
+    written = [tmp_path / "report.html", *(tmp_path / "b").rglob("*")]
+    assert any(p.suffix == ".jsonl" and p.parent.name == "traces" for p in written)
+    for path in written:
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
 
 
 def test_usage_mistakes_are_one_line_errors(tmp_path: Path) -> None:

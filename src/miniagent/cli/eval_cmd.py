@@ -18,6 +18,7 @@ from miniagent.cli.common import cli_errors, echo_json, fail, positive_seconds
 from miniagent.cli.loading import import_source, module_tools
 from miniagent.errors import UserError
 from miniagent.evals.checks import Checker
+from miniagent.files import write_private
 from miniagent.models.base import Model
 from miniagent.tools.registry import Tool, ToolRegistry
 
@@ -250,8 +251,7 @@ def _finish(report: dict[str, Any], *, out: Path, as_json: bool, html: Path | No
 
     if compare_with is not None:
         report["compare"] = compare(load_report(compare_with), report)
-    (out / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=1),
-                                     encoding="utf-8")
+    write_private(out / "report.json", json.dumps(report, ensure_ascii=False, indent=1))
     if html is not None:
         from miniagent.evals.html_report import write_html
 

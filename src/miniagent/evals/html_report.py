@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from miniagent.files import private_dir, write_private
 from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre, table
 
 COLORS = ("var(--s1)", "var(--s3)", "var(--s4)", "var(--s2)")
@@ -27,9 +28,8 @@ STYLE = """
 
 def write_html(report: dict[str, Any], path: Path, *, traces_root: Path | None = None) -> None:
     """Write the page for ``report`` to ``path``; trace links are relative to the page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(report, page_dir=path.parent, traces_root=traces_root),
-                    encoding="utf-8")
+    private_dir(path.parent)
+    write_private(path, render(report, page_dir=path.parent, traces_root=traces_root))
 
 
 def render(report: dict[str, Any], *, page_dir: Path, traces_root: Path | None) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from miniagent.errors import UserError
+from miniagent.files import open_private, private_dir, write_private
 
 RESULTS = "results.jsonl"
 CONFIG = "config.json"
@@ -40,8 +41,7 @@ class ResultsFile:
         Raises:
             UserError: the folder holds results of another configuration (without ``fresh``).
         """
-        self.folder.mkdir(parents=True, exist_ok=True)
-        (self.folder / TRACES).mkdir(exist_ok=True)
+        private_dir(self.folder / TRACES)
         config = self.folder / CONFIG
         if fresh:
             self.path.unlink(missing_ok=True)
@@ -53,13 +53,13 @@ class ResultsFile:
                 raise UserError(
                     f"{self.folder} holds results of another configuration (differs in: "
                     f"{', '.join(changed)}); pass --fresh to start over or choose another --out")
-        config.write_text(json.dumps(identity, ensure_ascii=False, indent=2, sort_keys=True),
-                          encoding="utf-8")
+        write_private(config, json.dumps(identity, ensure_ascii=False, indent=2,
+                                         sort_keys=True))
         return self._read()
 
     def append(self, result: dict[str, Any]) -> None:
         line = json.dumps(result, ensure_ascii=False) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+        with self._lock, open_private(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
@@ -79,7 +79,7 @@ class ResultsFile:
             found[key] = record
             good.append(line)
         if len(good) != len(lines):  # rewrite without the broken line before appending
-            self.path.write_text("".join(f"{line}\n" for line in good), encoding="utf-8")
+            write_private(self.path, "".join(f"{line}\n" for line in good))
         return found
 
 

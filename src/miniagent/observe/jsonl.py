@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from miniagent.errors import ConfigError
+from miniagent.files import open_private
 from miniagent.observe.records import event_record
 from miniagent.observe.redact import Redactor
 from miniagent.runtime.events import Event
@@ -86,7 +87,7 @@ class JsonlTracer:
 
     def _open(self) -> IO[bytes]:
         try:
-            self._file = self.path.open("ab", buffering=0)
+            self._file = open_private(self.path, "ab", buffering=0)
         except OSError as exc:
             raise ConfigError(f"cannot write the trace file {self.path}: "
                               f"{exc.strerror or exc}") from None

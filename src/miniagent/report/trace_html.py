@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
+from miniagent.files import write_private
 from miniagent.observe.reader import (
     ModelCall,
     RunView,
@@ -69,7 +69,7 @@ SCRIPT = """
 def write_trace_html(trace_file: str | os.PathLike[str], out: str | os.PathLike[str]) -> Trace:
     """Read ``trace_file`` and write its report to ``out``; returns the trace read."""
     trace = read_trace(trace_file)
-    Path(out).write_text(render_trace(trace), encoding="utf-8")
+    write_private(out, render_trace(trace))
     return trace
 
 
