@@ -62,3 +62,30 @@ def test_records_leave_secrets_out() -> None:
 def test_bad_configuration_is_a_clear_error(build: object) -> None:
     with pytest.raises(ConfigError):
         build()  # type: ignore[operator]
+
+
+def test_records_keep_no_credential_and_references_expand_where_used(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIME_TOKEN", "tok-123456")
+    server = MCPServer.stdio("mcp-x", args=["--token", "live-998877", "--api-key=k-554433",
+                                            "--auth-token", "${TIME_TOKEN}", "--port", "8"])
+    record = server.record()
+    assert record["args"] == ["--token", "[REDACTED]", "--api-key=[REDACTED]",
+                              "--auth-token", "${TIME_TOKEN}", "--port", "8"]
+    assert "live-998877" not in server.config.label
+    assert server.config.expanded().args[4] == "tok-123456"  # what the server is started with
+    http = MCPServer.http("https://ann:pw-1@mcp.example/mcp?token=qq-8877&team=a&key=${K}")
+    url = http.record()["url"]
+    assert "pw-1" not in url and "qq-8877" not in url and "team=a" in url and "${K}" in url
+    with pytest.raises(ConfigError, match="environment variable K is not set"):
+        http.config.expanded()
+
+
+def test_the_cli_records_mcp_lines_and_urls_without_credentials() -> None:
+    from miniagent.cli.build import RunConfig
+
+    config = RunConfig(mcp=["server --token live-1234567 --x 1"],
+                       mcp_urls=["http://127.0.0.1:9/mcp?api_key=abc-998877"])
+    saved = config.metadata()["cli"]
+    assert saved["mcp"] == ["server --token '[REDACTED]' --x 1"]
+    assert saved["mcp_urls"] == ["http://127.0.0.1:9/mcp?api_key=[REDACTED]"]

@@ -260,12 +260,15 @@ async def test_grammar_is_sent_only_in_the_configured_field(
      ("http://127.0.0.1:8000/v1?key=1", "query"),
      ("http://127.0.0.1:8000/v1#x", "query"),
      ("http://例え.jp/v1", "ASCII"),
+     ("http://user:hunter2@127.0.0.1:8000/v1", "must not hold credentials"),
+     ("http://token@127.0.0.1:8000/v1", "must not hold credentials"),
      ("", "http:// or https://")],
 )
 def test_a_bad_base_url_is_a_config_error(base_url: str, says: str) -> None:
     with pytest.raises(ConfigError, match="base_url") as info:
         OpenAICompatibleModel(base_url=base_url)
     assert says.lower() in str(info.value).lower()
+    assert "hunter2" not in str(info.value)  # a refused URL's password is not shown either
 
 
 def test_surrounding_whitespace_of_the_base_url_is_dropped() -> None:

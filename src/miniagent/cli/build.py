@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from miniagent.cli.loading import load_tools
 from miniagent.errors import ConfigError
 from miniagent.models.base import Model
 from miniagent.models.openai_compat import GrammarField
+from miniagent.observe.redact import redact_command, redact_url
 from miniagent.protocol.registry import default_protocol
 from miniagent.store.sqlite import SQLiteStore, default_store_path
 from miniagent.types import PendingApproval, ToolMode
@@ -70,7 +72,19 @@ class RunConfig:
         return RunConfig(**values)
 
     def metadata(self) -> dict[str, Any]:
-        return {"cli": asdict(self)}
+        """What a session keeps of this run's options: credentials in MCP command lines and
+        URLs replaced (``${NAME}`` references kept, for a resume to expand again)."""
+        values = asdict(self)
+        values["mcp"] = [shlex.join(redact_command(_words(line))) for line in self.mcp]
+        values["mcp_urls"] = [redact_url(url) for url in self.mcp_urls]
+        return {"cli": values}
+
+
+def _words(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError:
+        return [line]
 
 
 def open_store(path: Path | None, *, readonly: bool = False) -> SQLiteStore:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from miniagent.errors import ConfigError
+from miniagent.observe.redact import expand_references, redact_command, redact_url
 from miniagent.tools.wrappers import ToolRule, check_prefix
 
 __all__ = ["ServerConfig", "ToolRule"]
@@ -50,22 +51,40 @@ class ServerConfig:
 
     @property
     def label(self) -> str:
-        """A name for messages: the given name, else the command or the URL (never headers)."""
+        """A name for messages: the given name, else the command or the URL (never headers,
+        never a credential)."""
         if self.name:
             return self.name
         if self.transport == "stdio":
-            return " ".join([str(self.command), *self.args])
-        return str(self.url).split("?", 1)[0]
+            return " ".join([str(self.command), *redact_command(self.args)])
+        return redact_url(str(self.url)).split("?", 1)[0]
+
+    def expanded(self) -> ServerConfig:
+        """This configuration with its ``${NAME}`` references replaced by the environment's
+        values, to connect with (the record keeps the references).
+
+        Raises:
+            ConfigError: a referenced variable is not set.
+        """
+        try:
+            return dataclasses.replace(
+                self, command=expand_references(self.command) if self.command else None,
+                args=tuple(expand_references(a) for a in self.args),
+                url=expand_references(self.url) if self.url else None)
+        except KeyError as exc:
+            raise ConfigError(f"MCP server {self.label}: {exc.args[0]}") from None
 
     def record(self) -> dict[str, Any]:
-        """A JSON-ready form without secrets: header and environment values are left out."""
+        """A JSON-ready form without secrets: header and environment values are left out, and
+        credentials in the URL or the arguments are replaced (``${NAME}`` references stay:
+        pass a token that way and a resume finds it again)."""
         out: dict[str, Any] = {"transport": self.transport}
         if self.transport == "stdio":
-            out.update(command=self.command, args=list(self.args), cwd=self.cwd)
+            out.update(command=self.command, args=redact_command(self.args), cwd=self.cwd)
             if self.env:
                 out["env_names"] = sorted(self.env)
         else:
-            out["url"] = self.url
+            out["url"] = redact_url(str(self.url))
             if self.headers:
                 out["header_names"] = sorted(self.headers)
         out.update(name=self.name, prefix=self.prefix,

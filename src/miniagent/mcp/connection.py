@@ -98,7 +98,7 @@ class Connection:
 
     def _client(self) -> Any:
         mcp = sdk()
-        config = self.config
+        config = self.config.expanded()
         options: dict[str, Any] = {"message_handler": self._on_message,
                                    "read_timeout_seconds": config.call_timeout}
         if config.transport == "stdio":

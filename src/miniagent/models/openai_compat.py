@@ -82,6 +82,10 @@ def _checked_base_url(base_url: str) -> str:
     if parts.scheme.lower() not in ("http", "https"):
         raise ConfigError(f"base_url must start with http:// or https://, got {url!r} "
                           "(e.g. http://127.0.0.1:8000/v1)")
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError("base_url must not hold credentials (user:password@): they would "
+                          "not be sent and the URL is recorded; pass the key with api_key "
+                          "(CLI: --api-key or MINIAGENT_API_KEY)")
     if not parts.hostname:
         raise ConfigError(f"base_url has no host: {url!r}")
     if port == 0:

@@ -26,10 +26,11 @@ import functools
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["REDACTED", "Redactor", "model_secrets"]
+__all__ = ["REDACTED", "Redactor", "expand_references", "model_secrets", "redact_command",
+           "redact_url"]
 
 REDACTED = "[REDACTED]"
 
@@ -226,3 +227,65 @@ def _closing(text: str, start: int, quote: str) -> int:
 
 def _token_replacement(match: re.Match[str]) -> str:
     return f"{match.group('header') or match.group('scheme') or ''}{REDACTED}"
+
+
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
+"""``${NAME}``: a reference to an environment variable, expanded where it is used and recorded
+as it is (never its value)."""
+
+
+def expand_references(text: str) -> str:
+    """``text`` with each ``${NAME}`` replaced by that environment variable's value.
+
+    Raises:
+        KeyError: a referenced variable is not set (its name is the message).
+    """
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise KeyError(f"the environment variable {name} is not set")
+        return os.environ[name]
+
+    return _REFERENCE.sub(value, text)
+
+
+def _hidden(value: str) -> str:
+    return value if _REFERENCE.fullmatch(value) or not value else REDACTED
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its credentials replaced: a ``user:password@`` part, and the value of
+    each credential-named query parameter (``?token=...``, ``api_key``); ``${NAME}``
+    references stay, they hold no secret."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return REDACTED
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = urlencode([(k, _hidden(v) if _secret_key(k) else v)
+                       for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="${}[]")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def redact_command(words: Sequence[str]) -> list[str]:
+    """A command line's words with the value of each credential-named option replaced
+    (``--token X``, ``--api-key=X``, ``PASSWORD=X``); ``${NAME}`` references stay."""
+    out: list[str] = []
+    hide_next = False
+    for word in words:
+        if hide_next:
+            out.append(_hidden(word))
+            hide_next = False
+            continue
+        name, sep, value = word.partition("=")
+        flag = name.lstrip("-")
+        if sep and flag and _secret_key(flag):
+            out.append(f"{name}={_hidden(value)}")
+        else:
+            out.append(word)
+            hide_next = word.startswith("-") and bool(flag) and _secret_key(flag)
+    return out
