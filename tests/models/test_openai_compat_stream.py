@@ -61,3 +61,29 @@ async def test_a_server_answering_json_to_a_stream_request_is_read_all_the_same(
         result = await Agent(model=model).arun("q")
         await model.aclose()
     assert (result.status, result.final_answer) == ("completed", "plain")
+
+
+async def test_nothing_after_done_is_read(raw_server: Any) -> None:
+    """A server that sends [DONE], then more events, then keeps the body open: the answer is
+    what came before [DONE], and the call does not wait for the body to end."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length")))
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        for text in ("Final Answer: ", "forty-two"):
+            event = json.dumps({"choices": [{"delta": {"content": text}}]})
+            writer.write(b"data: " + event.encode() + b"\n\n")
+        after = json.dumps({"choices": [{"delta": {"content": " and then junk"}}]}).encode()
+        writer.write(b"data: [DONE]\n\n" + (b"data: " + after + b"\n\n") * 2000)
+        await writer.drain()
+        await asyncio.sleep(30)  # the body never ends
+
+    async with raw_server(handler) as base_url:
+        model = OpenAICompatibleModel(base_url=base_url, stream=True, timeout=5.0,
+                                      max_retries=0, tool_mode="react")
+        result = await Agent(model=model).arun("q")
+        await model.aclose()
+    assert (result.status, result.final_answer) == ("completed", "forty-two")

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from miniagent import Agent, MemoryStore, ScriptedModel, SQLiteStore, tool
+from miniagent.protocol.native import normalize_completion
 from miniagent.store.base import CheckpointStore
 
 STATUSES = {"completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error",
@@ -205,3 +206,46 @@ def test_a_tool_timeout_holds_against_a_tool_that_swallows_cancellation() -> Non
     assert (result.status, result.final_answer) == ("completed", "gave up on it")
     assert "timed out after 0.2 s" in result.steps[0].observations[0].output
     assert finished == []
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_lone_surrogate_in_any_field_of_the_reply_is_cleaned_where_it_enters(
+        tmp_path: Path, kind: str) -> None:
+    """In the call id, the model name and the finish reason too (not only the texts): the run
+    completes, and its session, JSONL trace and OTLP spans can all be written."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from miniagent.observe.describe import describe_model
+    from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.observe.otel import OtelTracer
+
+    body = {"id": "r\ud800", "model": "m\udfff", "object": "chat.completion", "choices": [{
+        "index": 0, "finish_reason": "tool_calls\ud800", "message": {
+            "role": "assistant", "content": None, "reasoning_content": "why\udc00",
+            "tool_calls": [{"id": "call\ud800x", "type": "function", "function": {
+                "name": "echo", "arguments": '{"value": "hi"}'}}]}}]}
+
+    class Raw(ScriptedModel):
+        async def generate(self, request: Any, **options: Any) -> Any:
+            reply = await super().generate(request, **options)
+            return normalize_completion(body) if reply.content == "RAW" else reply
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    model = Raw(["RAW", "done"], tool_mode="native")
+    tracer = JsonlTracer(tmp_path / "t.jsonl")
+    agent = Agent(model=model, tools=[echo], store=stores(tmp_path)[kind == "sqlite"],
+                  on_event=tracer)
+    agent.subscribe(OtelTracer(model=describe_model(model), tracer_provider=provider,
+                               capture_content=True))
+    result = agent.run("echo")
+    tracer.close()
+    assert (result.status, result.final_answer) == ("completed", "done")
+    (record,) = result.steps[0].calls
+    assert record.call.id == "call\ufffdx" and record.observation is not None
+    agent.session(result.session_id)  # it was saved, and loads
+    (tmp_path / "t.jsonl").read_text(encoding="utf-8")
+    assert spans.get_finished_spans()

@@ -377,6 +377,57 @@ async def test_unprintable_result_becomes_error() -> None:
     assert obs.is_error and "cannot be shown" in obs.output
 
 
+@pytest.mark.parametrize("raised", [SystemExit, KeyboardInterrupt, GeneratorExit,
+                                    asyncio.CancelledError])
+@pytest.mark.parametrize("where", ["__str__", "__len__", "field"])
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_result_that_raises_anything_while_shown_is_the_tools_error(
+        raised: type[BaseException], where: str, kind: str) -> None:
+    """Formatting a result is part of the call: it cannot take the run down."""
+    class Hostile:
+        def __str__(self) -> str:
+            raise raised("str")
+
+        def __len__(self) -> int:
+            raise raised("len")
+
+    def make() -> Any:
+        return _Lazy(raised) if where == "field" else Hostile()
+
+    if kind == "sync":
+        def produce() -> Any:
+            """Produce."""
+            return make()
+    else:
+        async def produce() -> Any:  # type: ignore[misc]
+            """Produce."""
+            return make()
+
+    from miniagent import Agent, ScriptedModel
+
+    model = ScriptedModel(["Action: produce\nAction Input: {}", "Final Answer: survived"])
+    result = Agent(model=model, tools=[produce]).run("go")
+    assert (result.status, result.final_answer) == ("completed", "survived")
+    (observation,) = result.steps[0].observations
+    assert observation.is_error
+
+
+class _Lazy:
+    """A result with a field (read by the formatter: a dataclass-like ``__dict__``) that
+    raises when it is read."""
+
+    def __init__(self, raised: type[BaseException]) -> None:
+        self._raised = raised
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("__dict__", "model_dump", "__dataclass_fields__"):
+            raise object.__getattribute__(self, "_raised")(name)
+        return object.__getattribute__(self, name)
+
+    def __str__(self) -> str:
+        raise object.__getattribute__(self, "_raised")("str")
+
+
 async def test_cancellation_propagates() -> None:
     started = asyncio.Event()
 

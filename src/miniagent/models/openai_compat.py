@@ -403,7 +403,8 @@ class _StreamState:
     def response(self, http: HttpResponse, decode: Callable[[HttpResponse], ModelResponse]
                  ) -> ModelResponse:
         for data in self.reader.close():
-            self.acc.feed(data)
+            if self.acc.feed(data):
+                break
         if not self.acc.events and self.raw.lstrip()[:1] == b"{":
             return decode(HttpResponse(status=http.status, headers=http.headers,
                                        body=bytes(self.raw)))

@@ -103,12 +103,16 @@ class StreamAccumulator:
     # -- input --------------------------------------------------------------------------
 
     def feed(self, data: str) -> bool:
-        """Read one event's data; return True when nothing more should be read (a stop word
-        or an error: the connection is then closed)."""
+        """Read one event's data; return True when nothing more should be read (``[DONE]``,
+        a stop word or an error: the connection is then closed). Nothing after ``[DONE]`` is
+        read: not appended to the answer, and a server that keeps the body open cannot hold
+        the call."""
+        if self.done:
+            return True
         self.events += 1
         if data.strip() == "[DONE]":
             self.done = True
-            return False  # the body ends right after: read it out, the connection stays
+            return True
         try:
             chunk = loads_limited(data, max_depth=_MAX_CHUNK_DEPTH)
         except (JSONLimitError, ValueError):

@@ -20,26 +20,32 @@ from miniagent.types import ModelResponse, Observation, ParsedOutput, ToolCall
 
 
 def response(reply: ModelResponse) -> ModelResponse:
-    """A model reply with storable text (its calls are admitted once parsed: :func:`parsed`)."""
-    if reply.content is None or storable(reply.content) is reply.content:
-        return reply
-    return dataclasses.replace(reply, content=storable(reply.content))
+    """A model reply with storable text in every field: content, reasoning, finish reason and
+    the server's body (its calls are admitted once parsed: :func:`parsed`)."""
+    changes: dict[str, Any] = {}
+    for name in ("content", "reasoning_content", "finish_reason"):
+        value = getattr(reply, name)
+        if isinstance(value, str) and storable(value) is not value:
+            changes[name] = storable(value)
+    if reply.raw is not None and not _storable_value(reply.raw):
+        changes["raw"] = _storable_copy(reply.raw)
+    return dataclasses.replace(reply, **changes) if changes else reply
 
 
 def tool_call(call: ToolCall) -> ToolCall:
     """The call itself when it is fine; otherwise a cleaned copy."""
-    name, raw = storable(call.name), storable(call.raw_arguments)
+    name, raw, call_id = storable(call.name), storable(call.raw_arguments), storable(call.id)
     arguments, error = call.arguments, call.arguments_error
     if deeper_than(arguments, MAX_DEPTH):
         arguments, error = {}, f"the arguments are nested deeper than {MAX_DEPTH} levels"
         raw = raw[:200] + ("..." if len(raw) > 200 else "")
     elif not _storable_value(arguments):
-        arguments = json.loads(storable(json.dumps(arguments, ensure_ascii=False)))
-    if (name, raw, error) == (call.name, call.raw_arguments, call.arguments_error) and (
-            arguments is call.arguments):
+        arguments = _storable_copy(arguments)
+    if (name, raw, error, call_id) == (call.name, call.raw_arguments, call.arguments_error,
+                                       call.id) and arguments is call.arguments:
         return call
-    return dataclasses.replace(call, name=name, raw_arguments=raw, arguments=arguments,
-                               arguments_error=error)
+    return dataclasses.replace(call, id=call_id, name=name, raw_arguments=raw,
+                               arguments=arguments, arguments_error=error)
 
 
 def parsed(output: ParsedOutput) -> ParsedOutput:
@@ -58,6 +64,11 @@ def observation(result: Observation) -> Observation:
     """A tool's observation with storable text."""
     output = storable(result.output)
     return result if output is result.output else dataclasses.replace(result, output=output)
+
+
+def _storable_copy(value: Any) -> Any:
+    """A JSON-like value with every string made storable (through one JSON round trip)."""
+    return json.loads(storable(json.dumps(value, ensure_ascii=False, default=repr)))
 
 
 def _storable_value(value: Any) -> bool:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
@@ -394,17 +395,15 @@ class ToolRegistry:
         if target is None:
             return _error(call, f"Unknown tool {preview(call.name)}.")
         args, kwargs = target.checker.bind(call.arguments)
-        outcome = await run_function(target.fn, target.is_async, args, kwargs)
+        outcome = await run_function(target.fn, target.is_async, args, kwargs, _rendered)
         if isinstance(outcome, Failure):
             return _error(call, failure_text(target.name, outcome.error))
-        if isinstance(outcome, Observation) and isinstance(outcome.output, str):
-            return outcome  # its own text, error flag and sub-run (an agent used as a tool)
-        try:
-            return Observation(call_id=call.id, tool_name=call.name,
-                               output=format_result(outcome))
-        except Exception as exc:
+        if isinstance(outcome, _Unshowable):
             return _error(call, f"Tool {target.name!r} returned a result that cannot be "
-                                f"shown: {describe(exc)}")
+                                f"shown: {describe(outcome.error)}")
+        if isinstance(outcome, Observation):
+            return outcome  # its own text, error flag and sub-run (an agent used as a tool)
+        return Observation(call_id=call.id, tool_name=call.name, output=outcome)
 
     async def aclose(self) -> None:
         """Nothing to release: function tools hold no resources."""
@@ -425,6 +424,25 @@ class ToolRegistry:
         """Run ``calls`` concurrently; the observations come back in call order."""
         toolbox = self.toolbox()
         return list(await asyncio.gather(*(toolbox.execute(call) for call in calls)))
+
+
+@dataclasses.dataclass
+class _Unshowable:
+    """A result whose rendering raised (anything: ``SystemExit`` from a ``__str__`` too)."""
+
+    error: BaseException
+
+
+def _rendered(value: Any) -> Observation | str | _Unshowable:
+    """What the model reads of a function's result; run inside the call (its thread, its
+    guard, its timeout)."""
+    if isinstance(value, Observation) and type(value.output) is str:
+        return value
+    try:
+        text = format_result(value)
+        return text if type(text) is str else str.__str__(text)
+    except BaseException as exc:  # a result's __str__ may raise anything
+        return _Unshowable(exc)
 
 
 def _error(call: ToolCall, text: str) -> Observation:

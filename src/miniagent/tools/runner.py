@@ -34,6 +34,10 @@ class Failure:
     error: BaseException
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 async def run_with_timeout(
     fn: Callable[..., Any],
     is_async: bool,
@@ -50,15 +54,28 @@ async def run_with_timeout(
 
 
 async def run_function(fn: Callable[..., Any], is_async: bool, args: list[Any],
-                       kwargs: dict[str, Any]) -> Any:
-    """``fn(*args, **kwargs)``: awaited, or on a daemon worker thread; what it raises comes back
-    as a :class:`Failure`."""
+                       kwargs: dict[str, Any], render: Callable[[Any], Any] = _same) -> Any:
+    """``render(fn(*args, **kwargs))``: awaited, or on a daemon worker thread; what either
+    raises comes back as a :class:`Failure`. Rendering the result is part of the call: a
+    result whose ``__str__`` raises (even ``SystemExit``) or hangs is the tool's problem, under
+    the call's guard and timeout, never the run's."""
     if is_async:
-        return await guarded(lambda: fn(*args, **kwargs))
-    result = await run_in_daemon_thread(_call_sync, fn, args, kwargs)
-    if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
-        return await guarded(lambda: result)
+        return await guarded(lambda: _then(fn(*args, **kwargs), render))
+    result = await run_in_daemon_thread(_call_sync, fn, args, kwargs, render)
+    if isinstance(result, _Pending):  # a sync wrapper that returned a coroutine
+        return await guarded(lambda: _then(result.awaitable, render))
     return result
+
+
+async def _then(work: Awaitable[Any], render: Callable[[Any], Any]) -> Any:
+    return render(await work)
+
+
+@dataclasses.dataclass
+class _Pending:
+    """What a sync function returned that must still be awaited (then rendered)."""
+
+    awaitable: Awaitable[Any]
 
 
 async def within(work: Awaitable[Any], timeout: float | None) -> Any:
@@ -91,9 +108,11 @@ async def guarded(start: Callable[[], Awaitable[Any]]) -> Any:
         return Failure(exc)
 
 
-def _call_sync(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+def _call_sync(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
+               render: Callable[[Any], Any]) -> Any:
     try:
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
+        return _Pending(result) if inspect.isawaitable(result) else render(result)
     except BaseException as exc:  # on a worker thread: whatever it raised is the tool's
         return Failure(exc)
 
