@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
 from mcp_support import env, served_http, tools_file
 
 import miniagent
+from mcp import Client, StdioServerParameters
 from miniagent import Agent, ScriptedModel
 from miniagent.mcp import MCPServer
 
@@ -66,8 +69,11 @@ async def test_our_client_reaches_our_server_with_its_token(
         await agent.aclose()
     record = result.steps[0].calls[0]
     assert record.observation is not None
-    # the key our client sent in _meta is the one the served tool sees
-    assert record.observation.output == f"{result.session_id}:{record.call.id}"
+    # the key our client sent in _meta reaches the served tool, scoped to this client's
+    # connection: another client sending the same key gets another one
+    served, client, sent = record.observation.output.split(":", 2)
+    assert served.startswith("mcp-serve-") and client
+    assert sent == f"{result.session_id}:{record.call.id}"
     bad = MCPServer.http(served_http, headers={"Authorization": "Bearer wrong"},
                          connect_timeout=10)
     with pytest.raises(miniagent.errors.ToolDefinitionError, match="cannot list the tools"):
@@ -75,3 +81,94 @@ async def test_our_client_reaches_our_server_with_its_token(
     await bad.aclose()
     assert caplog.records  # the libraries did log
     assert "tok-3f9a-secret" not in caplog.text
+
+
+async def test_dns_rebinding_is_refused(served_http: str) -> None:
+    """A page at another name that resolves here sends its own Host and Origin: refused."""
+    import httpx2
+
+    headers = {"Authorization": "Bearer tok-3f9a-secret", "Accept": "application/json, "
+               "text/event-stream", "Content-Type": "application/json"}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    async with httpx2.AsyncClient() as http:
+        good = await http.post(served_http, json=hello, headers=headers)
+        evil_host = await http.post(served_http, json=hello,
+                                    headers={**headers, "Host": "evil.example:80"})
+        evil_origin = await http.post(served_http, json=hello,
+                                      headers={**headers, "Origin": "http://evil.example"})
+    assert good.status_code == 200
+    assert evil_host.status_code in (400, 421) and evil_origin.status_code == 403
+
+
+def test_a_non_loopback_address_needs_a_token(tools_file: Path) -> None:
+    command = [sys.executable, "-m", "miniagent", "mcp-serve", "--tools", str(tools_file),
+               "--http", "0.0.0.0:0"]
+    refused = subprocess.run(command, env={**os.environ, **env()}, capture_output=True,
+                             text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert refused.returncode != 0
+    assert "without a token: give --token-env NAME (or --insecure" in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].startswith("miniagent: refusing to serve")
+
+
+async def test_concurrent_calls_are_bounded(tmp_path: Path) -> None:
+    """200 clients' worth of calls of a sync tool: at most MAX_CALLS run (one thread each)."""
+    from miniagent.mcp.serve import MAX_CALLS
+
+    (tmp_path / "slow.py").write_text(
+        "import threading, time\nfrom miniagent import tool\nlock = threading.Lock()\n"
+        "now = [0, 0]\n\n@tool\ndef slow(n: int) -> str:\n    '''Slow.'''\n"
+        "    with lock:\n        now[0] += 1\n        now[1] = max(now)\n"
+        "    time.sleep(0.05)\n    with lock:\n        now[0] -= 1\n    return str(now[1])\n",
+        encoding="utf-8")
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "miniagent", "mcp-serve", "--tools",
+                                      str(tmp_path / "slow.py")],
+        env={**os.environ, **env()})
+    async with Client(stdio_client(params)) as client:
+        results = await asyncio.gather(*(client.call_tool("slow", {"n": i}) for i in range(60)))
+    most = max(int(r.content[0].text) for r in results)  # type: ignore[union-attr]
+    assert 1 < most <= MAX_CALLS
+
+
+async def test_rebinding_protection_holds_on_any_address(tools_file: Path) -> None:
+    """The SDK protects only 127.0.0.1, localhost and ::1 by itself: on another address (here
+    127.0.0.2, still loopback) the Host and Origin checks hold too."""
+    import re
+    import time
+
+    import httpx2
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "miniagent", "mcp-serve", "--tools", str(tools_file), "--http",
+         "127.0.0.2:0", "--token-env", "SERVE_TOKEN", "--allow-host", "tools.internal"],
+        env={**os.environ, **env()}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert process.stderr is not None
+        url, deadline = None, time.monotonic() + 30
+        while url is None and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            if not line and process.poll() is not None:
+                break
+            found = re.search(r"(http://127\.0\.0\.2:\d+/mcp)", line)
+            url = found.group(1) if found else None
+        assert url, "mcp-serve did not start"
+        port = url.split(":")[2].split("/")[0]
+        headers = {"Authorization": "Bearer tok-3f9a-secret", "Accept": "application/json, "
+                   "text/event-stream", "Content-Type": "application/json"}
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}
+        async with httpx2.AsyncClient() as http:
+            statuses = [(await http.post(url, json=hello, headers={**headers, **extra}))
+                        .status_code for extra in (
+                            {}, {"Host": f"tools.internal:{port}"},
+                            {"Host": "evil.example"}, {"Origin": "http://evil.example"})]
+        assert statuses[:2] == [200, 200] and statuses[2] in (400, 421) and statuses[3] == 403
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

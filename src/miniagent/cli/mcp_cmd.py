@@ -81,12 +81,20 @@ def mcp_serve(
     http: Annotated[str | None, typer.Option("--http", help="Serve streamable HTTP on HOST:PORT (at /mcp) instead of stdio; port 0 picks a free one.")] = None,  # noqa: E501
     token_env: Annotated[str | None, typer.Option("--token-env", help="With --http: require 'Authorization: Bearer <value of this environment variable>'.")] = None,  # noqa: E501
     workspace: Annotated[Path, typer.Option(help="Root for the built-in file tools.")] = Path("."),
+    allow_host: Annotated[list[str] | None, typer.Option("--allow-host", help="With --http: a host name clients use to reach this server (Host and Origin headers are checked; loopback names and the bound address always pass). Repeatable.")] = None,  # noqa: E501
+    insecure: Annotated[bool, typer.Option("--insecure", help="With --http on a non-loopback address: serve even without --token-env (anyone who reaches the port can run the tools).")] = False,  # noqa: E501
 ) -> None:
     """Serve the @tool functions of a tools file to any MCP client (stdio, or HTTP)."""
     from miniagent.cli.common import cli_errors
     from miniagent.cli.loading import load_tools
     from miniagent.cli.safe_text import visible
-    from miniagent.mcp.serve import build_server, serve_http, serve_stdio, served_tools
+    from miniagent.mcp.serve import (
+        build_server,
+        is_loopback,
+        serve_http,
+        serve_stdio,
+        served_tools,
+    )
 
     with cli_errors():
         registry = load_tools(tools, workspace.resolve())
@@ -102,12 +110,20 @@ def mcp_serve(
             return
         host, port = _host_port(http)
         token = _token(token_env)
+        if token is None and not is_loopback(host):
+            if not insecure:
+                raise ConfigError(f"refusing to serve the tools on {host}, which other machines "
+                                  "reach, without a token: give --token-env NAME (or "
+                                  "--insecure, to do it anyway)")
+            typer.echo(f"miniagent mcp-serve: WARNING: serving on {host} without a token; "
+                       "anyone who reaches this port can run every tool", err=True)
 
         def ready(bound: int) -> None:
             typer.echo(f"miniagent mcp-serve: serving {len(registry) - len(left_out)} tools at "
                        f"http://{host}:{bound}/mcp", err=True)
 
-        asyncio.run(serve_http(server, host=host, port=port, token=token, on_ready=ready))
+        asyncio.run(serve_http(server, host=host, port=port, token=token,
+                               allowed_hosts=list(allow_host or []), on_ready=ready))
 
 
 def _host_port(value: str) -> tuple[str, int]:

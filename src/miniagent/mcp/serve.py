@@ -8,7 +8,10 @@ result). Tools that require approval are not served: an MCP client has no way to
 person, and such a tool never runs unapproved.
 
 Over streamable HTTP (:func:`serve_http`), an optional bearer token is required on every
-request, compared in constant time.
+request, compared in constant time, and DNS-rebinding protection always checks the ``Host`` and
+``Origin`` headers (loopback names, the bound address, and the names given with
+``--allow-host``). At most :data:`MAX_CALLS` calls run at once and :data:`MAX_SESSIONS` sessions
+are kept; a client's idempotency key is scoped to that client's connection.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import asyncio
 import hmac
 import itertools
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
+import weakref
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 from miniagent.mcp.client import IDEMPOTENCY_META
@@ -55,6 +59,8 @@ def build_server(registry: ToolRegistry, *, name: str = "miniagent") -> Any:
     listing = types.ListToolsResult(tools=[_describe(types, item) for item in tools])
     session = f"mcp-serve-{uuid.uuid4().hex[:12]}"
     numbers = itertools.count(1)
+    running = asyncio.Semaphore(MAX_CALLS)  # so many worker threads at most, whoever calls
+    clients: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
         return listing
@@ -63,14 +69,33 @@ def build_server(registry: ToolRegistry, *, name: str = "miniagent") -> Any:
         number = next(numbers)
         call = ToolCall(id=f"call-{number}", name=params.name,
                         arguments=dict(params.arguments or {}))
+        client = _client_of(clients, ctx)
+        key = _client_key(params)  # a client's own key: another client cannot share it
         context = ToolContext(session_id=session, call_id=call.id, tool=call.name, step=number,
-                              idempotency_key=_client_key(params) or f"{session}:{call.id}")
-        observation = await run_tools.execute(call, context)
+                              idempotency_key=f"{session}:{client}:{key}" if key
+                              else f"{session}:{call.id}")
+        async with running:
+            observation = await run_tools.execute(call, context)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=observation.output)],
             is_error=observation.is_error)
 
     return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+MAX_CALLS = 16
+"""Tool calls run at the same time, over every client (each sync one takes a thread)."""
+
+
+def _client_of(clients: weakref.WeakKeyDictionary[Any, str], ctx: Any) -> str:
+    """A name for the client connection of a request (its MCP session), made on first use."""
+    connection = getattr(ctx, "session", None)
+    if connection is None:
+        return "client"
+    try:
+        return clients.setdefault(connection, uuid.uuid4().hex[:12])
+    except TypeError:  # not weakly referable: keyed by identity while it lives
+        return f"c{id(connection):x}"
 
 
 def _describe(types: Any, item: Tool) -> Any:
@@ -97,19 +122,48 @@ async def serve_stdio(server: Any) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def http_app(server: Any, *, host: str, token: str | None = None) -> ASGIApp:
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_SESSIONS = 64
+"""MCP sessions one server keeps at a time (the SDK's default is 10,000)."""
+
+
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK or host.startswith("127.")
+
+
+def transport_security(host: str, allowed: Sequence[str] = ()) -> Any:
+    """DNS-rebinding protection, whatever the address: only these ``Host`` headers (loopback
+    names, the bound address unless it is a wildcard, and ``allowed``) and the same origins get
+    in, so a web page that made a name resolve here cannot reach the tools."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = ["127.0.0.1", "localhost", "[::1]", *allowed]
+    if host not in ("0.0.0.0", "::", "") and host not in ("127.0.0.1", "localhost", "::1"):
+        names.append(f"[{host}]" if ":" in host else host)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{name}:*" for name in names)],
+        allowed_origins=[f"{scheme}://{name}:*" for name in names
+                         for scheme in ("http", "https")])
+
+
+def http_app(server: Any, *, host: str, token: str | None = None,
+             allowed_hosts: Sequence[str] = ()) -> ASGIApp:
     """The streamable HTTP app at ``/mcp``; with ``token``, only bearers of it get in."""
-    app: ASGIApp = server.streamable_http_app(host=host)
+    app: ASGIApp = server.streamable_http_app(
+        host=host, transport_security=transport_security(host, allowed_hosts),
+        max_sessions=MAX_SESSIONS)
     return app if token is None else _require_bearer(app, token)
 
 
 async def serve_http(server: Any, *, host: str, port: int, token: str | None = None,
+                     allowed_hosts: Sequence[str] = (),
                      on_ready: Callable[[int], None] | None = None) -> None:
     """Serve streamable HTTP on ``host:port`` (port 0: one the OS picks, told to ``on_ready``)."""
     import uvicorn
 
-    config = uvicorn.Config(http_app(server, host=host, token=token), host=host, port=port,
-                            log_level="warning", lifespan="on")
+    app = http_app(server, host=host, token=token, allowed_hosts=allowed_hosts)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     web = uvicorn.Server(config)
 
     async def announce() -> None:
