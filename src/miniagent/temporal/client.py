@@ -65,6 +65,9 @@ log = logging.getLogger("miniagent")
 DEFAULT_TASK_QUEUE = "miniagent"
 WORKER_WAIT = 3.0
 """Seconds to wait for a worker to show up on a task queue before saying there is none."""
+WAIT_FIRST_LOOK, WAIT_LONGEST_LOOK = 0.25, 2.0
+"""Seconds between looks at whether a followed session waits for a person (no subscribers),
+doubling from the first to the longest."""
 
 Change = Literal["progress", "memo", "closed"]
 _CLOSED = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
@@ -322,10 +325,10 @@ class TemporalDriver:
         """Follow the session until it ends or waits for a person; its events go to the
         agent's subscribers (and ``on_event``) on the way."""
         extra = (on_event,) if on_event else ()
-        feed = None
-        if extra or self.agent.bus.has_subscribers:
-            runs, after = self.delivered.get(session_id, (0, 0))
-            feed = _Feed(self, session_id, extra, after=after, runs=runs)
+        if not (extra or self.agent.bus.has_subscribers):
+            return await self._wait(session_id)
+        runs, after = self.delivered.get(session_id, (0, 0))
+        feed = _Feed(self, session_id, extra, after=after, runs=runs)
         try:
             async for change in self.sessions.changes(session_id):
                 if feed is not None and change != "memo":
@@ -336,9 +339,27 @@ class TemporalDriver:
                     return (await self.sessions.session(session_id)).result()
             return await self.sessions.result(session_id)
         finally:
-            if feed is not None:
-                self.delivered[session_id] = (feed.runs, feed.after)
+            self.delivered[session_id] = (feed.runs, feed.after)
             await self.agent.bus.flush()
+
+    async def _wait(self, session_id: str) -> RunResult:
+        """With nobody to show events to: one long poll for the end (what costs the cluster
+        least), and now and then a look at whether the session waits for a person."""
+        ended = asyncio.ensure_future(self.sessions.result(session_id))
+        pause = WAIT_FIRST_LOOK
+        try:
+            while True:
+                done, _ = await asyncio.wait({ended}, timeout=pause)
+                if done:
+                    return ended.result()
+                pause = min(WAIT_LONGEST_LOOK, pause * 2)
+                try:
+                    if await self._stopped(session_id, None):
+                        return (await self.sessions.session(session_id)).result()
+                except UserError:
+                    continue  # no worker has answered yet: look again later
+        finally:
+            ended.cancel()
 
     async def _stopped(self, session_id: str, feed: _Feed | None) -> bool:
         """Whether the run stops here: the session waits, and no approver decided it all."""

@@ -10,13 +10,20 @@ limit longer. The size a payload has after this codec is what counts against tha
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import zlib
 from collections.abc import Sequence
 
+from pydantic import TypeAdapter
 from temporalio.api.common.v1 import Payload
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, PayloadCodec
+from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
+from temporalio.converter import (
+    CompositePayloadConverter,
+    DataConverter,
+    DefaultPayloadConverter,
+    JSONPlainPayloadConverter,
+    PayloadCodec,
+)
 
 ENCODING = b"binary/zlib"
 COMPRESS_FROM = 512 * 1024
@@ -49,9 +56,33 @@ class ZlibCodec(PayloadCodec):
         return out
 
 
+_shared_adapter = functools.lru_cache(maxsize=256)(TypeAdapter)
+"""Type adapters by type, for every converter of this process: a workflow sandbox builds a
+payload converter for each workflow, and building the adapter of a session's types again in
+each one cost the worker about as much as the rest of the workflow (it is pure, and this
+module is passed through the sandbox, so one cache serves them all)."""
+
+
+class _SharedAdaptersJSON(PydanticJSONPlainPayloadConverter):
+    """Pydantic JSON, with the process-wide type adapter cache."""
+
+    def __init__(self) -> None:
+        super().__init__(max_cached_type_adapters=0)
+        self._type_adapter = _shared_adapter
+
+
+class PayloadConverter(CompositePayloadConverter):
+    """Temporal's default converters, with pydantic JSON (shared adapters) for JSON."""
+
+    def __init__(self) -> None:
+        json_converter = _SharedAdaptersJSON()
+        super().__init__(*(json_converter if isinstance(c, JSONPlainPayloadConverter) else c
+                           for c in DefaultPayloadConverter.default_encoding_payload_converters))
+
+
 def data_converter() -> DataConverter:
     """Pydantic JSON payloads, zlib-compressed only from :data:`COMPRESS_FROM` bytes."""
-    return dataclasses.replace(pydantic_data_converter, payload_codec=ZlibCodec())
+    return DataConverter(payload_converter_class=PayloadConverter, payload_codec=ZlibCodec())
 
 
 def encoded_size(payload: Payload, limit: int) -> int:
