@@ -18,6 +18,7 @@ and idempotency to them like to any tool, in whichever driver runs them.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
@@ -38,6 +39,10 @@ log = logging.getLogger("miniagent.mcp")
 
 _CONNECTION_CLOSED = -32000
 _MAX_PAGES = 100  # a server whose listing never ends cannot hang a run
+MAX_TOOLS = 512
+"""Tools taken from one server's listing (a model picks badly among more anyway)."""
+MAX_LISTING_BYTES = 8 * 1024 * 1024
+"""Schema bytes taken from one server's listing; past them its other tools are left out."""
 IDEMPOTENCY_META = "io.github.miniagent/idempotency-key"
 
 
@@ -155,7 +160,9 @@ class MCPServer:
             raise ToolDefinitionError(
                 f"cannot list the tools of MCP server {self.config.label}: {_why(exc)}") from None
         self._stale = False
-        self._tools = self._build_tools(listed)
+        # checking thousands of schemas takes time: off the event loop, whose other sessions,
+        # heartbeats and clients must not wait for it
+        self._tools = await asyncio.to_thread(self._build_tools, listed)
         return list(self._tools)
 
     async def call_tool(self, call: ToolCall, context: ToolContext | None = None
@@ -199,9 +206,16 @@ class MCPServer:
     def _build_tools(self, listed: list[Any]) -> list[Tool]:
         self._server_names, self._idempotent, self._timeouts = {}, {}, {}
         built: list[Tool] = []
+        schema_bytes = 0
         for item in listed:
             if not is_offered(item.name, self.config.allow, self.config.deny):
                 continue
+            if len(built) >= MAX_TOOLS or schema_bytes > MAX_LISTING_BYTES:
+                log.warning("MCP server %s lists more than %d tools or %d bytes of schemas: "
+                            "the rest are left out", self.config.label, MAX_TOOLS,
+                            MAX_LISTING_BYTES)
+                break
+            schema_bytes += _schema_bytes(item)
             name = exposed_name(item.name, self.config.prefix)
             if name in self._server_names:  # two server names cleaned to the same one
                 name = f"{name[:55]}_{name_digest(item.name)}"
@@ -301,6 +315,17 @@ class MCPServer:
 
     def _tools_changed(self) -> None:
         self._stale = True
+
+
+def _schema_bytes(item: Any) -> int:
+    """About the size of a listed tool's schema (its JSON), bounded by the tool's own limit."""
+    from miniagent.tools.schema_cost import MAX_SCHEMA_BYTES
+
+    schema = getattr(item, "input_schema", None)
+    try:
+        return min(len(json.dumps(schema, default=repr)), MAX_SCHEMA_BYTES + 1)
+    except (TypeError, ValueError, RecursionError):
+        return MAX_SCHEMA_BYTES + 1
 
 
 def _running_loop() -> asyncio.AbstractEventLoop:

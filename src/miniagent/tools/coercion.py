@@ -228,14 +228,29 @@ def _search(pattern: str, text: str) -> bool:
 
 
 def _default(schema: Any, resolver: RefResolver | None) -> Any:
+    """The property's default, when it fits the property's own ``type``/``enum`` (schemas
+    often say ``"type": "string", "default": null``: filling that in would make a valid call
+    invalid)."""
     if not isinstance(schema, dict):
         return _NO
-    if "default" in schema:
-        return schema["default"]
-    target = _resolve(schema, resolver)
-    if target is not None and isinstance(target[0], dict) and "default" in target[0]:
-        return target[0]["default"]
-    return _NO
+    if "default" not in schema:
+        target = _resolve(schema, resolver)
+        if target is None or not isinstance(target[0], dict) or "default" not in target[0]:
+            return _NO
+        schema = target[0]
+    default = schema["default"]
+    return default if _fits(default, schema) else _NO
+
+
+def _fits(value: Any, schema: dict[str, Any]) -> bool:
+    """Whether ``value`` has one of the schema's ``type`` values and is among its ``enum``."""
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if isinstance(kinds, list) and kinds and not any(_has_type(value, k) for k in kinds):
+        return False
+    members = schema.get("enum")
+    return not isinstance(members, list) or any(
+        value == m and type(value) is type(m) for m in members)
 
 
 def _coerce_array(

@@ -1,12 +1,15 @@
 """The arguments checker of a tool made from a JSON Schema (:meth:`Tool.from_schema`).
 
-At definition time the schema is checked once: it must describe an object, be valid for its
-draft (``$schema``, else 2020-12; jsonschema's ``check_schema``) and every ``$ref`` in it
-must resolve. Per call, the arguments are coerced the lax way function tools get them and
-missing defaults filled in (:mod:`miniagent.tools.coercion`), then validated by
-:mod:`jsonschema`, whose errors become :class:`~miniagent.tools.arguments.ArgumentProblem`
-values with their path. The shared steps (bad JSON, bare values, missing and unknown names,
-the error texts) are in :mod:`miniagent.tools.arguments`.
+At definition time the schema is checked once: its cost must be bounded
+(:mod:`miniagent.tools.schema_cost`: depth, length, size with every ``$ref`` expanded), it must
+describe an object, be valid for its draft (``$schema``, else 2020-12; jsonschema's
+``check_schema``) and every ``$ref`` in it must resolve. Per call, the arguments are coerced the
+lax way function tools get them and missing defaults filled in
+(:mod:`miniagent.tools.coercion`; a default that does not fit its property's type is left out),
+then validated by :mod:`jsonschema`, whose errors become
+:class:`~miniagent.tools.arguments.ArgumentProblem` values with their path. The shared steps
+(bad JSON, bare values, missing and unknown names, the error texts) are in
+:mod:`miniagent.tools.arguments`.
 
 ``jsonschema`` is imported when the first schema tool is defined: ``import miniagent`` does
 not load it.
@@ -22,6 +25,7 @@ from typing import Any
 from miniagent.errors import ToolDefinitionError
 from miniagent.tools.arguments import ArgumentProblem
 from miniagent.tools.coercion import coerce
+from miniagent.tools.schema_cost import check_schema_cost
 
 __all__ = ["SchemaArguments"]
 
@@ -46,6 +50,7 @@ class SchemaArguments:
     """
 
     def __init__(self, tool_name: str, parameters: Any) -> None:
+        check_schema_cost(tool_name, parameters)  # before any walk: each is bounded by it
         self.schema = _object_schema(tool_name, parameters)
         validator_class = _validator_class(tool_name, self.schema)
         self._resolver = _resolver(self.schema, validator_class)
