@@ -30,6 +30,7 @@ from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.store.memory import MemoryStore
 from miniagent.sync import run_coroutine
 from miniagent.text import storable
+from miniagent.tool_context import current_context
 from miniagent.tools.agent_tool import DEFAULT_MAX_DEPTH, AgentTool
 from miniagent.tools.registry import ApprovalRule, Tool, ToolRegistry
 from miniagent.tools.source import ToolSource, records
@@ -249,7 +250,8 @@ class Agent:
             if session.status != "running":
                 session.transition("running", f"resumed from {session.status}", at=time.time())
             toolbox = await Toolbox.gather(self.sources)
-            rules = rules_for(self.spec, toolbox, protocol=self.protocol)
+            rules = rules_for(_within_caller(self.spec, session), toolbox,
+                              protocol=self.protocol)
             effects = InProcessEffects(
                 model=self.model, tools=toolbox, store=self.store, bus=self.bus, owner=owner,
                 approver=self.approver, subscribers=(on_event,) if on_event else ())
@@ -391,6 +393,25 @@ class Agent:
         if self.tracer is not None:
             await self.bus.flush()  # what was emitted is written before the file closes
             self.tracer.close()
+
+
+def _within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:
+    """``spec``, its limits narrowed to what the tool call running this run has left (its
+    budget, deadline and model calls), when a run is started from inside one (an agent used
+    as a tool): nested runs draw on their parent's limits instead of starting afresh."""
+    context = current_context()
+    if context is None:
+        return spec
+    limits, changes = spec.limits, dict[str, Any]()
+    if context.tokens_left is not None:
+        allowed = session.usage.total_tokens + context.tokens_left
+        changes["token_budget"] = min(limits.token_budget or allowed, allowed)
+    if context.deadline is not None:
+        left = max(0.001, context.deadline - time.time())
+        changes["timeout"] = min(limits.timeout or left, left)
+    if context.steps_left is not None:
+        changes["max_steps"] = min(limits.max_steps, len(session.steps) + context.steps_left)
+    return spec.replace(limits=changes) if changes else spec
 
 
 def _complete(work: Coroutine[Any, Any, None]) -> None:

@@ -39,14 +39,23 @@ class ToolContext:
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     decision: Decision | None = None
     """A person's decision on what this call's sub-run waited for (agents as tools)."""
+    tokens_left: int | None = None
+    """What is left of the run's token budget for this call (``None``: no budget); an agent
+    used as a tool runs within it, so nesting cannot multiply a budget."""
+    deadline: float | None = None
+    """When the run's deadline passes (seconds since the epoch; ``None``: none)."""
+    steps_left: int | None = None
+    """This call's share of the model calls the run has left (``None``: not counted)."""
 
     @classmethod
     def for_call(cls, session_id: str, call_id: str, tool: str, step: int,
                  metadata: dict[str, Any] | None = None, *,
-                 decision: Decision | None = None) -> ToolContext:
+                 decision: Decision | None = None, tokens_left: int | None = None,
+                 deadline: float | None = None, steps_left: int | None = None) -> ToolContext:
         return cls(session_id=session_id, call_id=call_id, tool=tool, step=step,
                    idempotency_key=f"{session_id}:{call_id}", metadata=dict(metadata or {}),
-                   decision=decision)
+                   decision=decision, tokens_left=tokens_left, deadline=deadline,
+                   steps_left=steps_left)
 
 
 _CURRENT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(

@@ -350,3 +350,29 @@ def test_the_relay_works_across_real_processes(tmp_path: Path) -> None:
     second = run(first["id"])
     assert (second["status"], second["answer"]) == ("completed", "deleted old.log")
     assert not (folder / "old.log").exists()
+
+
+def test_sub_runs_draw_on_the_parents_budget_and_steps() -> None:
+    """An agent listing itself as a tool, fanning out 8 calls per reply: the whole tree stays
+    within the parent's token budget (give or take the calls already under way) and its steps,
+    instead of multiplying them level by level."""
+    from itertools import count
+
+    from miniagent.types import ModelResponse, TokenUsage, ToolCall
+
+    numbers = count()
+
+    def fan_out(request: Any) -> ModelResponse:
+        calls = [ToolCall(id=f"c{i}", name="myself",
+                          arguments={"question": f"part {next(numbers)}"}) for i in range(8)]
+        return ModelResponse(tool_calls=calls,
+                             usage=TokenUsage(prompt_tokens=40, completion_tokens=10))
+
+    model = ScriptedModel([fan_out] * 10_000, tool_mode="native")
+    agent = Agent(model=model, token_budget=500, max_steps=10)
+    agent.sources.append(agent.as_tool(name="myself", description="Me.", max_depth=3))
+    result = agent.run("loop")
+    calls = len(model.requests)
+    assert result.status in ("budget_exceeded", "max_steps")
+    assert calls <= 40, calls  # was 1,097 model calls for a budget of 500
+    assert result.usage.total_tokens <= 500 + 8 * 50 * 3, result.usage

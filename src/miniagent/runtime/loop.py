@@ -325,7 +325,10 @@ class StepLogic:
                        call=record.call)
             context = ToolContext.for_call(session.id, record.call.id, record.call.name,
                                            step.index, session.metadata,
-                                           decision=relayed_decision(record))
+                                           decision=relayed_decision(record),
+                                           tokens_left=self._share(session, step),
+                                           deadline=self._deadline(),
+                                           steps_left=self._steps_share(session, step))
             observation = incoming.observation(await self.effects.run_tool(record.call,
                                                                            context))
         finally:
@@ -343,6 +346,25 @@ class StepLogic:
         await self._checkpoint(session, None if observation.sub_run else record)
         self._emit(ev.ToolFinished, session, span=span, parent=parent, step=step.index,
                    call=record.call, observation=observation)
+
+    def _share(self, session: AgentSession, step: Step) -> int | None:
+        """A call's share of what is left of the token budget: the rest, split between the
+        step's calls (so sub-agents of one reply together stay within it)."""
+        budget = self.spec.limits.token_budget
+        if budget is None:
+            return None
+        running = sum(1 for r in step.calls if r.state == "started") or 1
+        return max(0, budget - session.usage.total_tokens) // running
+
+    def _steps_share(self, session: AgentSession, step: Step) -> int:
+        """A call's share of the model calls the run has left (nested runs draw on it, so a
+        tree of agents cannot multiply ``max_steps``)."""
+        running = sum(1 for r in step.calls if r.state == "started") or 1
+        return max(0, self.spec.limits.max_steps - len(session.steps)) // running
+
+    def _deadline(self) -> float | None:
+        timeout = self.spec.limits.timeout
+        return None if timeout is None else self._started + timeout
 
     # -- what each next step does ---------------------------------------------------------
 

@@ -76,7 +76,8 @@ class SessionActivities:
         context = ToolContext(
             session_id=work.session_id, call_id=work.call.id, tool=work.call.name,
             step=work.step, idempotency_key=f"{info.workflow_id}:{info.activity_id}",
-            attempt=info.attempt, metadata=dict(work.metadata), decision=work.decision)
+            attempt=info.attempt, metadata=dict(work.metadata), decision=work.decision,
+            tokens_left=work.tokens_left, deadline=work.deadline, steps_left=work.steps_left)
         task = asyncio.ensure_future(self.tools.execute(work.call, context))
         try:
             while not (await asyncio.wait({task}, timeout=self.heartbeat_every))[0]:

@@ -53,6 +53,11 @@ class ToolInput:
     metadata: dict[str, Any] = field(default_factory=dict)
     decision: Decision | None = None
     """A person's decision on what the call's sub-run waits for (agents as tools)."""
+    tokens_left: int | None = None
+    deadline: float | None = None
+    steps_left: int | None = None
+    """What is left of the run's token budget, its deadline and its model calls (see
+    ToolContext)."""
 
 
 @dataclass(kw_only=True)

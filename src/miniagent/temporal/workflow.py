@@ -121,7 +121,9 @@ class WorkflowEffects:
         idempotent = self.tools.is_idempotent(call.name)
         own = self.tools.timeout_of(call.name)
         work = ToolInput(call=call, session_id=context.session_id, step=context.step,
-                         metadata=context.metadata, decision=context.decision)
+                         metadata=context.metadata, decision=context.decision,
+                         tokens_left=context.tokens_left, deadline=context.deadline,
+                         steps_left=context.steps_left)
         check_size(work, f"the arguments of call {call.id}")
         try:
             return await workflow.execute_activity(
