@@ -134,6 +134,9 @@ class Agent:
         if model is None and temporal is None:
             raise UserError("an Agent needs a model (or a Temporal client, whose workers "
                             "serve the model)")
+        if store is not None and temporal is not None:  # nothing given is silently unused
+            raise UserError("an Agent on Temporal keeps its sessions in the workflows' "
+                            "history: give it no store")
         self.model = model
         self.registry, others = _split_tools(tools)
         self.sources: list[ToolSource] = [self.registry, *others]

@@ -397,3 +397,13 @@ async def test_a_subscriber_raising_system_exit_does_not_stop_delivery() -> None
     await agent.arun("q1")
     await agent.arun("q2")
     assert seen.count("run_finished") == 2
+
+
+def test_what_a_driver_cannot_use_is_refused_not_dropped() -> None:
+    from miniagent import MemoryStore
+    from miniagent.errors import UserError
+
+    with pytest.raises(UserError, match="on Temporal keeps its sessions in the workflows"):
+        Agent(model=ScriptedModel([]), store=MemoryStore(), temporal=object())
+    with pytest.raises(UserError, match="needs a model"):
+        Agent()
