@@ -103,4 +103,49 @@ async def test_a_payload_over_the_limit_fails_with_a_clear_status(
     async with await agent_worker(agent):
         result = await agent.arun("say a lot")
     assert result.status == "error"
-    assert "too large for a Temporal payload" in result.reason
+    assert "over what one Temporal payload can carry" in result.reason
+
+
+def noise(size: int) -> str:
+    """Text that does not compress (the codec would shrink repeated text under the limit)."""
+    return "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(size // 64))
+
+
+async def test_a_tool_result_over_the_limit_ends_the_run_clearly(
+        skip_env: WorkflowEnvironment, task_queue: str) -> None:
+    ran: list[int] = []
+
+    @tool(idempotent=False)
+    def dump(n: int) -> str:
+        """Produce a lot of text."""
+        ran.append(n)
+        return noise(3_000_000)
+
+    agent = Agent(model=ScriptedModel([act("dump", {"n": 1}), "Final Answer: x"]),
+                  tools=[dump], max_observation_chars=10_000_000,
+                  temporal=skip_env.client, task_queue=task_queue)
+    async with await agent_worker(agent):
+        result = await agent.arun("dump it")
+    assert (result.status, ran) == ("error", [1])  # ended, not parked as interrupted
+    assert "the result of call" in result.reason and "payload" in result.reason
+
+
+async def test_tool_call_arguments_over_the_limit_are_not_paid_for_five_times(
+        skip_env: WorkflowEnvironment, task_queue: str) -> None:
+    model = ScriptedModel([{"content": None, "tool_calls": [
+        {"name": "page", "arguments": {"n": 1, "pad": noise(3_000_000)}}]}] * 5,
+        tool_mode="native")
+    agent = Agent(model=model, tools=[page], temporal=skip_env.client, task_queue=task_queue)
+    async with await agent_worker(agent):
+        result = await agent.arun("big arguments")
+    assert result.status == "error" and "payload" in result.reason
+    assert len(model.requests) == 1
+
+
+async def test_a_question_over_the_limit_is_a_result_not_an_exception(
+        skip_env: WorkflowEnvironment, task_queue: str) -> None:
+    agent = Agent(model=ScriptedModel(["Final Answer: x"]), temporal=skip_env.client,
+                  task_queue=task_queue)
+    async with await agent_worker(agent):
+        result = await agent.arun(noise(3_000_000))
+    assert result.status == "error" and "over Temporal's" in result.reason

@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from pydantic_core import to_json
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -64,10 +65,7 @@ class SessionActivities:
         except errors.ModelError as exc:
             raise model_failure(exc) from None
         response = dataclasses.replace(response, raw=None)  # the body is not kept in history
-        if len((response.content or "").encode()) > PAYLOAD_LIMIT // 2:
-            raise ApplicationError(
-                f"the model's reply is {len(response.content or ''):,} characters, too large "
-                "for a Temporal payload", type=PAYLOAD_TOO_LARGE, non_retryable=True)
+        _fits(response, "the model's reply (its text, reasoning and tool calls)")
         return response
 
     @activity.defn(name=RUN_TOOL)
@@ -85,4 +83,16 @@ class SessionActivities:
         except asyncio.CancelledError:
             task.cancel()
             raise
-        return task.result()
+        observation: Observation = task.result()
+        _fits(observation, f"the result of call {work.call.id} ({work.call.name})")
+        return observation
+
+
+def _fits(value: Any, what: str) -> None:
+    """Refuse a result over Temporal's payload limit, for good: a retry would pay for the same
+    call again and fail the same way (the workflow ends the run with PayloadTooLarge)."""
+    size = len(to_json(value, fallback=repr))
+    if size > PAYLOAD_LIMIT * 3 // 4:  # what stays for the payload's envelope and metadata
+        raise ApplicationError(f"{what} is {size:,} bytes as JSON, over what one Temporal "
+                               f"payload can carry ({PAYLOAD_LIMIT:,} bytes)",
+                               type=PAYLOAD_TOO_LARGE, non_retryable=True)

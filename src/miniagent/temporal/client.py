@@ -33,7 +33,13 @@ from temporalio.client import (
 from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from miniagent.errors import ConfigError, DecisionError, SessionNotFound, UserError
+from miniagent.errors import (
+    ConfigError,
+    DecisionError,
+    PayloadTooLarge,
+    SessionNotFound,
+    UserError,
+)
 from miniagent.ids import random_id
 from miniagent.protocol.registry import build_protocol
 from miniagent.runtime.events import Event
@@ -49,6 +55,7 @@ from miniagent.temporal.contracts import (
 )
 from miniagent.temporal.converter import data_converter
 from miniagent.temporal.events import EVENT_PAGE, event_from
+from miniagent.temporal.faults import PAYLOAD_LIMIT
 from miniagent.temporal.workflow import WORKFLOW_NAME, SessionWorkflow
 from miniagent.text import storable
 from miniagent.threads import run_in_daemon_thread
@@ -116,6 +123,12 @@ class TemporalSessions:
                                      at=time.time(), metadata=metadata)
         start = SessionInput(session=session, spec=spec or AgentSpec(),
                              options=options or TemporalOptions())
+        size = sum(p.ByteSize() for p in
+                   self.client.data_converter.payload_converter.to_payloads([start]))
+        if size > PAYLOAD_LIMIT:
+            raise PayloadTooLarge(f"the session's start (its question and metadata) is "
+                                  f"{size:,} bytes, over Temporal's {PAYLOAD_LIMIT:,}-byte "
+                                  "payload limit")
         try:
             self._started[session.id] = await self.client.start_workflow(
                 SessionWorkflow.run, start, id=session.id, task_queue=self.task_queue,
@@ -304,8 +317,12 @@ class TemporalDriver:
                 f"no worker polls task queue {self.agent.task_queue!r}: start one (miniagent "
                 f"worker --temporal HOST:PORT --task-queue {self.agent.task_queue}, or "
                 "miniagent.temporal.agent_worker) and run again")
-        started = await self.sessions.start(question, self.agent.spec, options=self.options,
-                                            metadata=metadata, session_id=session_id)
+        try:
+            started = await self.sessions.start(question, self.agent.spec,
+                                                options=self.options, metadata=metadata,
+                                                session_id=session_id)
+        except PayloadTooLarge as exc:  # a run always ends with a status
+            return RunResult(status="error", reason=str(exc), session_id=session_id or "")
         return await self.follow(started, on_event=on_event)
 
     def _check_protocol(self) -> None:

@@ -134,6 +134,9 @@ class WorkflowEffects:
                 retry_policy=tool_retry(idempotent))
         except ActivityError as exc:
             _reraise_cancellation(exc)
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == PAYLOAD_TOO_LARGE:
+                raise PayloadTooLarge(cause.message) from None
             if idempotent:
                 return Observation(call_id=call.id, tool_name=call.name, is_error=True,
                                    output=f"The tool '{call.name}' could not be run: its "
