@@ -95,8 +95,9 @@ def test_tokens_are_used_but_never_saved_or_shown(tmp_path: Path, served_http: s
         requests = list(stub.requests)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["final_answer"] == "The key is known."
-    # the served tool really ran, for this session's call
-    assert tool_messages(requests[-1])[0].startswith(f"{session_id}:")
+    # the served tool really ran, for this session's call (its key scoped to our connection)
+    served, _client, sent = tool_messages(requests[-1])[0].split(":", 2)
+    assert served.startswith("mcp-serve-") and sent.startswith(f"{session_id}:")
     shown = first.stdout + first.stderr + refused.stdout + refused.stderr + resumed.stdout + \
         resumed.stderr
     assert TOKEN not in shown

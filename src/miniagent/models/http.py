@@ -36,7 +36,7 @@ import re
 import socket
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -50,8 +50,11 @@ DEFAULT_MAX_BODY_BYTES = 32 << 20
 """The default cap on a response body: far above any chat completion (1 MiB is a long one)."""
 
 _Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
-BodySink = Callable[[bytes], bool]
-"""Receives each piece of a streamed 2xx body; returns True to stop reading."""
+BodySink = Callable[[bytes], "bool | str"]
+"""Receives each piece of a streamed 2xx body; returns True to stop reading (the connection is
+closed), :data:`END` when it has the whole answer (the rest is read only briefly, so that the
+connection can stay), False to go on."""
+END = "end"
 _Origin = tuple[str, str, int]
 _READ_LIMIT = 1 << 20  # longest header block or chunk-size line accepted
 _TRANSPORT_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError)
@@ -266,23 +269,63 @@ def _content_length(value: str, limit: int) -> int:
     return int(digits)
 
 
+class _Undrained(Exception):
+    """What follows a stopped stream did not end soon or short enough to keep the connection."""
+
+
+_DRAIN_BYTES, _DRAIN_SECONDS = 1 << 16, 0.25
+"""What is read, at most, after a sink stopped a stream (after ``[DONE]``, the body usually
+ends at once): within these the connection stays reusable, past them it is closed."""
+
+
 async def _stream_body(reader: asyncio.StreamReader, headers: dict[str, str], limit: int,
                        sink: BodySink) -> bool:
     """Hand a body to ``sink`` piece by piece, counted against ``limit`` like a kept body;
-    return whether it was read to its end (False: the sink stopped it)."""
+    return whether it was read to its end (False: the connection must be closed). Once the
+    sink says :data:`END`, nothing more reaches it and the rest is read only as far as
+    :data:`_DRAIN_BYTES` and :data:`_DRAIN_SECONDS` allow."""
     total = 0
+    stopped: list[float] = []  # the loop's time, and the bytes read, when the sink stopped
+    loop = asyncio.get_running_loop()
 
-    def give(piece: bytes) -> bool:
+    def give(piece: bytes) -> None:
         nonlocal total
         total += len(piece)
         if total > limit:
             raise _BodyTooLarge(limit)
-        return bool(piece) and sink(piece)
+        if stopped:
+            if total - stopped[1] > _DRAIN_BYTES:
+                raise _Undrained
+            return
+        verdict = sink(piece) if piece else False
+        if verdict == END:
+            stopped.extend((loop.time(), total))
+        elif verdict:
+            raise _Undrained  # stopped for good: the connection goes
 
+    async def read(work: Coroutine[Any, Any, bytes]) -> bytes:
+        if not stopped:
+            return await work
+        left = stopped[0] + _DRAIN_SECONDS - loop.time()
+        try:
+            return await asyncio.wait_for(work, max(0.0, left))
+        except asyncio.TimeoutError:
+            raise _Undrained from None
+
+    try:
+        return await _framed(reader, headers, limit, give, read)
+    except _Undrained:
+        return False
+
+
+async def _framed(reader: asyncio.StreamReader, headers: dict[str, str], limit: int,
+                  give: Callable[[bytes], None],
+                  read: Callable[[Coroutine[Any, Any, bytes]], Awaitable[bytes]]) -> bool:
+    """Read a body by its framing (chunked, a length, or the close), each piece to ``give``."""
     if "chunked" in headers.get("transfer-encoding", "").lower():
         framing = 0
         while True:
-            line = await reader.readuntil(b"\r\n")
+            line = await read(reader.readuntil(b"\r\n"))
             framing += len(line)
             size_text = line.split(b";", 1)[0].strip()
             if not _HEX_DIGITS.fullmatch(size_text):
@@ -291,32 +334,29 @@ async def _stream_body(reader: asyncio.StreamReader, headers: dict[str, str], li
             if framing > limit:
                 raise _BodyTooLarge(limit)
             if size == 0:
-                while (line := await reader.readuntil(b"\r\n")) != b"\r\n":
+                while (line := await read(reader.readuntil(b"\r\n"))) != b"\r\n":
                     framing += len(line)
                     if framing > limit:
                         raise _BodyTooLarge(limit)
                 return True
             while size:
-                piece = await reader.read(min(size, _CLOSE_READ))
+                piece = await read(reader.read(min(size, _CLOSE_READ)))
                 if not piece:
                     raise asyncio.IncompleteReadError(b"", size)
                 size -= len(piece)
-                if give(piece):
-                    return False
-            await reader.readexactly(2)
+                give(piece)
+            await read(reader.readexactly(2))
     if "content-length" in headers:
         left = _content_length(headers["content-length"], limit)
         while left:
-            piece = await reader.read(min(left, _CLOSE_READ))
+            piece = await read(reader.read(min(left, _CLOSE_READ)))
             if not piece:
                 raise asyncio.IncompleteReadError(b"", left)
             left -= len(piece)
-            if give(piece):
-                return False
+            give(piece)
         return True
-    while piece := await reader.read(_CLOSE_READ):
-        if give(piece):
-            return False
+    while piece := await read(reader.read(_CLOSE_READ)):
+        give(piece)
     return True
 
 

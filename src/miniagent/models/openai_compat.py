@@ -38,7 +38,13 @@ from miniagent.errors import (
     ToolsNotSupported,
 )
 from miniagent.models.base import Capabilities
-from miniagent.models.http import DEFAULT_MAX_BODY_BYTES, BodySink, HttpClient, HttpResponse
+from miniagent.models.http import (
+    DEFAULT_MAX_BODY_BYTES,
+    END,
+    BodySink,
+    HttpClient,
+    HttpResponse,
+)
 from miniagent.models.sse import SSEError, SSEReader
 from miniagent.models.streaming import DeltaSink, StreamAccumulator, StreamIncomplete
 from miniagent.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
@@ -394,11 +400,12 @@ class _StreamState:
         self.pieces = 0
         return self._sink
 
-    def _sink(self, piece: bytes) -> bool:
+    def _sink(self, piece: bytes) -> bool | str:
         self.pieces += 1
         if not self.acc.events and len(self.raw) < self._RAW_KEPT:
             self.raw += piece
-        return any(self.acc.feed(data) for data in self.reader.feed(piece))
+        stop = any(self.acc.feed(data) for data in self.reader.feed(piece))
+        return END if stop and self.acc.done else stop
 
     def response(self, http: HttpResponse, decode: Callable[[HttpResponse], ModelResponse]
                  ) -> ModelResponse:
