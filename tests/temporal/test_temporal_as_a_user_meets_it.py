@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from temporal_helpers import Processes, address, answer, wait_status
+from temporal_helpers import Processes, wait_status
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
@@ -20,21 +19,6 @@ from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.testing.stub_server import StubServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with StubServer(answer).run_in_thread() as server:
-        yield server
-
-
-@pytest.fixture
-def procs(tmp_path: Path, stub: StubServer, dev_env: WorkflowEnvironment) -> Iterator[Processes]:
-    processes = Processes(tmp_path, stub.base_url, address(dev_env))
-    try:
-        yield processes
-    finally:
-        processes.stop()
 
 
 def sqlite_json(stub: StubServer, tmp_path: Path) -> dict[str, object]:

@@ -5,34 +5,16 @@ waits for a person, as it does in process."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from temporal_helpers import Processes, address, answer, wait_status
+from temporal_helpers import Processes, wait_status
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent.runtime.approvals import INTERRUPTED_NOTE
 from miniagent.temporal import TemporalOptions, TemporalSessions
-from miniagent.testing.stub_server import StubServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 OPTIONS = TemporalOptions(heartbeat_timeout=2.0)
-
-
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubServer]:
-    with StubServer(answer).run_in_thread() as server:
-        yield server
-
-
-@pytest.fixture
-def procs(tmp_path: Path, stub: StubServer, dev_env: WorkflowEnvironment) -> Iterator[Processes]:
-    processes = Processes(tmp_path, stub.base_url, address(dev_env))
-    try:
-        yield processes
-    finally:
-        processes.stop()
 
 
 def parts(line: str) -> tuple[str, str, str]:

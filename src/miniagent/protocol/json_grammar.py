@@ -37,8 +37,8 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["ITEMS_MAX", "PRIMITIVES", "RESERVED_NAMES", "STRING_MAX_CHARS", "JsonSchemaGrammar",
-           "gbnf_literal", "string_bound"]
+__all__ = ["ITEMS_MAX", "MISSING", "PRIMITIVES", "RESERVED_NAMES", "STRING_MAX_CHARS",
+           "JsonSchemaGrammar", "gbnf_literal", "local_ref", "string_bound"]
 
 STRING_MAX_CHARS = 512
 """The longest string the grammar admits where the schema sets no ``maxLength`` (and no lower
@@ -97,6 +97,8 @@ _ANNOTATIONS = frozenset({
     "writeOnly", "$id", "$schema", "$anchor", "$defs", "definitions", "format",
 })
 _MISSING = object()
+MISSING = _MISSING
+"""What :func:`local_ref` gives for a reference that points nowhere in the document."""
 
 
 def string_bound(max_tokens: int | None) -> int:
@@ -441,6 +443,13 @@ def _rule_name(hint: str) -> str:
     """A valid GBNF rule name (letters, digits, dashes) derived from ``hint``."""
     name = _NAME_CHARS.sub("-", hint).strip("-").lower()
     return name or "rule"
+
+
+def local_ref(document: Any, ref: Any) -> Any:
+    """What a same-document ``$ref`` (``"#/$defs/A"``) points to in ``document``, or
+    :data:`MISSING` (a remote reference, an anchor, or nothing there)."""
+    pointer = _pointer(ref)
+    return _MISSING if pointer is None else _lookup(document, pointer)
 
 
 def _pointer(ref: Any) -> str | None:

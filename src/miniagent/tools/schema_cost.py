@@ -18,6 +18,7 @@ import json
 from typing import Any
 
 from miniagent.errors import ToolDefinitionError
+from miniagent.protocol.json_grammar import MISSING, local_ref
 from miniagent.protocol.jsonscan import deeper_than
 
 __all__ = ["MAX_EXPANDED_NODES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_DEPTH", "check_schema_cost"]
@@ -96,25 +97,8 @@ def _children(node: Any, root: Any) -> list[Any]:
     if not isinstance(node, dict):
         return []
     children = list(node.values())
-    ref = node.get("$ref")
-    if isinstance(ref, str):
-        target = _local(root, ref)
-        if target is not None:
+    if "$ref" in node:
+        target = local_ref(root, node["$ref"])
+        if target is not MISSING:
             children.append(target)
     return children
-
-
-def _local(root: Any, ref: str) -> Any:
-    """The node a same-document ``$ref`` (``#/$defs/A``) points to, or None."""
-    if not ref.startswith("#"):
-        return None
-    node = root
-    for raw in ref[1:].split("/")[1:]:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
