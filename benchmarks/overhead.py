@@ -201,11 +201,11 @@ class RecordingClient(HttpClient):
         self.bodies: list[bytes] = []
 
     async def post_json(self, url: str, payload: dict[str, Any] | bytes,
-                        headers: dict[str, str] | None = None, timeout: float = 60.0
-                        ) -> HttpResponse:
+                        headers: dict[str, str] | None = None, timeout: float = 60.0,
+                        sink: Any = None) -> HttpResponse:
         assert isinstance(payload, bytes)
         self.bodies.append(payload)
-        return await super().post_json(url, payload, headers, timeout)
+        return await super().post_json(url, payload, headers, timeout, sink)
 
 
 async def agent_bodies(base_url: str) -> list[bytes]:

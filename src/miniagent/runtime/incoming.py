@@ -21,14 +21,18 @@ from miniagent.types import ModelResponse, Observation, ParsedOutput, ToolCall
 
 def response(reply: ModelResponse) -> ModelResponse:
     """A model reply with storable text in every field: content, reasoning, finish reason and
-    the server's body (its calls are admitted once parsed: :func:`parsed`)."""
+    what a trace keeps of the server's body (its top level without ``choices``, which the
+    other fields already hold); its calls are admitted once parsed (:func:`parsed`)."""
     changes: dict[str, Any] = {}
     for name in ("content", "reasoning_content", "finish_reason"):
         value = getattr(reply, name)
         if isinstance(value, str) and storable(value) is not value:
             changes[name] = storable(value)
-    if reply.raw is not None and not _storable_value(reply.raw):
-        changes["raw"] = _storable_copy(reply.raw)
+    raw = reply.raw
+    if isinstance(raw, dict):
+        meta = {k: v for k, v in raw.items() if k != "choices"}
+        if not _storable_value(meta):
+            changes["raw"] = {**_storable_copy(meta), "choices": raw.get("choices")}
     return dataclasses.replace(reply, **changes) if changes else reply
 
 

@@ -59,11 +59,11 @@ async def run_function(fn: Callable[..., Any], is_async: bool, args: list[Any],
     raises comes back as a :class:`Failure`. Rendering the result is part of the call: a
     result whose ``__str__`` raises (even ``SystemExit``) or hangs is the tool's problem, under
     the call's guard and timeout, never the run's."""
-    if is_async:
-        return await guarded(lambda: _then(fn(*args, **kwargs), render))
+    if is_async:  # a task of its own: a tool that swallows its cancellation is left behind
+        return await within(guarded(lambda: _then(fn(*args, **kwargs), render)), None)
     result = await run_in_daemon_thread(_call_sync, fn, args, kwargs, render)
     if isinstance(result, _Pending):  # a sync wrapper that returned a coroutine
-        return await guarded(lambda: _then(result.awaitable, render))
+        return await within(guarded(lambda: _then(result.awaitable, render)), None)
     return result
 
 
@@ -85,6 +85,14 @@ async def within(work: Awaitable[Any], timeout: float | None) -> Any:
         asyncio.TimeoutError: ``timeout`` passed (the work is cancelled and left behind).
     """
     task = asyncio.ensure_future(work)
+    if timeout is None:  # the cheaper wait: shield leaves the task behind on cancellation
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled() and not _being_cancelled():
+                return Failure(asyncio.CancelledError("the tool cancelled itself"))
+            task.cancel()  # the run is stopping: do not wait for the tool to agree
+            raise
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout)
     except asyncio.CancelledError:  # the run is stopping: do not wait for the tool to agree
@@ -96,6 +104,13 @@ async def within(work: Awaitable[Any], timeout: float | None) -> Any:
     if task.cancelled():  # the tool raised CancelledError itself; nobody cancelled it
         return Failure(asyncio.CancelledError("the tool cancelled itself"))
     return task.result()
+
+
+def _being_cancelled() -> bool:
+    """Whether the current task has been asked to stop (its caller, not the tool)."""
+    current = asyncio.current_task()
+    cancelling = getattr(current, "cancelling", None)  # Python 3.11+
+    return bool(cancelling()) if callable(cancelling) else False
 
 
 async def guarded(start: Callable[[], Awaitable[Any]]) -> Any:

@@ -9,8 +9,9 @@ that listed it. A call is judged and run here, the same way whatever its source:
 3. the validated call goes to **the source that owns the tool**
    (:meth:`~miniagent.tools.source.ToolSource.call_tool`: a function runs, an MCP server is
    sent ``tools/call``, an agent answers), with the call's
-   :class:`~miniagent.tool_context.ToolContext` installed, under the tool's timeout (the
-   source's call is a task of its own: one that ignores cancellation is left behind);
+   :class:`~miniagent.tool_context.ToolContext` installed, under the tool's timeout (then the
+   source's call is a task of its own: one that ignores cancellation is left behind; without a
+   timeout, the run's deadline leaves the whole run's work behind after a grace);
 4. whatever happens becomes an :class:`~miniagent.types.Observation`; nothing raises but the
    caller's own cancellation.
 
@@ -70,7 +71,8 @@ class Toolbox:
         Raises:
             ToolDefinitionError: a source cannot list its tools, or two tools share a name.
         """
-        listed = await asyncio.gather(*(source.list_tools() for source in sources))
+        listed = ([await sources[0].list_tools()] if len(sources) == 1 else
+                  await asyncio.gather(*(source.list_tools() for source in sources)))
         return cls(((tool, source) for source, tools in zip(sources, listed, strict=True)
                     for tool in tools), default_timeout=default_timeout)
 
@@ -160,11 +162,16 @@ class Toolbox:
         checked = dataclasses.replace(call, arguments=values)
         timeout = self.timeout_of(tool.name)
         with using_context(context) if context is not None else contextlib.nullcontext():
-            work = asyncio.ensure_future(guarded(lambda: source.call_tool(checked, context)))
-        try:  # the task was made inside the context: it, and threads it starts, inherit it
-            outcome = await within(work, timeout)
-        except asyncio.TimeoutError:
-            return f"Tool {tool.name!r} timed out after {timeout} s."
+            if timeout is None:  # tasks and threads it starts inherit the context
+                outcome = await guarded(lambda: source.call_tool(checked, context))
+            else:
+                work = asyncio.ensure_future(guarded(lambda: source.call_tool(checked,
+                                                                             context)))
+        if timeout is not None:
+            try:  # the task was made inside the context: it, and threads it starts, inherit it
+                outcome = await within(work, timeout)
+            except asyncio.TimeoutError:
+                return f"Tool {tool.name!r} timed out after {timeout} s."
         if isinstance(outcome, Failure):  # the source itself raised (it should not)
             return failure_text(tool.name, outcome.error)
         if not isinstance(outcome, Observation):
