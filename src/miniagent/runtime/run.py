@@ -35,7 +35,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
-from miniagent.errors import Rollover, RunFailure, SessionError
+from miniagent.errors import ModelError, Rollover, RunFailure, SessionError
 from miniagent.runtime.effects import Effects
 from miniagent.runtime.loop import StepLogic
 from miniagent.runtime.spec import Rules
@@ -91,8 +91,6 @@ async def run_session(session: AgentSession, rules: Rules, effects: Effects, *,
 
 
 def _failure(exc: RunFailure) -> str:
-    from miniagent.errors import ModelError
-
     return f"model request failed: {exc}" if isinstance(exc, ModelError) else str(exc)
 
 
