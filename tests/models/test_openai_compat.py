@@ -300,3 +300,45 @@ async def test_surrounding_whitespace_of_the_api_key_is_dropped(stub: Stub) -> N
 def test_a_timeout_must_be_a_positive_number(timeout: float) -> None:
     with pytest.raises(ConfigError, match="timeout"):
         OpenAICompatibleModel(timeout=timeout)
+
+
+async def test_an_error_with_an_empty_message_shows_the_body(stub: Stub) -> None:
+    # llama-cpp-python's server, asked for tool_choice "required" in chatml-function-calling,
+    # fails an assertion and answers exactly this.
+    body = {"error": {"message": "", "type": "internal_server_error", "param": None, "code": None}}
+    server = stub([Fault(status=500, body=body)] * 2)
+    model = make_model(server, max_retries=1)
+    with pytest.raises(ModelHTTPError) as caught:
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert "answered 500: (empty error message) {" in str(caught.value)
+    assert '"internal_server_error"' in str(caught.value)
+
+
+async def test_an_empty_error_body_says_so(stub: Stub) -> None:
+    server = stub([Fault(status=502, body="")])
+    model = make_model(server, max_retries=0)
+    with pytest.raises(ModelHTTPError, match=r"answered 502: \(empty body\)$"):
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+
+
+async def test_a_server_error_that_names_the_request_invalid_is_not_retried(stub: Stub) -> None:
+    # llama-cpp-python's server answers a request that fails its validation with a 500.
+    message = ("1 validation error:\n  {'type': 'int_parsing', 'loc': ('body', 'max_tokens'), "
+               "'msg': 'Input should be a valid integer'}")
+    server = stub([Fault(status=500, body={"error": {"message": message,
+                                                     "type": "internal_server_error"}}), "ok"])
+    model = make_model(server, max_retries=3)
+    with pytest.raises(ModelHTTPError, match="answered 500: 1 validation error") as caught:
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert caught.value.status == 500
+    assert len(server.requests) == 1  # asking again would get the same answer
+    invalid = stub([Fault(status=503, body={"error": {"message": "bad", "type":
+                                                      "invalid_request_error"}}), "ok"])
+    model = make_model(invalid, max_retries=3)
+    with pytest.raises(ModelHTTPError, match="answered 503: bad"):
+        await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert len(invalid.requests) == 1

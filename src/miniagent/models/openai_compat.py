@@ -5,7 +5,9 @@ through miniagent's own :class:`~miniagent.models.http.HttpClient` (stdlib only,
 ``import miniagent`` stays fast).
 
 Transport faults, timeouts, 429 and 5xx answers are retried with exponential backoff and
-full jitter (``Retry-After`` is honoured); other 4xx answers are not. A 4xx that blames the
+full jitter (``Retry-After`` is honoured); other 4xx answers are not, and neither is a 5xx whose
+body names the request as invalid (llama-cpp-python's server answers a request it cannot
+validate with 500: asking again would get the same answer). A 4xx that blames the
 ``tools`` field raises :class:`~miniagent.errors.ToolsNotSupported`, so the ``auto`` protocol
 can fall back to ReAct (and remember that it did). The model itself keeps no such memory.
 
@@ -66,6 +68,10 @@ GrammarField = Literal["grammar", "guided_grammar", "structured_outputs"]
 _TOOL_WORDS = ("tools", "tool_choice", "function call", "function_call", "tool call",
                "tool_call", "functions")
 """Phrases of a 4xx that blame the tools field itself (not, say, one bad tool_call_id)."""
+
+_INVALID_REQUEST = re.compile(
+    r"invalid_request|invalid request|validation error|unprocessable", re.IGNORECASE)
+"""Words of an error body that blame the request itself, whatever the status says."""
 
 
 def _checked_base_url(base_url: str) -> str:
@@ -342,7 +348,7 @@ class OpenAICompatibleModel:
                 if 200 <= response.status < 300:
                     return response
                 last = self._http_error(response, with_tools)
-                if not _retryable(response.status):
+                if not _retryable(response.status) or _blames_request(response):
                     raise last
                 retry_after = _retry_after(response)
             if attempt < attempts:
@@ -438,6 +444,11 @@ def _retryable(status: int) -> bool:
     return status >= 500 or status in _RETRY_STATUSES
 
 
+def _blames_request(response: HttpResponse) -> bool:
+    """Whether an error body says the request is invalid (the start of it is enough)."""
+    return _INVALID_REQUEST.search(response.body[:4096].decode(errors="replace")) is not None
+
+
 def _retry_after(response: HttpResponse) -> float | None:
     """``Retry-After`` in seconds, or None (then the usual backoff applies).
 
@@ -462,7 +473,12 @@ def _exhausted(last: ModelError, url: str, attempts: int) -> ModelError:
 
 
 def _error_text(body: Any) -> str:
-    """The server's error message, from ``{"error": {"message": ...}}`` or raw text."""
+    """The server's error message, from ``{"error": {"message": ...}}`` or raw text.
+
+    An empty message shows the whole (short) body instead, and an empty body says so: a line
+    ending in "answered 500: " tells the user nothing."""
+    if isinstance(body, str) and not body.strip():
+        return "(empty body)"
     data = body
     if isinstance(body, str):
         try:
@@ -473,6 +489,9 @@ def _error_text(body: Any) -> str:
         error = data.get("error", data.get("detail", data.get("message")))
         if isinstance(error, dict):
             error = error.get("message", error)
+        if isinstance(error, str) and not error.strip():
+            whole = body if isinstance(body, str) else excerpt(body, 300)
+            return f"(empty error message) {_excerpt(whole)}"
         if error is not None:
             return _excerpt(error if isinstance(error, str) else excerpt(error, 300))
     return _excerpt(body if isinstance(body, str) else excerpt(body, 300))
