@@ -17,7 +17,16 @@ from hypothesis import strategies as st
 
 from miniagent import Agent, ModelResponse, ScriptedModel, SQLiteStore, tool
 from miniagent.errors import ModelConnectionError, UserError
-from miniagent.runtime.compress import HEADER, Compression, compact, estimate, history, size
+from miniagent.runtime.compress import (
+    CEILING,
+    HEADER,
+    TALLIED,
+    Compression,
+    compact,
+    estimate,
+    history,
+    size,
+)
 from miniagent.runtime.events import ContextCompacted, Event
 from miniagent.session import AgentSession
 from miniagent.types import Message, ModelRequest, TokenUsage, ToolCall
@@ -308,19 +317,26 @@ def test_compaction_invariants_hold_for_any_history(session: AgentSession, at: i
     assert before > at and done.size_before == before and done.size_after < before
     assert done.size_after == size(sent, config.unit)
     assert sent[0] == messages[0] and sent[1].content == done.summary
-    assert rounds_of(sent[2:]) == rounds[-keep_last:]  # the last rounds whole
+    kept = rounds_of(sent[2:])  # the last rounds whole: keep_last, fewer only over the bound
+    assert 1 <= len(kept) <= keep_last and kept == rounds[-len(kept):]
+    if len(kept) < keep_last and len(kept) < len(rounds) - 1:
+        assert len(kept) == 1 or done.size_after <= at
     offered: set[str | None] = set()
     for message in sent:  # no result without the call it answers
         if message.role == "assistant":
             offered = {c.id for c in message.tool_calls}
         elif message.role == "tool":
             assert message.tool_call_id in offered
-    for message in messages[done.start:done.end]:  # every summarised call named whole
+    for message in messages[done.start:done.end]:  # every summarised call named, or counted
         for call in message.tool_calls:
-            assert f"Action: {call.name} {json.dumps(call.arguments, separators=(', ', ': '))}" \
-                in done.summary
+            if TALLIED in done.summary.splitlines()[0]:
+                assert f"{call.name} x" in done.summary
+            else:
+                named = json.dumps(call.arguments, separators=(", ", ": "))
+                assert f"Action: {call.name} {named}" in done.summary
     again = asyncio.run(compact(session, config, no_model, step=2, now=lambda: 6.0))
-    assert again is None or len(rounds_of(sent[2:])) > keep_last  # no second one at once
+    # no second one at once, unless the history stayed past the ceiling
+    assert again is None or len(kept) > keep_last or done.size_after > CEILING * at
 
 
 class Replayable:
@@ -388,3 +404,75 @@ async def test_a_compacted_run_replays_to_a_byte_identical_session() -> None:
     assert "SUMMARY: pages 1-4 hold facts" in first.compactions[0].summary
     assert fx1.saved == fx2.saved and json.dumps(first.to_dict()) == json.dumps(second.to_dict())
     assert [e.kind for e in fx1.events].count("context_compacted") == len(first.compactions)
+
+
+@tool
+def note(n: int, text: str) -> str:
+    """Keep a note.
+
+    Args:
+        n: the note's number
+        text: the note
+    """
+    return f"kept note {n} ({len(text)} characters)"
+
+
+def note_action(n: int, chars: int) -> str:
+    return (f"Thought: note {n}\nAction: note\nAction Input: "
+            + json.dumps({"n": n, "text": f"{n} " + "x" * chars}))
+
+
+def history_chars(request: ModelRequest) -> int:
+    """What a request carries of the history (the system prompt is not part of it)."""
+    return sum(len(m.get("content") or "") for m in request.messages if m["role"] != "system")
+
+
+def test_call_arguments_are_cut_in_the_summary_so_the_history_stays_bounded() -> None:
+    # 20,000-character arguments in every call: before, the summary kept them all, and the
+    # prompt grew by 20,000 characters a step whatever compress_at said
+    steps = 30
+    model = ScriptedModel([*(note_action(n, 20_000) for n in range(1, steps + 1)),
+                           "Final Answer: noted"])
+    agent = Agent(model=model, tools=[note], max_steps=steps + 2, compress_at="60000c",
+                  keep_last=2)
+    result = agent.run("Keep thirty notes")
+    assert result.status == "completed"
+    sent = [history_chars(r) for r in model.requests]
+    assert max(sent) <= 2 * 60_000
+    summary = agent.session(result.session_id).compactions[-1].summary
+    assert '"text": "30 x' not in summary and "more characters cut]" in summary
+    assert "Action: note {\"n\": 1, \"text\": \"1 xxx" in summary  # the call is still named
+
+
+def test_fewer_rounds_are_kept_whole_where_the_last_ones_alone_pass_compress_at() -> None:
+    model = ScriptedModel([*(note_action(n, 15_000) for n in range(1, 8)), "Final Answer: ok"])
+    agent = Agent(model=model, tools=[note], max_steps=10, compress_at="40000c", keep_last=4)
+    result = agent.run("Keep notes")
+    assert result.status == "completed"
+    compactions = agent.session(result.session_id).compactions
+    assert compactions and all(c.size_after <= 40_000 for c in compactions)
+    assert max(history_chars(r) for r in model.requests) <= 2 * 40_000
+
+
+def test_a_round_larger_than_the_bound_ends_the_run_with_a_clear_status() -> None:
+    model = ScriptedModel([note_action(1, 300_000), "Final Answer: never sent"])
+    events: list[Event] = []
+    agent = Agent(model=model, tools=[note], compress_at="50000c", on_event=events.append)
+    result = agent.run("Keep one long note")
+    assert result.status == "budget_exceeded"
+    assert "above twice compress_at (100,000)" in result.reason
+    assert len(model.requests) == 1  # the 300,000 characters were never sent back
+    guards = [e for e in events if e.kind == "guard_intervened"]
+    assert [g.guard for g in guards] == ["compress_at"]  # type: ignore[attr-defined]
+
+
+def test_a_long_run_goes_on_with_its_calls_counted_once_they_no_longer_fit() -> None:
+    steps = 150
+    model = ScriptedModel([*(note_action(n, 40) for n in range(1, steps + 1)), "Final Answer: ok"])
+    agent = Agent(model=model, tools=[note], max_steps=steps + 2, compress_at="3000c",
+                  keep_last=2)
+    result = agent.run("Keep notes")
+    assert result.status == "completed"
+    assert max(history_chars(r) for r in model.requests) <= 2 * 3000
+    last = agent.session(result.session_id).compactions[-1]
+    assert TALLIED in last.summary and last.summary.endswith(f"note x{last.rounds}")

@@ -14,15 +14,22 @@ tool results, a format-error note); the messages before the first assistant mess
 question) are never replaced. The cut always falls between rounds, so a tool call is never
 separated from its result, and the last ``keep_last`` rounds stay whole, byte for byte.
 
-Inside the summary a tool call also stays whole: its tool name and its complete arguments,
-paired with its result. What is shortened is the result (cut to ``observation_chars``, about
-200 characters, with the number of characters cut) and the thought (cut the same way). Where
-that leaves the history above half of ``compress_at``, the results are cut shorter (halved, to
-50 characters), then the oldest summarised rounds keep only their calls (with the size of the
-result left out): the room below the threshold is what keeps the next compaction many steps
-away instead of one (the summary grows with every compaction). Or, with
-``compress="model"``, the model writes the summary of the results itself (through the driver's
-``generate``, like any model call) and the calls are listed after it, name and arguments whole.
+Inside the summary a tool call keeps its tool name and its arguments (cut past twice the
+result's length, the cut marked), paired with its result. What is shortened is the result (cut
+to ``observation_chars``, about 200 characters, with the number of characters cut) and the
+thought (cut the same way). Where that leaves the history above half of ``compress_at``, the
+results are cut shorter (halved, to 50 characters), then the oldest summarised rounds keep
+only their calls (with the size of the result left out): the room below the threshold is what
+keeps the next compaction many steps away instead of one (the summary grows with every
+compaction). Or, with ``compress="model"``, the model writes the summary of the results itself
+(through the driver's ``generate``, like any model call) and the calls are listed after it.
+
+``compress_at`` is a bound, not only a trigger: where keeping the last ``keep_last`` rounds
+whole would leave the history above it (rounds with huge arguments or results), fewer are
+kept (the latest always); past twice ``compress_at`` a compaction does not wait for
+``keep_last`` new rounds; and a history that stays above twice ``compress_at`` after that (a
+question, or the latest round, larger than it) ends the run as ``budget_exceeded``
+(:func:`overflow` says why), instead of sending ever longer prompts.
 
 Nothing is lost: ``AgentSession.messages`` keeps every message and each compaction is recorded
 in ``AgentSession.compactions`` (persisted: a resumed session sends the same compacted history);
@@ -38,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
@@ -59,6 +67,14 @@ Mode = Literal["truncate", "model"]
 HEADER = "Summary of earlier steps"
 MIN_RESULT_CHARS = 50
 """The shortest a summarised result is cut to (see :func:`compaction`)."""
+MIN_ARGUMENT_CHARS = 100
+"""The shortest a summarised call's arguments are cut to (twice the result's cut, at least)."""
+LISTED_ARGUMENT_CHARS = 500
+"""How much of a call's arguments the model-written summary's list of calls keeps."""
+TALLIED = "calls counted per tool, their arguments and results left out"
+"""What the summary of a run too long to list its calls says (see :func:`_cut_summary`)."""
+CEILING = 2
+"""The history sent stays under ``CEILING * compress_at``, or the run ends."""
 _SIZE = re.compile(r"\s*(\d[\d_,]*)\s*(c|chars?|characters|t|tokens?)?\s*", re.IGNORECASE)
 _ACTION_LINE = re.compile(r"^[ \t>#*_\-]*(?:action|行动|动作)\b", re.IGNORECASE | re.MULTILINE)
 _THOUGHT_LABEL = re.compile(r"^[ \t>#*_\-]*(?:thought|思考)[ \t*]*[:：][ \t*]*", re.IGNORECASE)
@@ -167,27 +183,51 @@ def round_starts(messages: Sequence[Message], start: int = 0) -> list[int]:
 def plan(session: AgentSession, config: Compression) -> Plan | None:
     """A compaction when the history sent crosses ``config.at``, more than ``keep_last``
     rounds are not yet summarised (after an earlier compaction: ``keep_last`` new rounds at
-    least) and the summary is smaller than what it replaces; else None (the history stays
-    append-only)."""
+    least; past the ceiling: one) and the summary is smaller than what it replaces; else None
+    (the history stays append-only)."""
     before = size(history(session), config.unit)
     if before <= config.at:
         return None
     last = session.compactions[-1] if session.compactions else None
     starts = round_starts(session.messages, last.end if last else 0)
     # after a compaction, the next waits for keep_last new rounds: the cache breaks at most
-    # once every keep_last steps, even where the calls alone near the threshold
-    if len(starts) < (2 * config.keep_last if last else config.keep_last + 1):
+    # once every keep_last steps, even where the calls alone near the threshold; not past
+    # the ceiling, where the wait would let the history grow without bound
+    keep = config.keep_last
+    needed = 2 * keep if last else keep + 1
+    if len(starts) < needed and (before <= CEILING * config.at or len(starts) < 2):
         return None
     first = last.start if last else starts[0]
-    end = starts[-config.keep_last]
+    best: Plan | None = None
+    for kept in range(min(keep, len(starts) - 1), 0, -1):  # fewer kept while over the bound
+        best = _plan_keeping(session, config, last, starts[-kept], first, before)
+        if _size_with(session, best, best.cut_summary, config.unit) <= config.at:
+            break
+    if best is None or _size_with(session, best, best.cut_summary, config.unit) >= before:
+        return None  # rounds too small to gain from a summary: it would only break the cache
+    if config.mode == "model":
+        best.request = summary_request(session, last, first, best.end, config)
+    return best
+
+
+def overflow(session: AgentSession, config: Compression) -> str | None:
+    """Why the run cannot go on under ``config`` (the history sent stays above the ceiling
+    after compression), or None."""
+    now, ceiling = size(history(session), config.unit), CEILING * config.at
+    if now <= ceiling:
+        return None
+    unit = "estimated tokens" if config.unit == "tokens" else "characters"
+    return (f"the history is {now:,} {unit} after compression, above twice compress_at "
+            f"({ceiling:,}): the question or the latest step alone is too large to send")
+
+
+def _plan_keeping(session: AgentSession, config: Compression, last: Compaction | None,
+                  end: int, first: int, before: int) -> Plan:
+    """The compaction of the rounds from ``first`` up to ``end``, with its cut summary."""
     rounds = (last.rounds if last else 0) + len(round_starts(session.messages[:end],
                                                              last.end if last else first))
     result = Plan(start=first, end=end, rounds=rounds, size_before=before)
     result.cut_summary = _cut_summary(session, config, result)
-    if _size_with(session, result, result.cut_summary, config.unit) >= before:
-        return None  # rounds too small to gain from a summary: it would only break the cache
-    if config.mode == "model":
-        result.request = summary_request(session, last, first, end, config)
     return result
 
 
@@ -263,20 +303,30 @@ def _cut_summary(session: AgentSession, config: Compression, plan: Plan) -> str:
     """The summarised rounds with their results cut to ``observation_chars``; shorter where the
     history would stay above half the threshold (the room below it is what keeps the next
     compaction many steps away): results halved down to :data:`MIN_RESULT_CHARS`, then the
-    oldest rounds (half of them, three quarters, ...) reduced to their calls alone."""
+    oldest rounds (half of them, three quarters, ...) reduced to their calls alone; where even
+    that leaves it above the threshold, the calls are only counted per tool (so that the
+    summary of a long run stays bounded)."""
     covered = session.messages[plan.start:plan.end]
     cut, brief = config.observation_chars, 0
     while True:
         summary = (f"{HEADER} (rounds 1-{plan.rounds}; each result cut to about {cut} "
                    "characters; later steps follow in full):\n"
                    + _transcript(covered, 1, cut, brief))
-        if brief >= plan.rounds or _size_with(session, plan, summary,
-                                              config.unit) <= config.at // 2:
+        after = _size_with(session, plan, summary, config.unit)
+        if after <= config.at // 2 or (brief >= plan.rounds and after <= config.at):
             return summary
         if cut > MIN_RESULT_CHARS:
             cut = max(MIN_RESULT_CHARS, cut // 2)
-        else:
+        elif brief < plan.rounds:
             brief = plan.rounds if plan.rounds - brief <= 1 else (brief + plan.rounds + 1) // 2
+        else:
+            return f"{HEADER} (rounds 1-{plan.rounds}; {TALLIED}):\n{_tally(covered)}"
+
+
+def _tally(messages: Sequence[Message]) -> str:
+    """How many calls each tool had in ``messages``, most called first."""
+    counts = Counter(c.name for m in messages if m.role == "assistant" for c in m.tool_calls)
+    return ", ".join(f"{name} x{n}" for name, n in counts.most_common()) or "no tool calls"
 
 
 def _size_with(session: AgentSession, plan: Plan, summary: str, unit: Unit) -> int:
@@ -310,8 +360,11 @@ def _transcript(messages: Sequence[Message], number: int, cut: int, brief: int =
 
 
 def _call_line(call: ToolCall, result: str | None, cut: int | None) -> str:
-    """``Action: name {arguments}`` whole, then its result cut, or only the result's size."""
-    action = f"    Action: {call.name} {_arguments(call.arguments, call.raw_arguments)}"
+    """``Action: name {arguments}`` (cut past twice the result's cut), then its result cut, or
+    only the result's size."""
+    shown = _clip(_arguments(call.arguments, call.raw_arguments),
+                  max(MIN_ARGUMENT_CHARS, 2 * (cut or MIN_RESULT_CHARS)))
+    action = f"    Action: {call.name} {shown}"
     if result is None:
         return f"{action}\n    Result: (none)"
     if cut is None:
@@ -320,7 +373,7 @@ def _call_line(call: ToolCall, result: str | None, cut: int | None) -> str:
 
 
 def _calls_list(messages: Sequence[Message]) -> str:
-    calls = [f"- {c.name} {_arguments(c.arguments, c.raw_arguments)}"
+    calls = [f"- {c.name} {_clip(_arguments(c.arguments, c.raw_arguments), LISTED_ARGUMENT_CHARS)}"
              for m in messages if m.role == "assistant" for c in m.tool_calls]
     return "\nTool calls in those rounds:\n" + "\n".join(calls) if calls else ""
 
@@ -339,6 +392,13 @@ def _arguments(arguments: object, raw: str) -> str:
     if arguments or not raw:
         return json.dumps(arguments, ensure_ascii=False, separators=(", ", ": "))
     return raw
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` as it is, cut to ``limit`` characters with the number cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters cut]"
 
 
 def _short(text: str, limit: int) -> str:

@@ -151,7 +151,7 @@ class RunFinished(Event):
 
 
 GuardName = Literal["repeat", "loop_stop", "call_limit", "format_error", "truncated",
-                    "max_steps", "token_budget", "cut_off"]
+                    "max_steps", "token_budget", "cut_off", "compress_at"]
 
 
 @dataclass(kw_only=True, slots=True)

@@ -159,14 +159,9 @@ class StepLogic:
         index = len(session.steps) + 1
         span = self._step_spans[index] = self.effects.new_id()
         self._emit(ev.StepStarted, session, span=span, parent=self.run_span, step=index)
-        if self.spec.compression is not None:
-            done = await compress.compact(session, self.spec.compression,
-                                          self.effects.generate, step=index,
-                                          now=self.effects.now)
-            if done is not None:
-                self._emit(ev.ContextCompacted, session, span=self.effects.new_id(),
-                           parent=span, step=index, compaction=done)
-                await self._checkpoint(session)
+        too_large = await self._compress(session, index, span)
+        if too_large is not None:
+            return too_large
         tools, offered = offer(self.rules.tools.listed(), self.spec.tool_selection,
                                session.messages, session.steps, pinned=self.spec.tool_choice)
         response, parsed, elapsed = await self._generate(session, index, tools)
@@ -179,6 +174,22 @@ class StepLogic:
         if parsed.kind == "action":
             return self._plan(session, step, parsed, response)
         return RetryFormat(parsed=parsed)
+
+    async def _compress(self, session: AgentSession, index: int, span: str) -> Stop | None:
+        """Compact the history if it crossed ``compress_at``; a Stop if it stays too large."""
+        config = self.spec.compression
+        if config is None:
+            return None
+        done = await compress.compact(session, config, self.effects.generate, step=index,
+                                      now=self.effects.now)
+        if done is not None:
+            self._emit(ev.ContextCompacted, session, span=self.effects.new_id(),
+                       parent=span, step=index, compaction=done)
+            await self._checkpoint(session)
+        too_large = compress.overflow(session, config)
+        if too_large is None:
+            return None
+        return Stop(status="budget_exceeded", guard="compress_at", reason=too_large)
 
     def _limit_reached(self, session: AgentSession) -> Stop | None:
         limits, used = self.spec.limits, session.usage.total_tokens
