@@ -146,13 +146,17 @@ class RunView:
     steps: list[StepView] = field(default_factory=list)
     guards: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] | None = None
+    _by_index: dict[int, StepView] = field(default_factory=dict, init=False, repr=False,
+                                           compare=False)
+    """The steps by number: every record names its step, so a scan of ``steps`` per record
+    made reading a trace quadratic in its steps."""
 
     def step(self, index: int) -> StepView:
-        for step in self.steps:
-            if step.index == index:
-                return step
-        step = StepView(index=index)
-        self.steps.append(step)
+        """The step numbered ``index``, added to :attr:`steps` the first time it is named."""
+        step = self._by_index.get(index)
+        if step is None:
+            step = self._by_index[index] = StepView(index=index)
+            self.steps.append(step)
         return step
 
     @property
