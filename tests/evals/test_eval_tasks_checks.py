@@ -55,7 +55,8 @@ def test_a_negative_or_non_finite_tolerance_is_refused_on_reading(tmp_path: Path
     line = ('{"id": "t", "input": "q", "expected": {"answer": 1, "check": "number", '
             f'"tolerance": {tolerance}}}}}')
     path = write(tmp_path, {"id": "ok", "input": "q", "expected": {"answer": 1}}, line)
-    with pytest.raises(UserError, match=r"tasks.jsonl:2: not a valid task: .*tolerance"):
+    # negative: not a valid task; NaN or infinite: not a finite number (naming task 't')
+    with pytest.raises(UserError, match=r"tasks.jsonl:2: (not a valid task|task 't'): .*tolerance"):
         load_tasks(path)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +60,7 @@ def eval_command(
 
         if tasks is None and not builtin:
             raise fail("give a tasks file (TASKS.jsonl --tools FILE) or --builtin")
+        earlier = _earlier_report(compare_with)  # checked before anything runs
         task_list = load_tasks(tasks or TASKS)
         if limit is not None:
             task_list = _first_per_category(task_list, limit)
@@ -89,7 +89,13 @@ def eval_command(
         except KeyboardInterrupt:
             raise fail(f"interrupted: the finished task runs are kept in {out}; run the same "
                        "command again to resume", 130) from None
-        _finish(report, out=out, as_json=as_json, html=html, compare_with=compare_with)
+        _finish(report, out=out, as_json=as_json, html=html, earlier=earlier)
+
+
+def _earlier_report(path: Path | None) -> dict[str, Any] | None:
+    from miniagent.evals.compare import load_report
+
+    return load_report(path) if path is not None else None
 
 
 def load_eval_tools(sources: list[str]) -> tuple[ToolRegistry, dict[str, Checker]]:
@@ -246,12 +252,14 @@ def _model_source(config: RunConfig, api_key: str | None, rate: float, kinds: st
 
 
 def _finish(report: dict[str, Any], *, out: Path, as_json: bool, html: Path | None,
-            compare_with: Path | None) -> None:
-    from miniagent.evals.compare import compare, load_report
+            earlier: dict[str, Any] | None) -> None:
+    from miniagent.evals.compare import compare
+    from miniagent.evals.results import dumps, finite
 
-    if compare_with is not None:
-        report["compare"] = compare(load_report(compare_with), report)
-    write_private(out / "report.json", json.dumps(report, ensure_ascii=False, indent=1))
+    if earlier is not None:
+        report["compare"] = compare(earlier, report)
+    report = finite(report)  # the same strict JSON in report.json and on stdout
+    write_private(out / "report.json", dumps(report, indent=1))
     if html is not None:
         from miniagent.evals.html_report import write_html
 

@@ -76,7 +76,7 @@ def check_answer(answer: str | None, expected: Expected,
 def _number(answer: str, wanted: object, tolerance: float | None) -> tuple[bool, str | None]:
     try:
         target = float(wanted)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int past any float
         return False, f"expected answer {wanted!r} is not a number"
     slack = tolerance if tolerance is not None else 1e-6 * max(1.0, abs(target))
     return any(math.isclose(value, target, rel_tol=0.0, abs_tol=slack)

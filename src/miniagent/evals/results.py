@@ -4,11 +4,14 @@ A rerun pointed at the same folder reads the file and runs only what is missing,
 that crashed (or was killed) picks up where it stopped. A line cut short by the crash is
 dropped on reading. ``config.json`` beside it records what the results were produced with;
 a rerun with another configuration is refused rather than mixed in.
+
+Every JSON file of an eval is written with :func:`dumps`, which all JSON parsers read.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from pathlib import Path
@@ -20,6 +23,25 @@ from miniagent.files import open_private, private_dir, write_private
 RESULTS = "results.jsonl"
 CONFIG = "config.json"
 TRACES = "traces"
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity in it written as a string (``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"``): JSON has no such numbers, and a model may pass one as a
+    tool argument, which a run's record keeps."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
+def dumps(value: Any, *, indent: int | None = None, sort_keys: bool = False) -> str:
+    """``value`` as strict JSON text (see :func:`finite`), non-ASCII text kept as it is."""
+    return json.dumps(finite(value), ensure_ascii=False, allow_nan=False, indent=indent,
+                      sort_keys=sort_keys)
 
 
 def run_key(mode: str, repeat: int, task_id: str) -> str:
@@ -47,18 +69,17 @@ class ResultsFile:
             self.path.unlink(missing_ok=True)
         elif config.exists() and self.path.exists():
             saved = _read_json(config)
-            if saved != identity:
+            if saved != finite(identity):  # as it was written
                 changed = sorted(k for k in {*saved, *identity}
                                  if saved.get(k) != identity.get(k))
                 raise UserError(
                     f"{self.folder} holds results of another configuration (differs in: "
                     f"{', '.join(changed)}); pass --fresh to start over or choose another --out")
-        write_private(config, json.dumps(identity, ensure_ascii=False, indent=2,
-                                         sort_keys=True))
+        write_private(config, dumps(identity, indent=2, sort_keys=True))
         return self._read()
 
     def append(self, result: dict[str, Any]) -> None:
-        line = json.dumps(result, ensure_ascii=False) + "\n"
+        line = dumps(result) + "\n"
         with self._lock, open_private(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()

@@ -14,9 +14,10 @@ The shape (other keys are allowed and kept in ``extra``)::
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -25,13 +26,16 @@ from miniagent.errors import UserError
 CHECKS = ("exact", "number", "regex", "contains", "one_of")
 """The built-in answer checks; ``python:NAME`` names a function of the tools file."""
 
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+"""A number JSON can hold: a NaN or infinite answer would make every report invalid JSON."""
+
 
 class Expected(BaseModel):
     """What a correct final answer looks like."""
 
     model_config = ConfigDict(extra="allow")
 
-    answer: str | float | int | list[str | float | int]
+    answer: str | int | Finite | list[str | int | Finite]
     check: str = "exact"
     tolerance: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
@@ -86,6 +90,12 @@ def parse_tasks(lines: list[str], source: str) -> list[EvalTask]:
             data = json.loads(text)
         except ValueError as exc:
             raise UserError(f"{where}: not a JSON object ({exc})") from None
+        name = f" {data['id']!r}" if isinstance(data, dict) and isinstance(
+            data.get("id"), str) else ""
+        bad = _non_finite(data)
+        if bad is not None:
+            raise UserError(f"{where}: task{name}: {bad} is not a finite number; JSON has no "
+                            "NaN or Infinity (write the number, or the text in quotes)")
         try:
             task = EvalTask.model_validate(data)
         except ValidationError as exc:
@@ -108,6 +118,20 @@ def load_tasks(path: str | Path) -> list[EvalTask]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read tasks file {file}: {exc}") from None
     return parse_tasks(text.splitlines(), str(file))
+
+
+def _non_finite(value: Any, where: str = "") -> str | None:
+    """Where in ``value`` a NaN or infinity is (Python's JSON reads ``NaN``, ``Infinity``
+    and ``1e999`` as such), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where or 'the task'} ({value})"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(
+        value, list) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _first_problem(exc: ValidationError) -> str:
