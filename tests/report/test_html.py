@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 
 import pytest
 
-from miniagent.report.html import CSP, BarSeries, bar_chart, details, esc, page, pre, table
+from miniagent.report.html import BarSeries, bar_chart, csp, details, esc, page, pre, table
 
 HOSTILE = '</script><img src=x onerror="alert(1)">&\'"'
 
@@ -20,9 +22,26 @@ def test_hostile_text_is_inert_everywhere() -> None:
 
 
 def test_page_is_self_contained() -> None:
-    html = page("t", "<p>x</p>", script="document.title = 'ok';")
-    assert f'content="{CSP}"' in html and "default-src 'none'" in CSP
+    script = "document.title = 'ok';"
+    html = page("t", "<p>x</p>", script=script)
+    assert f'content="{csp(script)}"' in html and "default-src 'none'" in csp(script)
     assert not re.search(r"(src|href)=\"(https?:)?//", html)
+
+
+def policy(html: str) -> dict[str, str]:
+    """The directives of the page's Content-Security-Policy meta, by name."""
+    content = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html)
+    assert content is not None
+    return {d.split()[0]: d.partition(" ")[2] for d in content.group(1).split("; ")}
+
+
+def test_the_policy_runs_the_reports_own_script_only() -> None:
+    script = "document.title = '报告';"
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    directives = policy(page("t", "<p>x</p>", script=script))
+    assert directives["script-src"] == f"'sha256-{digest}'"  # no 'unsafe-inline'
+    assert directives["default-src"] == "'none'"
+    assert policy(page("t", "<p>x</p>"))["script-src"] == "'none'"  # no script, none runs
 
 
 def test_the_reports_own_code_cannot_close_its_element() -> None:

@@ -104,3 +104,38 @@ def test_the_policy_blocks_what_escaping_missed(tmp_path: Path) -> None:
         assert opened.page.locator("img").count() == 1
     assert opened.outside_requests == []
     assert any("Content Security Policy" in e for e in opened.errors)
+
+
+def test_with_its_policy_in_force_the_pages_script_runs(report: Path) -> None:
+    """The page's CSP allows its own script (by hash): the buttons and anchors work, and the
+    console shows no policy violation."""
+    with open_page(report, bypass_csp=False) as opened:
+        page = opened.page
+        page.get_by_role("button", name="Expand all").click()
+        assert all(d.get_attribute("open") is not None
+                   for d in page.locator("details.step").all())
+        page.get_by_role("button", name="Collapse all").click()
+        assert page.locator("details.step[open]").count() == 0
+        page.goto(report.resolve().as_uri() + "#run-1-step-3")
+        assert page.locator("#run-1-step-3").get_attribute("open") is not None
+    assert opened.errors == [] and opened.outside_requests == []
+
+
+def test_the_policy_runs_no_script_that_escaping_missed(tmp_path: Path) -> None:
+    """Markup that slipped through unescaped runs nothing: no inline script, no handler, no
+    javascript: link; the report's own script still runs."""
+    from miniagent.report.html import page as shell
+
+    injected = ('<script>window.pwned = 1</script><svg><rect onmouseover="window.pwned = 2" '
+                'width="500" height="500"/></svg>'
+                '<a id="js" href="javascript:window.pwned = 3">x</a>')
+    path = tmp_path / "p.html"
+    path.write_text(shell("t", injected, script="document.body.dataset.ran = 'yes';"),
+                    encoding="utf-8")
+    with open_page(path, bypass_csp=False) as opened:
+        page = opened.page
+        page.mouse.move(100, 100)
+        page.locator("#js").click()
+        assert page.evaluate("window.pwned") is None
+        assert page.locator("body").get_attribute("data-ran") == "yes"
+    assert opened.errors and all("Content Security Policy" in e for e in opened.errors)

@@ -1,11 +1,12 @@
 """The shared pieces of miniagent's HTML reports: escaping, a page shell, an SVG bar chart.
 
 Reports are single self-contained files: CSS and script inline, charts as inline SVG, no
-network asset, and a Content-Security-Policy that forbids loading anything from anywhere, so
-a page opened from a mail or a CI artifact makes no request even if some text slipped
-through unescaped. Everything a model, a tool or a person wrote is hostile (``</script>``,
-``<img onerror=...>``): build pages only from :func:`esc` and the helpers here, which escape
-what they are given.
+network asset, and a Content-Security-Policy (:func:`csp`) that forbids loading anything from
+anywhere and runs no script but the report's own (allowed by its hash), so a page opened from
+a mail or a CI artifact makes no request and runs nothing even if some text slipped through
+unescaped: no injected ``<script>``, ``onerror=`` or ``javascript:`` link. Everything a model,
+a tool or a person wrote is hostile (``</script>``, ``<img onerror=...>``): build pages only
+from :func:`esc` and the helpers here, which escape what they are given.
 
 Example:
     >>> body = details(esc("step 1"), pre("<img src=x onerror=alert(1)>"))
@@ -17,16 +18,37 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["BarSeries", "bar_chart", "details", "esc", "nice_ceiling", "page", "pre", "table"]
+__all__ = ["BarSeries", "bar_chart", "csp", "details", "esc", "nice_ceiling", "page", "pre",
+           "table"]
 
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-       "img-src data:; base-uri 'none'; form-action 'none'")
-"""Inline styles and scripts only; no fetch, image, font or frame from anywhere."""
+
+def csp(script: str = "") -> str:
+    """The Content-Security-Policy of a page whose one inline script is ``script``.
+
+    Scripts: only that one, by its SHA-256 hash (none when it is empty), never
+    ``'unsafe-inline'``, which would also run an injected ``<script>``, an ``on...=`` handler
+    or a ``javascript:`` link. Styles stay inline (the charts' bars are placed by ``style``
+    attributes, which a hash cannot allow); no fetch, image, font or frame from anywhere.
+
+    Example:
+        >>> csp("")
+        "default-src 'none'; style-src 'unsafe-inline'; script-src 'none'; img-src data:; \
+base-uri 'none'; form-action 'none'"
+    """
+    if script:
+        digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+        scripts = f"'sha256-{digest}'"
+    else:
+        scripts = "'none'"
+    return (f"default-src 'none'; style-src 'unsafe-inline'; script-src {scripts}; "
+            "img-src data:; base-uri 'none'; form-action 'none'")
 
 BASE_CSS = """
 :root { --fg: #1d2330; --muted: #5f6b7a; --line: #d8dde5; --bg: #ffffff; --panel: #f5f7fa;
@@ -189,7 +211,7 @@ def page(title: str, body_html: str, *, style: str = "", script: str = "") -> st
             raise ValueError(f"the report's own {name} must not close its element")
     script_tag = f"<script>{script}</script>" if script else ""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            f'<meta http-equiv="Content-Security-Policy" content="{csp(script)}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{esc(title)}</title><style>{BASE_CSS}{style}</style></head>"
             f"<body>{body_html}{script_tag}</body></html>\n")
