@@ -76,3 +76,49 @@ def test_a_failure_expands_and_its_link_opens_the_trace(report: Path) -> None:
         assert trace.page.locator("h1").inner_text().startswith("Trace: Echo")
         assert trace.page.locator("details.step").count() == 1
         assert trace.page.evaluate("window.pwned") is None
+
+
+def test_trace_paths_outside_the_output_folder_are_refused(tmp_path: Path) -> None:
+    """``results.jsonl`` is edited to point failed runs' traces elsewhere: at a file outside
+    the folder (absolute, by ``..``, by a symbolic link) and at a ``javascript:`` name. The
+    report reads and writes nothing there, links none of them and says each was refused;
+    the one trace left alone still links to its page. The page runs under its own CSP."""
+    out, elsewhere = tmp_path / "o", tmp_path / "elsewhere"
+    args = [str(tasks_file(tmp_path)), "--tools", TOOLS, "--mode", "react,native", "--out",
+            str(out), "--html", str(out / "report.html")]
+    with StubServer(lambda data, n: "Thought: no\nFinal Answer: nope").run_in_thread() as stub:
+        first = miniagent_eval(*args, "--base-url", stub.base_url)
+        assert first.returncode == 0, first.stderr
+        records = [json.loads(line) for line in
+                   (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+        real = out / records[0]["trace"]
+        elsewhere.mkdir()
+        (elsewhere / "data.jsonl").write_bytes(real.read_bytes())
+        scheme = out / "javascript:window.pwned=1"
+        scheme.mkdir()
+        (scheme / "self.jsonl").write_bytes(real.read_bytes())
+        (out / "traces" / "link.jsonl").symlink_to(elsewhere / "data.jsonl")
+        hostile = [str(elsewhere / "data.jsonl"), "../elsewhere/data.jsonl",
+                   "javascript:window.pwned=1/self.jsonl", "traces/link.jsonl",
+                   "traces/../../elsewhere/data.jsonl", "https://127.0.0.1:9/x.jsonl", 7]
+        for record, trace in zip(records[1:], hostile, strict=False):
+            record["trace"] = trace
+        (out / "results.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        for page in out.rglob("*.html"):
+            page.unlink()
+        again = miniagent_eval(*args, "--base-url", stub.base_url)  # resumes: nothing to run
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["data.jsonl"]  # nothing written
+    assert not (scheme / "self.html").exists()
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert html.count("trace refused: ") == len(hostile)
+    assert "is outside the output folder" in html and "is not a path inside" in html
+    with open_page(out / "report.html", bypass_csp=False) as opened:
+        page = opened.page
+        hrefs = page.locator("a").evaluate_all("links => links.map(a => a.href)")
+        assert hrefs == [real.with_suffix(".html").as_uri()]  # only the trace left alone
+        assert page.locator(".trace-refused").count() == len(hostile)
+        assert page.evaluate("window.pwned") is None
+    assert opened.errors == [] and opened.outside_requests == []
+    assert real.with_suffix(".html").exists()

@@ -5,14 +5,22 @@ mode, charts (accuracy per category and mode, the steps histogram, tokens per ta
 injected beside faults met, the changes against an earlier report when there is one, and every
 failed run with its answer, status and a link to its trace. Each linked trace is rendered as its
 own HTML page next to the JSONL file.
+
+A result's ``trace`` comes from ``results.jsonl``, which anyone who can write the folder may
+have edited: it is used only as a ``.jsonl`` file inside the output folder (symbolic links
+resolved), so the report reads and writes nothing elsewhere and links to nothing but a page
+it wrote there; any other trace is shown as refused, with the reason.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+from miniagent.errors import UserError
 from miniagent.files import private_dir, write_private
 from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre, table
 
@@ -153,9 +161,7 @@ def _failures(report: dict[str, Any], page_dir: Path, traces_root: Path | None) 
     failed = [r for r in report["results"] if not r["correct"]]
     items = []
     for r in failed:
-        link = _trace_link(r.get("trace"), page_dir, traces_root)
-        anchor = (f' <a class="trace-link" href="{esc(link)}">trace</a>' if link else
-                  ' <span class="muted">no trace</span>')
+        anchor = _trace_anchor(r.get("trace"), page_dir, traces_root)
         summary = (f'<span class="id">{esc(r["key"])}</span><span class="tag bad">'
                    f'{esc(r["status"])}</span> {esc(r["category"])}{anchor}')
         body = (f"<h3>Task</h3>{pre(r['input'])}<h3>Expected</h3>{pre(str(r['expected']))}"
@@ -168,15 +174,64 @@ def _failures(report: dict[str, Any], page_dir: Path, traces_root: Path | None) 
             + ("".join(items) or '<p class="ok">none</p>'))
 
 
-def _trace_link(trace: str | None, page_dir: Path, traces_root: Path | None) -> str | None:
+def _trace_anchor(trace: object, page_dir: Path, traces_root: Path | None) -> str:
+    """The summary's link to the run's trace page, or why there is none."""
+    try:
+        href = _trace_link(trace, page_dir, traces_root) if trace and traces_root else None
+    except _Refused as refused:
+        return f' <span class="tag bad trace-refused">trace refused: {esc(refused)}</span>'
+    if href is None:
+        return ' <span class="muted">no trace</span>'
+    return f' <a class="trace-link" href="{esc(href)}">trace</a>'
+
+
+class _Refused(Exception):
+    """A result's trace that the report does not use, and why."""
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _confined(trace: object, root: Path) -> Path | None:
+    """The trace file ``trace`` names if it is a ``.jsonl`` file inside ``root``, None if
+    there is no such file.
+
+    Raises:
+        _Refused: ``trace`` is a URL, an absolute path, or leads (by ``..`` or a symbolic
+            link) outside ``root``, or its page would.
+    """
+    shown = repr(trace)[:200]
+    if not isinstance(trace, str) or "\0" in trace:
+        raise _Refused(f"{shown} is not a file name")
+    if _SCHEME.match(trace) or Path(trace).is_absolute():  # a URL, or a file elsewhere
+        raise _Refused(f"{shown} is not a path inside the output folder")
+    if not trace.endswith(".jsonl"):
+        raise _Refused(f"{shown} is not a .jsonl file")
+    try:
+        home = root.resolve()
+        jsonl = (home / trace).resolve()  # symbolic links and .. resolved
+        page = jsonl.with_suffix(".html").resolve()  # a link there must not lead out either
+        inside = jsonl.is_relative_to(home) and page.is_relative_to(home)
+        exists = inside and jsonl.is_file()
+    except (OSError, RuntimeError) as exc:  # a name too long, a loop of links
+        raise _Refused(f"{shown} cannot be resolved ({exc})") from None
+    if not inside:
+        raise _Refused(f"{shown} is outside the output folder")
+    return jsonl if exists else None
+
+
+def _trace_link(trace: object, page_dir: Path, traces_root: Path) -> str | None:
     """A relative link to the run's trace page, rendered now next to its JSONL file."""
-    if not trace or traces_root is None:
-        return None
-    jsonl = traces_root / trace
-    if not jsonl.exists():
-        return None
     from miniagent.report.trace_html import write_trace_html
 
+    jsonl = _confined(trace, traces_root)
+    if jsonl is None:
+        return None
     target = jsonl.with_suffix(".html")
-    write_trace_html(jsonl, target)
-    return Path(os.path.relpath(target.resolve(), page_dir.resolve())).as_posix()
+    try:
+        write_trace_html(jsonl, target)
+    except (UserError, OSError) as exc:  # a damaged trace costs its link, not the report
+        raise _Refused(f"unreadable ({exc})") from None
+    relative = Path(os.path.relpath(target, page_dir.resolve())).as_posix()
+    # percent-encoded, so a file named "javascript:..." is a relative path, never a scheme
+    return quote(relative)
