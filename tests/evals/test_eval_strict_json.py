@@ -140,3 +140,8 @@ def test_a_number_check_against_an_integer_past_any_float_is_wrong_not_a_crash()
 
     correct, note = check_answer("1", Expected(answer=10**400, check="number"))
     assert not correct and note is not None and "is not a number" in note
+
+
+def test_a_task_nested_past_the_recursion_limit_is_a_clear_error() -> None:
+    with pytest.raises(UserError, match=r"tasks.jsonl:1: not a JSON object"):
+        parse_tasks(["[" * 100_000 + "]" * 100_000], "tasks.jsonl")

@@ -88,11 +88,11 @@ def parse_tasks(lines: list[str], source: str) -> list[EvalTask]:
         where = f"{source}:{number}"
         try:
             data = json.loads(text)
-        except ValueError as exc:
+            bad = _non_finite(data)
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise UserError(f"{where}: not a JSON object ({exc})") from None
         name = f" {data['id']!r}" if isinstance(data, dict) and isinstance(
             data.get("id"), str) else ""
-        bad = _non_finite(data)
         if bad is not None:
             raise UserError(f"{where}: task{name}: {bad} is not a finite number; JSON has no "
                             "NaN or Infinity (write the number, or the text in quotes)")
