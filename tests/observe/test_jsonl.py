@@ -11,7 +11,8 @@ import pytest
 
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
 from miniagent.errors import ConfigError
-from miniagent.observe.jsonl import JsonlTracer
+from miniagent.observe.jsonl import FIELD_LIMIT, JsonlTracer
+from miniagent.observe.reader import read_trace
 from miniagent.testing.stub_server import StubServer
 
 
@@ -190,3 +191,36 @@ def test_processes_appending_to_one_file_never_mix_lines(tmp_path: Path) -> None
     assert len(finished) == 30
     questions = {r["question"] for r in lines if r["kind"] == "run_started"}
     assert questions == {letter * 20_000 for letter in "abc"}
+
+
+def test_a_20_mb_reply_is_cut_marked_and_read_back(tmp_path: Path) -> None:
+    key = "wx-" + secrets.token_hex(32)
+    # the key straddles where the cut falls: redacted first, no part of it stays
+    reply = ("Final Answer: 北京 " + "x" * (FIELD_LIMIT - 97) + key).ljust(20_000_000, "y")
+    trace = tmp_path / "run.jsonl"
+    tracer = JsonlTracer(trace, secrets=[key])
+    result = Agent(model=ScriptedModel([reply]), on_event=tracer).run("北京天气？")
+    tracer.close()
+    assert result.status == "completed" and len(result.final_answer or "") == 19_999_986
+    text = trace.read_text(encoding="utf-8")
+    assert len(text) < 5 * FIELD_LIMIT and key[:12] not in text  # 4 records hold the reply
+    for line in text.splitlines():
+        assert all(len(v) <= FIELD_LIMIT for v in _strings(json.loads(line)))
+    run, = read_trace(trace).runs
+    assert run.status == "completed"
+    call, = run.steps[0].model_calls
+    content = str((call.response or {})["content"])
+    assert content.startswith("Final Answer: 北京 xxx")
+    assert "x[REDACTED]yyy" in content  # counted once redacted:
+    assert content.endswith("... [cut 19,737,839 of 19,999,943 chars]")  # 20,000,000 - 67 + 10
+    assert str((run.result or {})["final_answer"]).endswith(" of 19,999,929 chars]")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []

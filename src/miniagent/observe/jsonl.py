@@ -18,6 +18,11 @@ session can trace into the same file, and tracers of several processes can share
 
 API keys, ``Authorization`` headers and other credentials never reach the file: each record
 goes through a :class:`~miniagent.observe.redact.Redactor` first.
+
+A text longer than :data:`FIELD_LIMIT` characters (a 20 MB reply, a tool's huge result) is
+kept as its beginning and a marker, ``... [cut 19,737,896 of 20,000,000 chars]``: a line stays
+readable and the file does not grow by the whole text at each of the records that repeat it
+(the reply, what was parsed from it, the final answer, the next request's history).
 """
 
 from __future__ import annotations
@@ -30,11 +35,15 @@ from typing import IO, Any
 
 from miniagent.errors import ConfigError
 from miniagent.files import open_private
+from miniagent.observe.cut import cut_strings
 from miniagent.observe.records import event_record
 from miniagent.observe.redact import Redactor
 from miniagent.runtime.events import Event
 
-__all__ = ["JsonlTracer"]
+__all__ = ["FIELD_LIMIT", "JsonlTracer"]
+
+FIELD_LIMIT = 256 * 1024
+"""Characters a text in a record keeps; the rest is cut, the cut marked."""
 
 
 class JsonlTracer:
@@ -69,7 +78,10 @@ class JsonlTracer:
         self.write(record)
 
     def write(self, record: dict[str, Any]) -> None:
-        """Append one record (redacted) as a line; reopens the file after :meth:`close`."""
+        """Append one record (redacted, long texts cut) as a line; reopens the file after
+        :meth:`close`."""
+        # a long text is redacted before its cut, so that no secret is split by it
+        record = cut_strings(record, FIELD_LIMIT, self.redact.text)
         data = (self.redact.json_line(record) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
             handle = self._file or self._open()
