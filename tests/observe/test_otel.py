@@ -205,3 +205,38 @@ def test_the_error_status_of_a_run_is_redacted() -> None:
     agent, = by_name(exporter.get_finished_spans(), "invoke_agent")
     assert agent.status.status_code == StatusCode.ERROR
     assert agent.status.description == "model call failed: 401 bad key [REDACTED]"
+
+
+def _no_length_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_every_text_attribute_is_cut_to_the_span_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_length_limits(monkeypatch)
+    monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "100")
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "5000")  # the span's limit wins
+    from miniagent.runtime import events as ev
+    from miniagent.types import RunResult
+
+    tracer, exporter = memory_tracer(ScriptedModel([]), capture_content=True)
+    tracer(ev.RunStarted(session_id="s", span_id="a", question="问" * 1000))
+    tracer(ev.GuardIntervened(session_id="s", span_id="a", guard="g" * 500, detail="d" * 500))
+    tracer(ev.RunFinished(session_id="s", span_id="a", result=RunResult(
+        status="error", reason="r" * 10_000, session_id="s", final_answer="答" * 1000)))
+    agent, = by_name(exporter.get_finished_spans(), "invoke_agent")
+    attributes = dict(agent.attributes or {})
+    assert all(len(v) <= 100 for v in attributes.values() if isinstance(v, str))
+    assert attributes["gen_ai.input.messages"].endswith(" chars]")
+    assert str(agent.status.description).endswith("... [cut 9,932 of 10,000 chars]")
+    guard = str(dict(agent.events[0].attributes or {})["miniagent.guard"])
+    assert guard.endswith("... [cut 426 of 500 chars]") and len(guard) == 100
+
+
+def test_a_bad_length_limit_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    provider = TracerProvider()  # built before: the SDK's own check would raise ValueError
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "lots")
+    with pytest.raises(ConfigError, match=r"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT .* lots"):
+        OtelTracer(model=describe_model(ScriptedModel([])), tracer_provider=provider)
+    with pytest.raises(ConfigError, match=r"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT .* lots"):
+        otlp_provider("http://127.0.0.1:4318")

@@ -24,6 +24,13 @@ when asked for: ``capture_content=True``, or the environment variable
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. Even then it is redacted like a
 JSONL trace (:class:`~miniagent.observe.redact.Redactor`).
 
+Every text attribute (and each text of a sequence attribute, of a span event, and a status
+description) is cut to :func:`attribute_limit` characters: the limit of OpenTelemetry's
+``OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT`` / ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``, else
+:data:`ATTRIBUTE_LIMIT` (64 Ki), so that a 20 MB reply costs no 40 MB export. The cut is
+marked (``... [cut 19,934,508 of 20,000,000 chars]``, :mod:`miniagent.observe.cut`), where the
+SDK's own limits cut silently; message content stays valid JSON, its longest texts cut.
+
 :func:`otlp_provider` builds a tracer provider exporting over OTLP/HTTP (protobuf) to any
 collector: Jaeger, Phoenix, Langfuse, Logfire, an OpenTelemetry Collector
 (``miniagent run --otlp URL``).
@@ -31,7 +38,6 @@ collector: Jaeger, Phoenix, Langfuse, Logfire, an OpenTelemetry Collector
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterable
@@ -40,6 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from miniagent.errors import ConfigError
+from miniagent.observe.cut import cut_text, fitted_json
 from miniagent.observe.describe import ModelInfo
 from miniagent.observe.redact import Redactor
 from miniagent.runtime import events as ev
@@ -53,15 +60,37 @@ try:
 except ImportError:  # pragma: no cover - depends on the environment; said when used
     _MISSING = "OpenTelemetry is not installed: pip install 'miniagent[otel]'"
 
-__all__ = ["CONTENT_ENV", "OtelTracer", "otlp_provider"]
+__all__ = ["ATTRIBUTE_LIMIT", "CONTENT_ENV", "OtelTracer", "attribute_limit", "otlp_provider"]
 
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+ATTRIBUTE_LIMIT = 64 * 1024
+"""Characters an attribute's text keeps when no OpenTelemetry length limit is set: a whole
+prompt of a long run, yet a few spans fit in a collector's request."""
 INSTRUMENTATION = "miniagent"
 _NOT_ERRORS = frozenset({"completed", "awaiting_approval"})
 
 
 def _ns(seconds: float) -> int:
     return int(seconds * 1_000_000_000)
+
+
+def attribute_limit() -> int:
+    """The characters a span attribute's text may have: ``OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT``,
+    else ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`` (read by the SDK's ``SpanLimits``, which gives
+    them that precedence), else :data:`ATTRIBUTE_LIMIT`.
+
+    Raises:
+        ConfigError: a limit is set to something other than a non-negative integer.
+    """
+    try:
+        from opentelemetry.sdk.trace import SpanLimits
+    except ImportError:  # the API alone: no SDK limits to follow
+        return ATTRIBUTE_LIMIT
+    try:
+        limit = SpanLimits().max_span_attribute_length
+    except ValueError as exc:  # the SDK's message names the variable and its value
+        raise ConfigError(str(exc)) from None
+    return ATTRIBUTE_LIMIT if limit is None else limit
 
 
 @dataclass
@@ -83,6 +112,9 @@ class OtelTracer:
         capture_content: Record messages, tool definitions, arguments and results; None reads
             :data:`CONTENT_ENV`.
         secrets: Values never to record, besides what a Redactor always removes.
+
+    Attributes:
+        limit: The characters an attribute's text keeps (:func:`attribute_limit`, read once).
     """
 
     def __init__(self, *, model: ModelInfo, agent_name: str = "miniagent",
@@ -99,6 +131,9 @@ class OtelTracer:
             capture_content = os.environ.get(CONTENT_ENV, "").strip().lower() in ("1", "true")
         self.capture_content = capture_content
         self.redact = Redactor(secrets)
+        # Cut here, marked, rather than by the SDK's SpanLimits: those cut silently, and only
+        # on a provider built with them; a content attribute also stays valid JSON this way.
+        self.limit = attribute_limit()
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
 
@@ -116,7 +151,7 @@ class OtelTracer:
         if run is not None:
             parent = run.spans.get(event.parent_id or "", run.agent)
         context = otel_trace.set_span_in_context(parent) if parent is not None else None
-        attributes = {"gen_ai.conversation.id": event.session_id, **attributes}
+        attributes = self._bounded({"gen_ai.conversation.id": event.session_id, **attributes})
         return self.tracer.start_span(name, context=context, kind=kind, attributes=attributes,
                                       start_time=_ns(event.at))
 
@@ -133,9 +168,27 @@ class OtelTracer:
             return None
         return run, span
 
+    def _bounded(self, attributes: dict[str, Any]) -> dict[str, Any]:
+        """``attributes`` with each text (alone or in a sequence) cut to :attr:`limit`."""
+        return {name: self._cut(value) for name, value in attributes.items()}
+
+    def _cut(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return cut_text(value, self.limit)
+        if isinstance(value, (list, tuple)):
+            return [self._cut(item) for item in value]
+        return value
+
+    def _set(self, span: Span, name: str, value: Any) -> None:
+        span.set_attributes(self._bounded({name: value}))
+
+    def _error(self, span: Span, description: str) -> None:
+        span.set_status(Status(StatusCode.ERROR, cut_text(self.redact.text(description),
+                                                          self.limit)))
+
     def _content(self, span: Span, name: str, value: Any) -> None:
-        if self.capture_content:
-            span.set_attribute(name, json.dumps(self.redact(value), ensure_ascii=False))
+        if self.capture_content:  # redacted whole first: a cut never splits a secret
+            span.set_attribute(name, fitted_json(self.redact(value), self.limit))
 
     # -- the run --------------------------------------------------------------------------
 
@@ -163,7 +216,7 @@ class OtelTracer:
                           [_text_message("assistant", result.final_answer, "stop")])
         if result.status not in _NOT_ERRORS:
             agent.set_attribute("error.type", result.status)
-            agent.set_status(Status(StatusCode.ERROR, self.redact.text(result.reason)))
+            self._error(agent, result.reason)
         agent.end(end_time=at)
 
     def _on_step_started(self, event: ev.StepStarted) -> None:
@@ -183,15 +236,15 @@ class OtelTracer:
                                       "miniagent.detail": self.redact.text(event.detail)}
         if event.call_id:
             attributes["gen_ai.tool.call.id"] = event.call_id
-        span.add_event("miniagent.guard", attributes, timestamp=_ns(event.at))
+        span.add_event("miniagent.guard", self._bounded(attributes), timestamp=_ns(event.at))
 
     def _on_approval_requested(self, event: ev.ApprovalRequested) -> None:
         run = self._runs.get(event.session_id)
         if run is not None:
             span = run.spans.get(event.span_id, run.agent)
-            span.add_event("miniagent.approval_requested",
-                           {"gen_ai.tool.call.id": [p.call_id for p in event.pending]},
-                           timestamp=_ns(event.at))
+            span.add_event("miniagent.approval_requested", self._bounded(
+                {"gen_ai.tool.call.id": [p.call_id for p in event.pending]}),
+                timestamp=_ns(event.at))
 
     # -- model calls ----------------------------------------------------------------------
 
@@ -227,12 +280,12 @@ class OtelTracer:
         run.usage = run.usage + response.usage
         _set_usage(span, response.usage)
         raw = response.raw if isinstance(response.raw, dict) else {}
-        if isinstance(raw.get("model"), str):
-            span.set_attribute("gen_ai.response.model", raw["model"])
+        if isinstance(raw.get("model"), str):  # the server's answer: of any length
+            self._set(span, "gen_ai.response.model", raw["model"])
         if isinstance(raw.get("id"), str):
-            span.set_attribute("gen_ai.response.id", raw["id"])
+            self._set(span, "gen_ai.response.id", raw["id"])
         if response.finish_reason:
-            span.set_attribute("gen_ai.response.finish_reasons", [response.finish_reason])
+            self._set(span, "gen_ai.response.finish_reasons", [response.finish_reason])
         span.set_attribute("miniagent.parsed.kind", event.parsed.kind)
         if event.retried is not None:
             span.set_attribute("miniagent.retried", True)
@@ -244,7 +297,7 @@ class OtelTracer:
         if ended is not None:
             span = ended[1]
             span.set_attribute("error.type", event.error_type or "_OTHER")
-            span.set_status(Status(StatusCode.ERROR, self.redact.text(event.error)))
+            self._error(span, event.error)
             span.end(end_time=_ns(event.at))
 
     # -- tool calls -----------------------------------------------------------------------
@@ -331,10 +384,12 @@ def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float =
     warning and drops the batch (the run itself is never affected).
 
     Raises:
-        ConfigError: ``url`` is not an http(s) URL, or the exporter is not installed.
+        ConfigError: ``url`` is not an http(s) URL, an OpenTelemetry limit in the environment
+            is not a number, or the exporter is not installed.
     """
     if _MISSING:
         raise ConfigError(_MISSING)
+    attribute_limit()  # a bad OTEL_*_LIMIT is said here, not as the SDK's ValueError
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
