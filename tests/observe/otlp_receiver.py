@@ -2,7 +2,8 @@
 
 ``POST /v1/traces`` with an ``ExportTraceServiceRequest`` (protobuf, optionally gzip) is
 decoded with the opentelemetry-proto package; each span is kept as a plain
-:class:`ReceivedSpan` (ids as hex, attributes as Python values).
+:class:`ReceivedSpan` (ids as hex, attributes as Python values). ``max_body`` makes it answer
+413, as a collector or its proxy does, to a larger request (its size is kept all the same).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class Receiver:
     spans: list[ReceivedSpan] = field(default_factory=list)
     posts: list[str] = field(default_factory=list)
     """The content type of each POST received."""
+    sizes: list[int] = field(default_factory=list)
+    """The body size of each POST received (refused ones too)."""
 
     def named(self, prefix: str) -> list[ReceivedSpan]:
         return [s for s in self.spans if s.name.startswith(prefix)]
@@ -80,14 +83,19 @@ def _decode(body: bytes) -> list[ReceivedSpan]:
 
 
 @contextmanager
-def otlp_receiver() -> Iterator[Receiver]:
+def otlp_receiver(max_body: int | None = None) -> Iterator[Receiver]:
     """A receiver on a free port of 127.0.0.1, stopped on exit."""
     received: list[ReceivedSpan] = []
     posts: list[str] = []
+    sizes: list[int] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            sizes.append(len(body))
+            if max_body is not None and len(body) > max_body:
+                self.send_error(413)
+                return
             if self.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
             if self.path != "/v1/traces":
@@ -110,7 +118,7 @@ def otlp_receiver() -> Iterator[Receiver]:
     thread.start()
     try:
         receiver = Receiver(url=f"http://127.0.0.1:{server.server_address[1]}")
-        receiver.spans, receiver.posts = received, posts
+        receiver.spans, receiver.posts, receiver.sizes = received, posts, sizes
         yield receiver
     finally:
         server.shutdown()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from typing import Any
 
@@ -19,7 +20,8 @@ from otlp_receiver import otlp_receiver
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
 from miniagent.errors import ConfigError
 from miniagent.observe.describe import describe_model
-from miniagent.observe.otel import CONTENT_ENV, OtelTracer, otlp_provider
+from miniagent.observe.otel import ATTRIBUTE_LIMIT, CONTENT_ENV, OtelTracer, otlp_provider
+from miniagent.observe.otlp import MAX_REQUEST_BYTES
 from miniagent.testing.stub_server import StubServer
 
 
@@ -207,9 +209,57 @@ def test_the_error_status_of_a_run_is_redacted() -> None:
     assert agent.status.description == "model call failed: 401 bad key [REDACTED]"
 
 
+HUGE = "Final Answer: 北京 " + "x" * 20_000_000
+"""A 20 MB reply (20,000,017 characters)."""
+
+
 def _no_length_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"):
         monkeypatch.delenv(name, raising=False)
+
+
+def test_a_20_mb_reply_is_cut_marked_and_the_requests_stay_small(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_length_limits(monkeypatch)
+    with otlp_receiver() as receiver:
+        provider = otlp_provider(receiver.url)
+        model = ScriptedModel([HUGE])
+        tracer = OtelTracer(model=describe_model(model), tracer_provider=provider,
+                            capture_content=True)
+        result = Agent(model=model, on_event=tracer).run("北京天气？")
+        provider.shutdown()
+    assert result.status == "completed" and len(result.final_answer or "") == 20_000_003
+    assert receiver.sizes and max(receiver.sizes) <= MAX_REQUEST_BYTES
+    assert sorted(s.name for s in receiver.spans) == [
+        "chat ScriptedModel", "invoke_agent miniagent", "step 1"]
+    chat, = receiver.named("chat")
+    agent, = receiver.named("invoke_agent")
+    for text in (chat.attributes["gen_ai.output.messages"],
+                 agent.attributes["gen_ai.output.messages"]):
+        assert len(text) <= ATTRIBUTE_LIMIT
+        content = json.loads(text)[0]["parts"][0]["content"]  # still JSON: the text was cut
+        assert content.startswith("北京 xxx") or content.startswith("Final Answer: 北京 xxx")
+        assert re.search(r"xxx\.\.\. \[cut [\d,]+ of 20,000,0(03|17) chars\]$", content)
+
+
+def test_the_otel_length_limit_is_honoured_and_a_refused_request_loses_only_its_spans(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_length_limits(monkeypatch)
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "300000")  # a span is then larger
+    with otlp_receiver(max_body=200_000) as receiver:  # than what this collector accepts
+        provider = otlp_provider(receiver.url, max_request_bytes=150_000)
+        model = ScriptedModel([SCRIPT[0], HUGE])
+        tracer = OtelTracer(model=describe_model(model), tracer_provider=provider,
+                            capture_content=True)
+        result = Agent(model=model, tools=[weather], on_event=tracer).run("北京天气？")
+        provider.shutdown()
+    assert result.status == "completed"
+    assert max(receiver.sizes) > 200_000  # some were refused (413) ...
+    names = sorted(s.name for s in receiver.spans)  # ... but not the others sent with them
+    assert names == ["chat ScriptedModel", "execute_tool weather", "step 1", "step 2"]
+    chat, = receiver.named("chat")
+    assert "查天气" in json.loads(chat.attributes["gen_ai.output.messages"])[0]["parts"][0][
+        "content"]
 
 
 def test_every_text_attribute_is_cut_to_the_span_limit(monkeypatch: pytest.MonkeyPatch) -> None:

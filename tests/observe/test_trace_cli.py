@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -143,6 +144,29 @@ def test_run_otlp_exports_to_a_receiver(tmp_path: Path) -> None:
     assert chat.attributes["gen_ai.conversation.id"] == session
     assert "北京天气怎么样？" in chat.attributes["gen_ai.input.messages"]
 
+
+
+@pytest.mark.timeout(120)
+def test_a_collector_that_is_down_is_one_line_and_the_run_completes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    with socket.socket() as probe:  # a port nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "20")  # a batch per step: several failures
+    (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
+    script = [SCRIPT[0]] * 3 + [SCRIPT[1]]
+    with StubServer(script, latency=0.1).run_in_thread() as stub:
+        done = cli("run", "北京天气怎么样？", "--base-url", stub.base_url, "--model", "m",
+                   "--mode", "react", "--tools", "tools.py", "--otlp",
+                   f"http://127.0.0.1:{port}", "--otlp-content", "--json",
+                   "--store", str(tmp_path / "s.db"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "completed"
+    line, = done.stderr.splitlines()
+    assert line.startswith(f"miniagent: OpenTelemetry spans could not be sent to the "
+                           f"collector at http://127.0.0.1:{port}/v1/traces (")
+    assert "Connection refused" in line and "later failures to send are not reported" in line
 
 APPROVAL_TOOLS = '''
 from miniagent import tool

@@ -43,7 +43,6 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from miniagent.errors import ConfigError
 from miniagent.observe.cut import cut_text, fitted_json
@@ -375,13 +374,18 @@ def output_message(event: ev.ModelResponded) -> dict[str, Any]:
             "finish_reason": response.finish_reason or "stop"}
 
 
-def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float = 5.0) -> Any:
+def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float = 5.0,
+                  max_request_bytes: int | None = None,
+                  shutdown_timeout: float | None = None) -> Any:
     """A tracer provider that batches spans to an OTLP/HTTP collector at ``url``.
 
     ``url`` is the traces endpoint (``http://127.0.0.1:4318/v1/traces``), or a collector's
-    base URL, to which ``/v1/traces`` is added. Call ``shutdown()`` on it to send what is left;
-    with no collector listening, the exporter retries for about ``timeout`` seconds, logs a
-    warning and drops the batch (the run itself is never affected).
+    base URL, to which ``/v1/traces`` is added. Call ``shutdown()`` on it to send what is left.
+    Sending never affects a run (:mod:`miniagent.observe.otlp`): a batch goes as requests of
+    at most ``max_request_bytes`` (:data:`~miniagent.observe.otlp.MAX_REQUEST_BYTES`), each
+    retried for up to ``timeout`` seconds; the first failure of the process is logged as one
+    line, and ``shutdown()`` waits at most ``shutdown_timeout`` seconds
+    (:data:`~miniagent.observe.otlp.SHUTDOWN_TIMEOUT`) for a collector that does not answer.
 
     Raises:
         ConfigError: ``url`` is not an http(s) URL, an OpenTelemetry limit in the environment
@@ -391,19 +395,12 @@ def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float =
         raise ConfigError(_MISSING)
     attribute_limit()  # a bad OTEL_*_LIMIT is said here, not as the SDK's ValueError
     try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from miniagent.observe import otlp
     except ImportError:
         raise ConfigError("the OTLP exporter is not installed: pip install 'miniagent[otel]'"
                           ) from None
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--otlp needs an http(s) URL such as http://127.0.0.1:4318, "
-                          f"got {url!r}")
-    endpoint = url if parts.path not in ("", "/") else url.rstrip("/") + "/v1/traces"
-    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
-    provider.add_span_processor(
-        BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=timeout)))
-    return provider
+    return otlp.otlp_provider(
+        url, service_name=service_name, timeout=timeout,
+        max_request_bytes=otlp.MAX_REQUEST_BYTES if max_request_bytes is None
+        else max_request_bytes,
+        shutdown_timeout=otlp.SHUTDOWN_TIMEOUT if shutdown_timeout is None else shutdown_timeout)
