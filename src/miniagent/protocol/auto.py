@@ -4,17 +4,32 @@ It remembers what its endpoint showed: once a request with ``tools`` has succeed
 4xx that mentions tools is an ordinary error (not a refusal); once the endpoint has refused
 ``tools``, every later request is rendered as ReAct at once. The memory belongs to the
 protocol object (one per agent), never to a module.
+
+A native reply whose text is a well-formed ReAct step (line-start ``Action:`` and ``Action
+Input:`` labels, or a ``Final Answer:``) is read as that step, never shown whole as the answer.
+A ReAct action as the first native reply means the server took ``tools`` without showing them
+to the model (llama-cpp-python's server does so in its default chat format): the protocol goes
+on in ReAct from then on (said once, in the log).
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from miniagent.errors import ModelError, ToolsNotSupported
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
+from miniagent.protocol.react_parser import parse_react
 from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, ToolLike
+
+log = logging.getLogger("miniagent")
+_LABEL = r"(?im)^[ \t>#*_\-]*{}[ \t*]*[:：]"
+_ACTION = re.compile(_LABEL.format(r"(?:action|行动|动作)"))
+_ACTION_INPUT = re.compile(_LABEL.format(r"(?:action[ \t_]*input|行动输入|动作输入)"))
+_FINAL = re.compile(_LABEL.format(r"(?:final[ \t_]*answer|最终答案)"))
 
 
 class AutoProtocol:
@@ -50,9 +65,17 @@ class AutoProtocol:
     def parse(self, response: ModelResponse, request: ModelRequest) -> ParsedOutput:
         if request.protocol == self.react.name:
             return self.react.parse(response, request)
-        if request.tools:
-            self.native_tools = True  # the endpoint took the tools field
-        return self.native.parse(response, request)
+        parsed = self.native.parse(response, request)
+        step = _react_step(parsed.text) if request.tools and parsed.kind == "final" else None
+        if step is None or step.kind == "final":
+            if request.tools:
+                self.native_tools = True  # the endpoint took the tools field
+            return step or parsed
+        if self.native_tools is None:
+            log.warning("the model answered a native request with a ReAct action: the server "
+                        "takes the tools field without showing it; going on in ReAct")
+            self.native_tools = False
+        return step
 
     def format_error(self, error: str, tools: Sequence[ToolLike]) -> str:
         chosen = self.react if self.native_tools is False else self.native
@@ -67,3 +90,13 @@ class AutoProtocol:
             return None
         self.native_tools = False
         return self.react.render(messages, tools, instructions)
+
+
+def _react_step(text: str) -> ParsedOutput | None:
+    """``text`` read as a ReAct step, if it is a well-formed one (labels at line starts)."""
+    action = _ACTION.search(text) is not None and _ACTION_INPUT.search(text) is not None
+    if not action and _FINAL.search(text) is None:
+        return None
+    parsed = parse_react(text)
+    return parsed if parsed.kind in ("action", "final") else None
+
