@@ -117,13 +117,13 @@ async def test_a_dead_server_is_started_again_on_the_next_call() -> None:
     server = lab()
     try:
         await server.list_tools()
-        first_pid = int(json.loads((await call(server, "pid"))[0])["result"])
+        first_pid = int((await call(server, "pid"))[0])
         output, is_error = await call(server, "die")
         assert is_error and "closed the connection" in output and "started again" in output
         assert not wait_gone({first_pid})
         output, is_error = await call(server, "pid")
         assert not is_error
-        assert int(json.loads(output)["result"]) != first_pid
+        assert int(output) != first_pid
     finally:
         await server.aclose()
 
@@ -133,7 +133,7 @@ async def test_an_idempotent_call_meeting_a_dead_server_is_sent_again() -> None:
     server = lab()
     try:
         await server.list_tools()
-        first_pid = int(json.loads((await call(server, "pid"))[0])["result"])
+        first_pid = int((await call(server, "pid"))[0])
         os.kill(first_pid, signal.SIGKILL)
         assert not wait_gone({first_pid})
         output, is_error = await call(server, "pid")
@@ -144,13 +144,13 @@ async def test_an_idempotent_call_meeting_a_dead_server_is_sent_again() -> None:
     server = lab(rules={"pid": ToolRule(idempotent=True)})
     try:
         await server.list_tools()
-        first_pid = int(json.loads((await call(server, "pid"))[0])["result"])
+        first_pid = int((await call(server, "pid"))[0])
         os.kill(first_pid, signal.SIGKILL)
         assert not wait_gone({first_pid})
         output, is_error = await call(server, "pid")
     finally:
         await server.aclose()
-    assert not is_error and int(json.loads(output)["result"]) != first_pid
+    assert not is_error and int(output) != first_pid
 
 
 @pytest.mark.usefixtures("no_orphans")
@@ -162,7 +162,7 @@ async def test_server_errors_and_call_timeouts_are_error_observations() -> None:
         assert is_error and "returned an error" in output
         output, is_error = await call(server, "sleep", seconds=30)
         assert is_error and "did not answer within 0.5 s (call timeout)" in output
-        assert await call(server, "sleep", seconds=0) == ('{"result": "slept 0.0"}', False)
+        assert await call(server, "sleep", seconds=0) == ("slept 0.0", False)
     finally:
         await server.aclose()
 
@@ -243,7 +243,7 @@ async def test_tool_list_is_cached_and_refreshed_when_the_server_says_it_changed
         second = await agent.arun("greet Ada")
     finally:
         await agent.aclose()
-    assert second.steps[0].observations[0].output == '{"result": "Hello, Ada!"}'
+    assert second.steps[0].observations[0].output == "Hello, Ada!"
     assert second.final_answer == "greeted"
 
 
@@ -270,7 +270,7 @@ async def test_a_session_waiting_for_approval_resumes_with_a_new_server(tmp_path
         await second.aclose()
     assert done.status == "completed"
     record = done.steps[0].calls[0]
-    assert record.observation is not None and record.observation.output == '{"result": 1}'
+    assert record.observation is not None and record.observation.output == "1"
     # the session recorded the server (secrets aside), enough to rebuild it elsewhere
     recorded = second.session(waiting.session_id).metadata["tool_sources"]
     assert recorded == [lab().record()]
@@ -288,7 +288,7 @@ async def test_the_idempotency_key_reaches_the_server() -> None:
         await agent.aclose()
     record = result.steps[0].calls[0]
     assert record.observation is not None
-    key = json.loads(record.observation.output)["result"]
+    key = record.observation.output
     assert key == f"{result.session_id}:{record.call.id}"
 
 
@@ -297,12 +297,12 @@ async def test_concurrent_calls_meeting_a_dead_server_restart_it_once() -> None:
     server = lab(rules={"pid": ToolRule(idempotent=True)})
     try:
         await server.list_tools()
-        first_pid = int(json.loads((await call(server, "pid"))[0])["result"])
+        first_pid = int((await call(server, "pid"))[0])
         os.kill(first_pid, signal.SIGKILL)
         assert not wait_gone({first_pid})
         results = await asyncio.gather(*(call(server, "pid") for _ in range(4)))
     finally:
         await server.aclose()
     assert all(not is_error for _, is_error in results)
-    pids = {int(json.loads(output)["result"]) for output, _ in results}
+    pids = {int(output) for output, _ in results}
     assert len(pids) == 1 and first_pid not in pids

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import mcp_types as types
 
@@ -59,3 +60,54 @@ def test_text_resources_keep_their_text_and_links_are_listed() -> None:
 def test_sizes() -> None:
     assert [describe_size(n) for n in (0, 999, 1000, 1_234_567)] == [
         "0 bytes", "999 bytes", "1.0 kB", "1.2 MB"]
+
+
+# -- structured content that only wraps the content, or carries binary --------------------
+
+PNG = base64.b64encode(b"\x89PNG" + bytes(range(256)) * 20_000).decode()  # 5.1 MB of image
+PNG_TEXT = "[image: image/png, 5.1 MB]"
+
+
+def png() -> types.ImageContent:
+    return types.ImageContent(type="image", data=PNG, mime_type="image/png")
+
+
+def test_structured_content_wrapping_the_text_gives_the_plain_text() -> None:
+    """server-filesystem's read_text_file: {"content": <the text>}; the MCP SDK's own servers:
+    {"result": <the value>} next to the value's text."""
+    assert result_text(result(text('第一行\n"quoted"'),
+                              structured={"content": '第一行\n"quoted"'})) == '第一行\n"quoted"'
+    assert result_text(result(text("1234"), structured={"result": 1234})) == "1234"
+    assert result_text(result(text("slept 0.0"), structured={"result": "slept 0.0"})) == (
+        "slept 0.0")
+
+
+def test_structured_content_wrapping_the_parts_describes_the_binary_ones() -> None:
+    """server-filesystem's read_media_file: {"content": [<the image part>]}."""
+    image = png()
+    wrapped = {"content": [image.model_dump(by_alias=True, mode="json")]}
+    assert result_text(result(image, structured=wrapped)) == PNG_TEXT
+
+
+def test_no_base64_reaches_the_observation_from_structured_content() -> None:
+    mirrored = {"path": "/tmp/a.png", "base64": PNG, "size": 5_120_004}
+    out = result_text(result(png(), structured=mirrored))
+    assert out == ('{"path": "/tmp/a.png", "base64": "' + PNG_TEXT + '", "size": 5120004}\n'
+                   + PNG_TEXT)
+    audio = base64.b64encode(b"RIFF" * 600).decode()
+    shaped = {"files": [{"name": "a.wav", "mimeType": "audio/wav", "data": audio},
+                        {"type": "image", "data": PNG},
+                        {"uri": "file:///b.bin", "blob": PNG}],
+              "preview": "data:image/png;base64," + PNG, "note": "二つ"}
+    out = result_text(result(structured=shaped))
+    assert PNG[:40] not in out and audio[:40] not in out
+    assert json.loads(out) == {"files": ["[data: audio/wav, 2.4 kB]",
+                                         "[image: application/octet-stream, 5.1 MB]",
+                                         "[blob: application/octet-stream, 5.1 MB]"],
+                               "preview": "[data: image/png, 5.1 MB]", "note": "二つ"}
+
+
+def test_structured_content_of_its_own_is_kept() -> None:
+    """One key whose value is not the text: the structured content is the answer."""
+    assert result_text(result(text("see the data"), structured={"rows": [1, 2]})) == (
+        '{"rows": [1, 2]}')
