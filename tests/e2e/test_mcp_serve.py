@@ -76,9 +76,12 @@ async def test_our_client_reaches_our_server_with_its_token(
     assert sent == f"{result.session_id}:{record.call.id}"
     bad = MCPServer.http(served_http, headers={"Authorization": "Bearer wrong"},
                          connect_timeout=10)
-    with pytest.raises(miniagent.errors.ToolDefinitionError, match="cannot list the tools"):
+    with pytest.raises(miniagent.errors.ToolDefinitionError) as refused:
         await bad.list_tools()
     await bad.aclose()
+    assert str(refused.value) == (
+        f"cannot list the tools of MCP server {served_http}: MCP error -32603: HTTP 401 "
+        "Unauthorized: check the token (the server says: missing or wrong token)")
     assert caplog.records  # the libraries did log
     assert "tok-3f9a-secret" not in caplog.text
 

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from miniagent.errors import ToolDefinitionError, ToolError
 from miniagent.mcp.config import ServerConfig
-from miniagent.mcp.connection import Connection
+from miniagent.mcp.connection import Connection, ServerError
 from miniagent.mcp.results import result_text
 from miniagent.tool_context import ToolContext, current_context
 from miniagent.tools.registry import ApprovalRule, Tool
@@ -264,17 +264,18 @@ class MCPServer:
                                      meta=_meta()), limit)
             except asyncio.TimeoutError:
                 raise ToolError(f"MCP tool {server_name!r} did not answer within {limit:g} s "
-                                "(call timeout).") from None
+                                f"(call timeout){self._trouble(client)}.") from None
             except Exception as exc:
                 if not _connection_lost(exc):
                     raise ToolError(f"MCP tool {server_name!r} failed: {_why(exc)}") from None
+                trouble = self._trouble(client)
                 await self._drop(client)
                 if attempt == 1 and self._idempotent.get(server_name, False):
                     continue  # safe to send again to a restarted server
                 raise ToolError(
                     f"MCP server {self.config.label} closed the connection during "
-                    f"{server_name!r} (it may have exited); the call's outcome is unknown. "
-                    "The server is started again on the next call.") from None
+                    f"{server_name!r} (it may have exited){trouble}; the call's outcome is "
+                    "unknown. The server is started again on the next call.") from None
             text = result_text(result)
             if getattr(result, "is_error", False):
                 raise ToolError(f"MCP tool {server_name!r} returned an error: {text}")
@@ -304,6 +305,14 @@ class MCPServer:
             client = await connection.open()
             self._connection = connection
             return client
+
+    def _trouble(self, client: Any) -> str:
+        """What the server's output tells about a failure of ``client``'s connection, as
+        ``"; ..."`` to append to a message (or nothing)."""
+        connection = self._connection
+        told = connection.trouble() if connection is not None and \
+            connection.client is client else None
+        return f"; {told}" if told else ""
 
     async def _drop(self, client: Any) -> None:
         """Close the connection of ``client`` if it is still the current one (a concurrent
@@ -353,6 +362,8 @@ def _why(exc: BaseException) -> str:
         exc = exc.exceptions[0]  # type: ignore[attr-defined]
     if isinstance(exc, asyncio.TimeoutError):
         return "timed out"
+    if isinstance(exc, ServerError):
+        return " ".join(str(exc).split())[:500]
     error = getattr(exc, "error", None)
     if error is not None and hasattr(error, "code") and hasattr(error, "message"):
         text = f"MCP error {error.code}: {error.message}"

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
-import sys
-from collections.abc import Callable
+import logging
+from collections.abc import AsyncIterator, Callable
 from typing import IO, Any, TextIO, cast
 
 from miniagent.errors import ConfigError
 from miniagent.mcp.config import ServerConfig
+from miniagent.mcp.stderr import StderrTail
 
-__all__ = ["Connection", "sdk"]
+__all__ = ["Connection", "ServerError", "sdk"]
+
+_NOT_MCP_SHOWN = 80  # characters of a server's first line that is not MCP, in messages
 
 def sdk() -> Any:
     """The ``mcp`` package, or a clear error telling how to install it."""
@@ -29,6 +31,10 @@ def sdk() -> Any:
     except ImportError:
         raise ConfigError("MCP servers need the mcp SDK: pip install 'miniagent[mcp]'") from None
     return mcp
+
+
+class ServerError(Exception):
+    """What a server did wrong, said in full (shown as it is, after the server's name)."""
 
 
 class Connection:
@@ -43,6 +49,8 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self.loop = asyncio.get_running_loop()
         self.client: Any = None
+        self._stderr: StderrTail | None = None  # a stdio server's, once it is started
+        self._not_mcp: str | None = None  # the first line it wrote that is not MCP
 
     @property
     def alive(self) -> bool:
@@ -52,17 +60,42 @@ class Connection:
         """Start the server (or reach it) and shake hands, within ``connect_timeout``.
 
         Raises:
+            ServerError: the server exited at start, or wrote output that is not MCP.
             TimeoutError, OSError, the SDK's errors: the server could not be reached.
         """
         ready: asyncio.Future[Any] = self.loop.create_future()
+        # the holder may fail it after we stopped waiting: that failure is told below
+        ready.add_done_callback(lambda done: done.cancelled() or done.exception())
         self._task = asyncio.create_task(self._hold(ready), name=f"mcp {self.config.label}")
         try:
             self.client = await asyncio.wait_for(asyncio.shield(ready),
                                                  self.config.connect_timeout)
+        except Exception:
+            trouble = self.trouble()
+            await self.close()
+            if trouble:
+                raise ServerError(trouble) from None
+            raise
         except BaseException:
             await self.close()
             raise
         return self.client
+
+    def trouble(self) -> str | None:
+        """What went wrong with the server, as far as its output tells: output that is not
+        MCP, or an exit (with the last lines of its stderr); None when nothing tells."""
+        told = []
+        if self._not_mcp is not None:
+            told.append(f"it wrote output that is not MCP on its stdout ({self._not_mcp!r}): "
+                        "it is not an MCP server, or it logs to stdout"
+                        if self.config.transport == "stdio" else
+                        f"it sent a message that is not MCP ({self._not_mcp!r})")
+        tail = self._stderr
+        if tail is not None and tail.ended:
+            lines = tail.last_lines()
+            told.append("it exited" + (f"; its stderr ends: {' | '.join(lines)}" if lines
+                                       else ", writing nothing on stderr"))
+        return "; ".join(told) or None
 
     async def _hold(self, ready: asyncio.Future[Any]) -> None:
         try:
@@ -83,8 +116,11 @@ class Connection:
                 raise
 
     async def _on_message(self, message: Any) -> None:
-        """Notifications on a handshake-era connection (before 2026-07-28)."""
-        if getattr(message, "method", None) == "notifications/tools/list_changed":
+        """Notifications on a handshake-era connection (before 2026-07-28), and the errors
+        of the transport (a line of a stdio server's output that is not MCP)."""
+        if isinstance(message, ValueError) and self._not_mcp is None:
+            self._not_mcp = _not_mcp_line(message)
+        elif getattr(message, "method", None) == "notifications/tools/list_changed":
             self._on_tools_changed()
 
     async def _listen(self, client: Any) -> None:
@@ -98,6 +134,7 @@ class Connection:
 
     def _client(self) -> Any:
         mcp = sdk()
+        quiet_sdk_tracebacks()
         config = self.config.expanded()
         options: dict[str, Any] = {"message_handler": self._on_message,
                                    "read_timeout_seconds": config.call_timeout}
@@ -106,12 +143,37 @@ class Connection:
                                                args=list(config.args),
                                                env=dict(config.env) if config.env else None,
                                                cwd=config.cwd)
-            from mcp.client.stdio import stdio_client
-
-            # anyio.open_process takes a file or subprocess.DEVNULL for the server's stderr
-            errlog = cast(TextIO, _stderr() if self._errlog is None else self._errlog)
-            return mcp.Client(stdio_client(params, errlog=errlog), **options)
+            return mcp.Client(self._stdio(params), **options)
         return mcp.Client(_http_transport(config), **options)
+
+    @contextlib.asynccontextmanager
+    async def _stdio(self, params: Any) -> AsyncIterator[Any]:
+        """The SDK's stdio transport, the server's stderr going through a :class:`StderrTail`
+        (passed on to ``errlog``, its end kept for messages)."""
+        from mcp.client.stdio import stdio_client
+
+        tail = StderrTail(self._errlog)
+        write_end = await tail.open()
+        try:
+            # anyio.open_process takes a file descriptor for the server's stderr
+            async with stdio_client(params, errlog=cast(TextIO, write_end)) as streams:
+                tail.spawned()  # the server holds the write end now
+                self._stderr = tail
+                try:
+                    yield streams
+                except Exception:
+                    # the session failed (at start: "Connection closed"): if the server
+                    # exited, its stderr ends about now, before the SDK stops it
+                    await tail.wait_end(0.25)
+                    raise
+                finally:
+                    tail.stopping()
+        finally:
+            tail.spawned()
+            try:
+                await tail.wait_end(0.5)  # what the server wrote while stopping, passed on
+            finally:
+                tail.close()
 
     async def close(self) -> None:
         """Leave the client (the SDK stops a stdio server; bounded); safe to call twice."""
@@ -129,27 +191,24 @@ class Connection:
             pass  # the holder failed while leaving: nothing more to release here
 
 
-def _stderr() -> IO[str] | int:
-    """Our stderr for the server's, when it is a real file; else the process's own stream
-    (pytest and notebooks replace ``sys.stderr`` with objects a child cannot write to)."""
-    for stream in (sys.stderr, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.fileno()
-                return stream
-        except (OSError, ValueError, AttributeError):
-            continue
-    return subprocess.DEVNULL
+def _not_mcp_line(error: ValueError) -> str:
+    """The start of the line a stdio server wrote that is not MCP (pydantic's error keeps it)."""
+    errors = getattr(error, "errors", None)
+    try:
+        line = errors()[0].get("input") if callable(errors) else None
+    except (IndexError, TypeError, ValueError):
+        line = None
+    text = line if isinstance(line, str) else str(error)
+    return " ".join(text.split())[:_NOT_MCP_SHOWN]
 
 
 def _http_transport(config: ServerConfig) -> Any:
-    """Streamable HTTP with the configured headers, on an HTTP client the SDK configures."""
-    import httpx2
+    """Streamable HTTP with the configured headers, on our bounded HTTP client."""
     from mcp.client.streamable_http import streamable_http_client
 
-    # the SDK's own defaults: 30 s to connect and write, 300 s to read (a stream may idle)
-    http = httpx2.AsyncClient(headers=dict(config.headers or {}),
-                              timeout=httpx2.Timeout(30.0, read=300.0))
+    from miniagent.mcp.http import http_client
+
+    http = http_client(config.headers)
     return _OwnedHttp(streamable_http_client(str(config.url), http_client=http), http)
 
 
@@ -172,3 +231,33 @@ class _OwnedHttp:
             return await self._transport.__aexit__(*exc)
         finally:
             await self._http.__aexit__(None, None, None)
+
+
+class _QuietTraceback(logging.Filter):
+    """The SDK logs a traceback with errors we report ourselves, in one line (a too-large
+    answer, a line of a stdio server's output that is not MCP): such records keep their
+    message at DEBUG level, without the traceback."""
+
+    def __init__(self, message: str, kinds: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self._message, self._kinds = message, kinds
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if record.getMessage() == self._message and isinstance(error, self._kinds):
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+def quiet_sdk_tracebacks() -> None:
+    """Install the filters (once) on the SDK's transport loggers."""
+    from miniagent.mcp.http import ResponseTooLarge
+
+    for name, message, kinds in (
+            ("mcp.client.streamable_http", "Error parsing JSON response", (ResponseTooLarge,)),
+            ("mcp.client.stdio", "Failed to parse JSONRPC message from server", (ValueError,))):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _QuietTraceback) for f in logger.filters):
+            logger.addFilter(_QuietTraceback(message, kinds))
+
