@@ -175,3 +175,42 @@ async def test_rebinding_protection_holds_on_any_address(tools_file: Path) -> No
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+async def test_one_client_cannot_take_every_session(served_http: str) -> None:
+    """Past MAX_SESSIONS_PER_CLIENT sessions from one address, a new one is refused (429);
+    a client at another address (127.0.0.2) still gets one, and ending a session makes room."""
+    import httpx2
+
+    from miniagent.mcp.serve import MAX_SESSIONS, MAX_SESSIONS_PER_CLIENT
+
+    assert MAX_SESSIONS_PER_CLIENT < MAX_SESSIONS
+    headers = {"Authorization": "Bearer tok-3f9a-secret", "Accept": "application/json, "
+               "text/event-stream", "Content-Type": "application/json"}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+
+    async def open_session(http: httpx2.AsyncClient) -> httpx2.Response:
+        return await http.post(served_http, json=hello)
+
+    other = httpx2.AsyncHTTPTransport(local_address="127.0.0.2")
+    async with httpx2.AsyncClient(headers=headers) as first, \
+            httpx2.AsyncClient(headers=headers, transport=other) as second:
+        opened = [await open_session(first) for _ in range(MAX_SESSIONS_PER_CLIENT)]
+        assert [r.status_code for r in opened] == [200] * MAX_SESSIONS_PER_CLIENT
+        refused = await open_session(first)
+        assert refused.status_code == 429
+        assert refused.json()["error"]["message"] == (
+            f"too many MCP sessions from 127.0.0.1: at most {MAX_SESSIONS_PER_CLIENT} per "
+            "client (MAX_SESSIONS_PER_CLIENT); end one (DELETE) first")
+        ours = MCPServer.http(served_http, headers={"Authorization": "Bearer tok-3f9a-secret"})
+        with pytest.raises(miniagent.errors.ToolDefinitionError,
+                           match="too many MCP sessions from 127.0.0.1"):
+            await ours.list_tools()
+        await ours.aclose()
+        assert (await open_session(second)).status_code == 200  # another client gets in
+        session = opened[0].headers["mcp-session-id"]
+        ended = await first.delete(served_http, headers={"mcp-session-id": session})
+        assert ended.status_code == 200
+        assert (await open_session(first)).status_code == 200  # room again

@@ -11,7 +11,8 @@ Over streamable HTTP (:func:`serve_http`), an optional bearer token is required 
 request, compared in constant time, and DNS-rebinding protection always checks the ``Host`` and
 ``Origin`` headers (loopback names, the bound address, and the names given with
 ``--allow-host``). At most :data:`MAX_CALLS` calls run at once and :data:`MAX_SESSIONS` sessions
-are kept; a client's idempotency key is scoped to that client's connection.
+are kept, :data:`MAX_SESSIONS_PER_CLIENT` of them for one client (one remote address); a
+client's idempotency key is scoped to that client's connection.
 """
 
 from __future__ import annotations
@@ -124,7 +125,12 @@ async def serve_stdio(server: Any) -> None:
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 64
-"""MCP sessions one server keeps at a time (the SDK's default is 10,000)."""
+"""MCP sessions one server keeps at a time (the SDK's default is 10,000); past them, 503."""
+MAX_SESSIONS_PER_CLIENT = 16
+"""MCP sessions one client (one remote address) may hold at a time; past them, 429. Clients
+behind one proxy, or every client on this machine, share an address, hence a quarter."""
+SESSION_IDLE_TIMEOUT = 30 * 60.0
+"""Seconds a session may go without a request in flight before it is closed."""
 
 
 def is_loopback(host: str) -> bool:
@@ -148,11 +154,16 @@ def transport_security(host: str, allowed: Sequence[str] = ()) -> Any:
 
 
 def http_app(server: Any, *, host: str, token: str | None = None,
-             allowed_hosts: Sequence[str] = ()) -> ASGIApp:
-    """The streamable HTTP app at ``/mcp``; with ``token``, only bearers of it get in."""
-    app: ASGIApp = server.streamable_http_app(
+             allowed_hosts: Sequence[str] = (),
+             sessions_per_client: int = MAX_SESSIONS_PER_CLIENT) -> ASGIApp:
+    """The streamable HTTP app at ``/mcp``; with ``token``, only bearers of it get in (and
+    only they are counted against their address's sessions)."""
+    from miniagent.mcp.session_quota import SessionsPerClient
+
+    app: ASGIApp = SessionsPerClient(server.streamable_http_app(
         host=host, transport_security=transport_security(host, allowed_hosts),
-        max_sessions=MAX_SESSIONS)
+        max_sessions=MAX_SESSIONS, session_idle_timeout=SESSION_IDLE_TIMEOUT),
+        limit=sessions_per_client, idle_timeout=SESSION_IDLE_TIMEOUT)
     return app if token is None else _require_bearer(app, token)
 
 
