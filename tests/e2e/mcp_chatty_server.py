@@ -1,5 +1,6 @@
-"""A stdio MCP server that shakes hands, lists one tool, and answers its call with a line that
-is not MCP (as a server that logs to stdout does), then nothing.
+"""A stdio MCP server that shakes hands and lists two tools: ``chatter`` answers with a line
+that is not MCP (as a server that logs to stdout does), then nothing; ``crash`` exits with an
+error on stderr.
 
 Run as ``python mcp_chatty_server.py``. Hand-written: the SDK's servers divert stray stdout.
 """
@@ -25,7 +26,12 @@ for line in sys.stdin:
                           "capabilities": {"tools": {}},
                           "serverInfo": {"name": "chatty", "version": "1"}})
     elif method == "tools/list":
-        send(request_id, {"tools": [{"name": "chatter", "inputSchema": {"type": "object"}}]})
+        send(request_id, {"tools": [{"name": name, "inputSchema": {"type": "object"}}
+                                    for name in ("chatter", "crash")]})
+    elif method == "tools/call" and message["params"]["name"] == "crash":
+        print("Traceback (most recent call last):\nRuntimeError: 内存不足", file=sys.stderr,
+              flush=True)
+        sys.exit(1)
     elif method == "tools/call":
         print("progress: 50%", flush=True)
         time.sleep(60)

@@ -139,3 +139,20 @@ async def test_a_call_that_meets_output_that_is_not_mcp_says_so() -> None:
         "MCP tool 'chatter' did not answer within 1 s (call timeout); it wrote output that is "
         "not MCP on its stdout ('progress: 50%'): it is not an MCP server, or it logs to "
         "stdout.")
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_a_server_that_dies_during_a_call_is_told_with_its_stderr() -> None:
+    chatty = Path(__file__).with_name("mcp_chatty_server.py")
+    server = MCPServer.stdio(sys.executable, args=[str(chatty)], errlog=subprocess.DEVNULL,
+                             name="chatty")
+    try:
+        await server.list_tools()
+        observation = await server.call_tool(ToolCall(id="c", name="crash", arguments={}))
+    finally:
+        await server.aclose()
+    assert observation.is_error
+    assert observation.output == (
+        "MCP server chatty closed the connection during 'crash' (it exited; its stderr ends: "
+        "Traceback (most recent call last): | RuntimeError: 内存不足); the call's outcome is "
+        "unknown. The server is started again on the next call.")

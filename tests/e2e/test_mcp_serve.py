@@ -206,7 +206,7 @@ async def test_one_client_cannot_take_every_session(served_http: str) -> None:
             "client (MAX_SESSIONS_PER_CLIENT); end one (DELETE) first")
         ours = MCPServer.http(served_http, headers={"Authorization": "Bearer tok-3f9a-secret"})
         with pytest.raises(miniagent.errors.ToolDefinitionError,
-                           match="too many MCP sessions from 127.0.0.1"):
+                           match=r"too many MCP sessions from 127\.0\.0\.1"):
             await ours.list_tools()
         await ours.aclose()
         assert (await open_session(second)).status_code == 200  # another client gets in

@@ -263,19 +263,20 @@ class MCPServer:
                     client.call_tool(server_name, arguments, read_timeout_seconds=limit,
                                      meta=_meta()), limit)
             except asyncio.TimeoutError:
+                trouble = self._trouble(client)
                 raise ToolError(f"MCP tool {server_name!r} did not answer within {limit:g} s "
-                                f"(call timeout){self._trouble(client)}.") from None
+                                f"(call timeout){f'; {trouble}' if trouble else ''}.") from None
             except Exception as exc:
                 if not _connection_lost(exc):
                     raise ToolError(f"MCP tool {server_name!r} failed: {_why(exc)}") from None
-                trouble = self._trouble(client)
+                trouble = await self._exit_trouble(client)
                 await self._drop(client)
                 if attempt == 1 and self._idempotent.get(server_name, False):
                     continue  # safe to send again to a restarted server
                 raise ToolError(
                     f"MCP server {self.config.label} closed the connection during "
-                    f"{server_name!r} (it may have exited){trouble}; the call's outcome is "
-                    "unknown. The server is started again on the next call.") from None
+                    f"{server_name!r} ({trouble or 'it may have exited'}); the call's outcome "
+                    "is unknown. The server is started again on the next call.") from None
             text = result_text(result)
             if getattr(result, "is_error", False):
                 raise ToolError(f"MCP tool {server_name!r} returned an error: {text}")
@@ -306,13 +307,20 @@ class MCPServer:
             self._connection = connection
             return client
 
-    def _trouble(self, client: Any) -> str:
-        """What the server's output tells about a failure of ``client``'s connection, as
-        ``"; ..."`` to append to a message (or nothing)."""
+    def _trouble(self, client: Any) -> str | None:
+        """What the server's output tells about a failure of ``client``'s connection."""
         connection = self._connection
-        told = connection.trouble() if connection is not None and \
-            connection.client is client else None
-        return f"; {told}" if told else ""
+        if connection is None or connection.client is not client:
+            return None
+        return connection.trouble()
+
+    async def _exit_trouble(self, client: Any) -> str | None:
+        """:meth:`_trouble` once a server that closed the connection had a moment to end its
+        stderr too (it goes on after its stdout, if it exited)."""
+        connection = self._connection
+        if connection is not None and connection.client is client:
+            await connection.settle()
+        return self._trouble(client)
 
     async def _drop(self, client: Any) -> None:
         """Close the connection of ``client`` if it is still the current one (a concurrent

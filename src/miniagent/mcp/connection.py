@@ -81,6 +81,11 @@ class Connection:
             raise
         return self.client
 
+    async def settle(self) -> None:
+        """Wait a moment (a quarter second at most) for a stdio server's stderr to end."""
+        if self._stderr is not None:
+            await self._stderr.wait_end(0.25)
+
     def trouble(self) -> str | None:
         """What went wrong with the server, as far as its output tells: output that is not
         MCP, or an exit (with the last lines of its stderr); None when nothing tells."""
@@ -206,10 +211,12 @@ def _http_transport(config: ServerConfig) -> Any:
     """Streamable HTTP with the configured headers, on our bounded HTTP client."""
     from mcp.client.streamable_http import streamable_http_client
 
-    from miniagent.mcp.http import http_client
+    from miniagent.mcp.http import MAX_RESPONSE_BYTES, http_client
 
     http = http_client(config.headers)
-    return _OwnedHttp(streamable_http_client(str(config.url), http_client=http), http)
+    # one cap on one answer, whether it comes whole or as an event of a stream
+    return _OwnedHttp(streamable_http_client(str(config.url), http_client=http,
+                                             max_sse_event_size=MAX_RESPONSE_BYTES), http)
 
 
 class _OwnedHttp:
@@ -256,6 +263,7 @@ def quiet_sdk_tracebacks() -> None:
 
     for name, message, kinds in (
             ("mcp.client.streamable_http", "Error parsing JSON response", (ResponseTooLarge,)),
+            ("mcp.client.streamable_http", "Error parsing SSE message", (ValueError,)),
             ("mcp.client.stdio", "Failed to parse JSONRPC message from server", (ValueError,))):
         logger = logging.getLogger(name)
         if not any(isinstance(f, _QuietTraceback) for f in logger.filters):

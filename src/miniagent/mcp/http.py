@@ -7,7 +7,7 @@ any refusal (401, 403, 500...) into ``Server returned an error response``. The
 - a JSON (or other non-stream) answer is cut off past :data:`MAX_RESPONSE_BYTES`, counted on
   the decoded bytes (a small gzip body cannot unpack into gigabytes); the SDK reports the
   :class:`ResponseTooLarge` as the failure of that one request. Event streams are left alone:
-  the SDK bounds each event (1 MiB) and a call's timeout bounds the stream;
+  the SDK bounds each event (we give it the same cap) and a call's timeout bounds the stream;
 - a refusal whose body is not a JSON-RPC error becomes one that names the status (``HTTP 401
   Unauthorized: check the token``) and what the server said; 404 is left to the SDK, which
   reads it as an unknown method or an ended session.

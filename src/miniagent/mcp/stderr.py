@@ -115,7 +115,10 @@ class StderrTail(asyncio.Protocol):
                 os.write(target, data)
                 return
             stream = sys.stderr if target is None else target
-            stream.write(self._decoder.decode(data))
+            try:
+                stream.write(self._decoder.decode(data))
+            except TypeError:  # a binary file
+                stream.write(data)  # type: ignore[arg-type]
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass  # a closed or broken destination: the server's output is only kept here
