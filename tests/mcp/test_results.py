@@ -108,6 +108,10 @@ def test_no_base64_reaches_the_observation_from_structured_content() -> None:
 
 
 def test_structured_content_of_its_own_is_kept() -> None:
-    """One key whose value is not the text: the structured content is the answer."""
+    """One key whose value is not the text (or not the parts): the structured content is the
+    answer."""
     assert result_text(result(text("see the data"), structured={"rows": [1, 2]})) == (
         '{"rows": [1, 2]}')
+    other = {"items": [{"type": "text", "text": "另一个"}]}
+    assert result_text(result(text("summary"), structured=other)) == (
+        '{"items": [{"type": "text", "text": "另一个"}]}')

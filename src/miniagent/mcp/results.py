@@ -61,8 +61,7 @@ def _wraps(structured: Any, blocks: list[Any]) -> bool:
     [value] = structured.values()
     if isinstance(value, list):
         return bool(blocks) and len(value) == len(blocks) and all(
-            isinstance(item, dict) and item.get("type") == getattr(block, "type", None)
-            for item, block in zip(value, blocks, strict=True))
+            _same_part(item, block) for item, block in zip(value, blocks, strict=True))
     texts = [str(b.text) for b in blocks if getattr(b, "type", None) == "text"]
     if not texts:
         return False
@@ -73,6 +72,14 @@ def _wraps(structured: Any, blocks: list[Any]) -> bool:
         return bool(json.loads(text) == value)
     except ValueError:
         return False
+
+
+def _same_part(item: Any, block: Any) -> bool:
+    """Whether ``item`` (of a structured list) is the content part ``block``: same type, and
+    the same text for a text part."""
+    kind = getattr(block, "type", None)
+    return isinstance(item, dict) and item.get("type") == kind and (
+        kind != "text" or item.get("text") == getattr(block, "text", None))
 
 
 def _payloads(blocks: list[Any]) -> dict[str, str]:
