@@ -28,8 +28,10 @@ _SESSION_HEADER = b"mcp-session-id"
 class SessionsPerClient:
     """``app``, refusing a client a new session while it holds ``limit`` of them."""
 
-    def __init__(self, app: ASGIApp, *, limit: int, idle_timeout: float) -> None:
+    def __init__(self, app: ASGIApp, *, limit: int, idle_timeout: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._app, self._limit, self._idle_timeout = app, limit, idle_timeout
+        self._clock = clock
         self._owners: dict[str, str] = {}  # session id: the client that opened it
         self._in_flight: collections.Counter[str] = collections.Counter()  # by session id
         self._last_seen: dict[str, float] = {}  # session id: when its last request ended
@@ -100,13 +102,13 @@ class SessionsPerClient:
 
     def _ended_request(self, session: str, *, gone: bool) -> None:
         self._in_flight[session] -= 1
-        self._last_seen[session] = time.monotonic()
+        self._last_seen[session] = self._clock()
         if gone:
             self._forget(session)
 
     def _forget_idle(self) -> None:
         """Forget the sessions the SDK closed for idling (no request in flight for long)."""
-        now = time.monotonic()
+        now = self._clock()
         for session, seen in list(self._last_seen.items()):
             if self._in_flight[session] <= 0 and now - seen > self._idle_timeout:
                 self._forget(session)
