@@ -34,7 +34,9 @@ from miniagent.session import AgentSession
 
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
 
-SessionId = Annotated[str, typer.Argument(help="The session id (see 'miniagent sessions list').")]
+SessionId = Annotated[str, typer.Argument(
+    help="The session id, or its first characters (at least 4) if no other id begins so "
+    "(see 'miniagent sessions list').")]
 CallId = Annotated[str | None, typer.Argument(help="One call id; default: every waiting call.")]
 Reason = Annotated[str | None, typer.Option("--reason", help="Why; the model is told.")]
 Force = Annotated[bool, typer.Option(
@@ -85,7 +87,8 @@ def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption =
 
         show_remote(temporal, session_id, as_json)
     with cli_errors(session_id):
-        session = open_store(store, readonly=True).load(session_id)
+        sessions = open_store(store, readonly=True)
+        session = sessions.load(sessions.resolve(session_id))
         if as_json:
             echo_json(session.to_dict())
             return
@@ -141,14 +144,15 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
             store: StoreOption, force: bool) -> None:
     from miniagent.runtime.approvals import decide
 
-    _warn_forced(session_id, force)
-
     def change(session: AgentSession) -> None:
         _check_something_waits(session, store)
         decide(session, call_id, approved, reason, at=time.time())
 
     with cli_errors(session_id):
-        session = open_store(store).update(session_id, change, force=force)
+        sessions = open_store(store)
+        session_id = sessions.resolve(session_id)
+        _warn_forced(session_id, force)
+        session = sessions.update(session_id, change, force=force)
     state = "approved" if approved else "denied"
     decided = [r.call.id for r in session.open_calls() if r.state == state]
     typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
@@ -204,9 +208,11 @@ def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = No
         cancel_remote(temporal, session_id, reason or "cancelled from the command line")
     from miniagent.agent import cancel_session
 
-    _warn_forced(session_id, force)
     with cli_errors(session_id):
-        cancel_session(open_store(store), session_id, reason or "cancelled from the command line",
+        sessions = open_store(store)
+        session_id = sessions.resolve(session_id)
+        _warn_forced(session_id, force)
+        cancel_session(sessions, session_id, reason or "cancelled from the command line",
                        force=force)
     typer.echo(visible(f"cancelled session {session_id}"))
 
@@ -242,9 +248,11 @@ def resume(
         resume_remote(session_id, temporal, task_queue, as_json=as_json, detach=detach,
                       verbose=verbose,
                       observe=dict(trace=trace, otlp=otlp, otlp_content=otlp_content))
-    _warn_forced(session_id, force)
-    with cli_errors(session_id, verbose=verbose), interrupted(SessionTracker(session_id), store):
+    tracker = SessionTracker(session_id)
+    with cli_errors(session_id, verbose=verbose), interrupted(tracker, store):
         sessions = open_store(store)
+        session_id = tracker.session_id = sessions.resolve(session_id)
+        _warn_forced(session_id, force)
         recorded = RunConfig.recorded(sessions.load(session_id).metadata)
         config = recorded.merged(base_url=base_url, model=model, tools=tools,
                                  mode=mode.value if mode else None)

@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from miniagent.errors import SessionNotFound, UserError
 from miniagent.session import AgentSession
+from miniagent.text import storable
 from miniagent.types import CallRecord
 
 log = logging.getLogger("miniagent")
@@ -38,6 +40,43 @@ class SessionSummary:
     question: str
     created_at: float
     updated_at: float
+
+
+MIN_PREFIX = 4
+"""A session id may be given by its first characters, at least this many (git's minimum)."""
+
+SHOWN_MATCHES = 10
+"""An ambiguous prefix is refused with at most this many of the ids it begins."""
+
+
+def resolve_id(text: str, found: list[str], where: str) -> str:
+    """The one session ``text`` names: its whole id, or a unique prefix of it (as git takes
+    a commit's). Every ``sessions`` command names its session through this.
+
+    Args:
+        text: What the person typed.
+        found: The ids that begin with ``text``, in sorted order (so an id equal to ``text``
+            comes first), at most ``SHOWN_MATCHES + 1`` of them.
+        where: The store or cluster, for the messages.
+
+    Raises:
+        SessionNotFound: No session has that id, or (long enough) begins with it.
+        UserError: The prefix is shorter than ``MIN_PREFIX``, or begins several ids.
+    """
+    if found and found[0] == storable(text):
+        return found[0]  # a whole id wins, even where it begins longer ones
+    if not found:
+        raise SessionNotFound(f"no session {storable(text)!r} in {where}")
+    if len(text) < MIN_PREFIX:
+        raise UserError(f"no session {storable(text)!r} in {where}; a prefix of a session id "
+                        f"needs at least {MIN_PREFIX} characters")
+    if len(found) > 1:
+        shown = ", ".join(found[:SHOWN_MATCHES]) + (", ..." if len(found) > SHOWN_MATCHES
+                                                      else "")
+        many = f"more than {SHOWN_MATCHES}" if len(found) > SHOWN_MATCHES else len(found)
+        raise UserError(f"session id {storable(text)!r} is ambiguous: {many} sessions in "
+                        f"{where} begin with it ({shown}); give more characters")
+    return found[0]
 
 
 class CheckpointStore(Protocol):

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from miniagent.errors import SessionBusy, SessionNotFound
 from miniagent.session import FINAL, AgentSession
-from miniagent.store.base import SessionSummary
+from miniagent.store.base import SHOWN_MATCHES, SessionSummary, resolve_id
+from miniagent.text import storable
 from miniagent.types import CallRecord
 
 
@@ -87,6 +88,14 @@ class MemoryStore:
                            updated_at=s.updated_at)
             for s in sessions[:limit]
         ]
+
+    def resolve(self, text: str) -> str:
+        """The id of the one session ``text`` names: its id or a unique prefix of it (see
+        :func:`~miniagent.store.base.resolve_id`); O(n) in the sessions kept."""
+        prefix = storable(text)
+        with self._lock:
+            found = sorted(sid for sid in self._sessions if sid.startswith(prefix))
+        return resolve_id(text, found[:SHOWN_MATCHES + 1], "this process's memory store")
 
     def update(self, session_id: str, change: Callable[[AgentSession], None], *,
                owner: str | None = None, force: bool = False) -> AgentSession:

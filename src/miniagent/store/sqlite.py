@@ -28,7 +28,14 @@ from miniagent.errors import (
     UserError,
 )
 from miniagent.session import AgentSession
-from miniagent.store.base import LEASE_SECONDS, LeaseRenewer, SessionSummary, lease_alive
+from miniagent.store.base import (
+    LEASE_SECONDS,
+    SHOWN_MATCHES,
+    LeaseRenewer,
+    SessionSummary,
+    lease_alive,
+    resolve_id,
+)
 from miniagent.text import storable
 from miniagent.types import CallRecord
 
@@ -236,6 +243,24 @@ class SQLiteStore:
                            created_at=r[4], updated_at=r[5])
             for r in rows
         ]
+
+    def resolve(self, text: str) -> str:
+        """The id of the one session ``text`` names: its id or a unique prefix of it.
+
+        Raises:
+            SessionNotFound, UserError (too short or ambiguous): see
+            :func:`~miniagent.store.base.resolve_id`.
+        """
+        prefix = storable(text)
+        with self._lock:
+            try:
+                # the ids that begin with the prefix are the first ones from it in sorted
+                # order: the primary key's index finds them without reading the table
+                rows = _execute(self._db, "SELECT id FROM sessions WHERE id >= ? ORDER BY id "
+                                "LIMIT ?", prefix, SHOWN_MATCHES + 1).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+        return resolve_id(text, [r[0] for r in rows if r[0].startswith(prefix)], str(self.path))
 
     def update(self, session_id: str, change: Callable[[AgentSession], None], *,
                owner: str | None = None, force: bool = False) -> AgentSession:

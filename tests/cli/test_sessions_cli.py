@@ -1,0 +1,113 @@
+"""`miniagent sessions ...` as a person meets it: ids by prefix, what each command says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from miniagent import Agent, ScriptedModel, tool
+from miniagent.cli import app
+from miniagent.store.sqlite import SQLiteStore
+from miniagent.testing.stub_server import StubServer
+
+TOOLS = '''
+from miniagent import tool
+
+
+@tool(requires_approval=True)
+def wipe(target: str) -> str:
+    """Wipe something.
+
+    Args:
+        target: what to wipe
+    """
+    return "wiped " + target
+'''
+
+
+@tool(requires_approval=True)
+def wipe(target: str) -> str:
+    """Wipe something.
+
+    Args:
+        target: what to wipe
+    """
+    return "wiped " + target
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, ["sessions", *args], env={"COLUMNS": "120"})
+
+
+def one_line(result: Result, code: int) -> str:
+    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def waiting(store: Path, session_id: str) -> str:
+    """A session in ``store`` awaiting approval of one call of ``wipe``."""
+    model = ScriptedModel(['Thought: x\nAction: wipe\nAction Input: {"target": "disk"}'])
+    agent = Agent(model=model, tools=[wipe], store=SQLiteStore(store))
+    result = agent.run("wipe it", session_id=session_id)
+    assert result.status == "awaiting_approval"
+    return result.pending_approvals[0].call_id
+
+
+def finished(store: Path, session_id: str) -> None:
+    agent = Agent(model=ScriptedModel(["Final Answer: 42"]), store=SQLiteStore(store))
+    assert agent.run("6*7?", session_id=session_id).status == "completed"
+
+
+def test_every_sessions_command_takes_a_unique_prefix(tmp_path: Path) -> None:
+    store, tools = tmp_path / "s.db", tmp_path / "wipe_tools.py"
+    tools.write_text(TOOLS, encoding="utf-8")
+    where = ("--store", str(store))
+    call_id = waiting(store, "3f2a90c1aaaa")
+    waiting(store, "77aa01bbbb")
+    waiting(store, "9e9e01cccc")
+    finished(store, "3f2b00dddd")
+
+    assert "Session 3f2a90c1aaaa" in invoke("show", "3f2a9", *where).stdout
+    assert json.loads(invoke("show", "3f2b", "--json", *where).stdout)["id"] == "3f2b00dddd"
+    approved = invoke("approve", "3f2a9", *where)
+    assert approved.exit_code == 0, approved.output
+    assert f"approved {call_id} in session 3f2a90c1aaaa" in approved.stdout
+    denied = invoke("deny", "77aa", "--reason", "no", *where)
+    assert "in session 77aa01bbbb" in denied.stdout, denied.output
+    cancelled = invoke("cancel", "9e9e0", *where)
+    assert cancelled.stdout.strip() == "cancelled session 9e9e01cccc", cancelled.output
+    with StubServer(["Final Answer: wiped"]).run_in_thread() as stub:
+        resumed = invoke("resume", "3f2a9", "--base-url", stub.base_url, "--model", "m",
+                         "--mode", "react", "--tools", str(tools), "--json", *where)
+    assert resumed.exit_code == 0, resumed.output
+    result = json.loads(resumed.stdout)
+    assert (result["session_id"], result["final_answer"]) == ("3f2a90c1aaaa", "wiped")
+    assert result["trace"][0]["observations"][0]["output"] == "wiped disk"
+    statuses = {s.session_id: s.status for s in SQLiteStore(store).list()}
+    assert statuses == {"3f2a90c1aaaa": "completed", "77aa01bbbb": "awaiting_approval",
+                        "9e9e01cccc": "cancelled", "3f2b00dddd": "completed"}
+
+
+@pytest.mark.parametrize("command", [["show"], ["show", "--json"], ["approve"], ["deny"],
+                                     ["cancel"], ["resume", "--base-url", "http://127.0.0.1:1/v1"]])
+def test_an_ambiguous_or_unknown_prefix_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    store = tmp_path / "s.db"
+    waiting(store, "3f2a90c1aaaa")
+    finished(store, "3f2a77dddd")
+    name, *options = command
+    where = ("--store", str(store))
+    line = one_line(invoke(name, "3f2a", *options, *where), 2)
+    assert line == (f"miniagent: session id '3f2a' is ambiguous: 2 sessions in {store} begin "
+                    "with it (3f2a77dddd, 3f2a90c1aaaa); give more characters")
+    line = one_line(invoke(name, "3f", *options, *where), 2)
+    assert "a prefix of a session id needs at least 4 characters" in line
+    line = one_line(invoke(name, "3f2c", *options, *where), 1)
+    assert line == f"miniagent: no session '3f2c' in {store}"
+    statuses = {s.session_id: s.status for s in SQLiteStore(store).list()}
+    assert statuses == {"3f2a90c1aaaa": "awaiting_approval", "3f2a77dddd": "completed"}
