@@ -111,3 +111,51 @@ def test_an_ambiguous_or_unknown_prefix_is_one_line(tmp_path: Path, command: lis
     assert line == f"miniagent: no session '3f2c' in {store}"
     statuses = {s.session_id: s.status for s in SQLiteStore(store).list()}
     assert statuses == {"3f2a90c1aaaa": "awaiting_approval", "3f2a77dddd": "completed"}
+
+
+def test_resuming_a_session_that_has_ended_says_its_status_and_why(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    where = ("--store", str(store))
+    finished(store, "3f2b00dddd")
+    waiting(store, "9e9e01cccc")
+    assert invoke("cancel", "9e9e01cccc", "--reason", "not today", *where).exit_code == 0
+    done = invoke("resume", "3f2b00dddd", *where)  # no model is needed to say so
+    assert done.exit_code == 0, done.output
+    assert done.stdout.strip() == (
+        "Session 3f2b00dddd has ended (completed: the model gave a final answer); there is "
+        "nothing to resume: it has its final answer. See it with: miniagent sessions show "
+        f"3f2b00dddd --store {store}")
+    cancelled = invoke("resume", "9e9e01cccc", *where)
+    assert cancelled.exit_code == 1, cancelled.output
+    assert cancelled.stdout.startswith("Session 9e9e01cccc has ended (cancelled: not today); "
+                                       "there is nothing to resume: a cancelled session stays "
+                                       "ended."), cancelled.stdout
+    as_json = json.loads(invoke("resume", "9e9e01cccc", "--json", *where).stdout)
+    assert (as_json["status"], as_json["reason"]) == ("cancelled", "not today")
+
+
+@pytest.mark.parametrize("command", ["approve", "deny", "cancel"])
+def test_deciding_or_cancelling_a_session_that_has_ended_says_its_status(
+        tmp_path: Path, command: str) -> None:
+    store = tmp_path / "s.db"
+    finished(store, "3f2b00dddd")
+    line = one_line(invoke(command, "3f2b00dddd", "--store", str(store)), 2)
+    assert line == ("miniagent: session 3f2b00dddd has ended (completed: the model gave a final "
+                    f"answer); there is nothing to {command}")
+
+
+@pytest.mark.parametrize("command", ["approve", "deny"])
+def test_deciding_a_session_that_waits_for_nothing_says_how_to_go_on(
+        tmp_path: Path, command: str) -> None:
+    import time
+
+    from miniagent.session import AgentSession
+
+    store = tmp_path / "s.db"
+    session = AgentSession.start("q", id="5a5a0000", at=time.time())
+    session.transition("timeout", "the run took longer than 60 s", at=time.time())
+    SQLiteStore(store).save(session)
+    line = one_line(invoke(command, "5a5a0000", "--store", str(store)), 2)
+    assert line == ("miniagent: session 5a5a0000 is not awaiting approval (timeout: the run took "
+                    "longer than 60 s): no call waits for a decision; continue it with: "
+                    f"miniagent sessions resume 5a5a0000 --store {store}")

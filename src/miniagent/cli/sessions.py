@@ -23,14 +23,15 @@ from miniagent.cli.common import (
     interrupted,
     resume_command,
     show_progress,
+    where_flag,
 )
 from miniagent.cli.display import terminal
 from miniagent.cli.mcp_cmd import McpHeaderOption, header_secrets, parse_headers
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
-from miniagent.errors import DecisionError
-from miniagent.session import AgentSession
+from miniagent.errors import DecisionError, UserError
+from miniagent.session import FINAL, AgentSession
 
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
 
@@ -133,6 +134,31 @@ def _print_session(console: Console, s: AgentSession) -> None:
                       f"{markup(t.target, 40)}: {markup(t.reason)}")
 
 
+_WHY_IT_ENDED = {
+    "completed": "it has its final answer",
+    "cancelled": "a cancelled session stays ended",
+    "max_steps": "it used every step it was allowed; ask again with a higher --max-steps",
+    "budget_exceeded": "it used its token budget; ask again with a larger one",
+    "loop_detected": "it was stopped for repeating a call; ask again, perhaps otherwise",
+}
+"""Why a session that has ended cannot go on, and what a person can do instead."""
+
+
+def _ended(session: AgentSession) -> str:
+    return f"has ended ({session.status}: {session.reason})"
+
+
+def _nothing_to_resume(session: AgentSession, *, as_json: bool, store: StoreOption) -> None:
+    """Resuming a session that has ended: its result, and in words its status and why there
+    is nothing to resume (instead of a silent exit)."""
+    if not as_json:
+        why = _WHY_IT_ENDED.get(session.status, "it cannot go on")
+        typer.echo(visible(f"Session {session.id} {_ended(session)}; there is nothing to resume: "
+                           f"{why}. See it with: miniagent sessions show {session.id}"
+                           f"{where_flag(store)}"))
+    finish(session.result(), as_json=as_json, store=store)
+
+
 def _warn_forced(session_id: str, force: bool) -> None:
     if force:
         typer.echo(f"miniagent: warning: --force: another process may still be running session "
@@ -145,7 +171,7 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
     from miniagent.runtime.approvals import decide
 
     def change(session: AgentSession) -> None:
-        _check_something_waits(session, store)
+        _check_something_waits(session, "approve" if approved else "deny", store)
         decide(session, call_id, approved, reason, at=time.time())
 
     with cli_errors(session_id):
@@ -159,13 +185,18 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
                        f"{resume_command(session_id, store)}"))
 
 
-def _check_something_waits(session: AgentSession, store: StoreOption) -> None:
-    """A session still awaiting approval whose calls were all decided: say so, and what next.
+def _check_something_waits(session: AgentSession, verb: str, store: StoreOption) -> None:
+    """A session with no call to decide: say its status, why, and what next.
 
-    (``decide`` alone would report "no call None awaiting approval".)
+    (``decide`` alone would report "no call None awaiting approval", or only the status.)
     """
+    if session.status in FINAL:
+        raise DecisionError(f"session {session.id} {_ended(session)}; there is nothing to {verb}")
     if session.status != "awaiting_approval":
-        return  # decide explains: not awaiting approval, and the status
+        raise DecisionError(
+            f"session {session.id} is not awaiting approval ({session.status}: "
+            f"{session.reason}): no call waits for a decision; continue it with: "
+            f"{resume_command(session.id, store)}")
     open_calls = session.open_calls()
     if any(r.state == "awaiting_approval" for r in open_calls):
         return
@@ -212,6 +243,9 @@ def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = No
         sessions = open_store(store)
         session_id = sessions.resolve(session_id)
         _warn_forced(session_id, force)
+        ended = sessions.load(session_id)
+        if ended.status in FINAL:  # the state machine's refusal reads as a bug
+            raise UserError(f"session {session_id} {_ended(ended)}; there is nothing to cancel")
         cancel_session(sessions, session_id, reason or "cancelled from the command line",
                        force=force)
     typer.echo(visible(f"cancelled session {session_id}"))
@@ -253,7 +287,10 @@ def resume(
         sessions = open_store(store)
         session_id = tracker.session_id = sessions.resolve(session_id)
         _warn_forced(session_id, force)
-        recorded = RunConfig.recorded(sessions.load(session_id).metadata)
+        saved = sessions.load(session_id)
+        if saved.status in FINAL:
+            return _nothing_to_resume(saved, as_json=as_json, store=store)  # it exits
+        recorded = RunConfig.recorded(saved.metadata)
         config = recorded.merged(base_url=base_url, model=model, tools=tools,
                                  mode=mode.value if mode else None)
         interactive = asks_in_terminal(detach=detach, as_json=as_json)
