@@ -52,6 +52,10 @@ CALL_MOVES: dict[CallState, frozenset[CallState]] = {
       └──► completed                                           (answered without running)
 """
 
+CallOutcome = Literal["ran", "denied", "not_run"]
+"""How a completed call ended (:attr:`CallRecord.outcome`): its state is ``completed`` in
+every case, since each got an observation."""
+
 
 class ToolLike(Protocol):
     """What protocols need from a tool: a name, a description and a JSON Schema."""
@@ -213,6 +217,20 @@ class CallRecord:
             raise ValueError(f"call {self.call.id} cannot go from {self.state} to {target}")
         self.moves.append(CallMove(at=at, source=self.state, target=target, reason=reason))
         self.state = target
+
+    @property
+    def outcome(self) -> CallOutcome | None:
+        """How the call ended, read from its moves (derived, never saved): ``ran`` (its tool
+        ran), ``denied`` (a person, or the policy on interrupted calls, refused it: it did not
+        run (again), and the model was told why), ``not_run`` (answered without running: cut
+        off, or repeated). None while the call is open, and for calls saved without moves
+        (schema_version 1)."""
+        if self.state != "completed" or not self.moves:
+            return None
+        targets = {move.target for move in self.moves}
+        if "denied" in targets:
+            return "denied"
+        return "ran" if "started" in targets else "not_run"
 
 
 @dataclass(kw_only=True, slots=True)

@@ -159,3 +159,44 @@ def test_deciding_a_session_that_waits_for_nothing_says_how_to_go_on(
     assert line == ("miniagent: session 5a5a0000 is not awaiting approval (timeout: the run took "
                     "longer than 60 s): no call waits for a decision; continue it with: "
                     f"miniagent sessions resume 5a5a0000 --store {store}")
+
+
+def test_a_denied_call_reads_as_denied_in_every_output(tmp_path: Path) -> None:
+    store, tools = tmp_path / "s.db", tmp_path / "wipe_tools.py"
+    tools.write_text(TOOLS, encoding="utf-8")
+    where = ("--store", str(store))
+    denied_id = waiting(store, "3f2a90c1aaaa")
+    approved_id = waiting(store, "77aa01bbbb")
+    assert invoke("deny", "3f2a90c1aaaa", "--reason", "not this disk", *where).exit_code == 0
+    assert invoke("approve", "77aa01bbbb", *where).exit_code == 0
+    run = ("--model", "m", "--mode", "react", "--tools", str(tools), *where)
+    with StubServer(["Final Answer: left alone", "Final Answer: wiped"]).run_in_thread() as stub:
+        as_json = invoke("resume", "3f2a90c1aaaa", "--json", "--base-url", stub.base_url, *run)
+        as_text = invoke("resume", "77aa01bbbb", "--base-url", stub.base_url, *run)
+    assert as_json.exit_code == 0 and as_text.exit_code == 0, (as_json.output, as_text.output)
+    (call,) = json.loads(as_json.stdout)["trace"][0]["tool_calls"]
+    assert (call["id"], call["state"], call["outcome"]) == (denied_id, "completed", "denied")
+    assert f'Approved: wipe {{"target": "disk"}} ({approved_id}); it runs now' in as_text.stdout
+
+    shown = json.loads(invoke("show", "3f2a90c1aaaa", "--json", *where).stdout)
+    (saved_call,) = shown["steps"][0]["calls"]
+    assert (saved_call["state"], saved_call["outcome"]) == ("completed", "denied")
+    text = invoke("show", "3f2a90c1aaaa", *where).stdout
+    assert f"({denied_id}: denied, not run — not this disk)" in text
+    (ran,) = json.loads(invoke("show", "77aa01bbbb", "--json", *where).stdout)["steps"][0]["calls"]
+    assert (ran["outcome"], ran["observation"]["output"]) == ("ran", "wiped disk")
+
+
+def test_resume_says_what_it_does_with_a_denied_call(tmp_path: Path) -> None:
+    store, tools = tmp_path / "s.db", tmp_path / "wipe_tools.py"
+    tools.write_text(TOOLS, encoding="utf-8")
+    call_id = waiting(store, "3f2a90c1aaaa")
+    assert invoke("deny", "3f2a90c1aaaa", "--reason", "不要", "--store", str(store)).exit_code == 0
+    with StubServer(["Final Answer: left alone"]).run_in_thread() as stub:
+        out = invoke("resume", "3f2a90c1aaaa", "--base-url", stub.base_url, "--model", "m",
+                     "--mode", "react", "--tools", str(tools), "--store", str(store))
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert lines[0] == "Question: wipe it"
+    assert lines[1] == (f'Denied (不要): wipe {{"target": "disk"}} ({call_id}); it is '
+                                    "not run, and the model is told why")

@@ -156,7 +156,7 @@ def step_to_json(step: Step) -> dict[str, Any]:
         "thought": step.thought,
         "tool_calls": [
             {"id": r.call.id, "name": r.call.name, "arguments": r.call.arguments,
-             "state": r.state}
+             "state": r.state, "outcome": r.outcome}
             for r in step.calls
         ],
         "observations": [asdict(o) for o in step.observations],

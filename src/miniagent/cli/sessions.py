@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -31,7 +31,12 @@ from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, 
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.errors import DecisionError, UserError
+from miniagent.runtime import events as ev
 from miniagent.session import FINAL, AgentSession
+from miniagent.types import CallRecord
+
+if TYPE_CHECKING:
+    from miniagent.agent import Agent
 
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
 
@@ -91,9 +96,53 @@ def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption =
         sessions = open_store(store, readonly=True)
         session = sessions.load(sessions.resolve(session_id))
         if as_json:
-            echo_json(session.to_dict())
+            echo_json(_session_json(session))
             return
         _print_session(terminal(), session)
+
+
+def _session_json(session: AgentSession) -> dict[str, object]:
+    """The saved form, with each call's ``outcome`` added: derived, not saved, so that a
+    denied call (saved ``completed``, as it has its observation) reads as denied."""
+    data = session.to_dict()
+    for step, saved in zip(session.steps, data["steps"], strict=True):
+        for record, call in zip(step.calls, saved["calls"], strict=True):
+            call["outcome"] = record.outcome
+    return data
+
+
+def _call_state(record: CallRecord) -> str:
+    """Where a call stands, in words: ``completed`` alone would hide that it never ran."""
+    if record.outcome == "denied":
+        return "denied, not run again" if record.interrupted else "denied, not run"
+    if record.outcome == "not_run":
+        return "answered without running"
+    return record.state
+
+
+def _show_decided(agent: Agent, session: AgentSession) -> None:
+    """Once the resumed run's question is shown: what it does with the calls a person
+    decided (the live trace shows only the calls that run)."""
+    decided = [r for r in session.open_calls() if r.state in ("approved", "denied")]
+    console = terminal()
+
+    def on_start(event: ev.Event) -> None:
+        if isinstance(event, ev.RunStarted) and event.session_id == session.id and decided:
+            _print_decided(console, decided)
+            decided.clear()  # once, whatever the run emits later
+
+    agent.subscribe(on_start)
+
+
+def _print_decided(console: Console, decided: list[CallRecord]) -> None:
+    for record in decided:
+        args = json.dumps(record.call.arguments, ensure_ascii=False)
+        then = ("it runs now" if record.state == "approved"
+                else "it is not run, and the model is told why")
+        note = f" ({markup(record.note)})" if record.note else ""
+        console.print(f"[bold yellow]{record.state.capitalize()}[/bold yellow]{note}: "
+                      f"{markup(record.call.name, 200)} {markup(args, 300)} "
+                      f"[dim]({markup(record.call.id, 100)})[/dim]; {then}")
 
 
 def _print_session(console: Console, s: AgentSession) -> None:
@@ -114,7 +163,7 @@ def _print_session(console: Console, s: AgentSession) -> None:
             note = f" — {markup(record.note)}" if record.note else ""
             console.print(f"[bold yellow]Action[/bold yellow] {markup(record.call.name, 200)} "
                           f"{markup(args)} [dim]({markup(record.call.id, 100)}: "
-                          f"{markup(record.state, 40)}{note})[/dim]")
+                          f"{markup(_call_state(record), 40)}{note})[/dim]")
             if record.observation is not None:
                 style = "red" if record.observation.is_error else "green"
                 console.print(f"[{style}]Observation:[/{style}] "
@@ -298,6 +347,8 @@ def resume(
         agent = build_agent(config, sessions, api_key=api_key, interactive=interactive,
                             mcp_headers=headers, verbose=verbose)
         show_progress(agent, as_json=as_json, verbose=verbose)
+        if not as_json:
+            _show_decided(agent, saved)
         with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content,
                        secrets=header_secrets(headers)):
             result = agent.resume(session_id, force=force)
