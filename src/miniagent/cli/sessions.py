@@ -41,8 +41,8 @@ if TYPE_CHECKING:
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
 
 SessionId = Annotated[str, typer.Argument(
-    help="The session id, or its first characters (at least 4) if no other id begins so "
-    "(see 'miniagent sessions list').")]
+    help="The session id, or its first characters (at least 4) if no other id begins so; "
+    "with --temporal, the whole id (see 'miniagent sessions list').")]
 CallId = Annotated[str | None, typer.Argument(help="One call id; default: every waiting call.")]
 Reason = Annotated[str | None, typer.Option("--reason", help="Why; the model is told.")]
 Force = Annotated[bool, typer.Option(
