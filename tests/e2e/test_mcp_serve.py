@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 import os
 import subprocess
@@ -38,6 +39,8 @@ async def test_mcp_serve_over_stdio(tools_file: Path) -> None:
     params = StdioServerParameters(command=sys.executable, env=env(), args=[
         "-m", "miniagent", "mcp-serve", "--tools", str(tools_file)])
     async with Client(params) as client:
+        info = client.server_info
+        assert (info.name, info.version) == ("miniagent", importlib.metadata.version("miniagent"))
         await check_tools(client)
 
 

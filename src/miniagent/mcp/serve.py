@@ -81,7 +81,18 @@ def build_server(registry: ToolRegistry, *, name: str = "miniagent") -> Any:
             content=[types.TextContent(type="text", text=observation.output)],
             is_error=observation.is_error)
 
-    return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    return Server(name, version=_version(), on_list_tools=on_list_tools,
+                  on_call_tool=on_call_tool)
+
+
+def _version() -> str:
+    """miniagent's version, as ``serverInfo.version`` tells MCP clients."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("miniagent")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "0+unknown"
 
 
 MAX_CALLS = 16
