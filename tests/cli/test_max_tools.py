@@ -87,4 +87,4 @@ def test_sessions_show_prints_the_offer_and_a_sub_run(tmp_path: Path) -> None:
     out = cli("sessions", "show", session_id, "--store", str(store), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "offered: math_helper" in out.stdout
-    assert f"sub-run {session_id}-" in out.stdout and ": completed, 1 steps" in out.stdout
+    assert f"sub-run {session_id}-" in out.stdout and ": completed, 1 step," in out.stdout

@@ -195,7 +195,7 @@ def served_http(tools_file: Path) -> Iterator[str]:
                 break
             match = re.search(r"serving 3 tools at (http://127\.0\.0\.1:\d+/mcp)", lines[-1])
         assert match, f"mcp-serve did not start: {lines!r}"
-        assert "not serving wipe (they require approval)" in lines[0]
+        assert "not serving wipe (approval required)" in lines[0]
         yield match.group(1)
     finally:
         stop(process)  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from miniagent import Agent, ScriptedModel, tool
 from miniagent.cli.trace_show import trace_lines
 from miniagent.observe.reader import read_trace
 from miniagent.report.trace_html import render_trace
+from miniagent.wording import counted
 
 JUNK: list[Any] = [None, "x", -1, 1e308, 10**400, True, [], ["a", 1], {}, {"a": [1]},
                    "</script><img src=x onerror=alert(1)>"]
@@ -79,7 +80,7 @@ def test_the_footer_prints_the_step_count_only_as_a_number(
     trace = read_trace(path)
     footer = list(trace_lines(trace, full=True))[-1]
     assert "\x1b" not in footer and "pwned" not in footer and "inf" not in footer
-    assert f" · {len(trace.runs[0].steps)} steps · " in footer
+    assert f" · {counted(len(trace.runs[0].steps), 'step')} · " in footer
 
 
 def test_the_footer_shows_a_recorded_step_count(records: list[dict[str, Any]],

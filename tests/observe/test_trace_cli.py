@@ -93,7 +93,7 @@ def test_html_report_escapes_hostile_text(traced: tuple[Path, str], tmp_path: Pa
     out = tmp_path / "report.html"
     done = cli("trace", "html", str(path), "-o", str(out), cwd=path.parent)
     assert done.returncode == 0, done.stderr
-    assert "wrote" in done.stdout and "1 run(s), 2 step(s)" in done.stdout
+    assert "wrote" in done.stdout and "1 run, 2 steps" in done.stdout
     page = out.read_text(encoding="utf-8")
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert page.count("</script>") == 1  # the report's own script only
@@ -122,7 +122,7 @@ def test_a_cut_trace_is_shown_with_what_it_has(traced: tuple[Path, str], tmp_pat
     assert done.returncode == 0, done.stderr
     assert "── step 1" in done.stdout
     assert "(the trace ends before the run finished)" in done.stdout
-    assert "1 line(s) were not trace records and were skipped: 6" in done.stdout
+    assert "skipped 1 line, not trace records: 6" in done.stdout
 
 
 def test_run_otlp_exports_to_a_receiver(tmp_path: Path) -> None:
@@ -220,7 +220,7 @@ def test_hostile_record_kinds_are_skipped_not_called(traced: tuple[Path, str],
     done = cli("trace", "show", str(bad), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "── step 1" in done.stdout
-    assert "6 line(s) were not trace records and were skipped: 2, 3, 4, 5, 6, 7" in done.stdout
+    assert "skipped 6 lines, not trace records: 2, 3, 4, 5, 6, 7" in done.stdout
     html = cli("trace", "html", "-o", str(tmp_path / "k.html"), str(bad), cwd=tmp_path)
     assert html.returncode == 0 and "Traceback" not in html.stderr, html.stderr
     only = tmp_path / "only.jsonl"

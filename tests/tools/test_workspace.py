@@ -183,7 +183,7 @@ def test_skipping_and_counting_a_huge_line_stream(workspace: Path, one_long_line
     error, peak = peak_memory(lambda: tools["read_file"]("long.txt", start_line=2))
     assert peak < MEMORY_BOUND
     assert isinstance(error, ToolError)
-    assert "has 1 lines; start_line 2 is past the end" in str(error)
+    assert "has 1 line; start_line 2 is past the end" in str(error)
     count, peak = peak_memory(lambda: tools["count_file_lines"]("long.txt"))
     assert (count, peak < MEMORY_BOUND) == (1, True)
 
@@ -198,7 +198,7 @@ def test_huge_sparse_file_is_scanned_within_the_budget(workspace: Path) -> None:
     assert peak < MEMORY_BOUND
     assert isinstance(error, ToolError)
     assert "larger than the 1 GiB count_file_lines reads (2 GiB)" in str(error)
-    assert "hold 1 lines" in str(error)
+    assert "hold 1 line." in str(error)
     error, peak = peak_memory(lambda: tools["read_file"]("sparse.txt", start_line=3))
     assert peak < MEMORY_BOUND
     assert isinstance(error, ToolError) and "beyond the first 1 GiB" in str(error)

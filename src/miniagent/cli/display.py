@@ -19,6 +19,7 @@ from miniagent.cli.common import resume_command, where_flag
 from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
 from miniagent.runtime import events as ev
 from miniagent.types import RunResult, Step
+from miniagent.wording import counted
 
 _SHOWN_CHARS = 600
 """Thoughts and observations in the live trace are shown up to this many characters."""
@@ -124,7 +125,8 @@ class TraceDisplay:
         result = event.result
         usage = result.usage
         status = markup(result.status, 40)
-        footer = (f"{status} · {len(result.steps)} steps · {usage.total_tokens:,} tokens · "
+        footer = (f"{status} · {counted(len(result.steps), 'step')} · "
+                  f"{counted(usage.total_tokens, 'token')} · "
                   f"{result.elapsed:.2f} s")
         if result.final_answer is not None:
             self.console.print(Panel(markup(result.final_answer), title="Final Answer",

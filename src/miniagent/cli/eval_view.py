@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from miniagent.cli.safe_text import markup
+from miniagent.wording import counted
 
 
 class EvalProgress:
@@ -31,7 +32,7 @@ class EvalProgress:
 
     def start(self, todo: int, already: int) -> None:
         if already:
-            self.progress.console.print(f"resuming: {already} task runs already done, "
+            self.progress.console.print(f"resuming: {counted(already, 'task run')} already done, "
                                         f"{todo} to go")
         self.progress.update(self.task, total=todo)
 
@@ -54,7 +55,8 @@ def _num(value: float | None, digits: int = 1) -> str:
 def summary_tables(report: dict[str, Any]) -> list[Table]:
     """Accuracy per category and mode side by side, then each mode's other metrics."""
     modes = report["modes"]
-    main = Table(title=f"miniagent eval: {report['tasks']} tasks, {report['runs']} runs")
+    main = Table(title=f"miniagent eval: {counted(report['tasks'], 'task')}, "
+                       f"{counted(report['runs'], 'run')}")
     main.add_column("category", no_wrap=True)
     main.add_column("n", justify="right")
     for mode in modes:

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from miniagent.errors import ConfigError
+from miniagent.wording import counted
 
 McpOption = Annotated[list[str] | None, typer.Option(
     "--mcp", help="An MCP server started as this command line, over stdio "
@@ -101,7 +102,7 @@ def mcp_serve(
         _, left_out = served_tools(registry)
         if left_out:
             typer.echo(visible(f"miniagent mcp-serve: not serving {', '.join(left_out)} "
-                               "(they require approval)"), err=True)
+                               "(approval required)"), err=True)
         server = build_server(registry)
         if http is None:
             if token_env:
@@ -119,8 +120,9 @@ def mcp_serve(
                        "anyone who reaches this port can run every tool", err=True)
 
         def ready(bound: int) -> None:
-            typer.echo(f"miniagent mcp-serve: serving {len(registry) - len(left_out)} tools at "
-                       f"http://{host}:{bound}/mcp", err=True)
+            served = counted(len(registry) - len(left_out), "tool")
+            typer.echo(f"miniagent mcp-serve: serving {served} at http://{host}:{bound}/mcp",
+                       err=True)
 
         asyncio.run(serve_http(server, host=host, port=port, token=token,
                                allowed_hosts=list(allow_host or []), on_ready=ready))

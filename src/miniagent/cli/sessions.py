@@ -34,6 +34,7 @@ from miniagent.errors import DecisionError, UserError
 from miniagent.runtime import events as ev
 from miniagent.session import FINAL, AgentSession
 from miniagent.types import CallRecord
+from miniagent.wording import counted
 
 if TYPE_CHECKING:
     from miniagent.agent import Agent
@@ -150,7 +151,8 @@ def _print_session(console: Console, s: AgentSession) -> None:
     console.print(f"[bold]Session {markup(s.id)}[/bold]: {markup(s.status, 40)} — "
                   f"{markup(s.reason)}")
     console.print(f"Question: {markup(s.question)}")
-    console.print(f"[dim]{len(s.steps)} steps · {s.usage.total_tokens:,} tokens · "
+    console.print(f"[dim]{counted(len(s.steps), 'step')} · "
+                  f"{counted(s.usage.total_tokens, 'token')} · "
                   f"{s.elapsed:.2f} s · created {time.ctime(s.created_at)}[/dim]")
     for step in s.steps:
         console.rule(f"step {step.index}", style="dim")
@@ -171,8 +173,8 @@ def _print_session(console: Console, s: AgentSession) -> None:
                 sub = record.observation.sub_run
                 if sub is not None:
                     console.print(f"[dim]sub-run {markup(sub.session_id, 200)}: "
-                                  f"{markup(sub.status, 40)}, {len(sub.steps)} steps, "
-                                  f"{sub.usage.total_tokens:,} tokens[/dim]")
+                                  f"{markup(sub.status, 40)}, {counted(len(sub.steps), 'step')}, "
+                                  f"{counted(sub.usage.total_tokens, 'token')}[/dim]")
         if step.error:
             console.print(f"[red]Unparseable output:[/red] {markup(step.error)}")
         if step.final_answer is not None:

@@ -9,6 +9,7 @@ import typer
 
 from miniagent.cli.common import cli_errors, fail
 from miniagent.cli.safe_text import visible
+from miniagent.wording import counted
 
 trace_app = typer.Typer(no_args_is_help=True,
                         help="Read a JSONL trace written by 'miniagent run --trace FILE'.")
@@ -47,4 +48,5 @@ def html(
         except OSError as exc:
             raise fail(f"cannot write {visible(str(out))}: {exc.strerror or exc}") from None
     steps = sum(len(run.steps) for run in trace.runs)
-    typer.echo(visible(f"wrote {out} ({len(trace.runs)} run(s), {steps} step(s))"))
+    typer.echo(visible(f"wrote {out} ({counted(len(trace.runs), 'run')}, "
+                       f"{counted(steps, 'step')})"))

@@ -10,6 +10,7 @@ from typing import Any
 from miniagent.cli.safe_text import clip, visible
 from miniagent.observe.reader import ModelCall, RunView, StepView, Trace, objects
 from miniagent.observe.reader import number as finite
+from miniagent.wording import counted
 
 SHORT = 600
 """Characters of a thought, observation or answer shown without ``--full``."""
@@ -25,7 +26,7 @@ def trace_lines(trace: Trace, *, full: bool = False) -> Iterator[str]:
         listed = ", ".join(str(n) for n in trace.skipped[:10])
         more = " ..." if len(trace.skipped) > 10 else ""
         yield ""
-        yield (f"({len(trace.skipped)} line(s) were not trace records and were skipped: "
+        yield (f"(skipped {counted(len(trace.skipped), 'line')}, not trace records: "
                f"{listed}{more})")
 
 
@@ -126,6 +127,6 @@ def _footer(run: RunView) -> str:
     total = usage["prompt_tokens"] + usage["completion_tokens"]
     cached = f" ({usage['cached_tokens']:,} cached)" if usage["cached_tokens"] else ""
     steps = int(finite(result.get("steps"), len(run.steps)))  # the file's text is not printed
-    return (f"{visible(str(result.get('status')))} · {steps} steps"
-            f" · {total:,} tokens{cached} · {finite(result.get('elapsed')):.2f} s · "
+    return (f"{visible(str(result.get('status')))} · {counted(steps, 'step')}"
+            f" · {counted(total, 'token')}{cached} · {finite(result.get('elapsed')):.2f} s · "
             f"{_text(str(result.get('reason', '')), False, 300)}")

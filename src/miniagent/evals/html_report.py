@@ -23,6 +23,7 @@ from urllib.parse import quote
 from miniagent.errors import UserError
 from miniagent.files import private_dir, write_private
 from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre, table
+from miniagent.wording import counted
 
 COLORS = ("var(--s1)", "var(--s3)", "var(--s4)", "var(--s2)")
 
@@ -42,7 +43,8 @@ def write_html(report: dict[str, Any], path: Path, *, traces_root: Path | None =
 
 def render(report: dict[str, Any], *, page_dir: Path, traces_root: Path | None) -> str:
     modes = report["modes"]
-    body = [f"<h1>miniagent eval: {esc(report['tasks'])} tasks, {esc(report['runs'])} runs</h1>",
+    body = [f"<h1>miniagent eval: {esc(counted(report['tasks'], 'task'))}, "
+            f"{esc(counted(report['runs'], 'run'))}</h1>",
             f'<p class="muted">modes: {esc(", ".join(modes))}; '
             f"{esc(_config_line(report.get('config') or {}))}</p>",
             _cards(report), "<h2>Metrics per mode</h2>", _metrics_table(report),
@@ -170,7 +172,7 @@ def _failures(report: dict[str, Any], page_dir: Path, traces_root: Path | None) 
                 f"({esc(r['invalid_calls'])} invalid); tool calls correct: "
                 f"{esc(r['tool_calls_correct'])}; reason: {esc(r['reason'])}</p>")
         items.append(details(summary, body, cls="failure", attrs=f'id="{esc(r["key"])}"'))
-    return (f"<h2>Failures ({len(failed)} of {len(report['results'])} runs)</h2>"
+    return (f"<h2>Failures ({len(failed)} of {counted(len(report['results']), 'run')})</h2>"
             + ("".join(items) or '<p class="ok">none</p>'))
 
 

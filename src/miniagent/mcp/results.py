@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from miniagent.wording import counted
+
 __all__ = ["describe_size", "result_text"]
 
 _MAX_DEPTH = 64  # deeper structured content is not walked (nor shown) further
@@ -177,7 +179,7 @@ def _decoded_size(data: Any) -> int:
 def describe_size(size: int) -> str:
     """``512 bytes``, ``12.3 kB``, ``4.0 MB``."""
     if size < 1000:
-        return f"{size} bytes"
+        return counted(size, 'byte')
     if size < 1_000_000:
         return f"{size / 1000:.1f} kB"
     return f"{size / 1_000_000:.1f} MB"

@@ -53,6 +53,7 @@ from miniagent.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
 from miniagent.protocol.native import MAX_BODY_DEPTH, normalize_completion
 from miniagent.protocol.tool_choice import wire_tool_choice
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
+from miniagent.wording import counted
 
 __all__ = ["OpenAICompatibleModel"]
 
@@ -465,7 +466,7 @@ def _retry_after(response: HttpResponse) -> float | None:
 
 def _exhausted(last: ModelError, url: str, attempts: int) -> ModelError:
     cause = str(last).removeprefix(f"POST {url} ")
-    message = f"POST {url} failed after {attempts} attempts: {cause}"
+    message = f"POST {url} failed after {counted(attempts, 'attempt')}: {cause}"
     if isinstance(last, ModelHTTPError):
         return type(last)(message, status=last.status, body=last.body,
                           retry_after=last.retry_after)

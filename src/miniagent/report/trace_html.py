@@ -25,6 +25,7 @@ from miniagent.observe.reader import (
 )
 from miniagent.observe.reader import number as finite
 from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre
+from miniagent.wording import counted
 
 __all__ = ["render_trace", "write_trace_html"]
 
@@ -78,11 +79,11 @@ def render_trace(trace: Trace) -> str:
     first = trace.runs[0]
     title = f"Trace: {_clip(first.question, 100)}" if first.question else "Trace"
     runs = "".join(_run(run, n, len(trace.runs)) for n, run in enumerate(trace.runs, 1))
-    skipped = (f'<p class="warn">{len(trace.skipped)} line(s) of the file were not trace '
-               f"records and were skipped (lines {esc(_listed(trace.skipped))}).</p>"
+    skipped = (f'<p class="warn">Skipped {counted(len(trace.skipped), "line")} of the file, '
+               f"not trace records (lines {esc(_listed(trace.skipped))}).</p>"
                if trace.skipped else "")
     body = (f"<h1>{esc(title)}</h1><p class=\"muted\">{esc(trace.path.name)} · "
-            f"{len(trace.runs)} run(s)</p>{skipped}{runs}")
+            f"{counted(len(trace.runs), 'run')}</p>{skipped}{runs}")
     return page(title, body, style=STYLE, script=SCRIPT)
 
 
@@ -106,7 +107,7 @@ def _run(run: RunView, number: int, total: int) -> str:
     result, usage, status = run.result or {}, run.usage, run.status
     facts = [
         f'<span class="tag {_status_class(status)}">{esc(status)}</span>',
-        f"<span>{len(run.steps)} step(s)</span>",
+        f"<span>{counted(len(run.steps), 'step')}</span>",
         f"<span>{usage['prompt_tokens']:,} prompt ({usage['cached_tokens']:,} cached) + "
         f"{usage['completion_tokens']:,} completion tokens</span>",
         f"<span>{finite(result.get('elapsed')):.2f} s</span>",

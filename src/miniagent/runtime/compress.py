@@ -60,6 +60,7 @@ from miniagent.types import (
     TokenUsage,
     ToolCall,
 )
+from miniagent.wording import counted
 
 Unit = Literal["tokens", "chars"]
 Mode = Literal["truncate", "model"]
@@ -368,7 +369,7 @@ def _call_line(call: ToolCall, result: str | None, cut: int | None) -> str:
     if result is None:
         return f"{action}\n    Result: (none)"
     if cut is None:
-        return f"{action} (result of {len(result)} characters left out)"
+        return f"{action} (result of {counted(len(result), 'character')} left out)"
     return f"{action}\n    Result: {_short(result, cut)}"
 
 

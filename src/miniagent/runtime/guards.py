@@ -15,6 +15,7 @@ from typing import Any, Literal
 from miniagent import defaults
 from miniagent.protocol.jsonscan import incomplete
 from miniagent.types import ModelResponse, Step, ToolCall
+from miniagent.wording import counted
 
 
 @dataclass(kw_only=True)
@@ -64,7 +65,7 @@ def cut_off(call: ToolCall, response: ModelResponse, max_tokens: int | None) -> 
     cut off whatever the server says (llama.cpp reports ``tool_calls`` even then). Such a call
     is never run, and never repaired into one: the model is told to send it again.
     """
-    limit = (f"the max_tokens limit ({max_tokens:,} tokens)" if max_tokens is not None
+    limit = (f"the max_tokens limit ({counted(max_tokens, 'token')})" if max_tokens is not None
              else "the server's token limit")
     if response.finish_reason == "length":
         why = f"your reply was cut off at {limit} before the call was complete"

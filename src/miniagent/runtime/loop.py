@@ -46,6 +46,7 @@ from miniagent.types import (
     Step,
     ToolLike,
 )
+from miniagent.wording import counted
 
 __all__ = ["CallTools", "Finish", "NextStep", "RetryFormat", "StepLogic", "Stop", "ToModel",
            "WaitForPerson"]
@@ -198,7 +199,8 @@ class StepLogic:
                         reason=f"no final answer after max_steps={limits.max_steps}")
         if limits.token_budget is not None and used >= limits.token_budget:
             return Stop(status="budget_exceeded", guard="token_budget",
-                        reason=f"used {used:,} tokens of a budget of {limits.token_budget:,}")
+                        reason=f"used {counted(used, 'token')} of a budget of "
+                               f"{limits.token_budget:,}")
         return None
 
     async def _generate(self, session: AgentSession, index: int, tools: Sequence[ToolLike]

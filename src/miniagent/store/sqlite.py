@@ -38,6 +38,7 @@ from miniagent.store.base import (
 )
 from miniagent.text import storable
 from miniagent.types import CallRecord
+from miniagent.wording import counted
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -411,7 +412,7 @@ def _with_calls(session: AgentSession, saved: list[tuple[int, str]]) -> AgentSes
             record = adapter.validate_json(data)
         except ValidationError as exc:
             raise StoreCorrupted(f"session {session.id} is damaged: a saved call is invalid "
-                                 f"({exc.error_count()} field(s))") from None
+                                 f"({counted(exc.error_count(), 'field')})") from None
         for position, old in enumerate(calls):
             if old.call.id == record.call.id:
                 calls[position] = record

@@ -33,6 +33,7 @@ from typing import BinaryIO, NamedTuple
 from miniagent import defaults
 from miniagent.errors import ToolDefinitionError, ToolError
 from miniagent.tools.registry import Tool, tool
+from miniagent.wording import counted
 
 __all__ = [
     "DEFAULT_READ_BYTES",
@@ -278,7 +279,7 @@ def _count_lines(path: Path, shown: str) -> int:
         raise ToolError(
             f"{shown!r} is larger than the {_size(MAX_SCAN_BYTES)} count_file_lines reads "
             f"({_size(path.stat().st_size)}); its first {_size(MAX_SCAN_BYTES)} hold "
-            f"{scan.newlines:,} lines."
+            f"{counted(scan.newlines, 'line')}."
         )
     return scan.newlines + (1 if scan.open_line else 0)
 
@@ -301,7 +302,8 @@ def _read_text(path: Path, shown: str, start_line: int, max_lines: int, max_byte
         if start_line == 1:
             return "(empty file)"
         raise ToolError(
-            f"{shown!r} has {start_line - 1} lines; start_line {start_line} is past the end."
+            f"{shown!r} has {counted(start_line - 1, 'line')}; start_line {start_line} is past "
+            "the end."
         )
     return _cut(data, start_line, max_lines, max_bytes, path)
 
@@ -311,11 +313,12 @@ def _skip_to(handle: BinaryIO, shown: str, start_line: int) -> None:
     if scan.exhausted:
         raise ToolError(
             f"start_line {start_line} is beyond the first {_size(MAX_SCAN_BYTES)} of {shown!r} "
-            f"({scan.newlines:,} lines), which is as far as read_file looks."
+            f"({counted(scan.newlines, 'line')}), which is as far as read_file looks."
         )
     if scan.newlines < start_line - 1:
         total = scan.newlines + (1 if scan.open_line else 0)
-        raise ToolError(f"{shown!r} has {total} lines; start_line {start_line} is past the end.")
+        raise ToolError(f"{shown!r} has {counted(total, 'line')}; start_line {start_line} is "
+                        "past the end.")
 
 
 def _cut(data: bytes, start_line: int, max_lines: int, max_bytes: int, path: Path) -> str:
@@ -338,7 +341,7 @@ def _cut(data: bytes, start_line: int, max_lines: int, max_bytes: int, path: Pat
     last = start_line + lines - 1
     why = "" if lines == max_lines else f": max_bytes={max_bytes} reached"
     return text + (
-        f"\n... (showing lines {start_line}-{last}, {end:,} bytes{why}, of a "
+        f"\n... (showing lines {start_line}-{last}, {counted(end, 'byte')}{why}, of a "
         f"{_size(path.stat().st_size)} file; call read_file with start_line={last + 1} "
         "for more)"
     )
@@ -353,4 +356,4 @@ def _size(count: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if count >= scale:
             return f"{count / scale:.3g} {unit}"
-    return f"{count} bytes"
+    return counted(count, 'byte')
