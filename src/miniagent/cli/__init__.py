@@ -25,6 +25,7 @@ from miniagent.cli.common import (
     show_progress,
 )
 from miniagent.cli.eval_cmd import eval_command
+from miniagent.cli.help import readable_help
 from miniagent.cli.loading import load_tools
 from miniagent.cli.mcp_cmd import (
     McpApproveOption,
@@ -224,6 +225,9 @@ def parse(
         echo_json(out)
     if out.get("error") and native:
         raise typer.Exit(1)
+
+
+readable_help(app)  # after every command above is registered
 
 
 def main() -> None:

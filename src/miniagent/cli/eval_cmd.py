@@ -47,7 +47,7 @@ def eval_command(
     model_failure_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of model requests that meet a transport fault (a fault proxy on 127.0.0.1 in front of --base-url).")] = 0.0,  # noqa: E501
     model_faults: Annotated[str, typer.Option(help="Comma-separated transport faults to draw from: 500, 429, timeout, drop, truncate.")] = "500,429,timeout,drop,truncate",  # noqa: E501
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks of each category.")] = None,  # noqa: E501
-    out: Annotated[Path, typer.Option(help="Folder of results (resumable) and per-task traces.")] = Path("miniagent-eval"),  # noqa: E501
+    out: Annotated[Path, typer.Option(metavar="DIR", help="Folder of results (resumable) and per-task traces.")] = Path("miniagent-eval"),  # noqa: E501
     fresh: Annotated[bool, typer.Option("--fresh", help="Forget results already in --out and start over.")] = False,  # noqa: E501
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,  # noqa: E501
     html: Annotated[Path | None, typer.Option(help="Write an HTML report with charts to this file.")] = None,  # noqa: E501

@@ -1,0 +1,92 @@
+"""``--help`` that reads at 80 columns: click's two columns, and values named by words.
+
+Typer's rich help lays options out in four columns (cramped at 80) and names values by
+their Python type (``<str>``, ``<list[str]>``, ``{question}``). :func:`readable_help` turns
+that off for every command of the app in one place, so a command added later gets it too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from typer import _click  # typer 0.29 builds its commands on its own copy of click
+from typer.core import TyperArgument, TyperCommand, TyperOption
+
+VALUE_NAMES = {
+    "base_url": "URL", "mcp_url": "URL", "otlp": "URL", "model": "NAME", "api_key": "KEY",
+    "tools": "SOURCE", "workspace": "DIR", "model_path": "FILE", "store": "FILE",
+    "trace": "FILE", "out": "FILE", "html": "FILE", "compare_with": "FILE",
+    "mcp": "COMMAND", "mcp_header": "HEADER", "mcp_approve": "PATTERN",
+    "temporal": "HOST:PORT", "http": "HOST:PORT", "allow_host": "HOST", "task_queue": "QUEUE",
+    "token_env": "VAR", "timeout": "SECONDS", "request_timeout": "SECONDS",
+    "tool_latency": "SECONDS", "compress_at": "SIZE", "compress": "truncate|model",
+    "tool_choice": "CHOICE", "grammar_field": "FIELD", "mode": "MODE", "reason": "TEXT",
+    "model_faults": "FAULTS", "tool_failure_rate": "RATE", "model_failure_rate": "RATE",
+}
+"""The value of an option, by parameter name, where the type alone says too little."""
+
+_BY_TYPE = {int: "N", float: "NUMBER", str: "TEXT"}
+
+
+class ReadableCommand(TyperCommand):
+    """A command whose arguments and option values are named in words (``QUESTION``,
+    ``--base-url URL``, ``--max-steps N``) and whose usage line lists its arguments bare."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.metavar is None and not getattr(param, "is_flag", False):
+                param.metavar = value_name(param)
+
+    def format_options(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        """Arguments, then options, as typer lists them, but an argument without its type."""
+        sections: dict[str, list[tuple[str, str]]] = {"Arguments": [], "Options": []}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, TyperArgument):
+                sections["Arguments"].append((param.metavar or record[0], record[1]))
+            else:
+                sections["Options"].append(record)
+        for title, records in sections.items():
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl(records)
+
+    def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = param.metavar or param.name or ""
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+
+def value_name(param: TyperArgument | TyperOption | Any) -> str:
+    """The word that names what ``param`` takes: an argument's own name, an option's value."""
+    name = param.name or ""
+    if isinstance(param, TyperArgument):
+        return name.upper()
+    described = param.type_descriptor
+    if described.is_choice:
+        return "|".join(str(getattr(c, "value", c)) for c in described.choices or ())
+    if name in VALUE_NAMES:
+        return VALUE_NAMES[name]
+    if described.is_path:
+        return "DIR" if described.path_type == "directory" else "FILE"
+    annotation = described.annotation
+    element = (getattr(annotation, "__args__", None) or (annotation,))[0]  # list[str] -> str
+    return _BY_TYPE.get(element, name.upper().replace("_", "-"))
+
+
+def readable_help(app: typer.Typer) -> None:
+    """Plain two-column help for ``app``, its commands and its sub-apps' (recursively)."""
+    app.rich_markup_mode = None
+    for command in app.registered_commands:
+        if command.cls in (None, TyperCommand):  # a command's own class is left alone
+            command.cls = ReadableCommand
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            readable_help(group.typer_instance)
