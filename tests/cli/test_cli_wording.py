@@ -62,3 +62,11 @@ def test_help_names_values_by_words() -> None:
     for shown in ("--base-url URL", "--max-steps N", "--store FILE", "--timeout SECONDS",
                   "--mode react|native|hybrid|auto", "--tools SOURCE"):
         assert shown in text, shown
+
+
+def test_version_prints_the_installed_version() -> None:
+    import importlib.metadata
+
+    out = cli("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"miniagent {importlib.metadata.version('miniagent')}\n"

@@ -21,6 +21,7 @@ from miniagent.cli.common import (
     fail,
     finish,
     interrupted,
+    package_version,
     positive_seconds,
     show_progress,
 )
@@ -57,8 +58,16 @@ app.command("worker")(worker_cmd)
 app.command("eval")(eval_command)
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"miniagent {package_version()}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _every_command() -> None:
+def _every_command(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print miniagent's version and exit.")] = False,  # noqa: E501
+) -> None:
     tolerant_streams()
 
 
