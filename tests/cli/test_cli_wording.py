@@ -4,6 +4,7 @@ subprocess against the stub server."""
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,49 @@ def test_version_prints_the_installed_version() -> None:
     out = cli("--version")
     assert out.returncode == 0, out.stderr
     assert out.stdout == f"miniagent {importlib.metadata.version('miniagent')}\n"
+
+
+APPROVAL_TOOLS = '''
+from miniagent import tool
+
+
+@tool(requires_approval=True)
+def wipe(target: str) -> str:
+    """Wipe something.
+
+    Args:
+        target: what to wipe
+    """
+    return "wiped " + target
+'''
+
+
+def copied_commands(text: str) -> list[list[str]]:
+    """The commands of a hint: whole lines that are a `miniagent` command, split as a shell."""
+    return [shlex.split(line) for line in text.splitlines()
+            if line.strip().startswith("miniagent ")]
+
+
+def test_the_approval_hints_are_whole_commands_that_run_as_copied(tmp_path: Path) -> None:
+    tools = tmp_path / "approval_tools.py"
+    tools.write_text(APPROVAL_TOOLS, encoding="utf-8")
+    store = tmp_path / "my sessions" / "s.db"  # a space, as in many home folders
+    store.parent.mkdir()
+    script = ['Thought: x\nAction: wipe\nAction Input: {"target": "disk"}',
+              "Thought: done\nFinal Answer: wiped"]
+    with StubServer(script).run_in_thread() as stub:
+        waiting = cli("run", "wipe it", "--base-url", stub.base_url, "--mode", "react",
+                      "--tools", str(tools), "--store", str(store), env={"COLUMNS": "80"})
+        assert waiting.returncode == 3, waiting.stderr
+        approve, deny, resume = copied_commands(waiting.stdout)
+        assert [c[:3] for c in (approve, deny, resume)] == [
+            ["miniagent", "sessions", "approve"], ["miniagent", "sessions", "deny"],
+            ["miniagent", "sessions", "resume"]]
+        assert approve[-2:] == deny[-2:] == resume[-2:] == ["--store", str(store)]
+        approved = cli(*approve[1:])
+        assert approved.returncode == 0, approved.stderr
+        (then,) = copied_commands(approved.stdout)
+        assert then == resume
+        resumed = cli(*resume[1:])  # the session recorded its base URL
+    assert resumed.returncode == 0, resumed.stderr
+    assert "wiped disk" in resumed.stdout and "Final Answer" in resumed.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import math
+import shlex
 import sys
 import traceback
 from collections.abc import Iterator
@@ -141,14 +142,22 @@ def interrupted(tracker: SessionTracker, store: Path | None) -> Iterator[None]:
 
 def resume_command(session_id: str, store: Path | None, temporal: str | None = None) -> str:
     """The command that continues ``session_id`` (in the same store, or cluster)."""
-    return f"miniagent sessions resume {session_id}{where_flag(store, temporal)}"
+    return session_command("resume", session_id, store, temporal)
 
 
-def where_flag(store: Path | None, temporal: str | None = None) -> str:
+def session_command(verb: str, session_id: str, store: Path | None,
+                    temporal: str | None = None, *extra: str) -> str:
+    """``miniagent sessions VERB SESSION_ID ...`` where the session lives, quoted for a shell
+    so that it can be copied and run as it is (a store path with spaces included)."""
+    return shlex.join(["miniagent", "sessions", verb, session_id, *extra,
+                       *where_options(store, temporal)])
+
+
+def where_options(store: Path | None, temporal: str | None = None) -> list[str]:
     """The option that names where the session lives: ``--store FILE``, ``--temporal HOST``."""
     if temporal:
-        return f" --temporal {temporal}"
-    return f" --store {store}" if store else ""
+        return ["--temporal", temporal]
+    return ["--store", str(store)] if store else []
 
 
 def asks_in_terminal(*, detach: bool, as_json: bool) -> bool:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
-from miniagent.cli.common import resume_command, where_flag
+from miniagent.cli.common import session_command
 from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
 from miniagent.runtime import events as ev
 from miniagent.types import RunResult, Step
@@ -170,18 +170,29 @@ def step_to_json(step: Step) -> dict[str, Any]:
     }
 
 
+_HINTS = (
+    ("To approve {calls}:", "approve", ()),
+    ("To deny {calls} (the model is told the reason):", "deny", ("--reason", "your reason")),
+    ("Then continue the session:", "resume", ()),
+)
+"""What to do with a session that awaits approval: a label, then the command on its own line."""
+
+
 def approval_hint(result: RunResult, store: Path | None = None,
                   temporal: str | None = None) -> str:
-    """How to approve or deny what a session waits for, as commands to copy."""
-    flag = where_flag(store, temporal)
+    """How to approve or deny what a session waits for, as commands to copy.
+
+    Each command stands alone on its line, quoted for a shell, so that it can be copied whole
+    however narrow the terminal (it wraps, but nothing else is on the line).
+    """
     session_id = visible(result.session_id)
+    pending = result.pending_approvals
     lines = [f"Session {session_id} is awaiting approval:"]
-    for p in result.pending_approvals:
+    for p in pending:
         args = json.dumps(p.arguments, ensure_ascii=False)
         lines.append(visible(f"  call {p.call_id}: {p.tool} {clip(args, 500)}  ({p.reason})"))
-    lines += [
-        f"Approve: miniagent sessions approve {session_id} [CALL_ID]{flag}",
-        f"Deny:    miniagent sessions deny {session_id} [CALL_ID] --reason '...'{flag}",
-        f"Then:    {resume_command(session_id, store, temporal)}",
-    ]
+    calls = "it" if len(pending) == 1 else "all of them (or add one call's id after the session's)"
+    for label, verb, extra in _HINTS:
+        command = session_command(verb, result.session_id, store, temporal, *extra)
+        lines += [label.format(calls=calls), f"  {visible(command)}"]
     return "\n".join(lines)

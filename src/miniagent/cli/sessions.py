@@ -232,8 +232,8 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
         session = sessions.update(session_id, change, force=force)
     state = "approved" if approved else "denied"
     decided = [r.call.id for r in session.open_calls() if r.state == state]
-    typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; continue with: "
-                       f"{resume_command(session_id, store)}"))
+    typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; continue with:"))
+    typer.echo(f"  {visible(resume_command(session_id, store))}")  # alone, to copy whole
 
 
 def _check_something_waits(session: AgentSession, verb: str, store: StoreOption) -> None:
