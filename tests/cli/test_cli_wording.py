@@ -3,6 +3,7 @@ subprocess against the stub server."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from test_cli import cli
 from typer.testing import CliRunner
 
-from miniagent.testing.stub_server import StubServer
+from miniagent.testing.stub_server import StreamStyle, StubServer
 
 
 def test_a_one_step_run_says_1_step(tmp_path: Path) -> None:
@@ -117,3 +118,46 @@ def test_the_approval_hints_are_whole_commands_that_run_as_copied(tmp_path: Path
         resumed = cli(*resume[1:])  # the session recorded its base URL
     assert resumed.returncode == 0, resumed.stderr
     assert "wiped disk" in resumed.stdout and "Final Answer" in resumed.stdout
+
+
+def test_a_streamed_action_is_shown_once(tmp_path: Path) -> None:
+    script = ['Thought: compute it\nAction: calculator\nAction Input: {"expression": "6*7"}',
+              "Thought: done\nFinal Answer: 42"]
+    with StubServer(script, stream_style=StreamStyle(text_piece=3)).run_in_thread() as stub:
+        out = cli("run", "6 times 7?", "--tools", "builtin", "--mode", "react", "--stream",
+                  "--store", str(tmp_path / "s.db"), "--base-url", stub.base_url, "--model", "m")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert [line for line in lines if "calculator" in line] == ["Action: calculator"]
+    assert sum('"6*7"' in line for line in lines) == 1
+
+
+def test_a_streamed_native_call_is_shown(tmp_path: Path) -> None:
+    script = [{"content": "Thought: need 6*7", "tool_calls": [
+                  {"id": "c1", "name": "calculator", "arguments": {"expression": "6*7"}}]},
+              "42"]
+    with StubServer(script).run_in_thread() as stub:
+        out = cli("run", "6 times 7?", "--tools", "builtin", "--mode", "hybrid", "--stream",
+                  "--store", str(tmp_path / "s.db"), "--base-url", stub.base_url, "--model", "m")
+    assert out.returncode == 0, out.stderr
+    assert 'Action: calculator {"expression": "6*7"}' in out.stdout.splitlines()
+
+
+def test_an_unparseable_reply_is_not_shown_as_a_thought(tmp_path: Path) -> None:
+    """Live, in `sessions show` and in `trace show`: the reply under its own label."""
+    script = ["I am not following any format", "Thought: sorry\nFinal Answer: 42"]
+    store, trace = str(tmp_path / "s.db"), str(tmp_path / "t.jsonl")
+    with StubServer(script).run_in_thread() as stub:
+        live = cli("run", "6 times 7?", "--mode", "react", "--store", store, "--trace", trace,
+                   "--base-url", stub.base_url, "--model", "m")
+    assert live.returncode == 0, live.stderr
+    session_id = json.loads(cli("sessions", "list", "--store", store, "--json").stdout)[0][
+        "session_id"]
+    shown = cli("sessions", "show", session_id, "--store", store)
+    traced = cli("trace", "show", trace)
+    for text in (live.stdout, shown.stdout, traced.stdout):
+        lines = [line.strip() for line in text.splitlines()]
+        assert "Unparsed reply: I am not following any format" in lines, text
+        assert any(line.startswith("Format error: no 'Action:'") for line in lines), text
+        assert not any("Thought: I am not" in line for line in lines), text
+        assert "Thought: sorry" in lines, text

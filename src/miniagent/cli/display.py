@@ -100,15 +100,19 @@ class TraceDisplay:
         usage = response.usage
         if self.verbose and response.content:
             self.console.print(Panel(markup(response.content), title="raw output", style="dim"))
-        if parsed.thought and not self._streamed:
+        written = 0 < self._streamed < TERMINAL_CHARS  # the whole reply is on screen already
+        if parsed.kind == "invalid":  # the model wrote no Thought: show what it did write
+            if not self._streamed:
+                self.console.print(f"[red]Unparsed reply:[/red] {_short(response.content or '')}")
+            self.console.print(f"[red]Format error:[/red] {_short(parsed.error or '')}")
+        elif parsed.thought and not self._streamed:
             self.console.print(f"[italic cyan]Thought:[/italic cyan] {_short(parsed.thought)}")
-        for call in parsed.tool_calls:
+        # calls written in the reply's text were streamed; native calls never are
+        for call in parsed.tool_calls if response.tool_calls or not written else []:
             args = json.dumps(call.arguments, ensure_ascii=False) if call.arguments else (
                 call.raw_arguments or "{}")
             self.console.print(f"[bold yellow]Action:[/bold yellow] {markup(call.name, 200)} "
                                f"{_short(args, 300)}")
-        if parsed.kind == "invalid":
-            self.console.print(f"[red]Unparseable output:[/red] {_short(parsed.error or '')}")
         cached = f", {usage.cached_tokens:,} cached" if usage.cached_tokens else ""
         self.console.print(
             f"[dim]model {event.elapsed:.2f} s · {usage.prompt_tokens:,} prompt + "

@@ -156,8 +156,10 @@ def _print_session(console: Console, s: AgentSession) -> None:
                   f"{s.elapsed:.2f} s · created {time.ctime(s.created_at)}[/dim]")
     for step in s.steps:
         console.rule(f"step {step.index}", style="dim")
-        if step.thought:
-            console.print(f"[italic cyan]Thought:[/italic cyan] {markup(step.thought)}")
+        if step.thought:  # an unparsed reply's text is kept as its thought: say what it is
+            label = ("[red]Unparsed reply:[/red]" if step.error
+                     else "[italic cyan]Thought:[/italic cyan]")
+            console.print(f"{label} {markup(step.thought)}")
         if step.offered_tools is not None:
             console.print(f"[dim]offered: {markup(', '.join(step.offered_tools))}[/dim]")
         for record in step.calls:
@@ -176,7 +178,7 @@ def _print_session(console: Console, s: AgentSession) -> None:
                                   f"{markup(sub.status, 40)}, {counted(len(sub.steps), 'step')}, "
                                   f"{counted(sub.usage.total_tokens, 'token')}[/dim]")
         if step.error:
-            console.print(f"[red]Unparseable output:[/red] {markup(step.error)}")
+            console.print(f"[red]Format error:[/red] {markup(step.error)}")
         if step.final_answer is not None:
             console.print(f"[bold green]Final Answer:[/bold green] {markup(step.final_answer)}")
     console.rule("transitions", style="dim")

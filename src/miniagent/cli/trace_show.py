@@ -107,12 +107,13 @@ def _model_lines(call: ModelCall, full: bool) -> Iterator[str]:
     parsed = call.parsed or {}
     if full:
         yield f"  raw output: {_text(_dict_get(call.response, 'content') or '', True)}"
-    if parsed.get("thought"):
-        yield f"  Thought: {_text(parsed['thought'], full)}"
+    if parsed.get("thought"):  # an unparsed reply's text is kept as its thought
+        label = "Unparsed reply" if parsed.get("kind") == "invalid" else "Thought"
+        yield f"  {label}: {_text(parsed['thought'], full)}"
     if parsed.get("kind") == "final":
         yield f"  Final Answer: {_text(parsed.get('final_answer') or '', full)}"
     elif parsed.get("kind") == "invalid":
-        yield f"  Unparseable output: {_text(parsed.get('error') or '', full)}"
+        yield f"  Format error: {_text(parsed.get('error') or '', full)}"
 
 
 def _dict_get(value: dict[str, Any] | None, key: str) -> Any:
