@@ -2,29 +2,59 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
 from miniagent.cli.safe_text import markup
 from miniagent.wording import counted
 
+ETA_AFTER = 3
+"""Finished task runs before the bar shows an ETA: one run's time says too little."""
+
+
+class EtaColumn(ProgressColumn):
+    """The time left, from the mean time of the runs finished so far, once a few are."""
+
+    def render(self, task: Task) -> Text:
+        left = task.remaining
+        if task.completed < ETA_AFTER or left is None or not task.elapsed:
+            return Text("")
+        seconds = round(task.elapsed / task.completed * left)
+        return Text(f"ETA {timedelta(seconds=seconds)}", style="progress.remaining")
+
 
 class EvalProgress:
-    """A rich progress bar on stderr, advanced by each finished task run."""
+    """A rich progress bar on stderr, advanced by each finished task run.
 
-    def __init__(self, console: Console) -> None:
+    It is drawn only once the runs are planned (:meth:`start`): an eval refused before that
+    (a folder of another configuration) prints its error alone.
+    """
+
+    def __init__(self, console: Console, get_time: Callable[[], float] | None = None) -> None:
         self.progress = Progress(TextColumn("[bold]eval[/bold]"), BarColumn(),
                                  MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
-                                 TimeElapsedColumn(), console=console, transient=False)
-        self.task = self.progress.add_task("eval", total=None, last="")
+                                 TimeElapsedColumn(), EtaColumn(), console=console,
+                                 transient=False, get_time=get_time)
+        self.task: TaskID | None = None
         self.correct = 0
         self.done = 0
 
     def __enter__(self) -> EvalProgress:
-        self.progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -32,16 +62,18 @@ class EvalProgress:
 
     def start(self, todo: int, already: int) -> None:
         if already:
-            self.progress.console.print(f"resuming: {counted(already, 'task run')} already done, "
-                                        f"{todo} to go")
-        self.progress.update(self.task, total=todo)
+            self.progress.console.print(f"resuming: {counted(already, 'task run')} already "
+                                        f"done, {todo} to go")
+        self.task = self.progress.add_task("eval", total=todo, last="")
+        self.progress.start()
 
     def result(self, record: dict[str, Any]) -> None:
         self.done += 1
         self.correct += bool(record["correct"])
         mark = "[green]ok[/green]" if record["correct"] else "[red]wrong[/red]"
         last = f"{mark} {markup(record['key'], 60)} ({self.correct}/{self.done} correct)"
-        self.progress.update(self.task, advance=1, last=last)
+        if self.task is not None:
+            self.progress.update(self.task, advance=1, last=last)
 
 
 def _pct(value: float | None) -> str:
