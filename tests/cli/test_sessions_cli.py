@@ -123,8 +123,8 @@ def test_resuming_a_session_that_has_ended_says_its_status_and_why(tmp_path: Pat
     assert done.exit_code == 0, done.output
     assert done.stdout.strip() == (
         "Session 3f2b00dddd has ended (completed: the model gave a final answer); there is "
-        "nothing to resume: it has its final answer. See it with: miniagent sessions show "
-        f"3f2b00dddd --store {store}")
+        "nothing to resume: it has its final answer. See it with:\n"
+        f"miniagent sessions show 3f2b00dddd --store {store}")  # a command on its own line
     cancelled = invoke("resume", "9e9e01cccc", *where)
     assert cancelled.exit_code == 1, cancelled.output
     assert cancelled.stdout.startswith("Session 9e9e01cccc has ended (cancelled: not today); "

@@ -22,8 +22,8 @@ from miniagent.cli.common import (
     finish,
     interrupted,
     resume_command,
+    session_command,
     show_progress,
-    where_flag,
 )
 from miniagent.cli.display import terminal
 from miniagent.cli.mcp_cmd import McpHeaderOption, header_secrets, parse_headers
@@ -207,8 +207,8 @@ def _nothing_to_resume(session: AgentSession, *, as_json: bool, store: StoreOpti
     if not as_json:
         why = _WHY_IT_ENDED.get(session.status, "it cannot go on")
         typer.echo(visible(f"Session {session.id} {_ended(session)}; there is nothing to resume: "
-                           f"{why}. See it with: miniagent sessions show {session.id}"
-                           f"{where_flag(store)}"))
+                           f"{why}. See it with:"))
+        typer.echo(visible(session_command("show", session.id, store)))
     finish(session.result(), as_json=as_json, store=store)
 
 
