@@ -146,6 +146,24 @@ async def test_client_error_is_not_retried(stub: Stub) -> None:
     assert len(server.requests) == 1
 
 
+async def test_404_from_a_root_without_v1_suggests_it(stub: Stub) -> None:
+    # vLLM and Ollama serve only /v1/chat/completions: the root alone answers 404.
+    server = stub([Fault(status=404, body={"detail": "Not Found"})] * 2)
+    root = server.base_url.removesuffix("/v1")
+    model = OpenAICompatibleModel(base_url=root + "/", model="m")
+    with pytest.raises(ModelHTTPError) as caught:
+        await model.generate(ModelRequest(messages=MESSAGES))
+    assert str(caught.value) == (
+        f"POST {root}/chat/completions answered 404: Not Found (did you mean {root}/v1?)")
+    # With a version in the path, a 404 is about something else (an unknown model): no hint.
+    versioned = make_model(server)
+    with pytest.raises(ModelHTTPError) as caught:
+        await versioned.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    await versioned.aclose()
+    assert str(caught.value).endswith("answered 404: Not Found")
+
+
 async def test_refused_connection(dead_port: int) -> None:
     base_url = f"http://127.0.0.1:{dead_port}/v1"
     model = OpenAICompatibleModel(base_url=base_url, max_retries=1, backoff_base=0.01)

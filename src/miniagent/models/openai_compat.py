@@ -374,9 +374,20 @@ class OpenAICompatibleModel:
                 body=text,
             )
         return ModelHTTPError(
-            f"POST {self.url} answered {status}: {detail}", status=status, body=text,
-            retry_after=_retry_after(response),
+            f"POST {self.url} answered {status}: {detail}{_root_hint(self.base_url, status)}",
+            status=status, body=text, retry_after=_retry_after(response),
         )
+
+
+_VERSIONED_ROOT = re.compile(r"/v[0-9]+[a-z0-9]*$", re.IGNORECASE)
+"""A base URL path that ends in an API version: ``/v1``, ``/api/paas/v4``, ``/v1beta``."""
+
+
+def _root_hint(base_url: str, status: int) -> str:
+    """A 404 from a root without a version is almost always a forgotten ``/v1``: say so."""
+    if status != 404 or _VERSIONED_ROOT.search(urlsplit(base_url).path):
+        return ""
+    return f" (did you mean {base_url}/v1?)"
 
 
 def _encode(body: dict[str, Any]) -> bytes:
