@@ -95,9 +95,10 @@ _ALLOWED = (
 )
 
 
+# The docstring is the description the model reads: plain text, no reST markup.
 @tool(idempotent=True)  # no effects: a call a crash interrupted may run again
 def calculator(expression: str) -> int | float:
-    """Evaluate an arithmetic expression, such as ``(2 + 3) * sqrt(16) / 2``.
+    """Evaluate an arithmetic expression, such as (2 + 3) * sqrt(16) / 2.
 
     Supports numbers, + - * / // % **, parentheses, the functions sqrt, sin, cos, tan,
     log, log10, exp, abs, round, floor, ceil and the constants pi and e.
