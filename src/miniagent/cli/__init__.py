@@ -28,6 +28,7 @@ from miniagent.cli.common import (
 from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.help import readable_help
 from miniagent.cli.loading import load_tools
+from miniagent.cli.local import model_app
 from miniagent.cli.mcp_cmd import (
     McpApproveOption,
     McpHeaderOption,
@@ -56,6 +57,7 @@ app.command("mcp-serve")(mcp_serve)
 app.add_typer(trace_app, name="trace")
 app.command("worker")(worker_cmd)
 app.command("eval")(eval_command)
+app.add_typer(model_app, name="model")
 
 
 def _print_version(wanted: bool) -> None:

