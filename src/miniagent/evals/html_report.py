@@ -22,7 +22,16 @@ from urllib.parse import quote
 
 from miniagent.errors import UserError
 from miniagent.files import private_dir, write_private
-from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre, table
+from miniagent.report.html import (
+    BarSeries,
+    bar_chart,
+    details,
+    esc,
+    page,
+    pre,
+    status_class,
+    table,
+)
 from miniagent.wording import counted
 
 COLORS = ("var(--s1)", "var(--s3)", "var(--s4)", "var(--s2)")
@@ -32,6 +41,7 @@ STYLE = """
 .card { border: 1px solid var(--line); border-radius: 8px; padding: 8px 14px; min-width: 150px; }
 .card b { display: block; font-size: 22px; }
 .failure > summary .id { font-weight: 600; margin-right: 8px; }
+.metrics td:first-child { white-space: nowrap; }
 """
 
 
@@ -78,24 +88,28 @@ def _cards(report: dict[str, Any]) -> str:
 
 
 def _metrics_table(report: dict[str, Any]) -> str:
-    rows = []
-    for mode in report["modes"]:
-        g = report["by_mode"][mode]
+    """One row per metric, one column per mode: 14 metrics side by side would not fit a page."""
+    def values(g: dict[str, Any]) -> list[object]:
         spread = g["spread"]
-        rows.append([
-            mode, g["n"], _pct(g["accuracy"]), _pct(g["tool_call_accuracy"]),
+        return [
+            g["n"], _pct(g["accuracy"]), _pct(g["tool_call_accuracy"]),
             _pct(g["call_validity"]), g["steps"]["mean"], _pct(g["parse_failure_rate"]),
             f"{_pct(g['self_repair_rate'])} of {g['met_error_n']}",
             g["tokens"]["prompt"], g["tokens"]["completion"], g["tokens"]["cached"],
             g["wall_time"]["mean"],
             " ".join(f"{k}:{v}" for k, v in g["statuses"].items()),
             "-" if not spread else f"{_pct(spread['min'])}..{_pct(spread['max'])}",
-        ])
-    headers = ["mode", "n", "accuracy", "tool-call accuracy", "call validity", "steps (mean)",
-               "parse failures / reply", "self-repair", "prompt tok / task",
-               "completion tok / task", "cached tok / task", "wall s / task", "statuses",
+        ]
+
+    metrics = ["runs", "accuracy", "tool-call accuracy", "call validity", "steps (mean)",
+               "parse failures / reply", "self-repair", "prompt tokens / task",
+               "completion tokens / task", "cached tokens / task", "wall s / task", "statuses",
                "accuracy spread"]
-    return table(headers, rows, numeric=range(1, 12))
+    modes = report["modes"]
+    columns = [values(report["by_mode"][mode]) for mode in modes]
+    rows = [[name, *(column[i] for column in columns)] for i, name in enumerate(metrics)]
+    return ('<div class="metrics">'
+            + table(["metric", *modes], rows, numeric=range(1, len(modes) + 1)) + "</div>")
 
 
 def _accuracy_chart(report: dict[str, Any]) -> str:
@@ -164,8 +178,9 @@ def _failures(report: dict[str, Any], page_dir: Path, traces_root: Path | None) 
     items = []
     for r in failed:
         anchor = _trace_anchor(r.get("trace"), page_dir, traces_root)
-        summary = (f'<span class="id">{esc(r["key"])}</span><span class="tag bad">'
-                   f'{esc(r["status"])}</span> {esc(r["category"])}{anchor}')
+        summary = (f'<span class="id">{esc(r["key"])}</span>'
+                   f'<span class="tag {status_class(r["status"])}">{esc(r["status"])}</span> '
+                   f'{esc(r["category"])}{anchor}')
         body = (f"<h3>Task</h3>{pre(r['input'])}<h3>Expected</h3>{pre(str(r['expected']))}"
                 f"<h3>Final answer</h3>{pre(str(r['final_answer']))}"
                 f"<p class=\"kv\">steps {esc(r['steps'])}; tool calls {esc(r['calls_made'])} "

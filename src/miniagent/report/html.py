@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = ["BarSeries", "bar_chart", "csp", "details", "esc", "nice_ceiling", "page", "pre",
-           "table"]
+           "status_class", "table"]
 
 
 def csp(script: str = "") -> str:
@@ -90,6 +90,12 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 def esc(value: object) -> str:
     """``value`` as text safe anywhere in HTML: content and quoted attribute values."""
     return html.escape(str(value), quote=True)
+
+
+def status_class(status: str) -> str:
+    """The badge class of a run's status: ``ok`` for completed (in a list of failed runs too:
+    the run ended well, its answer was wrong), ``warn`` while it waits, ``bad`` otherwise."""
+    return "ok" if status == "completed" else "warn" if status == "awaiting_approval" else "bad"
 
 
 def pre(text: str, *, cls: str = "") -> str:

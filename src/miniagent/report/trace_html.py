@@ -24,7 +24,7 @@ from miniagent.observe.reader import (
     read_trace,
 )
 from miniagent.observe.reader import number as finite
-from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre
+from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre, status_class
 from miniagent.wording import counted
 
 __all__ = ["render_trace", "write_trace_html"]
@@ -99,14 +99,10 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
-def _status_class(status: str) -> str:
-    return "ok" if status == "completed" else "warn" if status == "awaiting_approval" else "bad"
-
-
 def _run(run: RunView, number: int, total: int) -> str:
     result, usage, status = run.result or {}, run.usage, run.status
     facts = [
-        f'<span class="tag {_status_class(status)}">{esc(status)}</span>',
+        f'<span class="tag {status_class(status)}">{esc(status)}</span>',
         f"<span>{counted(len(run.steps), 'step')}</span>",
         f"<span>{usage['prompt_tokens']:,} prompt ({usage['cached_tokens']:,} cached) + "
         f"{usage['completion_tokens']:,} completion tokens</span>",
