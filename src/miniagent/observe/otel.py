@@ -3,20 +3,25 @@
 :class:`OtelTracer` is an event subscriber: it turns a run's events into spans, started and
 ended at the times the events carry::
 
-    invoke_agent {agent}            INTERNAL  gen_ai.operation.name=invoke_agent
-      step {n}                      INTERNAL  miniagent.step (guard interventions as events)
-        chat {model}                CLIENT    gen_ai.operation.name=chat
-        execute_tool {tool}         INTERNAL  gen_ai.operation.name=execute_tool
+    invoke_agent {agent}    INTERNAL  AGENT  gen_ai.operation.name=invoke_agent
+      step {n}              INTERNAL  CHAIN  miniagent.step (guard interventions as events)
+        chat {model}        CLIENT    LLM    gen_ai.operation.name=chat
+        execute_tool {tool} INTERNAL  TOOL   gen_ai.operation.name=execute_tool
 
-Every span carries ``gen_ai.conversation.id`` (the session id). Chat spans carry the request
-settings (``gen_ai.request.model``, ``.temperature``, ``.max_tokens``, ``.stop_sequences``),
-``gen_ai.provider.name``, ``server.address`` / ``server.port``, and the answer's
-``gen_ai.response.model``, ``.id`` and ``.finish_reasons`` and token usage
-(``gen_ai.usage.input_tokens``, ``.output_tokens``, ``.cache_read.input_tokens``); the agent
-span sums the usage. Tool spans carry ``gen_ai.tool.name``, ``gen_ai.tool.call.id`` and
-``gen_ai.tool.type``. A failed model call, a tool that returned an error and a run that did not
-complete set ``error.type`` (the exception's class, ``tool_error``, the run's status) and an
-error status.
+The span kinds are the GenAI conventions' (an agent in process and its tools are INTERNAL, a
+model call over the network is CLIENT); beside them, ``openinference.span.kind``, the kind
+Phoenix and other OpenInference backends show: without it a step, which no GenAI operation
+names, shows as UNKNOWN. Every span carries ``gen_ai.conversation.id`` (the session id).
+
+Chat spans carry the request settings (``gen_ai.request.model``, ``.temperature``,
+``.max_tokens``, ``.stop_sequences``), ``gen_ai.provider.name``, ``server.address`` /
+``server.port``, and the answer's ``gen_ai.response.model``, ``.id`` and ``.finish_reasons``
+and token usage (``gen_ai.usage.input_tokens``, ``.output_tokens``,
+``.cache_read.input_tokens``); the agent span sums the usage and counts the steps started
+(``miniagent.steps``: one whose model call failed too). Tool spans carry
+``gen_ai.tool.name``, ``gen_ai.tool.call.id`` and ``gen_ai.tool.type``. A failed model call,
+a tool that returned an error and a run that did not complete set ``error.type`` (the
+exception's class, ``tool_error``, the run's status) and an error status.
 
 Message content (``gen_ai.input.messages``, ``gen_ai.output.messages``,
 ``gen_ai.tool.definitions``, ``gen_ai.tool.call.arguments`` / ``.result``) is recorded only
@@ -67,6 +72,9 @@ ATTRIBUTE_LIMIT = 64 * 1024
 prompt of a long run, yet a few spans fit in a collector's request."""
 INSTRUMENTATION = "miniagent"
 _NOT_ERRORS = frozenset({"completed", "awaiting_approval"})
+_OPENINFERENCE_KINDS = {"invoke_agent": "AGENT", "chat": "LLM", "execute_tool": "TOOL"}
+"""``openinference.span.kind`` per GenAI operation, as OpenInference maps them; a span of no
+operation (a step) is a CHAIN, OpenInference's link between the agent and its calls."""
 
 
 def _ns(seconds: float) -> int:
@@ -99,6 +107,9 @@ class _Run:
     agent: Span
     spans: dict[str, Span] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
+    last_step: int = 0
+    """The number of the last step started: a step whose model call failed counts too, though
+    the result keeps only the steps that ended."""
 
 
 class OtelTracer:
@@ -150,7 +161,10 @@ class OtelTracer:
         if run is not None:
             parent = run.spans.get(event.parent_id or "", run.agent)
         context = otel_trace.set_span_in_context(parent) if parent is not None else None
-        attributes = self._bounded({"gen_ai.conversation.id": event.session_id, **attributes})
+        operation = attributes.get("gen_ai.operation.name", "")
+        attributes = self._bounded({
+            "gen_ai.conversation.id": event.session_id,
+            "openinference.span.kind": _OPENINFERENCE_KINDS.get(operation, "CHAIN"), **attributes})
         return self.tracer.start_span(name, context=context, kind=kind, attributes=attributes,
                                       start_time=_ns(event.at))
 
@@ -209,7 +223,7 @@ class OtelTracer:
         agent = run.agent
         _set_usage(agent, run.usage)
         agent.set_attribute("miniagent.status", result.status)
-        agent.set_attribute("miniagent.steps", len(result.steps))
+        agent.set_attribute("miniagent.steps", max(run.last_step, len(result.steps)))
         if result.final_answer is not None:
             self._content(agent, "gen_ai.output.messages",
                           [_text_message("assistant", result.final_answer, "stop")])
@@ -219,6 +233,9 @@ class OtelTracer:
         agent.end(end_time=at)
 
     def _on_step_started(self, event: ev.StepStarted) -> None:
+        run = self._runs.get(event.session_id)
+        if run is not None:
+            run.last_step = max(run.last_step, event.step)
         self._child(event, f"step {event.step}", SpanKind.INTERNAL, {"miniagent.step": event.step})
 
     def _on_step_finished(self, event: ev.StepFinished) -> None:
