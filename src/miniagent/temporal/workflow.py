@@ -84,6 +84,16 @@ def check_size(value: Any, what: str) -> None:
                               f"{PAYLOAD_LIMIT:,}-byte payload limit")
 
 
+DECISION_REFUSED = "DecisionRefused"
+"""The type of the application error that rejects a decision update."""
+
+
+def _refused(reason: str) -> ApplicationError:
+    """A decision the workflow rejects: non-retryable (asking again gets the same answer),
+    its message the reason alone, so a client or the Temporal UI shows just that."""
+    return ApplicationError(reason, type=DECISION_REFUSED, non_retryable=True)
+
+
 def _reraise_cancellation(exc: ActivityError) -> None:
     """An activity cancelled because the run was (its deadline, a person): the run's
     cancellation, not a failure of the model or the tool."""
@@ -254,24 +264,24 @@ class SessionWorkflow:
         self._chosen(decision)
 
     def _chosen(self, decision: DecisionInput) -> list[PendingApproval]:
-        """The waiting calls a decision is about; ValueError (the update is rejected) for a
+        """The waiting calls a decision is about; a refusal (the update is rejected) for a
         session that is not waiting, an unknown call id, or a call decided already."""
         if not self.pending:
-            raise ValueError(f"session {self.session.id} is not awaiting approval (status: "
-                             f"{self.session.status})")
+            raise _refused(f"session {self.session.id} is not awaiting approval (status: "
+                           f"{self.session.status})")
         undecided = self._undecided()
         if decision.call_id is None:
             if not undecided:
-                raise ValueError(f"every waiting call of session {self.session.id} was "
-                                 "decided already")
+                raise _refused(f"every waiting call of session {self.session.id} was "
+                               "decided already")
             return undecided
         if decision.call_id in self.decisions:
-            raise ValueError(f"call {decision.call_id!r} was decided already")
+            raise _refused(f"call {decision.call_id!r} was decided already")
         chosen = [item for item in undecided if item.call_id == decision.call_id]
         if not chosen:
             ids = ", ".join(item.call_id for item in undecided) or "none"
-            raise ValueError(f"session {self.session.id} has no call {decision.call_id!r} "
-                             f"awaiting approval (waiting: {ids})")
+            raise _refused(f"session {self.session.id} has no call {decision.call_id!r} "
+                           f"awaiting approval (waiting: {ids})")
         return chosen
 
     @workflow.signal(name="decide_signal")
@@ -284,8 +294,8 @@ class SessionWorkflow:
             return
         try:
             chosen = self._chosen(decision)
-        except ValueError as exc:
-            workflow.logger.warning("decision signal ignored: %s", exc)
+        except ApplicationError as exc:  # a refusal: the signal has no caller to tell
+            workflow.logger.warning("decision signal ignored: %s", exc.message)
             return
         for item in chosen:
             self.decisions[item.call_id] = Decision(approved=decision.approved,
