@@ -89,3 +89,25 @@ def test_the_cli_records_mcp_lines_and_urls_without_credentials() -> None:
     saved = config.metadata()["cli"]
     assert saved["mcp"] == ["server --token '[REDACTED]' --x 1"]
     assert saved["mcp_urls"] == ["http://127.0.0.1:9/mcp?api_key=[REDACTED]"]
+
+
+def test_each_sdk_traceback_we_report_ourselves_is_quieted() -> None:
+    import logging
+
+    from miniagent.mcp.connection import quiet_sdk_tracebacks
+    from miniagent.mcp.http import ResponseTooLarge
+
+    quiet_sdk_tracebacks()
+    quiet_sdk_tracebacks()  # installed once
+    for name, message, error in (
+            ("mcp.client.streamable_http", "Error parsing JSON response", ResponseTooLarge(1)),
+            ("mcp.client.streamable_http", "Error parsing SSE message", ValueError("bad")),
+            ("mcp.client.stdio", "Failed to parse JSONRPC message from server",
+             ValueError("bad"))):
+        logger = logging.getLogger(name)
+        assert len([f for f in logger.filters if getattr(f, "message", None) == message]) == 1
+        record = logger.makeRecord(name, logging.ERROR, __file__, 1, message, (),
+                                   (type(error), error, None))
+        for f in logger.filters:
+            f.filter(record)
+        assert (record.levelno, record.exc_info) == (logging.DEBUG, None), message

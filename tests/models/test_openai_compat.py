@@ -360,3 +360,12 @@ async def test_a_server_error_that_names_the_request_invalid_is_not_retried(stub
         await model.generate(ModelRequest(messages=MESSAGES))
     await model.aclose()
     assert len(invalid.requests) == 1
+
+
+async def test_a_rate_limit_is_retried_whatever_its_body_says(stub: Stub) -> None:
+    body = {"error": {"message": "Rate limit reached", "type": "invalid_request_error"}}
+    server = stub([Fault(status=429, body=body), "fine"])
+    model = make_model(server, max_retries=2)
+    response = await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert response.content == "fine" and len(server.requests) == 2

@@ -247,11 +247,11 @@ class _QuietTraceback(logging.Filter):
 
     def __init__(self, message: str, kinds: tuple[type[BaseException], ...]) -> None:
         super().__init__()
-        self._message, self._kinds = message, kinds
+        self.message, self._kinds = message, kinds
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if record.getMessage() == self._message and isinstance(error, self._kinds):
+        if record.getMessage() == self.message and isinstance(error, self._kinds):
             record.exc_info, record.exc_text = None, None
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return True
@@ -266,6 +266,7 @@ def quiet_sdk_tracebacks() -> None:
             ("mcp.client.streamable_http", "Error parsing SSE message", (ValueError,)),
             ("mcp.client.stdio", "Failed to parse JSONRPC message from server", (ValueError,))):
         logger = logging.getLogger(name)
-        if not any(isinstance(f, _QuietTraceback) for f in logger.filters):
+        if not any(isinstance(f, _QuietTraceback) and f.message == message
+                   for f in logger.filters):  # one filter per message, installed once
             logger.addFilter(_QuietTraceback(message, kinds))
 

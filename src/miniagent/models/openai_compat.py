@@ -349,7 +349,8 @@ class OpenAICompatibleModel:
                 if 200 <= response.status < 300:
                     return response
                 last = self._http_error(response, with_tools)
-                if not _retryable(response.status) or _blames_request(response):
+                if not _retryable(response.status) or (response.status >= 500
+                                                        and _blames_request(response)):
                     raise last
                 retry_after = _retry_after(response)
             if attempt < attempts:
