@@ -460,10 +460,33 @@ def test_a_round_larger_than_the_bound_ends_the_run_with_a_clear_status() -> Non
     agent = Agent(model=model, tools=[note], compress_at="50000c", on_event=events.append)
     result = agent.run("Keep one long note")
     assert result.status == "budget_exceeded"
-    assert "above twice compress_at (100,000)" in result.reason
+    assert "above its question and twice compress_at (100,018)" in result.reason
     assert len(model.requests) == 1  # the 300,000 characters were never sent back
     guards = [e for e in events if e.kind == "guard_intervened"]
     assert [g.guard for g in guards] == ["compress_at"]  # type: ignore[attr-defined]
+    # found before the next step starts: no step without its end
+    assert [e.kind for e in events].count("step_started") == len(result.steps) == 1
+
+
+def test_a_question_longer_than_compress_at_is_no_reason_to_stop() -> None:
+    model = ScriptedModel([note_action(1, 100), "Final Answer: ok"])
+    agent = Agent(model=model, tools=[note], compress_at="2000c")
+    result = agent.run("Read this: " + "lorem ipsum " * 500)  # 6,000 characters
+    assert (result.status, result.final_answer) == ("completed", "ok")
+
+
+def test_fewer_rounds_are_kept_before_the_calls_are_only_counted() -> None:
+    def read(n: int) -> str:
+        return (f"Thought: file {n}\nAction: note\nAction Input: "
+                + json.dumps({"n": n, "text": "r" * (300 if n <= 20 else 1_700)}))
+
+    model = ScriptedModel([*(read(n) for n in range(1, 25)), "Final Answer: ok"])
+    agent = Agent(model=model, tools=[note], max_steps=30, compress_at="8000c", keep_last=4)
+    result = agent.run("Read the files")
+    assert result.status == "completed"
+    for compaction in agent.session(result.session_id).compactions:
+        assert TALLIED not in compaction.summary  # keeping fewer rounds was enough
+        assert 'Action: note {"n": 1, ' in compaction.summary
 
 
 def test_a_long_run_goes_on_with_its_calls_counted_once_they_no_longer_fit() -> None:

@@ -26,10 +26,11 @@ compaction). Or, with ``compress="model"``, the model writes the summary of the 
 
 ``compress_at`` is a bound, not only a trigger: where keeping the last ``keep_last`` rounds
 whole would leave the history above it (rounds with huge arguments or results), fewer are
-kept (the latest always); past twice ``compress_at`` a compaction does not wait for
-``keep_last`` new rounds; and a history that stays above twice ``compress_at`` after that (a
-question, or the latest round, larger than it) ends the run as ``budget_exceeded``
-(:func:`overflow` says why), instead of sending ever longer prompts.
+kept (the latest always), before the calls of the summary are only counted; past twice
+``compress_at`` a compaction does not wait for ``keep_last`` new rounds; and a history that
+would stay above its question plus twice ``compress_at`` after that (a round larger than it)
+ends the run as ``budget_exceeded`` before the step (:func:`overflow` says why), instead of
+sending ever longer prompts.
 
 Nothing is lost: ``AgentSession.messages`` keeps every message and each compaction is recorded
 in ``AgentSession.compactions`` (persisted: a resumed session sends the same compacted history);
@@ -201,7 +202,8 @@ def plan(session: AgentSession, config: Compression) -> Plan | None:
     first = last.start if last else starts[0]
     best: Plan | None = None
     for kept in range(min(keep, len(starts) - 1), 0, -1):  # fewer kept while over the bound
-        best = _plan_keeping(session, config, last, starts[-kept], first, before)
+        best = _plan_keeping(session, config, last, starts[-kept], first, before,
+                             tally=kept == 1)  # counting the calls is the last resort
         if _size_with(session, best, best.cut_summary, config.unit) <= config.at:
             break
     if best is None or _size_with(session, best, best.cut_summary, config.unit) >= before:
@@ -212,23 +214,32 @@ def plan(session: AgentSession, config: Compression) -> Plan | None:
 
 
 def overflow(session: AgentSession, config: Compression) -> str | None:
-    """Why the run cannot go on under ``config`` (the history sent stays above the ceiling
-    after compression), or None."""
-    now, ceiling = size(history(session), config.unit), CEILING * config.at
+    """Why the run cannot go on under ``config``, or None: the history, once compressed as
+    :func:`plan` would, stays above the ceiling (the question, which is never compressed,
+    plus twice ``compress_at``)."""
+    planned = plan(session, config)
+    messages = history(session) if planned is None else [
+        *session.messages[:planned.start], Message(role="user", content=planned.cut_summary),
+        *session.messages[planned.end:]]
+    now = size(messages, config.unit)
+    starts = round_starts(session.messages)
+    question = size(session.messages[:starts[0] if starts else len(session.messages)],
+                    config.unit)
+    ceiling = question + CEILING * config.at
     if now <= ceiling:
         return None
     unit = "estimated tokens" if config.unit == "tokens" else "characters"
-    return (f"the history is {now:,} {unit} after compression, above twice compress_at "
-            f"({ceiling:,}): the question or the latest step alone is too large to send")
+    return (f"the history would be {now:,} {unit} after compression, above its question and "
+            f"twice compress_at ({ceiling:,}): a step is too large to send")
 
 
 def _plan_keeping(session: AgentSession, config: Compression, last: Compaction | None,
-                  end: int, first: int, before: int) -> Plan:
+                  end: int, first: int, before: int, *, tally: bool) -> Plan:
     """The compaction of the rounds from ``first`` up to ``end``, with its cut summary."""
     rounds = (last.rounds if last else 0) + len(round_starts(session.messages[:end],
                                                              last.end if last else first))
     result = Plan(start=first, end=end, rounds=rounds, size_before=before)
-    result.cut_summary = _cut_summary(session, config, result)
+    result.cut_summary = _cut_summary(session, config, result, tally=tally)
     return result
 
 
@@ -300,13 +311,14 @@ async def compact(session: AgentSession, config: Compression,
     return done
 
 
-def _cut_summary(session: AgentSession, config: Compression, plan: Plan) -> str:
+def _cut_summary(session: AgentSession, config: Compression, plan: Plan, *,
+                 tally: bool = True) -> str:
     """The summarised rounds with their results cut to ``observation_chars``; shorter where the
     history would stay above half the threshold (the room below it is what keeps the next
     compaction many steps away): results halved down to :data:`MIN_RESULT_CHARS`, then the
     oldest rounds (half of them, three quarters, ...) reduced to their calls alone; where even
-    that leaves it above the threshold, the calls are only counted per tool (so that the
-    summary of a long run stays bounded)."""
+    that leaves it above the threshold, the calls are only counted per tool, if ``tally``
+    (so that the summary of a long run stays bounded)."""
     covered = session.messages[plan.start:plan.end]
     cut, brief = config.observation_chars, 0
     while True:
@@ -314,7 +326,8 @@ def _cut_summary(session: AgentSession, config: Compression, plan: Plan) -> str:
                    "characters; later steps follow in full):\n"
                    + _transcript(covered, 1, cut, brief))
         after = _size_with(session, plan, summary, config.unit)
-        if after <= config.at // 2 or (brief >= plan.rounds and after <= config.at):
+        if after <= config.at // 2 or (brief >= plan.rounds and (after <= config.at
+                                                                 or not tally)):
             return summary
         if cut > MIN_RESULT_CHARS:
             cut = max(MIN_RESULT_CHARS, cut // 2)

@@ -160,9 +160,7 @@ class StepLogic:
         index = len(session.steps) + 1
         span = self._step_spans[index] = self.effects.new_id()
         self._emit(ev.StepStarted, session, span=span, parent=self.run_span, step=index)
-        too_large = await self._compress(session, index, span)
-        if too_large is not None:
-            return too_large
+        await self._compress(session, index, span)
         tools, offered = offer(self.rules.tools.listed(), self.spec.tool_selection,
                                session.messages, session.steps, pinned=self.spec.tool_choice)
         response, parsed, elapsed = await self._generate(session, index, tools)
@@ -176,21 +174,17 @@ class StepLogic:
             return self._plan(session, step, parsed, response)
         return RetryFormat(parsed=parsed)
 
-    async def _compress(self, session: AgentSession, index: int, span: str) -> Stop | None:
-        """Compact the history if it crossed ``compress_at``; a Stop if it stays too large."""
+    async def _compress(self, session: AgentSession, index: int, span: str) -> None:
+        """Compact the history if it crossed ``compress_at``."""
         config = self.spec.compression
         if config is None:
-            return None
+            return
         done = await compress.compact(session, config, self.effects.generate, step=index,
                                       now=self.effects.now)
         if done is not None:
             self._emit(ev.ContextCompacted, session, span=self.effects.new_id(),
                        parent=span, step=index, compaction=done)
             await self._checkpoint(session)
-        too_large = compress.overflow(session, config)
-        if too_large is None:
-            return None
-        return Stop(status="budget_exceeded", guard="compress_at", reason=too_large)
 
     def _limit_reached(self, session: AgentSession) -> Stop | None:
         limits, used = self.spec.limits, session.usage.total_tokens
@@ -201,6 +195,9 @@ class StepLogic:
             return Stop(status="budget_exceeded", guard="token_budget",
                         reason=f"used {counted(used, 'token')} of a budget of "
                                f"{limits.token_budget:,}")
+        too_large = self.spec.compression and compress.overflow(session, self.spec.compression)
+        if too_large:
+            return Stop(status="budget_exceeded", guard="compress_at", reason=too_large)
         return None
 
     async def _generate(self, session: AgentSession, index: int, tools: Sequence[ToolLike]
