@@ -111,3 +111,28 @@ def test_each_sdk_traceback_we_report_ourselves_is_quieted() -> None:
         for f in logger.filters:
             f.filter(record)
         assert (record.levelno, record.exc_info) == (logging.DEBUG, None), message
+
+
+@pytest.mark.timeout(20)
+async def test_a_stderr_destination_that_blocks_does_not_stop_the_event_loop() -> None:
+    import io
+    import threading
+
+    from miniagent.mcp.stderr import PENDING_MAX, StderrTail
+
+    release = threading.Event()
+
+    class Stuck(io.StringIO):  # our stderr piped into a paused pager
+        def write(self, text: str) -> int:
+            release.wait(120)
+            return super().write(text)
+
+    target = Stuck()
+    tail = StderrTail(target)
+    tail.data_received("启动 line 1\n".encode())  # before: the event loop stopped here
+    tail.data_received(b"x" * (PENDING_MAX + 1) + b"\nthe end\n")
+    tail.data_received(b"more\n")  # past the pending bound: kept, not queued
+    assert tail.last_lines(2) == ["the end", "more"]
+    release.set()
+    tail.close()
+    assert target.getvalue().startswith("启动 line 1\nxxx") and "more" not in target.getvalue()

@@ -4,6 +4,10 @@ The server writes into a pipe of ours instead of straight into our stderr (or it
 What arrives goes on to where it went before (nowhere for ``subprocess.DEVNULL``), and the
 last :data:`KEPT_BYTES` are kept, so that a server that exits at start is reported with the
 last lines it wrote (a missing module, a bad flag) instead of ``Connection closed``.
+
+Passing on is done by a thread of the tail's own, never on the event loop: a destination that
+does not keep up (our stderr piped into a paused pager) must not stop every session. Past
+:data:`PENDING_MAX` bytes waiting to be written, what arrives is only kept here.
 """
 
 from __future__ import annotations
@@ -14,12 +18,19 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 from typing import IO
 
 __all__ = ["KEPT_BYTES", "StderrTail"]
 
 KEPT_BYTES = 4096
 """Bytes of a server's stderr kept for messages (the end: where the error usually is)."""
+PENDING_MAX = 1 << 20
+"""Bytes of a server's stderr that may wait for a slow destination; more are not passed on."""
+CLOSE_WAIT = 1.0
+"""Seconds :meth:`StderrTail.close` gives the writes still waiting."""
 
 
 class StderrTail(asyncio.Protocol):
@@ -38,6 +49,10 @@ class StderrTail(asyncio.Protocol):
         self._write_fd: int | None = None
         self._closing = False
         self._exited: bool | None = None  # ``ended`` as it was when we began to stop it
+        self._writer: ThreadPoolExecutor | None = None
+        self._last_write: Future[None] | None = None
+        self._pending = 0
+        self._lock = threading.Lock()
 
     async def open(self) -> int:
         """The pipe's write end, for the server process (close it with :meth:`spawned`)."""
@@ -81,11 +96,16 @@ class StderrTail(asyncio.Protocol):
         return [line[:width] for line in lines if line][-count:]
 
     def close(self) -> None:
-        """Stop reading (what was kept stays); not an end of the server's stderr."""
+        """Stop reading (what was kept stays); not an end of the server's stderr. Writes still
+        waiting get :data:`CLOSE_WAIT` seconds."""
         self.spawned()
         self._closing = True
         if self._transport is not None:
             self._transport.close()
+        if self._writer is not None:
+            if self._last_write is not None:
+                wait_for_futures([self._last_write], timeout=CLOSE_WAIT)
+            self._writer.shutdown(wait=False)
 
     # -- asyncio.Protocol -------------------------------------------------------------------
 
@@ -107,9 +127,19 @@ class StderrTail(asyncio.Protocol):
             self._ended.set_result(None)
 
     def _pass_on(self, data: bytes) -> None:
-        target = self._target
-        if target == subprocess.DEVNULL:
+        if self._target == subprocess.DEVNULL:
             return
+        with self._lock:
+            if self._pending > PENDING_MAX:
+                return  # the destination does not keep up: only the end is kept, here
+            self._pending += len(data)
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="mcp-stderr")
+        self._last_write = self._writer.submit(self._write, data)
+
+    def _write(self, data: bytes) -> None:
+        """On the writer thread: ``data`` to the destination, in the order it came."""
+        target = self._target
         try:
             if isinstance(target, int):
                 os.write(target, data)
@@ -122,3 +152,6 @@ class StderrTail(asyncio.Protocol):
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass  # a closed or broken destination: the server's output is only kept here
+        finally:
+            with self._lock:
+                self._pending -= len(data)
