@@ -290,3 +290,15 @@ def test_a_bad_length_limit_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -
         OtelTracer(model=describe_model(ScriptedModel([])), tracer_provider=provider)
     with pytest.raises(ConfigError, match=r"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT .* lots"):
         otlp_provider("http://127.0.0.1:4318")
+
+
+def test_the_exporter_logs_of_someone_elses_exports_still_pass(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    provider = otlp_provider("http://127.0.0.1:9/v1/traces")  # installs our filter
+    provider.shutdown()
+    exporter_log = logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    with caplog.at_level(logging.WARNING):
+        exporter_log.warning("an application's own exporter failed")
+    assert "an application's own exporter failed" in caplog.text

@@ -46,20 +46,28 @@ _log = logging.getLogger(__name__)
 
 
 class _HeldBack(logging.Filter):
-    """Keeps the exporter's records off stderr, remembering the first reason of each export
-    (per thread: the exporting thread is the one that logs)."""
+    """Keeps the exporter's records off stderr while one of our exports runs, remembering the
+    first reason (per thread: the exporting thread is the one that logs). The records of any
+    other exporter in the process pass."""
 
     def __init__(self) -> None:
         super().__init__()
         self._local = threading.local()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if not getattr(self._local, "holding", False):
+            return True  # not one of our exports
         if getattr(self._local, "reason", None) is None:
             self._local.reason = _reason(record)
         return False
 
+    def hold(self) -> None:
+        self._local.holding, self._local.reason = True, None
+
     def take(self) -> str | None:
+        """Stop holding; the first reason held back, if any."""
         reason, self._local.reason = getattr(self._local, "reason", None), None
+        self._local.holding = False
         return reason
 
 
@@ -145,8 +153,11 @@ class _Exporter(SpanExporter):
     def _send(self, part: list[ReadableSpan]) -> SpanExportResult:
         if self._shut.is_set():  # past the shutdown timeout: what is left is dropped
             return SpanExportResult.FAILURE
-        result = self.inner.export(part)
-        reason = _HELD_BACK.take()
+        _HELD_BACK.hold()
+        try:
+            result = self.inner.export(part)
+        finally:
+            reason = _HELD_BACK.take()
         if result is not SpanExportResult.SUCCESS:
             _report_once(self.endpoint, reason, len(part))
         return result
