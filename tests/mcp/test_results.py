@@ -115,3 +115,12 @@ def test_structured_content_of_its_own_is_kept() -> None:
     other = {"items": [{"type": "text", "text": "另一个"}]}
     assert result_text(result(text("summary"), structured=other)) == (
         '{"items": [{"type": "text", "text": "另一个"}]}')
+
+
+def test_text_nested_past_the_parser_does_not_break_the_result() -> None:
+    from types import SimpleNamespace
+
+    deep = "[" * 100_000 + "]" * 100_000
+    result = SimpleNamespace(content=[SimpleNamespace(type="text", text=deep)],
+                             structured_content={"value": 1}, is_error=False)
+    assert result_text(result) == '{"value": 1}'  # the structured content, as for any text

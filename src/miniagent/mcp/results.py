@@ -72,7 +72,7 @@ def _wraps(structured: Any, blocks: list[Any]) -> bool:
         return True
     try:
         return bool(json.loads(text) == value)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
         return False
 
 
