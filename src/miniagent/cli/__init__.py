@@ -21,7 +21,6 @@ from miniagent.cli.common import (
     fail,
     finish,
     interrupted,
-    package_version,
     positive_seconds,
     show_progress,
 )
@@ -47,6 +46,7 @@ from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.cli.temporal_cmd import worker as worker_cmd
 from miniagent.cli.trace_cmd import trace_app
 from miniagent.errors import UserError
+from miniagent.version import installed_version
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -62,7 +62,7 @@ app.add_typer(model_app, name="model")
 
 def _print_version(wanted: bool) -> None:
     if wanted:
-        typer.echo(f"miniagent {package_version()}")
+        typer.echo(f"miniagent {installed_version()}")
         raise typer.Exit()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import math
 import shlex
@@ -43,16 +42,6 @@ def positive_seconds(value: float | None) -> float | None:
     if value is not None and not (math.isfinite(value) and value > 0):
         raise typer.BadParameter(f"must be a positive number of seconds, got {value}")
     return value
-
-
-def package_version() -> str:
-    """miniagent's version as installed; the source's own where it runs uninstalled."""
-    try:
-        return importlib.metadata.version("miniagent")
-    except importlib.metadata.PackageNotFoundError:
-        from miniagent import __version__
-
-        return __version__
 
 
 EXIT_CODES = {"completed": 0, "awaiting_approval": 3}

@@ -30,6 +30,7 @@ from miniagent.mcp.connection import sdk
 from miniagent.tool_context import ToolContext
 from miniagent.tools.registry import Tool, ToolRegistry
 from miniagent.types import ToolCall
+from miniagent.version import installed_version
 
 __all__ = ["build_server", "serve_http", "serve_stdio", "served_tools"]
 
@@ -81,18 +82,9 @@ def build_server(registry: ToolRegistry, *, name: str = "miniagent") -> Any:
             content=[types.TextContent(type="text", text=observation.output)],
             is_error=observation.is_error)
 
-    return Server(name, version=_version(), on_list_tools=on_list_tools,
+    return Server(name, version=installed_version(), on_list_tools=on_list_tools,
                   on_call_tool=on_call_tool)
 
-
-def _version() -> str:
-    """miniagent's version, as ``serverInfo.version`` tells MCP clients."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("miniagent")
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
-        return "0+unknown"
 
 
 MAX_CALLS = 16
