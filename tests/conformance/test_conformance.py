@@ -401,6 +401,31 @@ async def test_compression(drivers: list[Driver], tmp_path: Path) -> None:
     assert got.status == "completed" and "context_compacted" in got.events
 
 
+async def test_a_history_past_the_compression_bound_ends_the_run(drivers: list[Driver],
+                                                                  tmp_path: Path) -> None:
+    @tool
+    def keep(text: str) -> str:
+        """Keep a note."""
+        return f"kept {len(text)} characters"
+
+    setup = Setup(model=lambda: ScriptedModel([react("keep it", "keep", {"text": "长" * 20_000}),
+                                               "Final Answer: never asked"]),
+                  tools=lambda: [keep], options={"compress_at": "5000c"})
+    got = await across(drivers, tmp_path, setup, run("keep this"))
+    assert (got.status, got.observations) == ("budget_exceeded", ["kept 20000 characters"])
+    assert "above its question and twice compress_at" in got.reason
+    assert ("guard_intervened", "compress_at") in got.trace
+
+
+async def test_a_react_step_in_a_native_reply_is_read_as_one(drivers: list[Driver],
+                                                             tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("add them", "add", {"a": 2, "b": 3}), "Thought: done\nFinal Answer: 5"],
+        tool_mode="auto"), tools=lambda: [add])
+    got = await across(drivers, tmp_path, setup, run("2+3?"))
+    assert (got.status, got.final_answer, got.observations) == ("completed", "5", ["5"])
+
+
 async def test_tool_selection(drivers: list[Driver], tmp_path: Path) -> None:
     @tool
     def weather(city: str) -> str:
