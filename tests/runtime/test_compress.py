@@ -499,3 +499,14 @@ def test_a_long_run_goes_on_with_its_calls_counted_once_they_no_longer_fit() -> 
     assert max(history_chars(r) for r in model.requests) <= 2 * 3000
     last = agent.session(result.session_id).compactions[-1]
     assert TALLIED in last.summary and last.summary.endswith(f"note x{last.rounds}")
+
+
+def test_a_long_question_does_not_make_every_step_compact() -> None:
+    # the question is never compressed: it counts towards the ceiling, not against the wait
+    # for keep_last new rounds (before: a compaction, and a broken cache, at every step)
+    model = ScriptedModel([*(note_action(n, 200) for n in range(1, 13)), "Final Answer: ok"])
+    agent = Agent(model=model, tools=[note], max_steps=20, compress_at="2000c", keep_last=2)
+    result = agent.run("Read this: " + "lorem ipsum " * 500)
+    steps = [c.step for c in agent.session(result.session_id).compactions]
+    assert result.status == "completed" and steps
+    assert all(b - a >= 2 for a, b in itertools.pairwise(steps)), steps

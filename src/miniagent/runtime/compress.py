@@ -26,9 +26,9 @@ compaction). Or, with ``compress="model"``, the model writes the summary of the 
 
 ``compress_at`` is a bound, not only a trigger: where keeping the last ``keep_last`` rounds
 whole would leave the history above it (rounds with huge arguments or results), fewer are
-kept (the latest always), before the calls of the summary are only counted; past twice
-``compress_at`` a compaction does not wait for ``keep_last`` new rounds; and a history that
-would stay above its question plus twice ``compress_at`` after that (a round larger than it)
+kept (the latest always), before the calls of the summary are only counted; past its
+question plus twice ``compress_at`` (the ceiling) a compaction does not wait for
+``keep_last`` new rounds; and a history that would stay above the ceiling (a round larger)
 ends the run as ``budget_exceeded`` before the step (:func:`overflow` says why), instead of
 sending ever longer prompts.
 
@@ -76,7 +76,7 @@ LISTED_ARGUMENT_CHARS = 500
 TALLIED = "calls counted per tool, their arguments and results left out"
 """What the summary of a run too long to list its calls says (see :func:`_cut_summary`)."""
 CEILING = 2
-"""The history sent stays under ``CEILING * compress_at``, or the run ends."""
+"""The history sent stays under its question plus ``CEILING * compress_at``, or the run ends."""
 _SIZE = re.compile(r"\s*(\d[\d_,]*)\s*(c|chars?|characters|t|tokens?)?\s*", re.IGNORECASE)
 _ACTION_LINE = re.compile(r"^[ \t>#*_\-]*(?:action|行动|动作)\b", re.IGNORECASE | re.MULTILINE)
 _THOUGHT_LABEL = re.compile(r"^[ \t>#*_\-]*(?:thought|思考)[ \t*]*[:：][ \t*]*", re.IGNORECASE)
@@ -197,7 +197,7 @@ def plan(session: AgentSession, config: Compression) -> Plan | None:
     # the ceiling, where the wait would let the history grow without bound
     keep = config.keep_last
     needed = 2 * keep if last else keep + 1
-    if len(starts) < needed and (before <= CEILING * config.at or len(starts) < 2):
+    if len(starts) < needed and (before <= _ceiling(session, config) or len(starts) < 2):
         return None
     first = last.start if last else starts[0]
     best: Plan | None = None
@@ -221,16 +221,19 @@ def overflow(session: AgentSession, config: Compression) -> str | None:
     messages = history(session) if planned is None else [
         *session.messages[:planned.start], Message(role="user", content=planned.cut_summary),
         *session.messages[planned.end:]]
-    now = size(messages, config.unit)
-    starts = round_starts(session.messages)
-    question = size(session.messages[:starts[0] if starts else len(session.messages)],
-                    config.unit)
-    ceiling = question + CEILING * config.at
+    now, ceiling = size(messages, config.unit), _ceiling(session, config)
     if now <= ceiling:
         return None
     unit = "estimated tokens" if config.unit == "tokens" else "characters"
     return (f"the history would be {now:,} {unit} after compression, above its question and "
             f"twice compress_at ({ceiling:,}): a step is too large to send")
+
+
+def _ceiling(session: AgentSession, config: Compression) -> int:
+    """The largest history sent: its question (never compressed) and twice ``compress_at``."""
+    starts = round_starts(session.messages)
+    question = session.messages[:starts[0] if starts else len(session.messages)]
+    return size(question, config.unit) + CEILING * config.at
 
 
 def _plan_keeping(session: AgentSession, config: Compression, last: Compaction | None,
