@@ -217,11 +217,12 @@ def overflow(session: AgentSession, config: Compression) -> str | None:
     """Why the run cannot go on under ``config``, or None: the history, once compressed as
     :func:`plan` would, stays above the ceiling (the question, which is never compressed,
     plus twice ``compress_at``)."""
+    ceiling = _ceiling(session, config)
+    if size(history(session), config.unit) <= ceiling:
+        return None  # a compaction only makes it smaller: no need to plan one here
     planned = plan(session, config)
-    messages = history(session) if planned is None else [
-        *session.messages[:planned.start], Message(role="user", content=planned.cut_summary),
-        *session.messages[planned.end:]]
-    now, ceiling = size(messages, config.unit), _ceiling(session, config)
+    now = size(history(session), config.unit) if planned is None else _size_with(
+        session, planned, planned.cut_summary, config.unit)
     if now <= ceiling:
         return None
     unit = "estimated tokens" if config.unit == "tokens" else "characters"
