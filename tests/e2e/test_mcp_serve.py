@@ -20,6 +20,13 @@ from miniagent.mcp import MCPServer
 
 __all__ = ["served_http", "tools_file"]  # fixtures
 
+HEADERS = {"Authorization": "Bearer tok-3f9a-secret", "Accept": "application/json, "
+           "text/event-stream", "Content-Type": "application/json"}
+HELLO = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "t", "version": "1"}}}
+"""What a raw streamable-HTTP client sends first (with the served token)."""
+
 async def check_tools(client: Client) -> None:
     listed = await client.list_tools()
     assert sorted(t.name for t in listed.tools) == ["add", "greet", "key"]  # wipe left out
@@ -93,11 +100,7 @@ async def test_dns_rebinding_is_refused(served_http: str) -> None:
     """A page at another name that resolves here sends its own Host and Origin: refused."""
     import httpx2
 
-    headers = {"Authorization": "Bearer tok-3f9a-secret", "Accept": "application/json, "
-               "text/event-stream", "Content-Type": "application/json"}
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}
+    headers, hello = HEADERS, HELLO
     async with httpx2.AsyncClient() as http:
         good = await http.post(served_http, json=hello, headers=headers)
         evil_host = await http.post(served_http, json=hello,
@@ -164,11 +167,7 @@ async def test_rebinding_protection_holds_on_any_address(tools_file: Path) -> No
             url = found.group(1) if found else None
         assert url, "mcp-serve did not start"
         port = url.split(":")[2].split("/")[0]
-        headers = {"Authorization": "Bearer tok-3f9a-secret", "Accept": "application/json, "
-                   "text/event-stream", "Content-Type": "application/json"}
-        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}
+        headers, hello = HEADERS, HELLO
         async with httpx2.AsyncClient() as http:
             statuses = [(await http.post(url, json=hello, headers={**headers, **extra}))
                         .status_code for extra in (
@@ -188,11 +187,7 @@ async def test_one_client_cannot_take_every_session(served_http: str) -> None:
     from miniagent.mcp.serve import MAX_SESSIONS, MAX_SESSIONS_PER_CLIENT
 
     assert MAX_SESSIONS_PER_CLIENT < MAX_SESSIONS
-    headers = {"Authorization": "Bearer tok-3f9a-secret", "Accept": "application/json, "
-               "text/event-stream", "Content-Type": "application/json"}
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}
+    headers, hello = HEADERS, HELLO
 
     async def open_session(http: httpx2.AsyncClient) -> httpx2.Response:
         return await http.post(served_http, json=hello)
