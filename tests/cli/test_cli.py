@@ -112,19 +112,19 @@ def test_tools_prints_schemas_from_a_file(tmp_path: Path) -> None:
 
 
 def test_run_without_endpoint_or_model_file_is_one_clear_line(tmp_path: Path) -> None:
-    from miniagent.models.local import INSTALL_HINT, llama_cpp_available
+    from miniagent.models.local import INSTALL_HINT, runtime_available
 
     out = cli("run", "hello", env={"MINIAGENT_MODEL_PATH": str(tmp_path / "none.gguf")})
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0
-    if llama_cpp_available():
+    if runtime_available():
         assert "model file not found" in out.stderr and "none.gguf" in out.stderr
     else:  # what is missing first: the extra (the same interpreter runs the command)
         assert out.stderr.strip() == f"miniagent: {INSTALL_HINT}"
 
 
 def test_run_offline_with_the_embedded_model() -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     from miniagent.models.local import resolve_model_path
 
     try:

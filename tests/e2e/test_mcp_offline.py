@@ -22,7 +22,7 @@ from miniagent.types import ModelRequest
 
 
 def test_embedded_model_gets_the_time_servers_tools() -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     from miniagent.models.local import LocalModel, resolve_model_path
 
     try:

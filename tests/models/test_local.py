@@ -1,5 +1,5 @@
 """LocalModel: model file resolution and errors (always), and real in-process generation
-with llama.cpp and the packaged SmolLM2 file (skipped when either is missing).
+with llama.cpp (xllamacpp) and the packaged SmolLM2 file (skipped when either is missing).
 
 Assertions are on what is deterministic at temperature 0 (formats, statuses in an allowed
 set, parse success with the grammar, token accounting), not on the tiny model being right.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from miniagent import Agent
+from miniagent import Agent, tool
 from miniagent.cli.local import TINY_MODEL_NOTICE, local_model, local_notice
 from miniagent.errors import ConfigError, ModelError
 from miniagent.models import local as local_mod
@@ -26,6 +26,7 @@ from miniagent.models.local import (
     resolve_model_path,
 )
 from miniagent.protocol.grammar import react_grammar
+from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
 from miniagent.protocol.react_parser import parse_react
 from miniagent.tools.builtin import calculator
@@ -79,7 +80,7 @@ def test_no_model_anywhere_says_what_to_install(no_packaged_model: None) -> None
 
 
 def test_missing_extra_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(local_mod, "llama_cpp_available", lambda: False)
+    monkeypatch.setattr(local_mod, "runtime_available", lambda: False)
     (tmp_path / "m.gguf").write_bytes(b"x")
     with pytest.raises(ConfigError) as info:
         LocalModel(tmp_path / "m.gguf")
@@ -94,10 +95,10 @@ def test_cli_rejects_unknown_mode() -> None:
         local_model(None, "fancy", True)
 
 
-def test_importing_miniagent_does_not_import_llama_cpp() -> None:
+def test_importing_miniagent_does_not_import_the_runtime() -> None:
     code = (
         "import sys, miniagent, miniagent.models.local, miniagent.cli.local, "
-        "miniagent.protocol.grammar; assert 'llama_cpp' not in sys.modules"
+        "miniagent.protocol.grammar; assert 'xllamacpp' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -106,7 +107,7 @@ def test_importing_miniagent_does_not_import_llama_cpp() -> None:
 
 
 def _model_path() -> Path:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     try:
         return resolve_model_path()
     except ConfigError as exc:
@@ -164,8 +165,8 @@ async def test_grammar_off_ignores_the_request_grammar(react_model: LocalModel) 
     request = _request("Say hi.")
     request.grammar = "root ::= [0-9]{1,3}"
     off = LocalModel(_model_path(), tool_mode="react", grammar=False)
-    assert "grammar" not in off._completion_kwargs(request)
-    assert "grammar" in react_model._completion_kwargs(request)
+    assert "grammar" not in off.completion_body(request)
+    assert "grammar" in react_model.completion_body(request)
     request.max_tokens = 24
     response = await off.generate(request)
     off.unload()
@@ -189,7 +190,6 @@ async def native_model() -> AsyncIterator[LocalModel]:
 
 async def test_native_mode_runs_the_loop(native_model: LocalModel) -> None:
     assert native_model.capabilities.native_tools is True
-    assert native_model.chat_format == "chatml-function-calling"
     agent = Agent(model=native_model, tools=[calculator], max_steps=2, max_tokens=64)
     result = await agent.arun("What is 17 * 3? Use the calculator tool.")
     assert result.status in ALLOWED, result.reason
@@ -205,3 +205,41 @@ def test_cli_factory_and_notice() -> None:
     assert model.tool_mode == "auto" and model.capabilities.native_tools is False
     notice = local_notice(model)
     assert model.model_path.name in notice and TINY_MODEL_NOTICE in notice
+
+
+async def test_native_calls_follow_the_tool_schema(native_model: LocalModel) -> None:
+    request = NativeProtocol().render([Message(role="user", content="What is 12 * 7?")],
+                                      [calculator])
+    request.tool_choice, request.max_tokens = "required", 64
+    response = await native_model.generate(request)
+    assert [call.name for call in response.tool_calls] == ["calculator"]
+    assert isinstance(response.tool_calls[0].arguments.get("expression"), str)
+    assert "tools" not in native_model.completion_body(request)  # said in the prompt instead
+
+
+async def test_a_native_call_cut_off_by_max_tokens_never_runs(native_model: LocalModel) -> None:
+    ran: list[str] = []
+
+    @tool
+    def note(text: str) -> str:
+        """Write a note."""
+        ran.append(text)
+        return "noted"
+
+    agent = Agent(model=native_model, tools=[note], max_steps=2, max_tokens=12,
+                  tool_choice="required")
+    result = await agent.arun("Write a note with a long poem about the sea in it.")
+    assert ran == []
+    observation = result.steps[0].calls[0].observation
+    assert observation is not None and "was not run" in observation.output
+    assert "max_tokens limit (12 tokens)" in observation.output
+
+
+async def test_a_grammar_llama_cpp_cannot_parse_is_a_model_error(
+        react_model: LocalModel) -> None:
+    request = _request("Say hi.")
+    request.grammar = "root ::= ("
+    with pytest.raises(ModelError, match="grammar"):
+        await react_model.generate(request)
+    request.grammar, request.max_tokens = 'root ::= "ok"', 4
+    assert (await react_model.generate(request)).content == "ok"  # the model still serves

