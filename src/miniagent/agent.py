@@ -75,7 +75,16 @@ class Agent:
     ``"model"`` (the model). See :mod:`miniagent.runtime.compress`.
 
     With ``tool_selection=K``, each request offers only the ``K`` tools most relevant to the
-    conversation so far, plus those already called (see :mod:`miniagent.runtime.selection`).
+    conversation so far, plus those already called (see :mod:`miniagent.runtime.selection`);
+    0 offers them all.
+
+    A small model (``model.capabilities.small_model``: the embedded SmolLM2) gets aids for weak
+    models unless told otherwise: ``tool_selection`` defaults to
+    :data:`~miniagent.defaults.SMALL_MODEL_TOOLS` and ``worked_example`` (a worked example of
+    one round with the first offered tool in the ReAct prompt) to True; for other models
+    ``worked_example`` defaults to False. After an intervention on a repeated call, the next
+    step must answer (``answer_after_repeat``, default True: see
+    :class:`~miniagent.runtime.guards.Limits`).
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
     the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
     that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
@@ -105,6 +114,7 @@ class Agent:
         timeout: float | None = None,
         max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS,
         repeat_limit: int = defaults.REPEAT_LIMIT,
+        answer_after_repeat: bool = True,
         max_calls_per_step: int = defaults.MAX_CALLS_PER_STEP,
         tool_concurrency: int = defaults.TOOL_CONCURRENCY,
         temperature: float | None = defaults.TEMPERATURE,
@@ -120,6 +130,7 @@ class Agent:
         compress: Literal["truncate", "model"] = "truncate",
         tool_selection: int | None = None,
         tool_choice: str | None = None,
+        worked_example: bool | None = None,
         approval_timeout: float | None = None,
         trace: str | os.PathLike[str] | None = None,
         temporal: Any = None,
@@ -129,8 +140,9 @@ class Agent:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
                              ("tool_selection", 1 if tool_selection is None else tool_selection)):
-            if value < 1:
-                raise UserError(f"{label} must be at least 1, got {value}")
+            if value < (0 if label == "tool_selection" else 1):
+                raise UserError(f"{label} must be at least {int(label != 'tool_selection')}, "
+                                f"got {value}")
         if model is None and temporal is None:
             raise UserError("an Agent needs a model (or a Temporal client, whose workers "
                             "serve the model)")
@@ -141,20 +153,25 @@ class Agent:
         self.registry, others = _split_tools(tools)
         self.sources: list[ToolSource] = [self.registry, *others]
         """Where the agent's tools come from: its own functions first, then the others."""
+        small = model is not None and model.capabilities.small_model
+        tool_selection, worked_example = _small_model_aids(small, tool_selection, worked_example)
         if protocol is None and model is not None:
             caps = model.capabilities
             protocol = default_protocol(caps.tool_mode, native_tools=caps.native_tools,
-                                        grammar=grammar, max_tokens=max_tokens)
+                                        grammar=grammar, max_tokens=max_tokens,
+                                        example=worked_example)
         self.protocol = protocol
         """The agent's protocol object (None: a Temporal agent without a model, which uses
         the one its workers' model is configured for)."""
         self.spec = AgentSpec(
             limits=Limits(max_steps=max_steps, token_budget=token_budget, timeout=timeout,
                           max_observation_chars=max_observation_chars,
-                          repeat_limit=repeat_limit, max_calls_per_step=max_calls_per_step,
+                          repeat_limit=repeat_limit, answer_after_repeat=answer_after_repeat,
+                          max_calls_per_step=max_calls_per_step,
                           tool_concurrency=tool_concurrency),
             protocol=protocol_ref(protocol) if protocol is not None else ProtocolRef(
-                options={"grammar": grammar, "max_tokens": max_tokens}),
+                options={"grammar": grammar, "max_tokens": max_tokens,
+                         "example": worked_example}),
             instructions=instructions, temperature=temperature, max_tokens=max_tokens,
             on_interrupted=on_interrupted,
             compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
@@ -444,6 +461,15 @@ def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,
                      owner=owner)
     finally:
         store.release(session_id, owner)
+
+
+def _small_model_aids(small: bool, tool_selection: int | None,
+                      worked_example: bool | None) -> tuple[int | None, bool]:
+    """The tool selection (None: every tool) and whether to show a worked example, from what
+    was given and whether the model is small."""
+    if tool_selection is None and small:
+        tool_selection = defaults.SMALL_MODEL_TOOLS
+    return (tool_selection or None), (small if worked_example is None else worked_example)
 
 
 def _split_tools(tools: ToolRegistry | Iterable[ToolItem]

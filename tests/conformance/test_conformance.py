@@ -364,10 +364,21 @@ async def test_the_deadline(drivers: list[Driver], tmp_path: Path) -> None:
 
 async def test_loop_detection(drivers: list[Driver], tmp_path: Path) -> None:
     setup = Setup(model=lambda: ScriptedModel([react("again", "lookup", {"key": "k"})] * 4),
-                  tools=lambda: [lookup])
+                  tools=lambda: [lookup], options={"answer_after_repeat": False})
     got = await across(drivers, tmp_path, setup, run("look"))
     assert got.status == "loop_detected"
     assert [g for k, g in got.trace if k == "guard_intervened"] == ["repeat", "loop_stop"]
+
+
+async def test_after_a_repeat_the_next_step_must_answer(drivers: list[Driver],
+                                                        tmp_path: Path) -> None:
+    again = react("again", "lookup", {"key": "k"})
+    setup = Setup(model=lambda: ScriptedModel([again] * 4 + ["Final Answer: value of k"]),
+                  tools=lambda: [lookup])
+    got = await across(drivers, tmp_path, setup, run("look"))
+    assert (got.status, got.final_answer) == ("completed", "value of k")
+    assert [g for k, g in got.trace if k == "guard_intervened"] == ["repeat", "format_error"]
+    assert got.observations[2].endswith("Its result was: value of k")  # what to answer from
 
 
 async def test_a_cut_off_call_never_runs(drivers: list[Driver], tmp_path: Path) -> None:

@@ -41,6 +41,9 @@ def eval_command(
     request_timeout: Annotated[float, typer.Option(callback=positive_seconds, help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
     grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True,  # noqa: E501
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar in this request field (grammar, guided_grammar, structured_outputs).")] = None,  # noqa: E501
+    worked_example: Annotated[bool | None, typer.Option("--worked-example/--no-worked-example", help="Show a worked example in the ReAct prompt [default: on for a small model]")] = None,  # noqa: E501
+    tool_selection: Annotated[int | None, typer.Option(min=0, help="Tools offered per step, the most relevant; 0 = all [default: 2 for a small model, else all]")] = None,  # noqa: E501
+    answer_after_repeat: Annotated[bool, typer.Option("--answer-after-repeat/--no-answer-after-repeat", help="After an intervention on a repeated call, the next step must answer.")] = True,  # noqa: E501
     seed: Annotated[int, typer.Option(help="Seed of every injected fault.")] = 0,
     tool_failure_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of tool calls that fail with 'service unavailable'.")] = 0.0,  # noqa: E501
     tool_latency: Annotated[float, typer.Option(min=0.0, help="Seconds added to every tool call.")] = 0.0,  # noqa: E501
@@ -84,6 +87,9 @@ def eval_command(
                           timeout=timeout, seed=seed, tool_failure_rate=tool_failure_rate,
                           tool_latency=tool_latency, model_failure_rate=model_failure_rate,
                           model_faults=model_faults, out=out, fresh=fresh,
+                          agent_options={"worked_example": worked_example,
+                                         "tool_selection": tool_selection,
+                                         "answer_after_repeat": answer_after_repeat},
                           label={"tasks": str(tasks or "builtin"),
                                  "tools": sources if tools else ["builtin"]})
         except KeyboardInterrupt:
@@ -156,7 +162,7 @@ def _run(task_list: list[Any], registry: ToolRegistry, checkers: dict[str, Check
          concurrency: int, max_steps: int, max_tokens: int, timeout: float | None,
          seed: int, tool_failure_rate: float, tool_latency: float,
          model_failure_rate: float, model_faults: str, out: Path, fresh: bool,
-         label: dict[str, Any]) -> dict[str, Any]:
+         agent_options: dict[str, Any], label: dict[str, Any]) -> dict[str, Any]:
     from miniagent.cli.eval_view import EvalProgress
     from miniagent.evals.faults import ToolFaults
     from miniagent.evals.metrics import summarize
@@ -172,7 +178,7 @@ def _run(task_list: list[Any], registry: ToolRegistry, checkers: dict[str, Check
     eval_config = EvalConfig(modes=modes, repeat=repeat, concurrency=concurrency,
                              max_steps=max_steps, max_tokens=max_tokens, timeout=timeout,
                              grammar=config.grammar, faults=faults, out=out, fresh=fresh,
-                             label=label)
+                             agent_options=agent_options, label=label)
     with _model_source(config, api_key, model_failure_rate, model_faults, seed) as source:
         progress = EvalProgress(_stderr_console())
         hooks = EvalHooks(on_start=progress.start, on_result=progress.result)

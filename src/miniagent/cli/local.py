@@ -8,13 +8,10 @@ from typing import Annotated, cast
 import typer
 
 from miniagent.cli.common import cli_errors
-from miniagent.models.local import LocalModel, resolve_model_path
+from miniagent.models.local import SMALL_MODEL_BYTES, LocalModel, resolve_model_path
 from miniagent.types import ToolMode
 
 __all__ = ["SMALL_MODEL_BYTES", "TINY_MODEL_NOTICE", "local_model", "local_notice", "model_app"]
-
-SMALL_MODEL_BYTES = 1_000_000_000
-"""GGUF files below this size get the "for trying the loop only" notice."""
 
 TINY_MODEL_NOTICE = (
     "This tiny model is for trying the loop offline, not for real work: it follows the "

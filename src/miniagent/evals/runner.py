@@ -50,6 +50,9 @@ class EvalConfig:
     fresh: bool = False
     trace: bool = True
     """Write each run's events to ``out/traces/MODE-REPEAT-ID.jsonl`` (with ``out``)."""
+    agent_options: dict[str, Any] = field(default_factory=dict)
+    """More :class:`~miniagent.Agent` keywords (``worked_example``, ``tool_selection``,
+    ``answer_after_repeat``, ...); part of the identity."""
     label: dict[str, Any] = field(default_factory=dict)
     """What identifies the model and tools (recorded; a rerun must match it to resume)."""
 
@@ -60,7 +63,7 @@ class EvalConfig:
                 "max_tokens": self.max_tokens, "temperature": self.temperature,
                 "grammar": self.grammar, "seed": self.faults.seed,
                 "tool_failure_rate": self.faults.rate, "tool_latency": self.faults.latency,
-                **self.label}
+                **self.agent_options, **self.label}
 
 
 @dataclass(kw_only=True)
@@ -138,7 +141,8 @@ async def _run_one(task: EvalTask, mode: str, repeat: int, model: Model, tools: 
     agent = Agent(model=model, tools=run_tools, max_steps=config.max_steps,
                   max_tokens=config.max_tokens, temperature=config.temperature,
                   timeout=config.timeout, grammar=config.grammar, store=MemoryStore(),
-                  trace=config.out / trace_name if config.out and trace_name else None)
+                  trace=config.out / trace_name if config.out and trace_name else None,
+                  **config.agent_options)
     started = time.perf_counter()
     try:
         result = await agent.arun(task.input, metadata={"eval": key})

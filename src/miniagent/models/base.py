@@ -27,12 +27,16 @@ class Capabilities:
         streaming: Whether it streams: its ``generate`` then takes an ``on_delta`` keyword
             (a :data:`~miniagent.models.streaming.DeltaSink`) that receives the answer's
             text as it is written.
+        small_model: A small model (the embedded SmolLM2): an :class:`~miniagent.Agent`
+            turns on its aids for weak models by default (a worked example in the ReAct
+            prompt, a small tool selection).
     """
 
     tool_mode: ToolMode = "auto"
     native_tools: bool | None = None
     grammar: bool = False
     streaming: bool = False
+    small_model: bool = False
 
 
 @runtime_checkable

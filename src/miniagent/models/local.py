@@ -41,10 +41,15 @@ __all__ = [
     "INSTALL_HINT",
     "MODEL_HINT",
     "MODEL_PATH_ENV",
+    "SMALL_MODEL_BYTES",
     "LocalModel",
     "resolve_model_path",
     "runtime_available",
 ]
+
+SMALL_MODEL_BYTES = 1_000_000_000
+"""GGUF files below this size are small models: the notice says what they are for, and an
+agent turns on its aids for weak models (see :class:`~miniagent.models.base.Capabilities`)."""
 
 MODEL_PATH_ENV = "MINIAGENT_MODEL_PATH"
 """The environment variable naming a GGUF file."""
@@ -197,7 +202,15 @@ class LocalModel:
         """Native tools only in native mode, so ``auto`` runs the (grammar) ReAct protocol."""
         return Capabilities(tool_mode=self.tool_mode,
                             native_tools=self.tool_mode in ("native", "hybrid"),
-                            grammar=self.grammar)
+                            grammar=self.grammar, small_model=self.small)
+
+    @property
+    def small(self) -> bool:
+        """Whether the file is under :data:`SMALL_MODEL_BYTES` (a model that needs aids)."""
+        try:
+            return self.model_path.stat().st_size < SMALL_MODEL_BYTES
+        except OSError:
+            return False
 
     @property
     def loaded(self) -> bool:

@@ -40,17 +40,18 @@ class AutoProtocol:
             False (it refuses them: render ReAct from the start) or None (find out).
         grammar: Whether the ReAct fallback attaches its grammar.
         max_tokens: The token limit per turn that bounds the fallback's grammar.
+        example: Whether the ReAct fallback's prompt shows a worked example.
     """
 
     name = "auto"
 
     def __init__(self, *, native_tools: bool | None = None, grammar: bool = True,
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, example: bool = False) -> None:
         self.native_tools = native_tools
-        self.react = ReactProtocol(grammar=grammar, max_tokens=max_tokens)
+        self.react = ReactProtocol(grammar=grammar, max_tokens=max_tokens, example=example)
         self.native = NativeProtocol()
         self._options = {"native_tools": native_tools, "grammar": grammar,
-                         "max_tokens": max_tokens}
+                         "max_tokens": max_tokens, "example": example}
 
     def options(self) -> dict[str, Any]:
         """What rebuilds this protocol elsewhere: what was known at first, not what it learnt

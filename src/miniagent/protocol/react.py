@@ -35,6 +35,7 @@ __all__ = [
     "ToolLike",
     "format_error_observation",
     "render_system_prompt",
+    "worked_example",
 ]
 
 STOP_WORDS: list[str] = ["\nObservation:", "\nObservation：", "\n**Observation", "\nobservation:"]
@@ -78,16 +79,18 @@ def _tool_block(tool: ToolLike) -> str:
     return f"- {tool.name}: {description}\n  Input: {_compact_json(tool.parameters)}"
 
 
-def render_system_prompt(tools: Sequence[ToolLike], instructions: str | None = None) -> str:
+def render_system_prompt(tools: Sequence[ToolLike], instructions: str | None = None, *,
+                         example: bool = False) -> str:
     """Build the ReAct system prompt.
 
     Args:
         tools: The tools the model may call.
         instructions: Optional developer instructions, placed after the introduction.
+        example: Add a worked example built from the first tool (:func:`worked_example`).
 
     Returns:
         The prompt text: introduction, instructions, tools with their input schema,
-        valid tool names, the exact format and the rules.
+        valid tool names, the exact format, the worked example and the rules.
     """
     parts = [_INTRO]
     if instructions and instructions.strip():
@@ -98,8 +101,48 @@ def render_system_prompt(tools: Sequence[ToolLike], instructions: str | None = N
         parts.append("Tools: none. Answer directly with a Thought and a Final Answer.")
     parts.append("Valid tool names: " + _names(tools))
     parts.append("Use exactly this format:\n\n" + FORMAT_REMINDER)
+    if example and tools:
+        parts.append(worked_example(tools[0]))
     parts.append(_RULES)
     return "\n\n".join(parts)
+
+
+def worked_example(tool: ToolLike) -> str:
+    """One whole round with ``tool``, from the question to the Final Answer taken from the
+    Observation: what a small model copies best. The values are placeholders built from the
+    tool's schema, never from the user's question."""
+    arguments = _compact_json(_example_arguments(tool.parameters))
+    return (
+        "Example (only the format; the values are made up):\n"
+        f"Question: a question that {tool.name} can answer\n"
+        f"Thought: I should call {tool.name}.\n"
+        f"Action: {tool.name}\n"
+        f"Action Input: {arguments}\n"
+        f"Observation: the result of {tool.name}\n"
+        "Thought: I now know the final answer\n"
+        "Final Answer: the answer, taken from the Observation"
+    )
+
+
+_EXAMPLE_VALUES: dict[str, Any] = {"string": "...", "integer": 1, "number": 1.5,
+                                   "boolean": True, "array": [], "object": {}}
+
+
+def _example_arguments(schema: Any) -> dict[str, Any]:
+    """A placeholder value for each required property (all of them when none is required)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return {}
+    required = [n for n in schema.get("required") or [] if n in properties] or list(properties)
+    values = {}
+    for name in required:
+        prop = properties[name] if isinstance(properties[name], dict) else {}
+        enum = prop.get("enum")
+        kind = prop.get("type")
+        kind = kind[0] if isinstance(kind, list) and kind else kind
+        values[name] = enum[0] if isinstance(enum, list) and enum else _EXAMPLE_VALUES.get(
+            kind if isinstance(kind, str) else "string", "...")
+    return values
 
 
 def format_error_observation(error: str, tool_names: Sequence[str]) -> str:
@@ -160,6 +203,9 @@ class ReactProtocol:
         max_tokens: The agent's token limit per turn, which bounds the grammar's thought and
             free strings so a whole action fits (see
             :func:`~miniagent.protocol.grammar.react_grammar`).
+        example: Show a worked example built from the first offered tool in the system
+            prompt (:func:`worked_example`). Off by default: a large model needs no example
+            and pays its tokens on every step; the embedded model turns it on.
 
     Example:
         >>> proto = ReactProtocol()
@@ -173,9 +219,10 @@ class ReactProtocol:
     name = "react"
 
     def __init__(self, *, grammar: bool = True, grammar_cache: int = 32,
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, example: bool = False) -> None:
         self.grammar = grammar
         self.max_tokens = max_tokens
+        self.example = example
         self._grammars: OrderedDict[tuple[tuple[str, int], ...], tuple[str, list[ToolLike]]] = (
             OrderedDict())
         self._cache_size = max(1, grammar_cache)
@@ -184,7 +231,8 @@ class ReactProtocol:
 
     def options(self) -> dict[str, Any]:
         """What rebuilds this protocol elsewhere (see :mod:`miniagent.protocol.registry`)."""
-        return {"grammar": self.grammar, "max_tokens": self.max_tokens}
+        return {"grammar": self.grammar, "max_tokens": self.max_tokens,
+                "example": self.example}
 
     def render(
         self,
@@ -238,7 +286,7 @@ class ReactProtocol:
         last = self._last_prompt  # one read: a render on another thread may replace it
         if last is not None and last[0] == instructions and last[1] == specs:
             return last[2]
-        prompt = render_system_prompt(tools, instructions)
+        prompt = render_system_prompt(tools, instructions, example=self.example)
         self._last_prompt = (instructions, copy.deepcopy(specs), prompt)
         return prompt
 

@@ -63,16 +63,18 @@ def protocol_ref(protocol: ActionProtocol) -> ProtocolRef:
 
 
 def default_protocol(tool_mode: str, *, native_tools: bool | None = None, grammar: bool = True,
-                     max_tokens: int | None = None) -> ActionProtocol:
+                     max_tokens: int | None = None, example: bool = False) -> ActionProtocol:
     """The protocol a transport was configured for (its ``tool_mode``): react, native, hybrid,
-    or auto; a ReAct grammar bounds its free strings for turns of ``max_tokens``."""
+    or auto; a ReAct grammar bounds its free strings for turns of ``max_tokens``, and
+    ``example`` shows a worked example in the ReAct prompt."""
     if tool_mode == "react":
-        return ReactProtocol(grammar=grammar, max_tokens=max_tokens)
+        return ReactProtocol(grammar=grammar, max_tokens=max_tokens, example=example)
     if tool_mode == "hybrid":
         return HybridProtocol()
     if tool_mode == "native":
         return NativeProtocol()
-    return AutoProtocol(native_tools=native_tools, grammar=grammar, max_tokens=max_tokens)
+    return AutoProtocol(native_tools=native_tools, grammar=grammar, max_tokens=max_tokens,
+                        example=example)
 
 
 def build_protocol(ref: ProtocolRef, *, tool_mode: str = "auto",
@@ -85,7 +87,8 @@ def build_protocol(ref: ProtocolRef, *, tool_mode: str = "auto",
             refuses the options.
     """
     if ref.name is None:
-        options = {k: v for k, v in ref.options.items() if k in ("grammar", "max_tokens")}
+        options = {k: v for k, v in ref.options.items()
+                   if k in ("grammar", "max_tokens", "example")}
         return default_protocol(tool_mode, native_tools=native_tools, **options)
     name = ref.name
     factory = _FACTORIES.get(name)

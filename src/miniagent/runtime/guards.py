@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,6 +33,10 @@ class Limits:
         max_calls_per_step: calls of one reply that are run; the rest are dropped and the
             model is told the limit.
         tool_concurrency: calls of one step that run at the same time.
+        answer_after_repeat: after an intervention on a repeated call, the next step must
+            be the Final Answer (``tool_choice`` ``none`` for that step): a small model that
+            repeats a call it has the result of would otherwise repeat it until the run
+            ends ``loop_detected``.
     """
 
     max_steps: int = defaults.MAX_STEPS
@@ -41,6 +46,17 @@ class Limits:
     repeat_limit: int = defaults.REPEAT_LIMIT
     max_calls_per_step: int = defaults.MAX_CALLS_PER_STEP
     tool_concurrency: int = defaults.TOOL_CONCURRENCY
+    answer_after_repeat: bool = True
+
+
+REPEATED = "repeated: answered with an intervention"
+"""The reason recorded on a repeated call that was answered instead of run."""
+
+
+def repeated_last(steps: Sequence[Step]) -> bool:
+    """Whether the last step holds a call answered with a repeat intervention."""
+    return bool(steps) and any(record.moves and record.moves[-1].reason == REPEATED
+                               for record in steps[-1].calls)
 
 
 def truncate_observation(text: str, limit: int) -> str:
@@ -108,6 +124,20 @@ def action_key(call: ToolCall) -> tuple[str, Any]:
     return call.name, _normalise(args)
 
 
+_EARLIER_CHARS = 500
+
+
+def earlier_result(steps: Sequence[Step], call: ToolCall) -> str | None:
+    """The output of the last successful run of the same action, if there was one."""
+    key = action_key(call)
+    for step in reversed(steps):
+        for record in step.calls:
+            seen = record.observation
+            if seen is not None and not seen.is_error and action_key(record.call) == key:
+                return seen.output
+    return None
+
+
 class LoopDetector:
     """Counts repeated actions across a run.
 
@@ -138,9 +168,13 @@ class LoopDetector:
         return "intervene" if count == self.limit else "stop"
 
     @staticmethod
-    def intervention(call: ToolCall, count: int) -> str:
-        return (
+    def intervention(call: ToolCall, count: int, earlier: str | None = None) -> str:
+        """What a repeated call is answered with; ``earlier`` is the result it already had."""
+        text = (
             f"You have called '{call.name}' with the same arguments {count} times; the result "
             "will not change. Do not repeat it. Use the observations you already have and "
             "give your Final Answer, or try a different tool or different arguments."
         )
+        if earlier is not None:
+            text += f" Its result was: {truncate_observation(earlier, _EARLIER_CHARS)}"
+        return text

@@ -28,7 +28,15 @@ from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import apply_decision, denial, recover_interrupted
 from miniagent.runtime.calls import answered, record_outcome
 from miniagent.runtime.effects import Effects
-from miniagent.runtime.guards import LoopDetector, cut_off, too_many_calls, truncate_observation
+from miniagent.runtime.guards import (
+    REPEATED,
+    LoopDetector,
+    cut_off,
+    earlier_result,
+    repeated_last,
+    too_many_calls,
+    truncate_observation,
+)
 from miniagent.runtime.selection import offer, offered_only
 from miniagent.runtime.spec import Rules
 from miniagent.runtime.subruns import relayed_decision
@@ -206,6 +214,8 @@ class StepLogic:
         protocol, step_span = self.rules.protocol, self._step_spans[index]
         history = compress.history(session)
         choice = tool_choice.for_step(self.spec.tool_choice, session.steps)
+        if self.spec.limits.answer_after_repeat and repeated_last(session.steps):
+            choice = "none"  # the model was told it repeats itself: it answers now
         request = self._settings(protocol.render(history, tools, self.spec.instructions), choice)
         span, started = self.effects.new_id(), self.effects.now()
         retried: ModelRequest | None = None
@@ -279,8 +289,9 @@ class StepLogic:
                 record = answered(call, refused, "cut off: not run", at=now)
                 self._report(session, step.index, "cut_off", refused, call.id)
             elif verdict == "intervene":
-                text = LoopDetector.intervention(call, self.spec.limits.repeat_limit)
-                record = answered(call, text, "repeated: answered with an intervention", at=now)
+                text = LoopDetector.intervention(call, self.spec.limits.repeat_limit,
+                                                 earlier_result(session.steps, call))
+                record = answered(call, text, REPEATED, at=now)
                 self._report(session, step.index, "repeat", text, call.id)
             else:
                 record = CallRecord(call=call)

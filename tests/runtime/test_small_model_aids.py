@@ -1,0 +1,124 @@
+"""Aids for small models: a worked example in the ReAct prompt, a small tool selection, and
+the answer that follows a repeat intervention; on by default only where a model says it is
+small, each one can be set either way."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from miniagent import Agent, tool
+from miniagent.errors import UserError
+from miniagent.models.base import Capabilities
+from miniagent.models.scripted import ScriptedModel
+from miniagent.protocol.react import ReactProtocol, render_system_prompt, worked_example
+from miniagent.tools.builtin import calculator
+from miniagent.types import Message
+
+
+@tool
+def convert(value: float, unit: str, exact: bool = False) -> str:
+    """Convert a value to another unit."""
+    return f"{value} {unit}"
+
+
+@tool
+def weather(city: str) -> str:
+    """Current weather of a city."""
+    return f"{city}: 18 °C"
+
+
+@tool
+def recipe(dish: str) -> str:
+    """A recipe for a dish."""
+    return "boil"
+
+
+class SmallModel(ScriptedModel):
+    @property
+    def capabilities(self) -> Capabilities:
+        return dataclasses.replace(super().capabilities, small_model=True)
+
+
+def test_the_example_is_built_from_the_tool_and_matches_its_schema() -> None:
+    text = worked_example(convert)
+    assert "Action: convert\n" in text
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("Action Input: ")]
+    args = json.loads(line.removeprefix("Action Input: "))
+    assert args == {"value": 1.5, "unit": "..."}  # the required ones, placeholders by type
+    assert text.endswith("Final Answer: the answer, taken from the Observation")
+
+
+def test_the_prompt_has_the_example_only_when_asked() -> None:
+    assert "Example (only the format" not in render_system_prompt([calculator])
+    shown = render_system_prompt([calculator, convert], example=True)
+    assert "Action: calculator\n" in shown.split("Example (only the format")[1]
+    assert "Example" not in render_system_prompt([], example=True)  # no tool, no example
+
+
+async def test_a_small_model_gets_the_aids_by_default() -> None:
+    model = SmallModel(["Final Answer: sunny"])
+    agent = Agent(model=model, tools=[weather, recipe, calculator, convert])
+    assert agent.spec.tool_selection == 2
+    await agent.arun("What is the weather in Oslo?")
+    system = model.requests[0].messages[0]["content"]
+    offered = re.findall(r"^- (\w+):", system, re.MULTILINE)
+    assert len(offered) == 2 and "weather" in offered
+    assert "Example (only the format" in system
+
+
+@pytest.mark.parametrize("options", [{"tool_selection": 0, "worked_example": False}])
+async def test_each_aid_can_be_turned_off(options: dict[str, object]) -> None:
+    model = SmallModel(["Final Answer: sunny"])
+    agent = Agent(model=model, tools=[weather, recipe, calculator], **options)
+    assert agent.spec.tool_selection is None
+    await agent.arun("What is the weather in Oslo?")
+    system = model.requests[0].messages[0]["content"]
+    assert len(re.findall(r"^- (\w+):", system, re.MULTILINE)) == 3
+    assert "Example (only the format" not in system
+
+
+async def test_other_models_get_none_unless_asked() -> None:
+    model = ScriptedModel(["Final Answer: sunny", "Final Answer: sunny"])
+    plain = Agent(model=model, tools=[weather, recipe, calculator])
+    assert plain.spec.tool_selection is None
+    await plain.arun("weather?")
+    assert "Example (only the format" not in model.requests[0].messages[0]["content"]
+    asked = Agent(model=model, tools=[weather, recipe], worked_example=True)
+    await asked.arun("weather?")
+    assert "Example (only the format" in model.requests[1].messages[0]["content"]
+
+
+def test_a_negative_selection_is_refused() -> None:
+    with pytest.raises(UserError, match="tool_selection must be at least 0"):
+        Agent(model=ScriptedModel([]), tool_selection=-1)
+
+
+async def test_after_a_repeat_the_grammar_admits_only_the_final_answer() -> None:
+    again = 'Thought: again\nAction: weather\nAction Input: {"city": "Oslo"}'
+    model = ScriptedModel([again, again, again, "Final Answer: 18 °C"])
+    result = await Agent(model=model, tools=[weather]).arun("Weather in Oslo?")
+    assert (result.status, result.final_answer) == ("completed", "18 °C")
+    last = model.requests[-1]
+    assert last.grammar is not None and "Action: " not in last.grammar
+    assert "Final Answer: " in last.grammar
+    told = last.messages[-1]["content"]
+    assert "Its result was: Oslo: 18 °C" in told
+
+
+async def test_the_old_behaviour_stays_available() -> None:
+    again = 'Thought: again\nAction: weather\nAction Input: {"city": "Oslo"}'
+    model = ScriptedModel([again] * 4)
+    result = await Agent(model=model, tools=[weather], answer_after_repeat=False).arun("Oslo?")
+    assert result.status == "loop_detected"
+    assert "Action: " in (model.requests[-1].grammar or "")
+
+
+def test_the_protocol_option_round_trips() -> None:
+    protocol = ReactProtocol(example=True)
+    assert protocol.options()["example"] is True
+    request = protocol.render([Message(role="user", content="hi")], [weather])
+    assert "Action: weather\n" in request.messages[0]["content"]
