@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
 from miniagent import defaults
 from miniagent.agent import Agent
 from miniagent.cli.loading import load_tools
-from miniagent.errors import ConfigError
+from miniagent.errors import ConfigError, ModelError
 from miniagent.models.base import Model
 from miniagent.models.openai_compat import GrammarField
 from miniagent.observe.redact import redact_command, redact_url
 from miniagent.protocol.registry import default_protocol
 from miniagent.store.sqlite import SQLiteStore, default_store_path
 from miniagent.types import PendingApproval, ToolMode
+
+if TYPE_CHECKING:
+    from miniagent.models.local import LocalModel
 
 
 def env(*names: str) -> str | None:
@@ -153,6 +157,20 @@ def agent_options(config: RunConfig, interactive: bool, max_tokens: int) -> dict
                 compress=config.compress, tool_choice=config.tool_choice)
 
 
+def _load_with_status(model: LocalModel) -> None:
+    """On a terminal, load the embedded model now under a spinner (not a silent first step);
+    elsewhere the first step loads it."""
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    if not console.is_terminal:
+        return
+    # a model that cannot load: the first step meets the error again and ends the run with it
+    with console.status(f"[dim]loading {model.model_path.name}[/dim]", spinner="dots"), \
+            contextlib.suppress(ModelError):
+        model.load()
+
+
 def build_model(config: RunConfig, api_key: str | None) -> Model:
     """The configured server, or the embedded llama.cpp model when there is none."""
     if not config.base_url:
@@ -162,6 +180,7 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         from miniagent.cli.safe_text import visible
 
         typer.echo(visible(local_notice(local)), err=True)
+        _load_with_status(local)
         return local
     from miniagent.models.openai_compat import OpenAICompatibleModel
 

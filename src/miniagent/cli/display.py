@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.status import Status
 
 from miniagent.cli.common import session_command
 from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
@@ -38,7 +39,9 @@ class TraceDisplay:
     """Prints thought, action, arguments, observation, tokens and time for each step.
 
     With a streaming model, the reply is written as it arrives (``model_delta`` events), the
-    reasoning of a reasoning model dimmed; the thought is then not repeated.
+    reasoning of a reasoning model dimmed; the thought is then not repeated. On a terminal, a
+    spinner says the model is working until its first text or its reply (a small local model
+    may take tens of seconds per step).
     """
 
     def __init__(self, console: Console | None = None, *, verbose: bool = False) -> None:
@@ -46,14 +49,17 @@ class TraceDisplay:
         self.verbose = verbose
         self._streamed = 0  # characters of the current model call written so far
         self._channel: str | None = None
+        self._status: Status | None = None
 
     def __call__(self, event: ev.Event) -> None:
+        self._stop_waiting()
         if isinstance(event, ev.RunStarted):
             self.console.print(f"[bold]Question:[/bold] {markup(event.question)}")
         elif isinstance(event, ev.StepStarted):
             self.console.rule(f"step {event.step}", style="dim")
         elif isinstance(event, ev.ModelStarted):
             self._streamed, self._channel = 0, None
+            self._wait(f"step {event.step}: waiting for the model")
         elif isinstance(event, ev.ModelDelta):
             self._delta(event)
         elif isinstance(event, ev.ModelResponded):
@@ -68,6 +74,16 @@ class TraceDisplay:
             self.console.print(f"[dim]context compacted: rounds 1-{done.rounds} summarised "
                                f"({done.mode}), {done.size_before:,} -> {done.size_after:,} "
                                f"{done.unit}[/dim]")
+
+    def _wait(self, text: str) -> None:
+        if self.console.is_terminal:
+            self._status = self.console.status(f"[dim]{text}[/dim]", spinner="dots")
+            self._status.start()
+
+    def _stop_waiting(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
     def _delta(self, event: ev.ModelDelta) -> None:
         if event.channel == "restart":
