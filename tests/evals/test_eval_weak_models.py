@@ -82,7 +82,8 @@ def tools() -> ToolRegistry:
 
 def run(tmp_path: Path, **config: object) -> dict:
     tasks = parse_tasks([json.dumps(t) for t in TASKS], "tasks.jsonl")
-    settings = {"max_steps": 4, "out": tmp_path / "out", **config}
+    settings = {"max_steps": 4, "out": tmp_path / "out",  # the loop guard as it was scored
+                "agent_options": {"answer_after_repeat": False}, **config}
     results = run_eval(tasks, EvalConfig(**settings),  # type: ignore[arg-type]
                        model_for=lambda mode: ByQuestion(SCRIPTS, tool_mode="react"),
                        tools=tools())
@@ -149,7 +150,8 @@ def test_repeats_give_the_spread_and_modes_sit_side_by_side(tmp_path: Path) -> N
                   "Please add 2 and 3.": ["5", "six"]}, tool_mode="native")}
     # each run of a task in a mode continues that model's script (repeat 0, then 1)
     models["react"].scripts = {k: v * 2 for k, v in SCRIPTS.items()}
-    results = run_eval(tasks, EvalConfig(modes=["react", "native"], repeat=2, max_steps=4),
+    results = run_eval(tasks, EvalConfig(modes=["react", "native"], repeat=2, max_steps=4,
+                                         agent_options={"answer_after_repeat": False}),
                        model_for=models.__getitem__, tools=tools())
     report = summarize(results)
     assert report["modes"] == ["react", "native"]

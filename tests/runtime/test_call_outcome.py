@@ -37,7 +37,7 @@ def test_ran_denied_and_not_run_calls_of_a_real_run() -> None:
     same = 'Action: add\nAction Input: {"a": 1, "b": 2}'
     model = ScriptedModel([same, same, 'Action: wipe\nAction Input: {"target": "disk"}',
                            "Final Answer: 3"])
-    agent = Agent(model=model, tools=[add, wipe], repeat_limit=2,
+    agent = Agent(model=model, tools=[add, wipe], repeat_limit=2, answer_after_repeat=False,
                   approver=lambda pending: False)
     result = agent.run("1+2?")
     assert result.status == "completed", result.reason

@@ -129,7 +129,8 @@ async def test_deadline_gives_timeout_status() -> None:
 async def test_repeated_action_intervention_then_loop_detected() -> None:
     same = act("add", {"a": 1, "b": 2})
     model = ScriptedModel([same, act("add", {"b": 2, "a": 1}), same, same, "Final Answer: 3"])
-    result = await Agent(model=model, tools=[add], repeat_limit=3).arun("q")
+    result = await Agent(model=model, tools=[add], repeat_limit=3,
+                         answer_after_repeat=False).arun("q")
     assert result.status == "loop_detected"
     third = result.steps[2].observations[0]
     assert third.is_error and "same arguments 3 times" in third.output

@@ -127,9 +127,10 @@ def test_without_selection_every_tool_is_offered_and_nothing_is_recorded() -> No
     assert result.steps[0].offered_tools is None
 
 
-def test_tool_selection_must_be_positive() -> None:
-    with pytest.raises(UserError, match="tool_selection must be at least 1"):
-        Agent(model=ScriptedModel([]), tools=make_tools([]), tool_selection=0)
+def test_tool_selection_must_not_be_negative() -> None:
+    with pytest.raises(UserError, match="tool_selection must be at least 0"):
+        Agent(model=ScriptedModel([]), tools=make_tools([]), tool_selection=-1)
+    assert Agent(model=ScriptedModel([]), tool_selection=0).spec.tool_selection is None
 
 
 def test_a_real_http_server_receives_only_the_selected_tools() -> None:

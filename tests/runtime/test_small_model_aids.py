@@ -99,8 +99,8 @@ def test_a_negative_selection_is_refused() -> None:
 
 async def test_after_a_repeat_the_grammar_admits_only_the_final_answer() -> None:
     again = 'Thought: again\nAction: weather\nAction Input: {"city": "Oslo"}'
-    model = ScriptedModel([again, again, again, "Final Answer: 18 °C"])
-    result = await Agent(model=model, tools=[weather]).arun("Weather in Oslo?")
+    model = ScriptedModel([again, again, "Final Answer: 18 °C"])
+    result = await Agent(model=model, tools=[weather], repeat_limit=2).arun("Weather in Oslo?")
     assert (result.status, result.final_answer) == ("completed", "18 °C")
     last = model.requests[-1]
     assert last.grammar is not None and "Action: " not in last.grammar
@@ -122,3 +122,23 @@ def test_the_protocol_option_round_trips() -> None:
     assert protocol.options()["example"] is True
     request = protocol.render([Message(role="user", content="hi")], [weather])
     assert "Action: weather\n" in request.messages[0]["content"]
+
+
+async def test_two_steps_with_the_same_results_make_the_next_one_answer() -> None:
+    first = 'Thought: compute\nAction: calculator\nAction Input: {"expression": "17 * 23"}'
+    echo = 'Thought: 391\nAction: calculator\nAction Input: {"expression": "391"}'
+    model = ScriptedModel([first, echo, "Final Answer: 391"])
+    result = await Agent(model=model, tools=[calculator]).arun("What is 17 * 23?")
+    assert (result.status, result.final_answer) == ("completed", "391")
+    assert [call.name for step in result.steps for call in step.tool_calls] == ["calculator"] * 2
+    assert "Action: " in (model.requests[1].grammar or "")  # one result: the model may go on
+    assert "Action: " not in (model.requests[2].grammar or "x")  # the same again: answer
+
+
+async def test_different_results_keep_the_tools_offered() -> None:
+    a = 'Thought: a\nAction: weather\nAction Input: {"city": "Oslo"}'
+    b = 'Thought: b\nAction: weather\nAction Input: {"city": "Rome"}'
+    model = ScriptedModel([a, b, "Final Answer: both 18 °C"])
+    result = await Agent(model=model, tools=[weather]).arun("Oslo and Rome?")
+    assert result.status == "completed"
+    assert "Action: " in (model.requests[2].grammar or "")

@@ -33,10 +33,12 @@ class Limits:
         max_calls_per_step: calls of one reply that are run; the rest are dropped and the
             model is told the limit.
         tool_concurrency: calls of one step that run at the same time.
-        answer_after_repeat: after an intervention on a repeated call, the next step must
-            be the Final Answer (``tool_choice`` ``none`` for that step): a small model that
-            repeats a call it has the result of would otherwise repeat it until the run
-            ends ``loop_detected``.
+        answer_after_repeat: after an intervention on a repeated call, or after two steps in
+            a row whose calls gave the same results (no progress: ``calculator("17*23")``
+            then ``calculator("391")``), the next step must be the Final Answer
+            (``tool_choice`` ``none`` for that step): a small model that repeats a call it
+            has the result of would otherwise repeat it until the run ends
+            ``loop_detected`` or ``max_steps``.
     """
 
     max_steps: int = defaults.MAX_STEPS
@@ -57,6 +59,20 @@ def repeated_last(steps: Sequence[Step]) -> bool:
     """Whether the last step holds a call answered with a repeat intervention."""
     return bool(steps) and any(record.moves and record.moves[-1].reason == REPEATED
                                for record in steps[-1].calls)
+
+
+def no_progress(steps: Sequence[Step]) -> bool:
+    """Whether the last two steps' calls were of the same tools and gave the same results."""
+    if len(steps) < 2:
+        return False
+    last, before = (_results(step) for step in steps[-2:])
+    return last is not None and last == before
+
+
+def _results(step: Step) -> list[tuple[str, str]] | None:
+    seen = [(r.call.name, r.observation.output) for r in step.calls
+            if r.observation is not None and not r.observation.is_error]
+    return seen if seen and len(seen) == len(step.calls) else None
 
 
 def truncate_observation(text: str, limit: int) -> str:

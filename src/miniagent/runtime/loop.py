@@ -33,6 +33,7 @@ from miniagent.runtime.guards import (
     LoopDetector,
     cut_off,
     earlier_result,
+    no_progress,
     repeated_last,
     too_many_calls,
     truncate_observation,
@@ -214,8 +215,9 @@ class StepLogic:
         protocol, step_span = self.rules.protocol, self._step_spans[index]
         history = compress.history(session)
         choice = tool_choice.for_step(self.spec.tool_choice, session.steps)
-        if self.spec.limits.answer_after_repeat and repeated_last(session.steps):
-            choice = "none"  # the model was told it repeats itself: it answers now
+        if self.spec.limits.answer_after_repeat and (repeated_last(session.steps)
+                                                     or no_progress(session.steps)):
+            choice = "none"  # the model repeats itself: it answers now
         request = self._settings(protocol.render(history, tools, self.spec.instructions), choice)
         span, started = self.effects.new_id(), self.effects.now()
         retried: ModelRequest | None = None
