@@ -239,7 +239,7 @@ def test_a_compaction_is_persisted_and_a_resumed_run_sends_the_same_history(
     paused = first.run("Read, then publish")
     assert paused.status == "awaiting_approval"
     saved = store.load(paused.session_id)
-    assert saved.compactions and json.loads(json.dumps(saved.to_dict()))["schema_version"] == 3
+    assert saved.compactions and json.loads(json.dumps(saved.to_dict()))["schema_version"] == 4
     first.approve(paused.session_id)
 
     second_model = ScriptedModel(script[9:])
