@@ -53,3 +53,16 @@ def token_count(usage: TokenUsage) -> str:
     if usage.estimated_tokens:
         return f"~{counted(usage.estimated_tokens, 'token')} (estimated)"
     return "tokens unknown"
+
+
+def unreported_tokens(usage: TokenUsage) -> str:
+    """One model call's tokens its server did not report, in words (with the estimate).
+
+    Example:
+        >>> from miniagent.types import TokenUsage
+        >>> unreported_tokens(TokenUsage.unknown(estimated=809))
+        'tokens not reported, ~809 estimated'
+    """
+    if usage.estimated_tokens:
+        return f"tokens not reported, ~{usage.estimated_tokens:,} estimated"
+    return "tokens not reported"

@@ -19,7 +19,7 @@ from miniagent.cli.common import session_command
 from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
 from miniagent.runtime import events as ev
 from miniagent.types import RunResult, Step, TokenUsage
-from miniagent.wording import counted, token_count
+from miniagent.wording import counted, token_count, unreported_tokens
 
 _SHOWN_CHARS = 600
 """Thoughts and observations in the live trace are shown up to this many characters."""
@@ -141,9 +141,7 @@ def call_tokens(usage: TokenUsage) -> str:
         cached = f", {usage.cached_tokens:,} cached" if usage.cached_tokens else ""
         return (f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion "
                 f"tokens{cached}")
-    if usage.estimated_tokens:
-        return f"tokens not reported, ~{usage.estimated_tokens:,} estimated"
-    return "tokens not reported"
+    return unreported_tokens(usage)
 
 
 def result_to_json(result: RunResult) -> dict[str, Any]:
