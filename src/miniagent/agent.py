@@ -424,7 +424,7 @@ def _within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:
         return spec
     limits, changes = spec.limits, dict[str, Any]()
     if context.tokens_left is not None:
-        allowed = session.usage.total_tokens + context.tokens_left
+        allowed = session.usage.counted_tokens + context.tokens_left
         changes["token_budget"] = min(limits.token_budget or allowed, allowed)
     if context.deadline is not None:
         left = max(0.001, context.deadline - time.time())

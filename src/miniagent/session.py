@@ -37,9 +37,10 @@ from miniagent.types import (
     TokenUsage,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions`` and
-each message's ``reasoning``; versions 1 and 2 still load."""
+each message's ``reasoning``, version 4 usage the server did not report (token counts of None,
+``estimated_tokens``); versions 1 to 3 still load."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -160,7 +161,7 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
-        """Load a saved session (version 1 to 3); refuses a newer schema with a clear message."""
+        """Load a saved session (version 1 to 4); refuses a newer schema with a clear message."""
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise SessionError("saved session has no schema_version: not a miniagent session")

@@ -103,22 +103,65 @@ class Observation:
 
 @dataclass(kw_only=True, slots=True)
 class TokenUsage:
-    """Token counts as the server reported them; ``cached_tokens`` is part of ``prompt_tokens``."""
+    """Token counts as the server reported them; ``cached_tokens`` is part of ``prompt_tokens``.
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
+    A server that reports no usage (llama.cpp's, streaming) leaves the counts unknown: None,
+    never 0 (:meth:`unknown`). ``estimated_tokens`` then holds the step logic's estimate of
+    the call's tokens, prompt and completion (see :mod:`miniagent.runtime.estimate`), which the
+    token budget counts instead. A sum with an unknown part is unknown, and its estimate counts
+    the reported parts too: ``TokenUsage(prompt_tokens=90, completion_tokens=10) +
+    TokenUsage.unknown(estimated=50)`` is unknown with ``estimated_tokens=150``.
+
+    Example:
+        >>> usage = TokenUsage(prompt_tokens=90, completion_tokens=10)
+        >>> (usage + TokenUsage.unknown(estimated=50)).counted_tokens
+        150
+        >>> (usage + TokenUsage.unknown(estimated=50)).total_tokens is None
+        True
+    """
+
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+    cached_tokens: int | None = 0
+    estimated_tokens: int = 0
+    """While the counts are unknown: their estimate (0 when known)."""
+
+    @classmethod
+    def unknown(cls, estimated: int = 0) -> TokenUsage:
+        """The usage of a call whose server reported none."""
+        return cls(prompt_tokens=None, completion_tokens=None, cached_tokens=None,
+                   estimated_tokens=estimated)
 
     @property
-    def total_tokens(self) -> int:
+    def known(self) -> bool:
+        """Whether the server reported the counts (every call of a sum)."""
+        return self.prompt_tokens is not None and self.completion_tokens is not None
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Prompt plus completion tokens; None when unknown (see :attr:`counted_tokens`)."""
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            return None
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def counted_tokens(self) -> int:
+        """What the token budget counts: the total when known, else the estimate."""
+        total = self.total_tokens
+        return self.estimated_tokens if total is None else total
+
     def __add__(self, other: TokenUsage) -> TokenUsage:
+        if not (self.known and other.known):
+            return TokenUsage.unknown(estimated=self.counted_tokens + other.counted_tokens)
         return TokenUsage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
+            prompt_tokens=_count(self.prompt_tokens) + _count(other.prompt_tokens),
+            completion_tokens=_count(self.completion_tokens) + _count(other.completion_tokens),
+            cached_tokens=_count(self.cached_tokens) + _count(other.cached_tokens),
         )
+
+
+def _count(value: int | None) -> int:
+    return value or 0
 
 
 @dataclass(kw_only=True, slots=True)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from miniagent.types import TokenUsage
+
 _ES_ENDINGS = ("s", "x", "z", "ch", "sh")
 
 
@@ -29,3 +34,35 @@ def counted(n: int, noun: str, plural_form: str | None = None) -> str:
     """
     word = noun if n == 1 else plural_form or plural(noun)
     return f"{n:,} {word}"
+
+
+def token_count(usage: TokenUsage) -> str:
+    """A usage's tokens in words: counted when the server reported them, else marked as an
+    estimate (or unknown): never ``0 tokens`` for tokens nobody counted.
+
+    Example:
+        >>> from miniagent.types import TokenUsage
+        >>> token_count(TokenUsage(prompt_tokens=1200, completion_tokens=34))
+        '1,234 tokens'
+        >>> token_count(TokenUsage.unknown(estimated=1234)), token_count(TokenUsage.unknown())
+        ('~1,234 tokens (estimated)', 'tokens unknown')
+    """
+    total = usage.total_tokens
+    if total is not None:
+        return counted(total, "token")
+    if usage.estimated_tokens:
+        return f"~{counted(usage.estimated_tokens, 'token')} (estimated)"
+    return "tokens unknown"
+
+
+def unreported_tokens(usage: TokenUsage) -> str:
+    """One model call's tokens its server did not report, in words (with the estimate).
+
+    Example:
+        >>> from miniagent.types import TokenUsage
+        >>> unreported_tokens(TokenUsage.unknown(estimated=809))
+        'tokens not reported, ~809 estimated'
+    """
+    if usage.estimated_tokens:
+        return f"tokens not reported, ~{usage.estimated_tokens:,} estimated"
+    return "tokens not reported"

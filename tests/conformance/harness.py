@@ -3,7 +3,7 @@
 Every scenario builds the same agent (a fresh model and fresh tools) on each driver and acts on
 it the same way: run a question, maybe decide on what waits, resume. Its :class:`Outcome` (status,
 reason, final answer, observation texts, call states and moves, transitions, event kinds in
-order, and the JSONL trace's records) must be the same on every driver:
+order, the JSONL trace's records, and the token usage) must be the same on every driver:
 
 - ``memory``: in process, sessions in a :class:`~miniagent.MemoryStore`;
 - ``sqlite``: in process, sessions in a real SQLite file;
@@ -318,6 +318,8 @@ class Outcome:
     events: list[str]
     trace: list[tuple[str, Any]]
     """Each JSONL record: its kind, and what it says that must not differ."""
+    usage: tuple[int | None, int]
+    """The run's total tokens (None: not all reported) and what the token budget counted."""
 
 
 _ID = re.compile(r"\b(call_[0-9a-f]{16}|call_\d+_\d+|[0-9a-f]{16})\b")
@@ -372,4 +374,5 @@ async def outcome(handle: Handle, result: RunResult) -> Outcome:
         observations=[r.observation.output for r in records if r.observation is not None],
         calls=[(r.call.name, r.state, [m.target for m in r.moves]) for r in records],
         transitions=[(t.source, t.target) for t in session.transitions],
-        events=kinds(mine), trace=trace_records(handle.trace, session.id))
+        events=kinds(mine), trace=trace_records(handle.trace, session.id),
+        usage=(result.usage.total_tokens, result.usage.counted_tokens))

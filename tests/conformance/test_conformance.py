@@ -33,7 +33,7 @@ from miniagent import (
 from miniagent.protocol.native import NativeProtocol
 from miniagent.runtime.approvals import INTERRUPTED_NOTE
 from miniagent.testing.stub_server import StubServer
-from miniagent.types import Message, ModelRequest, ParsedOutput, RunResult, ToolLike
+from miniagent.types import Message, ModelRequest, ParsedOutput, RunResult, TokenUsage, ToolLike
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -337,7 +337,6 @@ async def test_max_steps(drivers: list[Driver], tmp_path: Path) -> None:
 
 async def test_token_budget(drivers: list[Driver], tmp_path: Path) -> None:
     def reply(request: ModelRequest) -> ModelResponse:
-        from miniagent.types import TokenUsage
         return ModelResponse(content=react("more", "lookup", {"key": str(len(request.messages))}),
                              usage=TokenUsage(prompt_tokens=60, completion_tokens=10))
 
@@ -346,6 +345,22 @@ async def test_token_budget(drivers: list[Driver], tmp_path: Path) -> None:
     got = await across(drivers, tmp_path, setup, run("look"))
     assert (got.status, got.reason) == ("budget_exceeded",
                                         "used 140 tokens of a budget of 100")
+    assert got.usage == (140, 140)
+
+
+async def test_a_model_that_reports_no_usage(drivers: list[Driver], tmp_path: Path) -> None:
+    """The token budget holds on estimates (the same on every driver), and the usage stays
+    unknown."""
+    def reply(request: ModelRequest) -> ModelResponse:
+        return ModelResponse(content=react("more", "lookup", {"key": str(len(request.messages))}),
+                             usage=TokenUsage.unknown())
+
+    setup = Setup(model=lambda: ScriptedModel([reply] * 8), tools=lambda: [lookup],
+                  options={"token_budget": 800})
+    got = await across(drivers, tmp_path, setup, run("查一下"))
+    assert got.status == "budget_exceeded" and len(got.observations) < 8
+    assert got.reason == f"used ~{got.usage[1]:,} tokens (estimated) of a budget of 800"
+    assert got.usage[0] is None and got.usage[1] >= 800
 
 
 async def test_the_deadline(drivers: list[Driver], tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from miniagent.errors import ModelResponseError
 from miniagent.protocol.native import NativeProtocol, normalize_completion, strip_think
-from miniagent.types import Message, ModelResponse, ToolCall
+from miniagent.types import Message, ModelResponse, TokenUsage, ToolCall
 
 
 @dataclass
@@ -252,11 +252,18 @@ def test_usage_deepseek_spelling() -> None:
 @pytest.mark.parametrize(
     "usage", [None, "n/a", {}, {"prompt_tokens": None, "prompt_tokens_details": None}]
 )
-def test_usage_missing_or_odd(usage: Any) -> None:
+def test_usage_missing_or_odd_is_unknown_not_zero(usage: Any) -> None:
     body = completion({"content": "x"})
     body["usage"] = usage
     got = normalize_completion(body).usage
-    assert (got.prompt_tokens, got.completion_tokens, got.cached_tokens) == (0, 0, 0)
+    assert (got.prompt_tokens, got.completion_tokens, got.cached_tokens) == (None, None, None)
+    assert got.total_tokens is None and not got.known
+
+
+def test_a_body_without_usage_has_it_unknown() -> None:
+    body = completion({"content": "x"})
+    assert "usage" not in body
+    assert normalize_completion(body).usage == TokenUsage.unknown()
 
 
 # -- parse ----------------------------------------------------------------------------

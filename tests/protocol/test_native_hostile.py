@@ -105,12 +105,13 @@ def test_a_name_that_is_not_a_string_is_no_name(name: Any) -> None:
     ids=["nan", "inf", "-inf", "1e300", "negative", "bool", "10**400", "2**53", "5000-digits",
          "12k", "null", "list", "dict"],
 )
-def test_usage_that_is_not_a_count_is_zero(value: Any) -> None:
+def test_usage_that_is_not_a_count_is_zero_and_null_is_unreported(value: Any) -> None:
     usage = {"prompt_tokens": value, "completion_tokens": value,
              "prompt_tokens_details": {"cached_tokens": value}}
     response = normalize_completion(body_with({"content": "x"}, usage=usage))
-    assert (response.usage.prompt_tokens, response.usage.completion_tokens,
-            response.usage.cached_tokens) == (0, 0, 0)
+    counts = (response.usage.prompt_tokens, response.usage.completion_tokens,
+              response.usage.cached_tokens)
+    assert counts == ((None, None, None) if value is None else (0, 0, 0))  # null: unreported
 
 
 def test_usage_counts_are_kept() -> None:
@@ -162,9 +163,10 @@ def place(value: Any, slot: str) -> Any:
 
 def check(response: ModelResponse) -> None:
     assert response.content is None or isinstance(response.content, str)
-    for count in (response.usage.prompt_tokens, response.usage.completion_tokens,
-                  response.usage.cached_tokens):
-        assert isinstance(count, int) and 0 <= count < 2**53
+    counts = (response.usage.prompt_tokens, response.usage.completion_tokens,
+              response.usage.cached_tokens)
+    assert all(c is None for c in counts) or all(  # unreported, or counts
+        isinstance(c, int) and 0 <= c < 2**53 for c in counts)
     for parsed in response.tool_calls:
         assert isinstance(parsed.name, str) and isinstance(parsed.raw_arguments, str)
         assert isinstance(parsed.arguments, dict)

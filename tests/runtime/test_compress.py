@@ -27,6 +27,7 @@ from miniagent.runtime.compress import (
     history,
     size,
 )
+from miniagent.runtime.estimate import tokens
 from miniagent.runtime.events import ContextCompacted, Event
 from miniagent.session import AgentSession
 from miniagent.types import Message, ModelRequest, TokenUsage, ToolCall
@@ -212,6 +213,24 @@ def test_model_mode_asks_the_model_through_the_driver() -> None:
     assert after.messages[2]["content"] == first.summary
 
 
+def test_a_summary_whose_server_reports_no_usage_is_estimated() -> None:
+    def summarise(request: ModelRequest) -> ModelResponse:
+        return ModelResponse(content="The pages list facts about Beijing.",
+                             usage=TokenUsage.unknown())
+
+    model = ScriptedModel([reader(9, summarise)] * 30)
+    agent = Agent(model=model, tools=[fetch], max_steps=20, compress_at=1500, keep_last=2,
+                  compress="model")
+    result = agent.run("Read the document")
+    assert result.status == "completed", result.reason
+    first = agent.session(result.session_id).compactions[0]
+    assert first.mode == "model" and first.usage.total_tokens is None
+    asked = next(r for r in model.requests if r.protocol == "summary")
+    assert first.usage.estimated_tokens > sum(tokens(m["content"]) for m in asked.messages)
+    assert result.usage.total_tokens is None
+    assert result.usage.counted_tokens >= first.usage.estimated_tokens
+
+
 def test_a_failed_model_summary_falls_back_to_cut_results() -> None:
     def summarise(request: ModelRequest) -> ModelResponse:
         raise ModelConnectionError("connection refused")
@@ -239,7 +258,7 @@ def test_a_compaction_is_persisted_and_a_resumed_run_sends_the_same_history(
     paused = first.run("Read, then publish")
     assert paused.status == "awaiting_approval"
     saved = store.load(paused.session_id)
-    assert saved.compactions and json.loads(json.dumps(saved.to_dict()))["schema_version"] == 3
+    assert saved.compactions and json.loads(json.dumps(saved.to_dict()))["schema_version"] == 4
     first.approve(paused.session_id)
 
     second_model = ScriptedModel(script[9:])

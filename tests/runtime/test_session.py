@@ -106,14 +106,33 @@ def v3_session() -> AgentSession:
     return session
 
 
-def test_reference_json_v3_loads_and_is_what_we_write() -> None:
+def v4_session() -> AgentSession:
+    """The version 3 sample whose server reported no usage (version 4: counts of None, and
+    the estimate the budget counts)."""
+    session = v3_session()
+    session.steps[0].usage = TokenUsage.unknown(estimated=130)
+    session.usage = TokenUsage.unknown(estimated=130)
+    return session
+
+
+def test_reference_json_v4_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v4.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 4 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == v4_session()
+    assert loaded.usage.total_tokens is None and loaded.usage.counted_tokens == 130
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert v4_session().to_dict() == reference
+
+
+def test_reference_json_v3_still_loads_with_its_usage_known() -> None:
     reference = json.loads((REFERENCE / "session_v3.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 3 == SCHEMA_VERSION
+    assert reference["schema_version"] == 3
     loaded = AgentSession.from_dict(reference)
     assert loaded == v3_session() and loaded.compactions[0].end == 3
     assert loaded.messages[-1].reasoning == "Alice first; 150 € is fine"
-    # what this version writes is exactly the reference: a format change must bump the version
-    assert v3_session().to_dict() == reference
+    assert loaded.usage.known and loaded.usage.total_tokens == 120
+    assert loaded.compactions[0].usage.total_tokens == 0  # a truncation called no model
 
 
 def test_reference_json_v2_still_loads_without_compactions_or_reasoning() -> None:

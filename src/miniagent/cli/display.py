@@ -19,8 +19,8 @@ from rich.status import Status
 from miniagent.cli.common import session_command
 from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
 from miniagent.runtime import events as ev
-from miniagent.types import RunResult, Step
-from miniagent.wording import counted
+from miniagent.types import RunResult, Step, TokenUsage
+from miniagent.wording import counted, token_count, unreported_tokens
 
 _SHOWN_CHARS = 600
 """Thoughts and observations in the live trace are shown up to this many characters."""
@@ -113,7 +113,6 @@ class TraceDisplay:
 
     def _model_responded(self, event: ev.ModelResponded) -> None:
         parsed, response = event.parsed, event.response
-        usage = response.usage
         if self.verbose and response.content:
             self.console.print(Panel(markup(response.content), title="raw output", style="dim"))
         written = 0 < self._streamed < TERMINAL_CHARS  # the whole reply is on screen already
@@ -129,11 +128,8 @@ class TraceDisplay:
                 call.raw_arguments or "{}")
             self.console.print(f"[bold yellow]Action:[/bold yellow] {markup(call.name, 200)} "
                                f"{_short(args, 300)}")
-        cached = f", {usage.cached_tokens:,} cached" if usage.cached_tokens else ""
-        self.console.print(
-            f"[dim]model {event.elapsed:.2f} s · {usage.prompt_tokens:,} prompt + "
-            f"{usage.completion_tokens:,} completion tokens{cached}[/dim]"
-        )
+        self.console.print(f"[dim]model {event.elapsed:.2f} s · "
+                           f"{call_tokens(response.usage)}[/dim]")
 
     def _tool_finished(self, event: ev.ToolFinished) -> None:
         obs = event.observation
@@ -143,10 +139,9 @@ class TraceDisplay:
 
     def _run_finished(self, event: ev.RunFinished) -> None:
         result = event.result
-        usage = result.usage
         status = markup(result.status, 40)
         footer = (f"{status} · {counted(len(result.steps), 'step')} · "
-                  f"{counted(usage.total_tokens, 'token')} · "
+                  f"{token_count(result.usage)} · "
                   f"{result.elapsed:.2f} s")
         if result.final_answer is not None:
             self.console.print(Panel(markup(result.final_answer), title="Final Answer",
@@ -154,6 +149,15 @@ class TraceDisplay:
         else:
             self.console.print(Panel(markup(result.reason), title=f"Stopped: {status}",
                                      subtitle=footer, border_style="red"))
+
+
+def call_tokens(usage: TokenUsage) -> str:
+    """One model call's tokens: prompt, completion and cached as reported, or the estimate."""
+    if usage.known:
+        cached = f", {usage.cached_tokens:,} cached" if usage.cached_tokens else ""
+        return (f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion "
+                f"tokens{cached}")
+    return unreported_tokens(usage)
 
 
 def result_to_json(result: RunResult) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from miniagent.cli.safe_text import markup
+from miniagent.evals.metrics import mean_tokens
 from miniagent.wording import counted
 
 ETA_AFTER = 3
@@ -122,9 +123,9 @@ def _details(report: dict[str, Any]) -> Table:
         ("self-repair (n)", lambda g: f"{_pct(g['self_repair_rate'])} ({g['met_error_n']})"),
         ("steps distribution", lambda g: " ".join(f"{k}:{v}" for k, v in
                                                   g["steps"]["distribution"].items())),
-        ("prompt tokens / task", lambda g: _num(g["tokens"]["prompt"], 0)),
-        ("completion tokens / task", lambda g: _num(g["tokens"]["completion"], 0)),
-        ("cached tokens / task", lambda g: _num(g["tokens"]["cached"], 0)),
+        ("prompt tokens / task", lambda g: mean_tokens(g["tokens"], "prompt")),
+        ("completion tokens / task", lambda g: mean_tokens(g["tokens"], "completion")),
+        ("cached tokens / task", lambda g: mean_tokens(g["tokens"], "cached")),
         ("wall time / task (s)", lambda g: _num(g["wall_time"]["mean"], 2)),
         ("statuses", lambda g: " ".join(f"{k}:{v}" for k, v in g["statuses"].items())),
         ("faults injected (tool)", lambda g: str(g["faults"]["injected"]["tool_failures"])),

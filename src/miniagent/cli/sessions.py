@@ -34,7 +34,7 @@ from miniagent.errors import DecisionError, UserError
 from miniagent.runtime import events as ev
 from miniagent.session import FINAL, AgentSession
 from miniagent.types import CallRecord
-from miniagent.wording import counted
+from miniagent.wording import counted, token_count
 
 if TYPE_CHECKING:
     from miniagent.agent import Agent
@@ -152,7 +152,7 @@ def _print_session(console: Console, s: AgentSession) -> None:
                   f"{markup(s.reason)}")
     console.print(f"Question: {markup(s.question)}")
     console.print(f"[dim]{counted(len(s.steps), 'step')} · "
-                  f"{counted(s.usage.total_tokens, 'token')} · "
+                  f"{token_count(s.usage)} · "
                   f"{s.elapsed:.2f} s · created {time.ctime(s.created_at)}[/dim]")
     for step in s.steps:
         console.rule(f"step {step.index}", style="dim")
@@ -176,7 +176,7 @@ def _print_session(console: Console, s: AgentSession) -> None:
                 if sub is not None:
                     console.print(f"[dim]sub-run {markup(sub.session_id, 200)}: "
                                   f"{markup(sub.status, 40)}, {counted(len(sub.steps), 'step')}, "
-                                  f"{counted(sub.usage.total_tokens, 'token')}[/dim]")
+                                  f"{token_count(sub.usage)}[/dim]")
         if step.error:
             console.print(f"[red]Format error:[/red] {markup(step.error)}")
         if step.final_answer is not None:

@@ -10,7 +10,8 @@ from typing import Any
 from miniagent.cli.safe_text import clip, visible
 from miniagent.observe.reader import ModelCall, RunView, StepView, Trace, objects
 from miniagent.observe.reader import number as finite
-from miniagent.wording import counted
+from miniagent.types import TokenUsage
+from miniagent.wording import counted, token_count, unreported_tokens
 
 SHORT = 600
 """Characters of a thought, observation or answer shown without ``--full``."""
@@ -51,10 +52,12 @@ def when(at: float | None) -> str:
         return f"at {at}"
 
 
-def tokens(usage: dict[str, int]) -> str:
-    cached = f" ({usage['cached_tokens']:,} cached)" if usage.get("cached_tokens") else ""
-    return (f"{usage.get('prompt_tokens', 0):,} prompt{cached} + "
-            f"{usage.get('completion_tokens', 0):,} completion tokens")
+def tokens(usage: TokenUsage) -> str:
+    if not usage.known:
+        return unreported_tokens(usage)
+    cached = f" ({usage.cached_tokens:,} cached)" if usage.cached_tokens else ""
+    return (f"{usage.prompt_tokens or 0:,} prompt{cached} + "
+            f"{usage.completion_tokens or 0:,} completion tokens")
 
 
 def _run_lines(run: RunView, number: int, total: int, full: bool) -> Iterator[str]:
@@ -125,9 +128,8 @@ def _footer(run: RunView) -> str:
     if result is None:
         return "(the trace ends before the run finished)"
     usage = run.usage
-    total = usage["prompt_tokens"] + usage["completion_tokens"]
-    cached = f" ({usage['cached_tokens']:,} cached)" if usage["cached_tokens"] else ""
+    cached = f" ({usage.cached_tokens:,} cached)" if usage.cached_tokens else ""
     steps = int(finite(result.get("steps"), len(run.steps)))  # the file's text is not printed
     return (f"{visible(str(result.get('status')))} · {counted(steps, 'step')}"
-            f" · {counted(total, 'token')}{cached} · {finite(result.get('elapsed')):.2f} s · "
+            f" · {token_count(usage)}{cached} · {finite(result.get('elapsed')):.2f} s · "
             f"{_text(str(result.get('reason', '')), False, 300)}")

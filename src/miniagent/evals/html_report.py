@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from miniagent.errors import UserError
+from miniagent.evals.metrics import mean_tokens
 from miniagent.files import private_dir, write_private
 from miniagent.report.html import (
     BarSeries,
@@ -95,7 +96,7 @@ def _metrics_table(report: dict[str, Any]) -> str:
             g["n"], _pct(g["accuracy"]), _pct(g["tool_call_accuracy"]),
             _pct(g["call_validity"]), g["steps"]["mean"], _pct(g["parse_failure_rate"]),
             f"{_pct(g['self_repair_rate'])} of {g['met_error_n']}",
-            g["tokens"]["prompt"], g["tokens"]["completion"], g["tokens"]["cached"],
+            *(mean_tokens(g["tokens"], kind) for kind in ("prompt", "completion", "cached")),
             g["wall_time"]["mean"],
             " ".join(f"{k}:{v}" for k, v in g["statuses"].items()),
             "-" if not spread else f"{_pct(spread['min'])}..{_pct(spread['max'])}",
@@ -134,10 +135,14 @@ def _steps_chart(report: dict[str, Any]) -> str:
 def _tokens_chart(report: dict[str, Any], mode: str) -> str:
     runs = [r for r in report["results"] if r["mode"] == mode and r["repeat"] == 0]
     labels = [str(n) for n in range(1, len(runs) + 1)]  # ids overlap: numbers, listed below
+    tokens = [r["tokens"] for r in runs]
     series = [BarSeries(name="prompt", color="var(--s1)",
-                        values=[r["tokens"]["prompt"] for r in runs]),
+                        values=[t["prompt"] or 0 for t in tokens]),
               BarSeries(name="completion", color="var(--s3)",
-                        values=[r["tokens"]["completion"] for r in runs])]
+                        values=[t["completion"] or 0 for t in tokens])]
+    if any(t["prompt"] is None for t in tokens):
+        series.append(BarSeries(name="not reported, estimated", color="var(--s4)",
+                                values=[t.get("estimated") or 0 for t in tokens]))
     chart = bar_chart(labels, series, title=f"Tokens per task ({mode}, first repeat)",
                       stacked=True)
     legend = ", ".join(f"{n}: {r['id']}" for n, r in enumerate(runs, 1))

@@ -8,7 +8,8 @@
 - ``parse_failure_rate``: model replies that were neither an action nor an answer / replies.
 - ``self_repair_rate``: among runs that met a tool error or a format error, those that still
   ended with a correct answer.
-- ``tokens``: prompt, completion and cached tokens per run (mean) and in total.
+- ``tokens``: prompt, completion and cached tokens per run (mean) and in total, of the runs
+  whose server reported them; ``unreported`` counts the others (a mean of none is None).
 - ``wall_time``: seconds per run (mean, median, max) and in total.
 - ``statuses``: how runs ended (``completed``, ``max_steps``, ``error``, ...).
 - ``faults``: what was injected (tool failures) apart from what the runs met (tool errors of
@@ -82,12 +83,21 @@ def _steps(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _tokens(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    reported = [r["tokens"] for r in runs if r["tokens"]["prompt"] is not None]
+    out: dict[str, Any] = {"unreported": len(runs) - len(reported)}
     for kind in ("prompt", "completion", "cached"):
-        values = [r["tokens"][kind] for r in runs]
+        values = [t[kind] or 0 for t in reported]
         out[kind] = round(statistics.fmean(values), 1) if values else None
         out[f"{kind}_total"] = sum(values)
     return out
+
+
+def mean_tokens(tokens: dict[str, Any], kind: str) -> str:
+    """A group's mean ``kind`` tokens per run in words: ``n/a`` when no run's server reported
+    them, and how many runs it did not report for."""
+    mean = "n/a" if tokens[kind] is None else f"{tokens[kind]:,.0f}"
+    unreported = tokens.get("unreported", 0)
+    return f"{mean} ({unreported} not reported)" if unreported else mean
 
 
 def _wall(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from miniagent.evals.tasks import EvalTask
 from miniagent.models.base import Model
 from miniagent.store.memory import MemoryStore
 from miniagent.tools.registry import ToolRegistry
-from miniagent.types import RunResult
+from miniagent.types import RunResult, TokenUsage
 
 ModelFactory = Callable[[str], Model]
 """Builds the model for one mode (``react``, ``native``, ``auto``)."""
@@ -173,15 +173,20 @@ def score_run(task: EvalTask, result: RunResult, *, mode: str, repeat: int,
         "expected": task.expected.answer, "final_answer": result.final_answer,
         "correct": correct, "check_note": note, "tool_calls_correct": calls.correct,
         "status": result.status, "reason": result.reason, "steps": len(result.steps),
-        "tokens": {"prompt": result.usage.prompt_tokens,
-                   "completion": result.usage.completion_tokens,
-                   "cached": result.usage.cached_tokens},
+        "tokens": run_tokens(result.usage),
         "wall_time": round(wall_time, 4),
         "calls_made": calls.made, "invalid_calls": calls.invalid, "calls": calls.valid,
         "parse_failures": parse_failures, "tool_errors": tool_errors,
         "met_error": met, "self_repaired": met and correct,
         "faults_injected": log.as_dict(), "trace": trace,
     }
+
+
+def run_tokens(usage: TokenUsage) -> dict[str, Any]:
+    """A run's tokens as reported; null when the server reported none, with ``estimated``."""
+    counts = {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens,
+              "cached": usage.cached_tokens}
+    return counts if usage.known else {**counts, "estimated": usage.estimated_tokens}
 
 
 def task_digest(task: EvalTask) -> str:

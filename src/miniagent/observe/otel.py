@@ -18,10 +18,12 @@ Chat spans carry the request settings (``gen_ai.request.model``, ``.temperature`
 ``server.port``, and the answer's ``gen_ai.response.model``, ``.id`` and ``.finish_reasons``
 and token usage (``gen_ai.usage.input_tokens``, ``.output_tokens``,
 ``.cache_read.input_tokens``); the agent span sums the usage and counts the steps started
-(``miniagent.steps``: one whose model call failed too). Tool spans carry
-``gen_ai.tool.name``, ``gen_ai.tool.call.id`` and ``gen_ai.tool.type``. A failed model call,
-a tool that returned an error and a run that did not complete set ``error.type`` (the
-exception's class, ``tool_error``, the run's status) and an error status.
+(``miniagent.steps``: one whose model call failed too). Usage the server did not report is left
+out, not sent as 0: such a chat span carries ``miniagent.usage.estimated_tokens`` instead, and
+so does the agent span when any of its model calls did (its estimate counts the reported ones).
+Tool spans carry ``gen_ai.tool.name``, ``gen_ai.tool.call.id`` and ``gen_ai.tool.type``. A
+failed model call, a tool that returned an error and a run that did not complete set
+``error.type`` (the exception's class, ``tool_error``, the run's status) and an error status.
 
 Message content (``gen_ai.input.messages``, ``gen_ai.output.messages``,
 ``gen_ai.tool.definitions``, ``gen_ai.tool.call.arguments`` / ``.result``) is recorded only
@@ -343,9 +345,14 @@ class OtelTracer:
 
 
 def _set_usage(span: Span, usage: TokenUsage) -> None:
-    span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens)
-    span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
-    span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+    """The reported counts; none for an unknown usage, whose estimate is ours, not the
+    server's (a backend would add it up with the counted tokens)."""
+    if not usage.known:
+        span.set_attribute("miniagent.usage.estimated_tokens", usage.estimated_tokens)
+        return
+    span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens or 0)
+    span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens or 0)
+    span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens or 0)
 
 
 def _text_message(role: str, text: str, finish_reason: str | None = None) -> dict[str, Any]:

@@ -26,9 +26,10 @@ from typing import Any, get_args
 
 from miniagent.errors import UserError
 from miniagent.runtime.events import EventKind
+from miniagent.types import TokenUsage
 
 __all__ = ["ModelCall", "RunView", "StepView", "ToolRun", "Trace", "number", "objects",
-           "read_trace"]
+           "read_trace", "usage_of"]
 
 MAX_TRACE_BYTES = 512 * 1024 * 1024
 """A larger file is refused rather than read into memory."""
@@ -44,6 +45,21 @@ def number(value: Any, default: float = 0.0) -> float:
     except OverflowError:  # an int too large for a float
         return default
     return result if math.isfinite(result) else default
+
+
+def usage_of(value: Any) -> TokenUsage:
+    """A record's token usage: unknown when it has neither a prompt nor a completion count (a
+    server that reported none: null counts and ``estimated_tokens``)."""
+    usage = _dict(value)
+    counts = [usage.get(key) for key in ("prompt_tokens", "completion_tokens", "cached_tokens")]
+    if not any(_is_count(c) for c in counts[:2]):
+        return TokenUsage.unknown(estimated=int(number(usage.get("estimated_tokens"))))
+    prompt, completion, cached = (int(number(c)) for c in counts)
+    return TokenUsage(prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached)
+
+
+def _is_count(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -70,10 +86,11 @@ class ModelCall:
     error_type: str | None = None
 
     @property
-    def usage(self) -> dict[str, int]:
-        usage = _dict(_dict(self.response).get("usage"))
-        return {k: int(number(usage.get(k))) for k in
-                ("prompt_tokens", "completion_tokens", "cached_tokens")}
+    def usage(self) -> TokenUsage:
+        """What the server reported (unknown when it reported none); none for a failed call."""
+        if self.response is None:
+            return TokenUsage()
+        return usage_of(_dict(self.response).get("usage"))
 
     @property
     def sent(self) -> dict[str, Any]:
@@ -109,12 +126,8 @@ class StepView:
     approvals: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def usage(self) -> dict[str, int]:
-        total = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
-        for call in self.model_calls:
-            for key, value in call.usage.items():
-                total[key] += value
-        return total
+    def usage(self) -> TokenUsage:
+        return sum((call.usage for call in self.model_calls), TokenUsage())
 
     @property
     def parsed(self) -> dict[str, Any]:
@@ -164,17 +177,12 @@ class RunView:
         return str(_dict(self.result).get("status", "unfinished"))
 
     @property
-    def usage(self) -> dict[str, int]:
+    def usage(self) -> TokenUsage:
         """The run's token usage as its result reports it, else the sum of its steps."""
-        reported = _dict(_dict(self.result).get("usage"))
-        if not reported:
-            total = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
-            for step in self.steps:
-                for key, value in step.usage.items():
-                    total[key] += value
-            return total
-        return {k: int(number(reported.get(k))) for k in
-                ("prompt_tokens", "completion_tokens", "cached_tokens")}
+        reported = _dict(self.result).get("usage")
+        if not _dict(reported):
+            return sum((step.usage for step in self.steps), TokenUsage())
+        return usage_of(reported)
 
 
 @dataclass

@@ -6,6 +6,10 @@ are shortened on purpose: a ``model_responded`` record keeps the server's answer
 ``choices`` (already there as ``content`` and ``tool_calls``) under ``response.meta``, and a
 ``run_finished`` record keeps the result without its steps and messages (the records before it
 hold them), with ``steps`` as their count.
+
+A token usage is ``prompt_tokens``, ``completion_tokens`` and ``cached_tokens`` as the server
+reported them; when it reported none, the three are null and ``estimated_tokens`` is the step
+logic's estimate (:mod:`miniagent.runtime.estimate`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import dataclasses
 from typing import Any
 
 from miniagent.runtime import events as ev
-from miniagent.types import ModelResponse, RunResult
+from miniagent.types import ModelResponse, RunResult, TokenUsage
 
 __all__ = ["TRACE_VERSION", "event_record"]
 
@@ -42,6 +46,8 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value] if any(_needs_plain(v) for v in value) else value
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, TokenUsage):
+        return _usage(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     return value
@@ -49,6 +55,12 @@ def _plain(value: Any) -> Any:
 
 def _needs_plain(value: Any) -> bool:
     return value is not None and not isinstance(value, (dict, str, int, float, bool))
+
+
+def _usage(usage: TokenUsage) -> dict[str, Any]:
+    counts = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+              "cached_tokens": usage.cached_tokens}
+    return counts if usage.known else {**counts, "estimated_tokens": usage.estimated_tokens}
 
 
 def _response(response: ModelResponse) -> dict[str, Any]:

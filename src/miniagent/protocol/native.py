@@ -13,7 +13,8 @@ tolerates what real servers send:
 - missing call ids (left empty: the step logic assigns them from its driver's ids);
 - a ``finish_reason`` that contradicts the message (the calls present decide);
 - cached prompt tokens as ``prompt_tokens_details.cached_tokens`` or DeepSeek's
-  ``prompt_cache_hit_tokens``;
+  ``prompt_cache_hit_tokens``; no ``usage`` at all (llama.cpp's server when it streams): the
+  usage is unknown, not 0 (:meth:`~miniagent.types.TokenUsage.unknown`);
 - content as a list of parts, of which only the text ones count.
 
 No body shape makes it raise anything but :class:`~miniagent.errors.ModelResponseError`:
@@ -287,8 +288,10 @@ def reported_cached_tokens(usage: Any) -> int | None:
 
 
 def _usage(usage: Any) -> TokenUsage:
-    if not isinstance(usage, dict):
-        return TokenUsage()
+    """The reported counts; unknown (not 0) when the body has no usage or none of its counts."""
+    if not isinstance(usage, dict) or (usage.get("prompt_tokens") is None
+                                       and usage.get("completion_tokens") is None):
+        return TokenUsage.unknown()
     return TokenUsage(
         prompt_tokens=_int(usage.get("prompt_tokens")),
         completion_tokens=_int(usage.get("completion_tokens")),

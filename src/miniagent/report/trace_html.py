@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from miniagent.files import write_private
@@ -25,7 +26,8 @@ from miniagent.observe.reader import (
 )
 from miniagent.observe.reader import number as finite
 from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre, status_class
-from miniagent.wording import counted
+from miniagent.types import TokenUsage
+from miniagent.wording import counted, token_count, unreported_tokens
 
 __all__ = ["render_trace", "write_trace_html"]
 
@@ -104,8 +106,7 @@ def _run(run: RunView, number: int, total: int) -> str:
     facts = [
         f'<span class="tag {status_class(status)}">{esc(status)}</span>',
         f"<span>{counted(len(run.steps), 'step')}</span>",
-        f"<span>{usage['prompt_tokens']:,} prompt ({usage['cached_tokens']:,} cached) + "
-        f"{usage['completion_tokens']:,} completion tokens</span>",
+        f"<span>{_tokens(usage, token_count)}</span>",
         f"<span>{finite(result.get('elapsed')):.2f} s</span>",
     ]
     if run.model:
@@ -127,20 +128,31 @@ def _run(run: RunView, number: int, total: int) -> str:
             f"{guards}{answer}{reason}</section>")
 
 
+def _tokens(usage: TokenUsage, unknown: Callable[[TokenUsage], str]) -> str:
+    """Counted tokens, or what ``unknown`` says of tokens the server did not report."""
+    if not usage.known:
+        return unknown(usage)
+    return (f"{usage.prompt_tokens or 0:,} prompt ({usage.cached_tokens or 0:,} cached) + "
+            f"{usage.completion_tokens or 0:,} completion tokens")
+
+
 def _chart(run: RunView) -> str:
     if not run.steps:
         return ""
     labels = [str(s.index) for s in run.steps]
     usages = [s.usage for s in run.steps]
+    cached = [u.cached_tokens or 0 for u in usages]
     series = [
-        BarSeries(name="prompt, cached", values=[u["cached_tokens"] for u in usages],
-                  color="var(--s2)"),
+        BarSeries(name="prompt, cached", values=cached, color="var(--s2)"),
         BarSeries(name="prompt, not cached",
-                  values=[max(0, u["prompt_tokens"] - u["cached_tokens"]) for u in usages],
+                  values=[max(0, (u.prompt_tokens or 0) - c) for u, c in zip(usages, cached)],
                   color="var(--s1)"),
-        BarSeries(name="completion", values=[u["completion_tokens"] for u in usages],
+        BarSeries(name="completion", values=[u.completion_tokens or 0 for u in usages],
                   color="var(--s3)"),
     ]
+    if not all(u.known for u in usages):
+        series.append(BarSeries(name="not reported, estimated", color="var(--s4)",
+                                values=[0 if u.known else u.estimated_tokens for u in usages]))
     return bar_chart(labels, series, title="Tokens per step")
 
 
@@ -184,14 +196,15 @@ def _args(call: dict[str, Any]) -> str:
 
 def _step(run: RunView, step: StepView, run_number: int) -> str:
     usage = step.usage
+    tok = (f"{usage.counted_tokens:,} tok" if usage.known
+           else f"~{usage.counted_tokens:,} tok (estimated)")
     seconds = sum(c.elapsed or 0 for c in step.model_calls)
     outcome = step.outcome
     summary = (f'<span class="idx">step {step.index}</span>'
                f'<span class="tag {"bad" if outcome in ("failed", "invalid") else "ok"}">'
                f"{esc(outcome)}</span>"
                f'<span class="what">{esc(_clip(_what(step), 200))}</span>'
-               f'<span class="kv">{seconds:.2f} s · '
-               f"{usage['prompt_tokens'] + usage['completion_tokens']:,} tok</span>"
+               f'<span class="kv">{seconds:.2f} s · {tok}</span>'
                f"{_gantt(run, step)}")
     body = "".join(_model_call(c, n, len(step.model_calls))
                    for n, c in enumerate(step.model_calls, 1))
@@ -218,9 +231,8 @@ def _model_call(call: ModelCall, number: int, count: int) -> str:
     usage = call.usage
     parts.append(f"<h3>Raw output</h3>"
                  f'<p class="kv">{call.elapsed or 0:.2f} s · finish reason '
-                 f"{esc(response.get('finish_reason'))} · {usage['prompt_tokens']:,} prompt "
-                 f"({usage['cached_tokens']:,} cached) + {usage['completion_tokens']:,} "
-                 "completion tokens</p>")
+                 f"{esc(response.get('finish_reason'))} · "
+                 f"{_tokens(usage, unreported_tokens)}</p>")
     parts.append(pre(str(response.get("content") or ""), cls="raw-output"))
     if response.get("tool_calls"):
         parts.append(f"<p class=\"kv\">native tool calls</p>{pre(_json(response['tool_calls']))}")

@@ -37,8 +37,9 @@ in ``AgentSession.compactions`` (persisted: a resumed session sends the same com
 :func:`history` builds what is sent from the two.
 
 Sizes are estimated without a tokenizer (the step logic has none): ASCII text at 4 characters a
-token, every other character a token of its own (CJK text is about one token a character). The
-size is the history's (contents, tool names, arguments), not the system prompt's or the tools'.
+token, every other character a token of its own (CJK text is about one token a character;
+:mod:`miniagent.runtime.estimate`). The size is the history's (contents, tool names,
+arguments), not the system prompt's or the tools'.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from typing import Literal
 
 from miniagent.errors import ModelError, UserError
 from miniagent.runtime import incoming
+from miniagent.runtime.estimate import tokens, with_estimate
 from miniagent.session import AgentSession
 from miniagent.types import (
     Compaction,
@@ -157,13 +159,8 @@ def history(session: AgentSession) -> Sequence[Message]:
 
 
 def estimate(text: str, unit: Unit) -> int:
-    """The size of ``text``: characters, or estimated tokens."""
-    if unit == "chars":
-        return len(text)
-    if text.isascii():
-        return (len(text) + 3) // 4
-    other = len(text) - len(text.encode("ascii", "ignore"))
-    return (len(text) - other + 3) // 4 + other
+    """The size of ``text``: characters, or estimated tokens (:func:`.estimate.tokens`)."""
+    return len(text) if unit == "chars" else tokens(text)
 
 
 def size(messages: Sequence[Message], unit: Unit) -> int:
@@ -306,7 +303,8 @@ async def compact(session: AgentSession, config: Compression,
     reply: ModelResponse | ModelError | None = None
     if decided.request is not None:
         try:
-            reply = incoming.response(await generate(decided.request))
+            reply = with_estimate(incoming.response(await generate(decided.request)),
+                                  decided.request)
         except ModelError as exc:
             reply = exc
     done = compaction(session, config, decided, reply, step=step, at=now())

@@ -28,6 +28,7 @@ from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import apply_decision, denial, recover_interrupted
 from miniagent.runtime.calls import answered, record_outcome
 from miniagent.runtime.effects import Effects
+from miniagent.runtime.estimate import with_estimate
 from miniagent.runtime.guards import (
     REPEATED,
     LoopDetector,
@@ -55,7 +56,7 @@ from miniagent.types import (
     Step,
     ToolLike,
 )
-from miniagent.wording import counted
+from miniagent.wording import token_count
 
 __all__ = ["CallTools", "Finish", "NextStep", "RetryFormat", "StepLogic", "Stop", "ToModel",
            "WaitForPerson"]
@@ -196,13 +197,13 @@ class StepLogic:
             await self._checkpoint(session)
 
     def _limit_reached(self, session: AgentSession) -> Stop | None:
-        limits, used = self.spec.limits, session.usage.total_tokens
+        limits, used = self.spec.limits, session.usage.counted_tokens
         if len(session.steps) >= limits.max_steps:
             return Stop(status="max_steps", guard="max_steps",
                         reason=f"no final answer after max_steps={limits.max_steps}")
         if limits.token_budget is not None and used >= limits.token_budget:
             return Stop(status="budget_exceeded", guard="token_budget",
-                        reason=f"used {counted(used, 'token')} of a budget of "
+                        reason=f"used {token_count(session.usage)} of a budget of "
                                f"{limits.token_budget:,}")
         too_large = self.spec.compression and compress.overflow(session, self.spec.compression)
         if too_large:
@@ -225,13 +226,13 @@ class StepLogic:
                    request=request)
         try:
             try:
-                response = incoming.response(await self.effects.generate(request))
+                response = await self._reply(request)
             except ModelError as exc:
                 retry = protocol.recover(exc, request, history, tools, self.spec.instructions)
                 if retry is None:
                     raise
                 request = retried = self._settings(retry, choice)
-                response = incoming.response(await self.effects.generate(request))
+                response = await self._reply(request)
         except ModelError as exc:
             self._emit(ev.ModelFailed, session, span=span, parent=step_span, step=index,
                        error=str(exc), elapsed=self.effects.now() - started,
@@ -243,6 +244,10 @@ class StepLogic:
         self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
                    response=response, parsed=parsed, elapsed=elapsed, retried=retried)
         return response, parsed, elapsed
+
+    async def _reply(self, request: ModelRequest) -> ModelResponse:
+        """The model's reply, made safe to keep; a usage its server did not report, estimated."""
+        return with_estimate(incoming.response(await self.effects.generate(request)), request)
 
     def _settings(self, request: ModelRequest, choice: str | None) -> ModelRequest:
         request.temperature, request.max_tokens = self.spec.temperature, self.spec.max_tokens
@@ -377,7 +382,7 @@ class StepLogic:
         if budget is None:
             return None
         running = sum(1 for r in step.calls if r.state == "started") or 1
-        return max(0, budget - session.usage.total_tokens) // running
+        return max(0, budget - session.usage.counted_tokens) // running
 
     def _steps_share(self, session: AgentSession, step: Step) -> int:
         """A call's share of the model calls the run has left (nested runs draw on it, so a

@@ -31,11 +31,18 @@ def new_usage(total: TokenUsage, counted: TokenUsage | None) -> TokenUsage:
     """What a sub-run used beyond what was counted at the call's last attempt."""
     if counted is None:
         return total
+    if not (total.known and counted.known):  # unknown: what is new is estimated too
+        return TokenUsage.unknown(
+            estimated=max(0, total.counted_tokens - counted.counted_tokens))
     return TokenUsage(
-        prompt_tokens=max(0, total.prompt_tokens - counted.prompt_tokens),
-        completion_tokens=max(0, total.completion_tokens - counted.completion_tokens),
-        cached_tokens=max(0, total.cached_tokens - counted.cached_tokens),
+        prompt_tokens=_less(total.prompt_tokens, counted.prompt_tokens),
+        completion_tokens=_less(total.completion_tokens, counted.completion_tokens),
+        cached_tokens=_less(total.cached_tokens, counted.cached_tokens),
     )
+
+
+def _less(total: int | None, counted: int | None) -> int:
+    return max(0, (total or 0) - (counted or 0))
 
 
 def waiting_note(sub: SubRun) -> str:

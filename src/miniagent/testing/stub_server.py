@@ -13,7 +13,8 @@ Each entry of ``responses`` is one answer, used in order:
 - ``"text"``: a completion whose content is that text;
 - ``{"tool_calls": [{"name": "calc", "arguments": {"x": 1}}], "content": None}``: an
   assistant message with those calls (ids, ``type`` and JSON encoding of dict arguments
-  are filled in); ``finish_reason`` and ``usage`` keys are honoured too;
+  are filled in); ``finish_reason`` and ``usage`` keys are honoured too (``"usage": None``:
+  the answer reports none);
 - a full response body (a dict with ``"choices"``), sent as is;
 - a :class:`Fault`: an error status, a hang, or a dropped connection.
 
@@ -148,6 +149,8 @@ class StubServer:
         latency: Seconds added before each chat completion answer.
         usage: Token numbers reported in each answer: ``prompt_tokens``,
             ``completion_tokens``, ``cached_tokens`` (as ``prompt_tokens_details``).
+        report_usage: False: no answer carries ``usage``, streamed or not (llama.cpp's server
+            streams so); a scripted answer's ``"usage": None`` leaves out its own.
         reject_tools: Answer 400 "tools are not supported" to requests with ``tools``.
         chunked: Send bodies with ``Transfer-Encoding: chunked`` (in three chunks).
         keep_alive: Keep connections open between requests (else ``Connection: close``).
@@ -171,6 +174,7 @@ class StubServer:
         *,
         latency: float = 0.0,
         usage: Mapping[str, int] | None = None,
+        report_usage: bool = True,
         reject_tools: bool = False,
         chunked: bool = False,
         keep_alive: bool = True,
@@ -186,6 +190,7 @@ class StubServer:
         self.latency = latency
         self.usage = {"prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 0}
         self.usage.update(usage or {})
+        self.report_usage = report_usage
         self.reject_tools = reject_tools
         self.chunked = chunked
         self.keep_alive = keep_alive
@@ -375,9 +380,7 @@ class StubServer:
             message["reasoning_content"] = spec["reasoning_content"]
         if calls:
             message["tool_calls"] = calls
-        usage = dict(self.usage)
-        usage.update(spec.get("usage") or {})
-        return {
+        body = {
             "id": f"chatcmpl-stub-{n}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -389,12 +392,19 @@ class StubServer:
                     "finish_reason": spec.get("finish_reason", "tool_calls" if calls else "stop"),
                 }
             ],
-            "usage": {
-                "prompt_tokens": usage["prompt_tokens"],
-                "completion_tokens": usage["completion_tokens"],
-                "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
-                "prompt_tokens_details": {"cached_tokens": usage["cached_tokens"]},
-            },
+        }
+        overrides = spec.get("usage", {})
+        if self.report_usage and overrides is not None:
+            body["usage"] = self._usage(overrides)
+        return body
+
+    def _usage(self, overrides: Mapping[str, int]) -> dict[str, Any]:
+        usage = {**self.usage, **overrides}
+        return {
+            "prompt_tokens": usage["prompt_tokens"],
+            "completion_tokens": usage["completion_tokens"],
+            "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"],
+            "prompt_tokens_details": {"cached_tokens": usage["cached_tokens"]},
         }
 
     async def _write(
