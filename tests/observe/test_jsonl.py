@@ -122,7 +122,8 @@ def test_guards_and_a_failed_model_are_traced(tmp_path: Path) -> None:
     call = 'Thought: add\nAction: add\nAction Input: {"a": 1, "b": 2}'
     model = ScriptedModel(["I will just ramble without any format", call, call, call, call])
     trace = tmp_path / "t.jsonl"
-    result = Agent(model=model, tools=[add], trace=trace, repeat_limit=2).run("1+2?")
+    result = Agent(model=model, tools=[add], trace=trace, repeat_limit=2,
+                   answer_after_repeat=False).run("1+2?")
     assert result.status == "loop_detected"
     guards = [(r["guard"], r["step"]) for r in records(trace) if r["kind"] == "guard_intervened"]
     assert guards == [("format_error", 1), ("repeat", 3), ("loop_stop", 4)]
