@@ -392,8 +392,10 @@ async def test_after_a_repeat_the_next_step_must_answer(drivers: list[Driver],
                   tools=lambda: [lookup])
     got = await across(drivers, tmp_path, setup, run("look"))
     assert (got.status, got.final_answer) == ("completed", "value of k")
-    assert [g for k, g in got.trace if k == "guard_intervened"] == ["repeat", "format_error"]
-    assert got.observations[2].endswith("Its result was: value of k")  # what to answer from
+    # two steps with the same result: step 3 must answer, and its call is refused; the next
+    # repeat (the third of the call) gets the intervention, with the result to answer from
+    assert [g for k, g in got.trace if k == "guard_intervened"] == ["format_error", "repeat"]
+    assert got.observations[-1].endswith("Its result was: value of k")
 
 
 async def test_a_cut_off_call_never_runs(drivers: list[Driver], tmp_path: Path) -> None:
