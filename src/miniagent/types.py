@@ -198,7 +198,7 @@ class ModelRequest:
     protocol: str = ""
     """The name of the protocol that rendered the request (transports ignore it)."""
     tool_choice: str | None = None
-    """``auto``, ``required``, ``none`` or a tool's name, sent with ``tools`` (None: not sent)."""
+    """``auto``, ``required``, ``none`` or a tool's name, sent with ``tools`` (None: ``auto``)."""
 
 
 @dataclass(kw_only=True, slots=True)
