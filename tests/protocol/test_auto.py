@@ -128,6 +128,7 @@ def test_a_server_that_shows_the_tools_keeps_native_calling(
         sent = list(stub.requests)
     assert (first.final_answer, second.final_answer) == tuple(replies)
     assert len(sent) == 2 and all("tools" in body for body in sent)
+    assert all(body["tool_choice"] == "auto" for body in sent)  # sent with the tools
     assert not caplog.records
 
 
