@@ -133,7 +133,7 @@ def test_a_server_that_shows_the_tools_keeps_native_calling(
 
 
 def test_a_server_that_reports_no_usage_is_not_judged() -> None:
-    with StubServer(["2 + 3 is 5."], usage={"prompt_tokens": 0}).run_in_thread() as stub:
+    with StubServer(["2 + 3 is 5."], report_usage=False).run_in_thread() as stub:
         model = OpenAICompatibleModel(base_url=stub.base_url, model="m")
         result = Agent(model=model, tools=[add]).run("What is 2+3?")
     assert (result.status, result.final_answer) == ("completed", "2 + 3 is 5.")

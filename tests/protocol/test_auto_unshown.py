@@ -32,10 +32,11 @@ def _mcp_style(name: str, properties: list[str]) -> Any:
     return type("Spec", (), {"name": name, "description": "", "parameters": schema})()
 
 
-def _judge(tools: list[Any], prompt_tokens: int, question: str = "What is 17 * 23?",
+def _judge(tools: list[Any], prompt_tokens: int | None, question: str = "What is 17 * 23?",
            cached: int = 0) -> str | None:
     request = AutoProtocol().render([Message(role="user", content=question)], tools)
-    usage = TokenUsage(prompt_tokens=prompt_tokens, completion_tokens=9, cached_tokens=cached)
+    usage = (TokenUsage.unknown(estimated=99) if prompt_tokens is None else
+             TokenUsage(prompt_tokens=prompt_tokens, completion_tokens=9, cached_tokens=cached))
     return unshown_tools(ModelResponse(content="391", usage=usage), request)
 
 
@@ -66,5 +67,6 @@ def test_keys_a_compact_rendering_leaves_out_are_not_counted() -> None:
 
 
 def test_unreported_usage_and_cached_tokens_are_never_read_as_a_small_prompt() -> None:
-    assert _judge([multiply], 0) is None  # not reported
+    assert _judge([multiply], None) is None  # not reported (only estimated)
+    assert _judge([multiply], 0) is None
     assert _judge([multiply], 5, cached=2000) is None  # cached tokens reported apart
