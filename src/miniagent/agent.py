@@ -88,7 +88,8 @@ class Agent:
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
     the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
     that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
-    tool call, then ``auto`` (see :mod:`miniagent.protocol.tool_choice`). None sends nothing.
+    tool call, then ``auto`` (see :mod:`miniagent.protocol.tool_choice`). None lets the model
+    decide (an HTTP model sends ``auto`` with native tools).
 
     ``trace`` appends every event of every run to a JSONL file (see
     :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).

@@ -24,7 +24,10 @@ Role = Literal["system", "user", "assistant", "tool"]
 ToolMode = Literal["react", "native", "hybrid", "auto"]
 Phase = Literal["model", "tools", "done"]
 """Where a session goes on: it needs a model call, has calls to run (or to decide), or is over."""
-ParseKind = Literal["action", "final", "invalid"]
+ParseKind = Literal["action", "final", "invalid", "retry"]
+"""What a reply is: calls, an answer, neither (the model is told), or ``retry``: the endpoint
+ignored part of the request (tools it never showed the model), so the step asks again, rendered
+anew, and the reply is not kept."""
 RunStatus = Literal[
     "completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error",
     "awaiting_approval", "cancelled",
@@ -198,7 +201,7 @@ class ModelRequest:
     protocol: str = ""
     """The name of the protocol that rendered the request (transports ignore it)."""
     tool_choice: str | None = None
-    """``auto``, ``required``, ``none`` or a tool's name, sent with ``tools`` (None: not sent)."""
+    """``auto``, ``required``, ``none`` or a tool's name, sent with ``tools`` (None: ``auto``)."""
 
 
 @dataclass(kw_only=True, slots=True)

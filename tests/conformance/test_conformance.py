@@ -454,6 +454,23 @@ async def test_a_react_step_in_a_native_reply_is_read_as_one(drivers: list[Drive
     assert (got.status, got.final_answer, got.observations) == ("completed", "5", ["5"])
 
 
+async def test_a_server_that_takes_tools_but_hides_them(drivers: list[Driver],
+                                                       tmp_path: Path) -> None:
+    """Its first reply is plain text over a prompt too small for the tools: auto mode asks the
+    same step again in ReAct, and the tool runs (the judgment replays from the recorded
+    reply)."""
+    hidden = {"choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": "2 + 3 is 23."}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 6}}
+    setup = Setup(model=lambda: ScriptedModel(
+        [hidden, react("add them", "add", {"a": 2, "b": 3}), "Thought: done\nFinal Answer: 5"],
+        tool_mode="auto"), tools=lambda: [add])
+    got = await across(drivers, tmp_path, setup, run("2+3?"))
+    assert (got.status, got.final_answer, got.observations) == ("completed", "5", ["5"])
+    assert got.events.count("step_started") == 2  # the plain reply took no step of its own
+    assert "23" not in json.dumps(got.trace, ensure_ascii=False)  # nor a place in the history
+
+
 async def test_tool_selection(drivers: list[Driver], tmp_path: Path) -> None:
     @tool
     def weather(city: str) -> str:

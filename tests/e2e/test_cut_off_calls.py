@@ -37,6 +37,9 @@ REPLIES: dict[str, tuple[str, Any]] = {
     "native, finish_reason tool_calls": ("native", native_call(CUT, "tool_calls")),
     "native, whole JSON but length": ("native", native_call('{"to": "Alice", "amount": 15}',
                                                             "length")),
+    # tool_choice auto (sent in auto mode) lets llama-cpp-python's chatml-function-calling
+    # write arguments that may be cut off
+    "auto, finish_reason tool_calls": ("auto", native_call(CUT, "tool_calls")),
     "react, finish_reason length": ("react", body(
         {"role": "assistant", "content": f"Thought: pay\nAction: transfer\nAction Input: {CUT}"},
         "length")),
@@ -70,9 +73,10 @@ async def test_a_cut_off_call_is_not_run(case: str) -> None:
         agent = Agent(model=model, tools=[transfer], max_tokens=64, on_event=events.append)
         result = await agent.arun("pay alice 1500")
         await agent.aclose()
-        second = stub.requests[1]["messages"]
+        first, second = stub.requests[0], stub.requests[1]["messages"]
 
     assert transfers == []  # nothing was paid
+    assert first.get("tool_choice") == (None if mode == "react" else "auto")
     assert result.status == "completed"
     (record,) = result.steps[0].calls
     assert record.state == "completed" and [m.target for m in record.moves] == ["completed"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import socket
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from miniagent import Agent, OpenAICompatibleModel
+from miniagent import Agent, OpenAICompatibleModel, Tool, tool
 from miniagent.errors import ConfigError
 from miniagent.models.local import resolve_model_path
 from miniagent.tools.builtin import calculator
@@ -186,3 +187,65 @@ async def test_native_server_raw_body_normalises(native_server: str) -> None:
     assert response.content is not None or response.tool_calls
     assert response.usage.prompt_tokens > 0
     json.dumps(response.raw)  # the raw body stays serialisable
+
+
+# -- auto mode: the tool runs whether the server shows the tools or not ----------------------
+
+def _multiplier(calls: list[dict[str, int]]) -> Tool:
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply two integers.
+
+        Args:
+            a: the first factor
+            b: the second factor
+        """
+        calls.append({"a": a, "b": b})
+        return a * b
+
+    return multiply
+
+
+def _auto_agent(base_url: str, calls: list[dict[str, int]], max_steps: int) -> Agent:
+    model = OpenAICompatibleModel(base_url=base_url, model="smollm2", timeout=120.0,
+                                  max_retries=0, grammar_field="grammar")  # tool_mode auto
+    # without the instruction SmolLM2-135M answers this question from memory (measured)
+    return Agent(model=model, tools=[_multiplier(calls)], instructions="Use a tool to compute.",
+                 max_steps=max_steps, max_tokens=128)
+
+
+def _unshown_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "without showing it" in r.getMessage()]
+
+
+async def test_auto_mode_calls_the_tool_on_the_default_chat_format(
+        react_server: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The default chat format takes ``tools`` with a 200 and never puts them in the prompt:
+    auto mode reads that in the first reply's ``prompt_tokens``, asks the step again in ReAct
+    (with the grammar), and the tool runs."""
+    calls: list[dict[str, int]] = []
+    agent = _auto_agent(react_server, calls, max_steps=2)
+    with caplog.at_level(logging.WARNING, logger="miniagent"):
+        result = await agent.arun("What is 17 * 23?")
+    await agent.aclose()
+    _check_common(result)
+    assert calls, result.steps[0].raw_output  # the tool ran
+    first = result.steps[0]
+    assert (first.raw_output or "").startswith("Thought: ")  # ReAct from the first step on
+    assert first.calls[0].call.name == "multiply" and first.calls[0].call.arguments == calls[0]
+    assert len(_unshown_warnings(caplog)) == 1
+
+
+async def test_auto_mode_calls_the_tool_natively_on_chatml_function_calling(
+        native_server: str, caplog: pytest.LogCaptureFixture) -> None:
+    """chatml-function-calling shows the tools only with a ``tool_choice``: the ``auto`` sent
+    with them makes the model call the tool natively (and the tools are not judged unshown)."""
+    calls: list[dict[str, int]] = []
+    agent = _auto_agent(native_server, calls, max_steps=1)
+    with caplog.at_level(logging.WARNING, logger="miniagent"):
+        result = await agent.arun("What is 17 * 23?")
+    await agent.aclose()
+    assert result.status == "max_steps", result.reason  # one step, and it was a call
+    assert calls and result.steps[0].raw_output is None  # a native call, no ReAct text
+    assert result.steps[0].calls[0].call.arguments == calls[0]
+    assert not _unshown_warnings(caplog)

@@ -98,7 +98,7 @@ async def test_native_calls_streamed_in_each_style_run_with_the_right_arguments(
             {"id": "c2", "name": "add", "arguments": {"a": 20, "b": 22}}]},
         "Paris is 18°C, sunny; 20 + 22 = 42.",
     ]
-    async with StubServer(script, stream_style=style) as stub:
+    async with StubServer(script, stream_style=style, usage={"prompt_tokens": 10}) as stub:
         recorder = Recorder()
         agent = Agent(model=_model(stub, "native"), tools=[weather, add], on_event=recorder)
         result = await agent.arun("Weather in Paris, and 20+22?")

@@ -64,12 +64,56 @@ async def test_request_body_and_headers(stub: Stub) -> None:
         "max_tokens": 64,
         "stop": ["Observation:"],
         "tools": TOOLS,
+        "tool_choice": "auto",  # sent with tools: some servers ignore tools without it
         "top_k": 20,
         "seed": 7,  # the request's extra_body wins over the model's
     }
     headers = server.request_headers[0]
     assert headers["authorization"] == "Bearer sk-test"
     assert headers["content-type"] == "application/json"
+
+
+async def test_tools_go_with_tool_choice_auto_unless_a_choice_is_set(stub: Stub) -> None:
+    server = stub(["a", "b", "c"])
+    model = make_model(server)
+    await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
+    await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS, tool_choice="required"))
+    await model.generate(ModelRequest(messages=MESSAGES))
+    await model.aclose()
+    assert [body.get("tool_choice") for body in server.requests] == ["auto", "required", None]
+
+
+VLLM_NO_AUTO = {"error": {"message": '"auto" tool choice requires --enable-auto-tool-choice '
+                                     "and --tool-call-parser to be set", "code": 400}}
+
+
+def refuses_tool_choice(body: dict[str, Any], _n: int) -> Any:
+    return Fault(status=400, body=VLLM_NO_AUTO) if "tool_choice" in body else "fine"
+
+
+async def test_a_server_that_refuses_tool_choice_is_not_sent_it_again(stub: Stub) -> None:
+    server = stub(refuses_tool_choice)
+    model = make_model(server, max_retries=0)
+    first = await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
+    second = await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
+    other = make_model(server, max_retries=0)  # the memory is the model object's
+    await other.generate(ModelRequest(messages=MESSAGES, tools=TOOLS))
+    await model.aclose()
+    await other.aclose()
+    assert (first.content, second.content) == ("fine", "fine")
+    assert ["tool_choice" in body for body in server.requests] == [True, False, False,
+                                                                   True, False]
+    assert all(body["tools"] == TOOLS for body in server.requests)
+
+
+async def test_a_chosen_tool_choice_that_is_refused_stays_an_error(stub: Stub) -> None:
+    server = stub(refuses_tool_choice)
+    model = make_model(server, max_retries=0)
+    with pytest.raises(ModelHTTPError, match="tool choice requires"):
+        await model.generate(ModelRequest(messages=MESSAGES, tools=TOOLS,
+                                          tool_choice="required"))
+    await model.aclose()
+    assert len(server.requests) == 1  # never sent without what the caller chose
 
 
 async def test_optional_fields_are_left_out(stub: Stub) -> None:

@@ -92,7 +92,7 @@ def run(
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501
     max_tools: Annotated[int | None, typer.Option(min=1, help="Offer each model request only the K tools most relevant to the conversation (plus those already used).")] = None,  # noqa: E501
     stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the server's answers: thought and answer are shown as they are written (--base-url servers).")] = False,  # noqa: E501
-    tool_choice: Annotated[str | None, typer.Option(help="auto, required (call a tool before answering), none, or a tool's name [default: the server's own]")] = None,  # noqa: E501
+    tool_choice: Annotated[str | None, typer.Option(help="auto, required (call a tool before answering), none, or a tool's name [default: auto]")] = None,  # noqa: E501
     mcp: McpOption = None,
     mcp_url: McpUrlOption = None,
     mcp_header: McpHeaderOption = None,

@@ -16,6 +16,10 @@ caller's ``on_delta`` as it is written; see :mod:`miniagent.models.streaming` fo
 server's way of streaming is read. A stream that breaks off, or that promised tool calls and
 sent none, is asked for once more without streaming; a server that refuses
 ``stream_options`` is asked again without it (and not sent it again).
+
+A request with ``tools`` and no ``tool_choice`` is sent ``tool_choice: "auto"``: some servers
+ignore tools without it (llama-cpp-python's ``chatml-function-calling``). A server that refuses
+that field (a 4xx naming it) is asked again without it, and not sent it again.
 """
 
 from __future__ import annotations
@@ -69,6 +73,9 @@ GrammarField = Literal["grammar", "guided_grammar", "structured_outputs"]
 _TOOL_WORDS = ("tools", "tool_choice", "function call", "function_call", "tool call",
                "tool_call", "functions")
 """Phrases of a 4xx that blame the tools field itself (not, say, one bad tool_call_id)."""
+
+_TOOL_CHOICE = re.compile(r"tool[ _-]?choice", re.IGNORECASE)
+"""How an error names the ``tool_choice`` field (vLLM: ``"auto" tool choice requires ...``)."""
 
 _INVALID_REQUEST = re.compile(
     r"invalid_request|invalid request|validation error|unprocessable", re.IGNORECASE)
@@ -212,6 +219,9 @@ class OpenAICompatibleModel:
         self.stream_usage = stream_usage
         self._client = client
         self._owns_client = client is None
+        self._auto_choice = True
+        """Send ``tool_choice: "auto"`` with tools when a request sets none (False once this
+        server refused the field)."""
         self._headers = {"Accept": "application/json"}
         if self.api_key:
             self._headers["Authorization"] = f"Bearer {self.api_key}"
@@ -239,6 +249,18 @@ class OpenAICompatibleModel:
             ModelResponseError: A 2xx answer that is not a chat completion (or is too deep
                 or too large to be read as one).
         """
+        try:
+            return await self._generate(request, on_delta)
+        except ModelHTTPError as exc:
+            if not self._refused_auto_choice(exc, request):
+                raise
+            log.info("%s refused tool_choice (%s); asking again without it, from now on",
+                     self.url, exc.status)
+            self._auto_choice = False
+            return await self._generate(request, on_delta)
+
+    async def _generate(self, request: ModelRequest, on_delta: DeltaSink | None
+                        ) -> ModelResponse:
         if self.stream:
             try:
                 return await self._streamed(request, on_delta)
@@ -279,6 +301,13 @@ class OpenAICompatibleModel:
             raise StreamIncomplete(f"the server refused streaming ({exc.status})") from None
         return state.response(response, self._completion)
 
+    def _refused_auto_choice(self, exc: ModelHTTPError, request: ModelRequest) -> bool:
+        """Whether ``exc`` is a 4xx naming the ``tool_choice: "auto"`` this model sent."""
+        chosen = "tool_choice" in self.extra_body or "tool_choice" in request.extra_body
+        sent = bool(request.tools) and request.tool_choice in (None, "auto") and not chosen
+        return (sent and self._auto_choice and 400 <= exc.status < 500
+                and _TOOL_CHOICE.search(_error_text(exc.body or "")) is not None)
+
     def _completion(self, response: HttpResponse) -> ModelResponse:
         """The answer of a 2xx response read whole."""
         try:
@@ -314,8 +343,9 @@ class OpenAICompatibleModel:
             body["stop"] = request.stop
         if request.tools:
             body["tools"] = request.tools
-            if request.tool_choice:
-                body["tool_choice"] = wire_tool_choice(request.tool_choice)
+            choice = request.tool_choice or "auto"
+            if choice != "auto" or self._auto_choice:
+                body["tool_choice"] = wire_tool_choice(choice)
         elif request.grammar and self.grammar_field:
             body.update(_grammar_body(self.grammar_field, request.grammar))
         body.update(self.extra_body)

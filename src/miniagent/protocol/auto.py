@@ -10,10 +10,18 @@ Input:`` labels, or a ``Final Answer:``) is read as that step, never shown whole
 A ReAct action as the first native reply means the server took ``tools`` without showing them
 to the model (llama-cpp-python's server does so in its default chat format): the protocol goes
 on in ReAct from then on (said once, in the log).
+
+A first native reply that calls no tool is checked the same way against the prompt size the
+server reports: when ``prompt_tokens`` is smaller than the messages and the tools need at
+:data:`CHARS_PER_TOKEN` characters a token, the tools never reached the model. The reply is not
+kept (kind ``retry``): the step asks the same turn again in ReAct, and the protocol stays in
+ReAct (said once). The judgment reads only the request and the recorded reply, so a replay
+(Temporal) judges the same; it costs no request. A server that reports no usage is not judged.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Sequence
@@ -31,9 +39,20 @@ _ACTION = re.compile(_LABEL.format(r"(?:action|行动|动作)"))
 _ACTION_INPUT = re.compile(_LABEL.format(r"(?:action[ \t_]*input|行动输入|动作输入)"))
 _FINAL = re.compile(_LABEL.format(r"(?:final[ \t_]*answer|最终答案)"))
 
+CHARS_PER_TOKEN = 6
+"""More characters of text or tool JSON than any server that shows the tools counts per prompt
+token: templates that dump the tools as JSON count 2.5 to 4 (SmolLM2's tokenizer: 88 tokens
+for a two-argument tool's 323 characters, 123 for the same indented), OpenAI's compact rendering
+about 5 characters of their JSON without the keys it leaves out (:data:`_UNSHOWN_KEYS`) per
+token (from the OpenAI cookbook's token counts for tools), English text about 4."""
+_UNSHOWN_KEYS = frozenset({"required", "additionalProperties", "$schema", "$id", "$comment",
+                           "title", "strict"})
+"""Schema keys a compact rendering of tools need not show (``required`` repeats names)."""
+
 
 class AutoProtocol:
-    """Native first; ReAct after the endpoint refused the ``tools`` field.
+    """Native first; ReAct after the endpoint refused the ``tools`` field, or took it without
+    showing the tools to the model.
 
     Args:
         native_tools: What is known of the endpoint already: True (it takes ``tools``),
@@ -67,16 +86,25 @@ class AutoProtocol:
         if request.protocol == self.react.name:
             return self.react.parse(response, request)
         parsed = self.native.parse(response, request)
-        step = _react_step(parsed.text) if request.tools and parsed.kind == "final" else None
-        if step is None or step.kind == "final":
-            if request.tools:
-                self.native_tools = True  # the endpoint took the tools field
-            return step or parsed
-        if self.native_tools is None:
-            log.warning("the model answered a native request with a ReAct action: the server "
-                        "takes the tools field without showing it; going on in ReAct")
-            self.native_tools = False
-        return step
+        if not request.tools:
+            return parsed
+        step = _react_step(parsed.text) if parsed.kind == "final" else None
+        if step is not None and step.kind == "action":
+            if self.native_tools is None:
+                log.warning("the model answered a native request with a ReAct action: the "
+                            "server takes the tools field without showing it; going on in ReAct")
+                self.native_tools = False
+            return step
+        if self.native_tools is None and parsed.kind != "action":
+            unshown = unshown_tools(response, request)
+            if unshown is not None:  # not kept: the step asks again, in ReAct
+                log.warning("the server took the tools field without showing it to the model "
+                            "(%s); going on in ReAct", unshown)
+                self.native_tools = False
+                return ParsedOutput(kind="retry", text=parsed.text, error="the server did not "
+                                    f"show the tools to the model ({unshown})")
+        self.native_tools = True  # the endpoint took the tools field (and showed them)
+        return step or parsed
 
     def format_error(self, error: str, tools: Sequence[ToolLike]) -> str:
         chosen = self.react if self.native_tools is False else self.native
@@ -91,6 +119,46 @@ class AutoProtocol:
             return None
         self.native_tools = False
         return self.react.render(messages, tools, instructions)
+
+
+def unshown_tools(response: ModelResponse, request: ModelRequest) -> str | None:
+    """Why the reply to ``request`` shows that its tools never reached the model, or None.
+
+    They did not when the server reports fewer prompt tokens (cached ones counted too, for
+    servers that report them apart) than the messages and the tools would take at
+    :data:`CHARS_PER_TOKEN` characters a token; a server that reports none is not judged.
+    """
+    usage = response.usage
+    seen = (usage.prompt_tokens or 0) + (usage.cached_tokens or 0)
+    tools = len(json.dumps(_shown_json(request.tools or []), ensure_ascii=False))
+    needed = (tools + _text_chars(request.messages)) // CHARS_PER_TOKEN
+    if not 0 < seen < needed:
+        return None
+    return (f"prompt_tokens {seen:,}, the tools alone need about {tools // CHARS_PER_TOKEN:,}, "
+            f"with the messages {needed:,}")
+
+
+def _shown_json(value: Any, names: bool = False) -> Any:
+    """``value`` (tool specs) without :data:`_UNSHOWN_KEYS`; ``names``: it is a ``properties``
+    mapping, whose keys are property names, all kept."""
+    if isinstance(value, dict):
+        return {key: _shown_json(item, key == "properties" and not names)
+                for key, item in value.items() if names or key not in _UNSHOWN_KEYS}
+    if isinstance(value, list):
+        return [_shown_json(item) for item in value]
+    return value
+
+
+def _text_chars(messages: Sequence[dict[str, Any]]) -> int:
+    """The characters of the messages' text: contents, and calls' names and arguments."""
+    total = 0
+    for message in messages:
+        content = message.get("content")
+        total += len(content) if isinstance(content, str) else 0
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            total += len(str(function.get("name", ""))) + len(str(function.get("arguments", "")))
+    return total
 
 
 def _react_step(text: str) -> ParsedOutput | None:

@@ -100,7 +100,8 @@ class ModelResponded(Event):
     parsed: ParsedOutput
     elapsed: float
     retried: ModelRequest | None = None
-    """The request answered when the protocol retried the started one (``recover``)."""
+    """The request answered when the protocol retried the started one (``recover`` after an
+    error, or a ``retry`` reply; its usage then counts both replies)."""
 
 
 @dataclass(kw_only=True, slots=True)

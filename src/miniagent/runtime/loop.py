@@ -212,42 +212,59 @@ class StepLogic:
 
     async def _generate(self, session: AgentSession, index: int, tools: Sequence[ToolLike]
                         ) -> tuple[ModelResponse, ParsedOutput, float]:
-        """Render, call the model (once more if the protocol can recover), parse."""
+        """Render, call the model (once more if the protocol can recover, or if it asks for
+        the turn again: a ``retry`` reply), parse."""
         protocol, step_span = self.rules.protocol, self._step_spans[index]
-        history = compress.history(session)
         choice = tool_choice.for_step(self.spec.tool_choice, session.steps)
         if self.spec.limits.answer_after_repeat and (repeated_last(session.steps)
                                                      or no_progress(session.steps)):
             choice = "none"  # the model repeats itself: it answers now
-        request = self._settings(protocol.render(history, tools, self.spec.instructions), choice)
+        turn = _Turn(compress.history(session), tools, choice)
+        request = self._render(turn)
         span, started = self.effects.new_id(), self.effects.now()
-        retried: ModelRequest | None = None
         self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
                    request=request)
         try:
-            try:
-                response = await self._reply(request)
-            except ModelError as exc:
-                retry = protocol.recover(exc, request, history, tools, self.spec.instructions)
-                if retry is None:
-                    raise
-                request = retried = self._settings(retry, choice)
-                response = await self._reply(request)
+            response, sent = await self._ask(request, turn)
+            parsed = protocol.parse(response, sent)
+            if parsed.kind == "retry":  # the endpoint ignored part of the request: anew
+                spent = response.usage
+                response, sent = await self._ask(self._render(turn), turn)
+                response = dataclasses.replace(response, usage=spent + response.usage)
+                parsed = _no_retry(protocol.parse(response, sent))
         except ModelError as exc:
             self._emit(ev.ModelFailed, session, span=span, parent=step_span, step=index,
                        error=str(exc), elapsed=self.effects.now() - started,
                        error_type=type(exc).__name__)
             raise
         elapsed = self.effects.now() - started
-        parsed = self._with_ids(tool_choice.enforce(protocol.parse(response, request), choice),
-                                session)
+        parsed = self._with_ids(tool_choice.enforce(parsed, turn.choice), session)
         self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
-                   response=response, parsed=parsed, elapsed=elapsed, retried=retried)
+                   response=response, parsed=parsed, elapsed=elapsed,
+                   retried=None if sent is request else sent)
         return response, parsed, elapsed
 
     async def _reply(self, request: ModelRequest) -> ModelResponse:
         """The model's reply, made safe to keep; a usage its server did not report, estimated."""
         return with_estimate(incoming.response(await self.effects.generate(request)), request)
+
+    def _render(self, turn: _Turn) -> ModelRequest:
+        rendered = self.rules.protocol.render(turn.history, turn.tools, self.spec.instructions)
+        return self._settings(rendered, turn.choice)
+
+    async def _ask(self, request: ModelRequest, turn: _Turn
+                   ) -> tuple[ModelResponse, ModelRequest]:
+        """The reply to ``request``, or to what the protocol sends instead after an error;
+        and the request it answers."""
+        try:
+            return await self._reply(request), request
+        except ModelError as exc:
+            retry = self.rules.protocol.recover(exc, request, turn.history, turn.tools,
+                                                self.spec.instructions)
+            if retry is None:
+                raise
+            request = self._settings(retry, turn.choice)
+            return await self._reply(request), request
 
     def _settings(self, request: ModelRequest, choice: str | None) -> ModelRequest:
         request.temperature, request.max_tokens = self.spec.temperature, self.spec.max_tokens
@@ -513,6 +530,22 @@ class StepLogic:
             return  # span ids are still drawn: the ids a session gets must not depend on it
         self.effects.emit(kind(session_id=session.id, span_id=span, parent_id=parent,
                                step=step, at=self.effects.now(), **fields))
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """What a step's request is rendered from."""
+
+    history: Sequence[Message]
+    tools: Sequence[ToolLike]
+    choice: str | None
+
+
+def _no_retry(parsed: ParsedOutput) -> ParsedOutput:
+    """A second ``retry`` in one step is an invalid reply: the model is told, the run goes on."""
+    if parsed.kind != "retry":
+        return parsed
+    return dataclasses.replace(parsed, kind="invalid", error=parsed.error or "asked again")
 
 
 _TICK = 0.001

@@ -149,9 +149,14 @@ class StubServer:
         latency: Seconds added before each chat completion answer.
         usage: Token numbers reported in each answer: ``prompt_tokens``,
             ``completion_tokens``, ``cached_tokens`` (as ``prompt_tokens_details``).
+            Unless ``prompt_tokens`` is given, a request's ``tools`` add a token per 3
+            characters of their JSON to the default 10, as on a server that shows them.
         report_usage: False: no answer carries ``usage``, streamed or not (llama.cpp's server
             streams so); a scripted answer's ``"usage": None`` leaves out its own.
         reject_tools: Answer 400 "tools are not supported" to requests with ``tools``.
+        shows_tools: False: take ``tools`` and never count them in ``prompt_tokens``, as a
+            server that does not show them to the model (llama-cpp-python's default chat
+            format).
         chunked: Send bodies with ``Transfer-Encoding: chunked`` (in three chunks).
         keep_alive: Keep connections open between requests (else ``Connection: close``).
         idle_timeout: Close a connection idle this long, without telling the client.
@@ -176,6 +181,7 @@ class StubServer:
         usage: Mapping[str, int] | None = None,
         report_usage: bool = True,
         reject_tools: bool = False,
+        shows_tools: bool = True,
         chunked: bool = False,
         keep_alive: bool = True,
         idle_timeout: float | None = None,
@@ -191,6 +197,7 @@ class StubServer:
         self.usage = {"prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 0}
         self.usage.update(usage or {})
         self.report_usage = report_usage
+        self.counts_tools = shows_tools and "prompt_tokens" not in (usage or {})
         self.reject_tools = reject_tools
         self.chunked = chunked
         self.keep_alive = keep_alive
@@ -395,11 +402,14 @@ class StubServer:
         }
         overrides = spec.get("usage", {})
         if self.report_usage and overrides is not None:
-            body["usage"] = self._usage(overrides)
+            body["usage"] = self._usage(overrides, data)
         return body
 
-    def _usage(self, overrides: Mapping[str, int]) -> dict[str, Any]:
-        usage = {**self.usage, **overrides}
+    def _usage(self, overrides: Mapping[str, int], data: dict[str, Any]) -> dict[str, Any]:
+        usage = dict(self.usage)
+        if self.counts_tools and data.get("tools"):
+            usage["prompt_tokens"] += len(json.dumps(data["tools"])) // 3
+        usage.update(overrides)
         return {
             "prompt_tokens": usage["prompt_tokens"],
             "completion_tokens": usage["completion_tokens"],
