@@ -64,13 +64,13 @@ def test_history_shows_calls_as_json_and_results_as_user_turns() -> None:
 
 def test_a_call_becomes_tool_calls_and_an_answer_content() -> None:
     call = _reply('{"tool": "weather", "arguments": {"city": "東京"}}')
-    read_tool_reply(call, TOOLS)
+    read_tool_reply(call)
     message = call["choices"][0]["message"]
     assert message["content"] is None
     function = message["tool_calls"][0]["function"]
     assert function["name"] == "weather" and json.loads(function["arguments"]) == {"city": "東京"}
     answer = _reply('{"answer": "18°C"}')
-    read_tool_reply(answer, TOOLS)
+    read_tool_reply(answer)
     assert answer["choices"][0]["message"] == {"role": "assistant", "content": "18°C"}
 
 
@@ -78,12 +78,12 @@ def test_a_cut_off_call_stays_incomplete_for_the_guard() -> None:
     for text in ('{"tool": "weather", "arguments": {"city": "Tok',
                  '{"tool": "weather", "argum', '{"tool": "wea'):
         reply = _reply(text)
-        read_tool_reply(reply, TOOLS)
+        read_tool_reply(reply)
         arguments = reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
         assert incomplete(arguments), text  # never repaired into a call that would run
 
 
 def test_plain_text_stays_text() -> None:
     reply = _reply("I don't know.")
-    read_tool_reply(reply, TOOLS)
+    read_tool_reply(reply)
     assert reply["choices"][0]["message"]["content"] == "I don't know."

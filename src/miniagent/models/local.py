@@ -188,6 +188,8 @@ class LocalModel:
         if not runtime_available():
             raise ConfigError(INSTALL_HINT)
         self.model_path = resolve_model_path(str(model_path) if model_path else None)
+        self.small = self.model_path.stat().st_size < SMALL_MODEL_BYTES
+        """Whether the file is under :data:`SMALL_MODEL_BYTES` (a model that needs aids)."""
         self.tool_mode: ToolMode = tool_mode
         self.n_ctx, self.n_threads, self.seed = n_ctx, n_threads, seed
         self.grammar, self.verbose = grammar, verbose
@@ -203,14 +205,6 @@ class LocalModel:
         return Capabilities(tool_mode=self.tool_mode,
                             native_tools=self.tool_mode in ("native", "hybrid"),
                             grammar=self.grammar, small_model=self.small)
-
-    @property
-    def small(self) -> bool:
-        """Whether the file is under :data:`SMALL_MODEL_BYTES` (a model that needs aids)."""
-        try:
-            return self.model_path.stat().st_size < SMALL_MODEL_BYTES
-        except OSError:
-            return False
 
     @property
     def loaded(self) -> bool:
@@ -262,7 +256,7 @@ class LocalModel:
             message = error.get("message") if isinstance(error, dict) else error
             raise ModelError(f"llama.cpp refused the request: {message}")
         if request.tools:
-            read_tool_reply(reply, request.tools)
+            read_tool_reply(reply)
         return normalize_completion(reply)
 
     def completion_body(self, request: ModelRequest) -> dict[str, Any]:

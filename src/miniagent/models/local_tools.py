@@ -59,7 +59,7 @@ def ask_for_a_call(body: dict[str, Any], tools: list[dict[str, Any]],
         body["grammar"] = call_grammar(chosen, answer, max_tokens)
 
 
-def read_tool_reply(reply: dict[str, Any], tools: list[dict[str, Any]]) -> None:
+def read_tool_reply(reply: dict[str, Any]) -> None:
     """Rewrite ``reply``'s first message in place: a call becomes ``tool_calls``, an
     answer its ``content``; text that is neither stays as it is."""
     choices = reply.get("choices")
