@@ -309,7 +309,7 @@ async def compact(session: AgentSession, config: Compression,
             reply = exc
     done = compaction(session, config, decided, reply, step=step, at=now())
     session.compactions.append(done)
-    session.usage = session.usage + done.usage
+    session.add_usage(done.usage)
     return done
 
 
