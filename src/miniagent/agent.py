@@ -91,6 +91,12 @@ class Agent:
     tool call, then ``auto`` (see :mod:`miniagent.protocol.tool_choice`). None lets the model
     decide (an HTTP model sends ``auto`` with native tools).
 
+    With ``memory`` (a :class:`~miniagent.memory.Memory`), the model gets ``remember`` and
+    ``recall`` tools over its ``memory_namespace`` (approval rules and limits apply as to any
+    tool), and, unless ``memory_recall`` is False, before the first step of every turn the
+    memories found for the question are put before it as a marked block of data, not
+    instructions (see :mod:`miniagent.runtime.recall`).
+
     ``trace`` appends every event of every run to a JSONL file (see
     :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
 
@@ -137,6 +143,9 @@ class Agent:
         temporal: Any = None,
         task_queue: str = "miniagent",
         temporal_options: Any = None,
+        memory: Any = None,
+        memory_namespace: str = "default",
+        memory_recall: bool = True,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
@@ -152,6 +161,11 @@ class Agent:
                             "history: give it no store")
         self.model = model
         self.registry, others = _split_tools(tools)
+        self.memory = memory  # a miniagent.Memory: see the class docstring
+        if memory is not None:
+            from miniagent.memory.tools import memory_tools
+
+            others.append(ToolRegistry(memory_tools(memory, memory_namespace)))
         self.sources: list[ToolSource] = [self.registry, *others]
         """Where the agent's tools come from: its own functions first, then the others."""
         small = model is not None and model.capabilities.small_model
@@ -178,7 +192,8 @@ class Agent:
             compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
                          if compress_at is not None else None),
             tool_selection=tool_selection, approval_timeout=approval_timeout,
-            tool_choice=_checked_choice(tool_choice, None if others else self.registry.names))
+            tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
+            recall="recall" if memory is not None and memory_recall else None)
         """What the agent is, for every driver (see :mod:`miniagent.runtime.spec`)."""
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver = approver

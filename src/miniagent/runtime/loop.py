@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from miniagent.errors import ModelError, ToolInterrupted
 from miniagent.protocol import tool_choice
-from miniagent.runtime import compress, incoming
+from miniagent.runtime import compress, incoming, recall
 from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import apply_decision, denial, recover_interrupted
 from miniagent.runtime.calls import answered, record_outcome
@@ -125,6 +125,7 @@ class StepLogic:
         self._recover(session)
         self._emit(ev.RunStarted, session, span=self.run_span, parent=None,
                    question=session.turn.question)
+        await self._recall(session)
         while not session.done:
             try:
                 if session.phase == "tools":
@@ -155,6 +156,17 @@ class StepLogic:
         result = session.result()
         self._emit(ev.RunFinished, session, span=self.run_span, parent=None, result=result)
         return result
+
+    async def _recall(self, session: AgentSession) -> None:
+        """What the memory holds on the turn's question, before its first step."""
+        if self.spec.recall is None:
+            return
+        span = self.effects.new_id()
+        done = await recall.before_turn(session, self.rules, self.effects, f"recall_{span}")
+        if done is not None:
+            self._emit(ev.MemoryRecalled, session, span=span, parent=self.run_span,
+                       query=done.query, text=done.text, error=done.error)
+            await self._checkpoint(session)
 
     def _recover(self, session: AgentSession) -> None:
         recover_interrupted(session, self.rules.tools.is_idempotent, self.spec.on_interrupted,
