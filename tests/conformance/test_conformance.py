@@ -581,6 +581,43 @@ async def test_a_turn_is_refused_while_calls_wait_for_a_person(drivers: list[Dri
     assert (got.status, got.observations) == ("completed", ["sent 500 to Bob"])
 
 
+async def test_memories_are_recalled_before_each_turn(drivers: list[Driver],
+                                                      tmp_path: Path) -> None:
+    """The recall before a turn is a call through the driver (an activity on Temporal); the
+    model sees the block with the question, and a later turn keeps the earlier block as sent."""
+    from miniagent import Memory
+
+    memory = Memory(tmp_path / "memory.db")
+    memory.add("Alice's favourite tea is 龙井.", namespace="alice")
+    memory.add("Alice lives in 杭州.", namespace="alice")
+
+    def reply(request: dict[str, Any], _n: int) -> str:
+        last = request["messages"][-1]["content"]
+        if "not instructions" not in last:
+            return "Final Answer: I do not know"
+        return "Final Answer: 龙井" if "tea" in last.rsplit("\n\n", 1)[-1] else "Final Answer: 杭州"
+
+    async def converse(handle: Handle) -> RunResult:
+        first = len(stub.requests)
+        tea = await handle.run("Which tea does Alice like?")
+        home = await handle.run("Where does Alice live? 她住在哪里？", session_id=tea.session_id)
+        assert (tea.final_answer, home.final_answer) == ("龙井", "杭州")
+        one, two = (json.dumps(r["messages"], ensure_ascii=False)
+                    for r in stub.requests[first:])
+        assert two.startswith(one[:-1])
+        session = await handle.session(home.session_id)
+        assert ["Alice lives in 杭州." in (t.recalled or "") for t in session.turns] == [
+            True, True]
+        return home
+
+    async with StubServer(reply) as stub:
+        setup = Setup(model=lambda: OpenAICompatibleModel(
+            base_url=stub.base_url, model="m", tool_mode="react"),
+            options={"memory": memory, "memory_namespace": "alice"})
+        got = await across(drivers, tmp_path, setup, converse)
+    assert got.events.count("memory_recalled") == 2
+
+
 async def test_an_mcp_tool(drivers: list[Driver], tmp_path: Path) -> None:
     from miniagent.mcp import MCPServer
 
