@@ -129,8 +129,7 @@ class Memory:
         # a row another program wrote may hold invalid UTF-8: read it, never crash on it
         self._db.text_factory = lambda raw: raw.decode("utf-8", "replace")
         try:
-            with self._transaction() as db:
-                self._prepare(db)
+            self._open()
         except BaseException:
             self._db.close()
             raise
@@ -151,31 +150,45 @@ class Memory:
             return sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         private_dir(self.path.parent)
         _private_file(self.path)  # SQLite gives the WAL and SHM files the same mode
-        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None,
-                             check_same_thread=False)
+        return sqlite3.connect(self.path, timeout=10.0, isolation_level=None,
+                               check_same_thread=False)
+
+    def _open(self) -> None:
+        """Check the file before changing anything in it (WAL mode rewrites its header),
+        then make a new file a memory file, or check an existing one again, in one
+        transaction (another process may be making it at the same time)."""
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-        except BaseException:
-            db.close()
-            raise
-        return db
+            self._check_kind(self._db)
+            if self.path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise self._failure(exc) from None
+        with self._transaction() as db:
+            if self._check_kind(db):
+                db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._prepare(db)
+
+    def _check_kind(self, db: sqlite3.Connection) -> bool:
+        """Whether the file is new (empty); raise unless it is new or a memory file that
+        this miniagent can read."""
+        application = db.execute("PRAGMA application_id").fetchone()[0]
+        if application == APPLICATION_ID:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise ConfigError(f"{self._where()} was made by a newer miniagent (memory "
+                                  f"schema {version}, this one reads {SCHEMA_VERSION}); "
+                                  "upgrade miniagent")
+            return False
+        if application != 0 or db.execute("SELECT 1 FROM sqlite_master").fetchone():
+            raise ConfigError(f"{self._where()} is not a miniagent memory file (it is another "
+                              "program's SQLite database); it was left untouched: choose "
+                              "another file")
+        return True
 
     def _prepare(self, db: sqlite3.Connection) -> None:
-        """Make a new file a memory file; check an existing one, reindex it if needed."""
-        application = db.execute("PRAGMA application_id").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if application != APPLICATION_ID:
-            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master")]
-            if application != 0 or tables:
-                raise ConfigError(f"{self._where()} is not a miniagent memory file (it is "
-                                  f"another program's SQLite database); it was left "
-                                  f"untouched: choose another file")
-            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        elif version > SCHEMA_VERSION:
-            raise ConfigError(f"{self._where()} was made by a newer miniagent (memory schema "
-                              f"{version}, this one reads {SCHEMA_VERSION}); upgrade miniagent")
+        """Create what is missing of the schema; reindex a file indexed by another tokenizer."""
         for statement in _SCHEMA:
             db.execute(statement)
         indexed_by = _meta(db, "tokenizer")

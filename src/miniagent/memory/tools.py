@@ -45,6 +45,7 @@ RECALL_ITEM_CHARS = 400
 """The most characters of one memory's text shown in a block."""
 
 _MIN_BLOCK = 200
+_LEAST_SHOWN = 20
 _HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 """Control characters and bidi overrides: nothing a model should read inside data."""
 
@@ -87,16 +88,17 @@ def recall_block(items: Sequence[MemoryItem], max_chars: int = RECALL_MAX_CHARS,
 
 def _line(item: MemoryItem, item_chars: int, room: int) -> str | None:
     """``- [id] "text"`` in at most ``room`` characters, the text cut to fit; ``None`` when
-    not even a short cut fits."""
+    not even its first 20 characters (or its whole text, or ``item_chars``) fit."""
     text = " ".join(_HIDDEN.sub(" ", item.text).split())
     prefix = f"- [{_HIDDEN.sub('', item.id)[:40]}] "
-    limit = item_chars
-    while limit >= 8:
-        shown = text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    limit = min(item_chars, len(text))
+    least = min(limit, _LEAST_SHOWN)
+    while limit >= least:
+        shown = text if limit >= len(text) else text[:limit - 1].rstrip() + "…"
         line = prefix + json.dumps(shown, ensure_ascii=False)
         if len(line) <= room:
             return line
-        limit = min(limit, len(text)) - max(len(line) - room, 1)
+        limit -= len(line) - room  # escapes (\", \\) make a line longer than its text
     return None
 
 
