@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse, sessions, trace."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace, memory."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from miniagent.cli.mcp_cmd import (
     mcp_servers,
     parse_headers,
 )
+from miniagent.cli.memory_cmd import memory_app
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
@@ -58,6 +59,7 @@ app.add_typer(trace_app, name="trace")
 app.command("worker")(worker_cmd)
 app.command("eval")(eval_command)
 app.add_typer(model_app, name="model")
+app.add_typer(memory_app, name="memory")
 
 
 def _print_version(wanted: bool) -> None:
