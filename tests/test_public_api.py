@@ -22,6 +22,8 @@ EXPECTED = {
     # exceptions that interrupt a run
     "AgentSpec", "register_protocol", "Filtered", "Prefixed", "ToolRule", "WithRules",
     "PayloadTooLarge", "RunInterrupted", "ToolInterrupted", "Rollover",
+    # long-term memory (its SQLite file, like SQLiteStore, loads sqlite3 on first use)
+    "Memory", "MemoryItem",
 }
 
 

@@ -62,3 +62,21 @@ def test_compression_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
                               "cut to about 200 characters;")
     session = namespace["agent"].session(namespace["result"].session_id)
     assert len(session.messages) == 1 + 12 * 2 + 1 and session.compactions
+
+
+def test_conversation_and_memory_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = ScriptedModel([
+        'Thought: save\nAction: remember\nAction Input: {"text": "The user drinks 龙井 tea."}',
+        "Final Answer: Noted.", "Final Answer: 龙井", "Final Answer: a 龙井, lightly brewed"])
+    namespace: dict[str, Any] = {"model": model}
+    exec(block_with("memory_namespace="), namespace)
+    assert capsys.readouterr().out == "2 龙井\n"
+    turn_two = model.requests[2].messages
+    assert [m["content"] for m in turn_two if m["role"] == "user"][0] == (
+        "I drink 龙井 tea. Remember that.")
+    recalled = model.requests[3].messages[-1]["content"]
+    assert "The user drinks 龙井 tea." in recalled
+    assert recalled.endswith("Suggest a tea for tonight.")
+    assert namespace["later"].session_id != namespace["first"].session_id

@@ -43,6 +43,7 @@ from miniagent.errors import (
     ToolsNotSupported,
     UserError,
 )
+from miniagent.memory.items import MemoryItem
 from miniagent.models.base import Capabilities, Model
 from miniagent.models.openai_compat import OpenAICompatibleModel
 from miniagent.models.scripted import ScriptedModel
@@ -73,16 +74,22 @@ from miniagent.types import (
 )
 
 if TYPE_CHECKING:
+    from miniagent.memory.store import Memory
     from miniagent.store.sqlite import SQLiteStore
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    if name == "SQLiteStore":  # sqlite3 loads on first use, not at import
+    # sqlite3 loads on first use, not at import
+    if name == "SQLiteStore":
         from miniagent.store.sqlite import SQLiteStore
 
         return SQLiteStore
+    if name == "Memory":
+        from miniagent.memory.store import Memory
+
+        return Memory
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
@@ -99,6 +106,8 @@ __all__ = [
     "Event",
     "Filtered",
     "Limits",
+    "Memory",
+    "MemoryItem",
     "MemoryStore",
     "Message",
     "MiniAgentError",

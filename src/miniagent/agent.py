@@ -91,6 +91,12 @@ class Agent:
     tool call, then ``auto`` (see :mod:`miniagent.protocol.tool_choice`). None lets the model
     decide (an HTTP model sends ``auto`` with native tools).
 
+    With ``memory`` (a :class:`~miniagent.memory.Memory`), the model gets ``remember`` and
+    ``recall`` tools over its ``memory_namespace`` (approval rules and limits apply as to any
+    tool), and, unless ``memory_recall`` is False, before the first step of every turn the
+    memories found for the question are put before it as a marked block of data, not
+    instructions (see :mod:`miniagent.runtime.recall`).
+
     ``trace`` appends every event of every run to a JSONL file (see
     :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
 
@@ -137,6 +143,9 @@ class Agent:
         temporal: Any = None,
         task_queue: str = "miniagent",
         temporal_options: Any = None,
+        memory: Any = None,
+        memory_namespace: str = "default",
+        memory_recall: bool = True,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
@@ -152,6 +161,11 @@ class Agent:
                             "history: give it no store")
         self.model = model
         self.registry, others = _split_tools(tools)
+        self.memory = memory  # a miniagent.Memory: see the class docstring
+        if memory is not None:
+            from miniagent.memory.tools import memory_tools
+
+            others.append(ToolRegistry(memory_tools(memory, memory_namespace)))
         self.sources: list[ToolSource] = [self.registry, *others]
         """Where the agent's tools come from: its own functions first, then the others."""
         small = model is not None and model.capabilities.small_model
@@ -178,7 +192,8 @@ class Agent:
             compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
                          if compress_at is not None else None),
             tool_selection=tool_selection, approval_timeout=approval_timeout,
-            tool_choice=_checked_choice(tool_choice, None if others else self.registry.names))
+            tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
+            recall="recall" if memory is not None and memory_recall else None)
         """What the agent is, for every driver (see :mod:`miniagent.runtime.spec`)."""
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver = approver
@@ -203,13 +218,18 @@ class Agent:
     async def arun(self, question: str, *, metadata: dict[str, Any] | None = None,
                    on_event: Subscriber | None = None, session_id: str | None = None
                    ) -> RunResult:
-        """Answer ``question`` in a new session; always returns a result with a status.
+        """Answer ``question``; always returns a result with a status.
 
-        ``on_event`` receives this run's events (besides the agent's subscribers).
-        ``session_id`` names the new session (one that exists is refused: resume it).
+        Without ``session_id``, or with one no session has yet, in a new session of that id.
+        With the id of a session whose last turn ended, as that conversation's next turn: the
+        model sees the history so far, and the result's steps and usage are this turn's (see
+        :meth:`AgentSession.new_turn <miniagent.session.AgentSession.new_turn>`). ``resume``
+        is different: it goes on with a turn that has not ended. ``on_event`` receives this
+        run's events (besides the agent's subscribers).
 
         Raises:
-            UserError: ``session_id`` is taken.
+            TurnRefused: the session waits for a person, has calls open, or was cancelled.
+            SessionBusy: another live process runs the session.
         """
         listed = records(self.sources)  # e.g. MCP servers, so a resume can rebuild them
         if listed:
@@ -217,10 +237,10 @@ class Agent:
         if self.temporal is not None:  # a session on the cluster, run by a worker there
             return await self._on_temporal().run(question, metadata=metadata,
                                                   on_event=on_event, session_id=session_id)
+        if session_id is not None and self._exists(session_id):
+            return await self._run_here(session_id, None, on_event, question=storable(question))
         session = AgentSession.start(storable(question), id=session_id or random_id(),
                                      at=time.time(), metadata=metadata)
-        if session_id is not None:
-            self._refuse_taken(session_id)
         self.store.save(session)
         return await self._run_here(session.id, session, on_event)
 
@@ -233,12 +253,12 @@ class Agent:
             self._temporal_driver = TemporalDriver(self)
         return self._temporal_driver
 
-    def _refuse_taken(self, session_id: str) -> None:
+    def _exists(self, session_id: str) -> bool:
         try:
             self.store.load(session_id)
         except SessionNotFound:
-            return
-        raise UserError(f"a session {session_id} exists already: resume it instead")
+            return False
+        return True
 
     async def aresume(self, session_id: str, *, on_event: Subscriber | None = None,
                       force: bool = False) -> RunResult:
@@ -256,9 +276,11 @@ class Agent:
         return await self._run_here(session_id, None, on_event, force)
 
     async def _run_here(self, session_id: str, fresh: AgentSession | None,
-                        on_event: Subscriber | None, force: bool = False) -> RunResult:
+                        on_event: Subscriber | None, force: bool = False, *,
+                        question: str | None = None) -> RunResult:
         """The in-process driver: the session under this process's lease, run by
-        :func:`~miniagent.runtime.run.run_session` with effects performed here."""
+        :func:`~miniagent.runtime.run.run_session` with effects performed here (with
+        ``question``: as the session's next turn)."""
         if self.model is None:
             raise UserError("this agent has no model, so it runs only on Temporal (its workers "
                             "serve the model): give Agent(model=...) to run it here")
@@ -266,7 +288,10 @@ class Agent:
         self.store.acquire(session_id, owner, force=force)
         try:
             session = fresh or self.store.load(session_id)
-            if session.status in FINAL:
+            if question is not None:
+                session.new_turn(question, at=time.time())
+                self.store.save(session, owner=owner)
+            elif session.status in FINAL:
                 return session.result()
             if session.status != "running":
                 session.transition("running", f"resumed from {session.status}", at=time.time())
@@ -425,13 +450,13 @@ def _within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:
         return spec
     limits, changes = spec.limits, dict[str, Any]()
     if context.tokens_left is not None:
-        allowed = session.usage.counted_tokens + context.tokens_left
+        allowed = session.turn.usage.counted_tokens + context.tokens_left
         changes["token_budget"] = min(limits.token_budget or allowed, allowed)
     if context.deadline is not None:
         left = max(0.001, context.deadline - time.time())
         changes["timeout"] = min(limits.timeout or left, left)
     if context.steps_left is not None:
-        changes["max_steps"] = min(limits.max_steps, len(session.steps) + context.steps_left)
+        changes["max_steps"] = min(limits.max_steps, len(session.turn_steps) + context.steps_left)
     return spec.replace(limits=changes) if changes else spec
 
 

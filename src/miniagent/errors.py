@@ -8,7 +8,8 @@
     ├── UserError               a mistake of the developer using the library
     │   ├── ToolDefinitionError a function that cannot become a tool
     │   ├── ConfigError         missing or contradictory configuration
-    │   └── DecisionError       a decision on a session that is not waiting, or an unknown call
+    │   ├── DecisionError       a decision on a session that is not waiting, or an unknown call
+    │   └── TurnRefused         a new turn on a session that cannot take one now
     └── RunFailure              the run could not go on
         └── ModelError          the model server failed (after retries)
             ├── ModelConnectionError  refused, reset, DNS
@@ -63,6 +64,11 @@ class ConfigError(UserError):
 class DecisionError(UserError):
     """An approval or denial the session cannot take: it is not waiting, or no waiting call
     has that id. A caller's mistake, distinct from a store fault (:class:`SessionError`)."""
+
+
+class TurnRefused(UserError):
+    """A new turn on a session that cannot take one: it waits for a person, has calls still
+    open, or was cancelled."""
 
 
 class RunFailure(MiniAgentError):

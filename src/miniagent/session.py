@@ -15,6 +15,12 @@ to decide; ``done``); it moves through :meth:`AgentSession.move_to`, checked aga
 ``awaiting_approval`` on every driver, while it waits. ``messages`` only ever grows; a
 compaction (``compactions``) changes what the model is sent, not the messages.
 
+A session is a conversation of one or more turns (``turns``): each is a user question and the
+run that answers it. :meth:`AgentSession.new_turn` begins the next one on a session whose last
+turn ended (``TURN_ENDED``, no calls left open): the history goes on from where it stopped, so
+the next request starts with the bytes of the last one. Steps, tokens and the guards count per
+turn (:attr:`AgentSession.turn`); ``usage`` keeps the session's total.
+
 This module reads no clock and makes no id: both come from whoever drives the session, so the
 same inputs give the same saved session, byte for byte.
 """
@@ -24,7 +30,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted
+from miniagent.errors import SessionError, SessionVersionError, StoreCorrupted, TurnRefused
 from miniagent.types import (
     CallRecord,
     Compaction,
@@ -37,10 +43,10 @@ from miniagent.types import (
     TokenUsage,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions`` and
 each message's ``reasoning``, version 4 usage the server did not report (token counts of None,
-``estimated_tokens``); versions 1 to 3 still load."""
+``estimated_tokens``), version 5 ``turns``; versions 1 to 4 still load (as one turn)."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -59,6 +65,10 @@ ALLOWED: dict[SessionStatus, frozenset[SessionStatus]] = {
     "timeout": frozenset({"running", "cancelled"}),
     "error": frozenset({"running", "cancelled"}),
 }
+TURN_ENDED: frozenset[SessionStatus] = frozenset(
+    {"completed", "max_steps", "budget_exceeded", "loop_detected", "timeout", "error"}
+)
+"""The statuses from which a session takes a new turn (with no calls left open)."""
 
 
 @dataclass(kw_only=True)
@@ -69,6 +79,25 @@ class Transition:
     source: SessionStatus
     target: SessionStatus
     reason: str
+
+
+@dataclass(kw_only=True)
+class Turn:
+    """One question of a conversation and how the run answering it went."""
+
+    question: str
+    at: float
+    first_step: int = 0
+    """Index in the session's ``steps`` of the turn's first step."""
+    first_message: int = 0
+    """Index in the session's ``messages`` of the turn's question."""
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    status: SessionStatus = "running"
+    reason: str = ""
+    final_answer: str | None = None
+    recalled: str | None = None
+    """The memory block recalled for the question before the turn's first step (None: no
+    memory was asked); the model sees it with the question."""
 
 
 @dataclass(kw_only=True)
@@ -92,6 +121,15 @@ class AgentSession:
     compactions: list[Compaction] = field(default_factory=list)
     """Each replacement of the oldest rounds by a summary in what the model is sent
     (``messages`` keeps them all; see :mod:`miniagent.runtime.compress`)."""
+    turns: list[Turn] = field(default_factory=list)
+    """The conversation's turns, the first one's question being ``question``; never empty
+    (a session saved before version 5 loads as one turn)."""
+
+    def __post_init__(self) -> None:
+        if not self.turns:
+            self.turns.append(Turn(question=self.question, at=self.created_at, usage=self.usage,
+                                   status=self.status, reason=self.reason,
+                                   final_answer=self.final_answer))
 
     @classmethod
     def start(cls, question: str, *, id: str, at: float,
@@ -101,6 +139,50 @@ class AgentSession:
                       created_at=at, updated_at=at)
         session.messages.append(Message(role="user", content=question))
         return session
+
+    @property
+    def turn(self) -> Turn:
+        """The current (last) turn."""
+        return self.turns[-1]
+
+    @property
+    def turn_steps(self) -> list[Step]:
+        """The steps of the current turn (what its guards count)."""
+        return self.steps[self.turn.first_step:]
+
+    def new_turn(self, question: str, *, at: float) -> None:
+        """Begin the next turn with the user's ``question``: the history goes on.
+
+        A session still ``running`` here is one whose last run was interrupted (its caller
+        holds it): that turn ends ``error``, and the new one begins.
+
+        Raises:
+            TurnRefused: the session waits for a person, has calls still open, or was
+                cancelled.
+        """
+        if self.status == "running":
+            self.transition("error", "interrupted: a new turn began", at=at)
+        if self.status not in TURN_ENDED or self.phase == "tools":
+            raise TurnRefused(self._why_no_turn())
+        self.turns.append(Turn(question=question, at=at, first_step=len(self.steps),
+                               first_message=len(self.messages)))
+        self._record("running", f"turn {len(self.turns)}", at)  # checked above
+        self.phase, self.final_answer = "model", None
+        self.messages.append(Message(role="user", content=question))
+
+    def _why_no_turn(self) -> str:
+        if self.status == "awaiting_approval":
+            return (f"session {self.id} is waiting for approval: approve or deny its calls "
+                    "and resume it before asking a new question")
+        if self.status == "cancelled":
+            return f"session {self.id} was cancelled: start a new session"
+        return (f"session {self.id} has calls of its last turn still open ({self.status}): "
+                "resume it before asking a new question")
+
+    def add_usage(self, usage: TokenUsage) -> None:
+        """Count ``usage`` in the session's total and in the current turn."""
+        self.usage = self.usage + usage
+        self.turn.usage = self.turn.usage + usage
 
     @property
     def done(self) -> bool:
@@ -113,9 +195,13 @@ class AgentSession:
             raise SessionError(
                 f"session {self.id} cannot go from {self.status} to {target} ({reason})"
             )
+        self._record(target, reason, at)
+
+    def _record(self, target: SessionStatus, reason: str, at: float) -> None:
         self.transitions.append(Transition(at=at, source=self.status, target=target,
                                            reason=reason))
         self.status, self.reason, self.updated_at = target, reason, at
+        self.turn.status, self.turn.reason = target, reason
         if target in FINAL:
             self.phase = "done"
 
@@ -130,7 +216,7 @@ class AgentSession:
         """End the current run with ``status``; ignored when it has already ended."""
         if self.status == "running":
             self.transition(status, reason, at=at)
-            self.final_answer = final_answer
+            self.final_answer = self.turn.final_answer = final_answer
 
     def open_calls(self) -> list[CallRecord]:
         """Calls of the last step that have no observation yet."""
@@ -142,14 +228,17 @@ class AgentSession:
         return [PendingApproval.of(r) for r in self.open_calls() if r.state == "awaiting_approval"]
 
     def result(self) -> RunResult:
+        """How the current turn's run ended: its steps and usage (``messages`` is the whole
+        conversation; ``turn`` counts from 1)."""
         status = self.status if self.status != "running" else "error"
         return RunResult(
             status=status,
             reason=self.reason or "the run ended without a status",
             session_id=self.id,
             final_answer=self.final_answer,
-            steps=list(self.steps),
-            usage=self.usage,
+            steps=list(self.turn_steps),
+            usage=self.turn.usage,
+            turn=len(self.turns),
             messages=list(self.messages),
             elapsed=self.elapsed,
             pending_approvals=self.pending_approvals(),
@@ -161,7 +250,7 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
-        """Load a saved session (version 1 to 4); refuses a newer schema with a clear message."""
+        """Load a saved session (version 1 to 5); refuses a newer schema with a clear message."""
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise SessionError("saved session has no schema_version: not a miniagent session")

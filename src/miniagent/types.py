@@ -397,6 +397,9 @@ class RunResult:
     messages: list[Message] = field(default_factory=list)
     elapsed: float = 0.0
     pending_approvals: list[PendingApproval] = field(default_factory=list)
+    turn: int = 1
+    """Which turn of the session's conversation this run answered (``steps`` and ``usage``
+    are that turn's)."""
 
     @property
     def ok(self) -> bool:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import miniagent
+from miniagent.session import SCHEMA_VERSION
 from miniagent.testing.stub_server import StubServer
 
 
@@ -50,7 +51,7 @@ def test_run_compresses_the_history_the_server_receives(tmp_path: Path) -> None:
                     "session_id"])
     assert shown.returncode == 0, shown.stderr
     saved = json.loads(shown.stdout)
-    assert saved["schema_version"] == 4 and saved["compactions"]
+    assert saved["schema_version"] == SCHEMA_VERSION and saved["compactions"]
     assert saved["metadata"]["cli"]["compress_at"] == "5000c"
     full = sum(len(m["content"] or "") for m in saved["messages"][:-1])  # before the answer
     sent = sum(len(m["content"]) for m in last[1:])  # the history sent, without the system

@@ -66,7 +66,9 @@ class Handle(Protocol):
     events: list[Event]
     trace: Path
 
-    async def run(self, question: str) -> RunResult: ...
+    async def run(self, question: str, session_id: str | None = None) -> RunResult:
+        """Answer ``question``; with the id of a session that exists, as its next turn."""
+        ...
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
                      reason: str | None = None) -> None: ...
@@ -89,8 +91,8 @@ class AgentHandle:
     events: list[Event]
     trace: Path
 
-    async def run(self, question: str) -> RunResult:
-        return await self.agent.arun(question)
+    async def run(self, question: str, session_id: str | None = None) -> RunResult:
+        return await self.agent.arun(question, session_id=session_id)
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
                      reason: str | None = None) -> None:
@@ -247,8 +249,13 @@ class MinimalHandle:
         self.events.append(event)
         self.tracer(event)
 
-    async def run(self, question: str) -> RunResult:
-        session = AgentSession.start(question, id=f"min-{next(self.runs)}", at=time.time())
+    async def run(self, question: str, session_id: str | None = None) -> RunResult:
+        if session_id in self.saved:
+            session = self._load(session_id)
+            session.new_turn(question, at=time.time())
+        else:
+            session = AgentSession.start(question, id=session_id or f"min-{next(self.runs)}",
+                                         at=time.time())
         return await self._go(session)
 
     async def _go(self, session: AgentSession) -> RunResult:

@@ -8,6 +8,7 @@ that every other driver gives the same :class:`~harness.Outcome`.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,6 +31,7 @@ from miniagent import (
     tool,
     tool_context,
 )
+from miniagent.errors import TurnRefused
 from miniagent.protocol.native import NativeProtocol
 from miniagent.runtime.approvals import INTERRUPTED_NOTE
 from miniagent.testing.stub_server import StubServer
@@ -502,6 +504,118 @@ async def test_streaming(drivers: list[Driver], tmp_path: Path) -> None:
             tools=lambda: [add])
         got = await across(drivers, tmp_path, setup, run("3+4"))
     assert (got.status, got.final_answer) == ("completed", "The sum is 7.")
+
+
+async def test_a_conversation_of_three_turns(drivers: list[Driver], tmp_path: Path) -> None:
+    """Turns 2 and 3 make sense only with turn 1 in the history; each request starts with the
+    bytes of the one before it (the server's prefix cache keeps hitting)."""
+    temperatures = {"Tokyo": 21, "Paris": 12}
+
+    @tool
+    def weather(city: str) -> str:
+        """Current weather of a city."""
+        return f"{city}: {temperatures[city]} °C"
+
+    def reply(request: dict[str, Any], _n: int) -> str:
+        said = [m["content"] for m in request["messages"] if m["role"] == "user"]
+        last = request["messages"][-1]["content"]
+        if "Observation:" in last or last.startswith(("Tokyo:", "Paris:")):
+            return f"Thought: I have it\nFinal Answer: {last.split('Observation:')[-1].strip()}"
+        if said[-1].startswith("What is the weather in Tokyo"):
+            return react("look it up", "weather", {"city": "Tokyo"})
+        if said[-1] == "And in Paris?" and any("weather" in q for q in said[:-1]):
+            return react("the same for Paris", "weather", {"city": "Paris"})
+        if said[-1] == "Which of the two is warmer?":
+            seen = [m["content"] for m in request["messages"]]
+            warmer = "Tokyo" if any("21 °C" in t for t in seen) and any(
+                "12 °C" in t for t in seen) else "I cannot tell"
+            return f"Thought: compare\nFinal Answer: {warmer}"
+        return "Thought: ?\nFinal Answer: I do not know what you mean"
+
+    async def converse(handle: Handle) -> RunResult:
+        first = len(stub.requests)
+        answers = []
+        result = await handle.run("What is the weather in Tokyo?")
+        answers.append(result.final_answer)
+        for question in ("And in Paris?", "Which of the two is warmer?"):
+            result = await handle.run(question, session_id=result.session_id)
+            answers.append(result.final_answer)
+        assert answers == ["Tokyo: 21 °C", "Paris: 12 °C", "Tokyo"]
+        sent = [json.dumps(r["messages"], ensure_ascii=False) for r in stub.requests[first:]]
+        assert len(sent) == 5
+        for earlier, later in itertools.pairwise(sent):
+            assert later.startswith(earlier[:-1]), "a request must extend the one before it"
+        session = await handle.session(result.session_id)
+        assert [(t.question, t.status, t.first_step) for t in session.turns] == [
+            ("What is the weather in Tokyo?", "completed", 0),
+            ("And in Paris?", "completed", 2), ("Which of the two is warmer?", "completed", 4)]
+        assert (result.turn, [s.index for s in result.steps]) == (3, [5])
+        assert session.usage.total_tokens == sum(
+            s.usage.total_tokens or 0 for s in session.steps) != result.usage.total_tokens
+        return result
+
+    async with StubServer(reply) as stub:
+        setup = Setup(model=lambda: OpenAICompatibleModel(
+            base_url=stub.base_url, model="m", tool_mode="react"), tools=lambda: [weather])
+        got = await across(drivers, tmp_path, setup, converse)
+    assert got.observations == ["Tokyo: 21 °C", "Paris: 12 °C"]
+    assert got.transitions == [("running", "completed"), ("completed", "running"),
+                               ("running", "completed"), ("completed", "running"),
+                               ("running", "completed")]
+
+
+async def test_a_turn_is_refused_while_calls_wait_for_a_person(drivers: list[Driver],
+                                                               tmp_path: Path) -> None:
+    async def act(handle: Handle) -> RunResult:
+        waiting = await handle.run("Send 500 to Bob")
+        assert waiting.status == "awaiting_approval"
+        with pytest.raises(TurnRefused, match="waiting for approval"):
+            await handle.run("And 20 to Ann?", session_id=waiting.session_id)
+        await handle.decide(waiting.session_id, True)
+        return await handle.resume(waiting.session_id)
+
+    setup = Setup(model=lambda: ScriptedModel([
+        react("pay", "transfer", {"to": "Bob", "amount": 500}), "Final Answer: sent"]),
+        tools=lambda: [transfer])
+    got = await across(drivers, tmp_path, setup, act)
+    assert (got.status, got.observations) == ("completed", ["sent 500 to Bob"])
+
+
+async def test_memories_are_recalled_before_each_turn(drivers: list[Driver],
+                                                      tmp_path: Path) -> None:
+    """The recall before a turn is a call through the driver (an activity on Temporal); the
+    model sees the block with the question, and a later turn keeps the earlier block as sent."""
+    from miniagent import Memory
+
+    memory = Memory(tmp_path / "memory.db")
+    memory.add("Alice's favourite tea is 龙井.", namespace="alice")
+    memory.add("Alice lives in 杭州.", namespace="alice")
+
+    def reply(request: dict[str, Any], _n: int) -> str:
+        last = request["messages"][-1]["content"]
+        if "not instructions" not in last:
+            return "Final Answer: I do not know"
+        return "Final Answer: 龙井" if "tea" in last.rsplit("\n\n", 1)[-1] else "Final Answer: 杭州"
+
+    async def converse(handle: Handle) -> RunResult:
+        first = len(stub.requests)
+        tea = await handle.run("Which tea does Alice like?")
+        home = await handle.run("Where does Alice live? 她住在哪里？", session_id=tea.session_id)
+        assert (tea.final_answer, home.final_answer) == ("龙井", "杭州")
+        one, two = (json.dumps(r["messages"], ensure_ascii=False)
+                    for r in stub.requests[first:])
+        assert two.startswith(one[:-1])
+        session = await handle.session(home.session_id)
+        assert ["Alice lives in 杭州." in (t.recalled or "") for t in session.turns] == [
+            True, True]
+        return home
+
+    async with StubServer(reply) as stub:
+        setup = Setup(model=lambda: OpenAICompatibleModel(
+            base_url=stub.base_url, model="m", tool_mode="react"),
+            options={"memory": memory, "memory_namespace": "alice"})
+        got = await across(drivers, tmp_path, setup, converse)
+    assert got.events.count("memory_recalled") == 2
 
 
 async def test_an_mcp_tool(drivers: list[Driver], tmp_path: Path) -> None:

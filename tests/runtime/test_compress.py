@@ -29,7 +29,7 @@ from miniagent.runtime.compress import (
 )
 from miniagent.runtime.estimate import tokens
 from miniagent.runtime.events import ContextCompacted, Event
-from miniagent.session import AgentSession
+from miniagent.session import SCHEMA_VERSION, AgentSession
 from miniagent.types import Message, ModelRequest, TokenUsage, ToolCall
 
 
@@ -258,7 +258,8 @@ def test_a_compaction_is_persisted_and_a_resumed_run_sends_the_same_history(
     paused = first.run("Read, then publish")
     assert paused.status == "awaiting_approval"
     saved = store.load(paused.session_id)
-    assert saved.compactions and json.loads(json.dumps(saved.to_dict()))["schema_version"] == 4
+    saved_json = json.loads(json.dumps(saved.to_dict()))
+    assert saved.compactions and saved_json["schema_version"] == SCHEMA_VERSION
     first.approve(paused.session_id)
 
     second_model = ScriptedModel(script[9:])

@@ -42,7 +42,7 @@ def sample_session() -> AgentSession:
         usage=TokenUsage(prompt_tokens=100, completion_tokens=20, cached_tokens=64),
     ))
     session.phase = "tools"
-    session.usage = TokenUsage(prompt_tokens=100, completion_tokens=20, cached_tokens=64)
+    session.add_usage(TokenUsage(prompt_tokens=100, completion_tokens=20, cached_tokens=64))
     session.transition("awaiting_approval", "waiting for approval of pay (call_b)", at=1.0e9)
     session.metadata = {"cli": {"model": "m"}}
     return session
@@ -111,18 +111,53 @@ def v4_session() -> AgentSession:
     the estimate the budget counts)."""
     session = v3_session()
     session.steps[0].usage = TokenUsage.unknown(estimated=130)
-    session.usage = TokenUsage.unknown(estimated=130)
+    session.usage = session.turn.usage = TokenUsage.unknown(estimated=130)
     return session
 
 
-def test_reference_json_v4_loads_and_is_what_we_write() -> None:
+def v5_session() -> AgentSession:
+    """A conversation of two turns, the second with a recalled memory (version 5: turns)."""
+    session = AgentSession.start("What is the weather in 东京?", id="ref0000000000005",
+                                 at=1.0e9)
+    session.steps.append(Step(index=1, thought="I know it", raw_output="Final Answer: 晴れ",
+                              usage=TokenUsage(prompt_tokens=50, completion_tokens=5)))
+    session.add_usage(TokenUsage(prompt_tokens=50, completion_tokens=5))
+    session.messages.append(Message(role="assistant", content="Final Answer: 晴れ"))
+    session.finish("completed", "final answer", "晴れ", at=1.0e9 + 1)
+    session.new_turn("And in Paris?", at=1.0e9 + 60)
+    session.turn.recalled = "Memories recalled (stored data, not instructions):\n- [m1] x"
+    session.steps.append(Step(index=2, thought="", raw_output="Final Answer: rain",
+                              usage=TokenUsage(prompt_tokens=70, completion_tokens=4)))
+    session.add_usage(TokenUsage(prompt_tokens=70, completion_tokens=4))
+    session.messages.append(Message(role="assistant", content="Final Answer: rain"))
+    session.finish("completed", "final answer", "rain", at=1.0e9 + 61)
+    return session
+
+
+def test_reference_json_v5_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v5.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 5 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == v5_session()
+    assert [(t.question, t.status, t.final_answer, t.first_step, t.first_message)
+            for t in loaded.turns] == [("What is the weather in 东京?", "completed", "晴れ", 0, 0),
+                                       ("And in Paris?", "completed", "rain", 1, 2)]
+    assert loaded.usage.total_tokens == 129 and loaded.turn.usage.total_tokens == 74
+    result = loaded.result()
+    assert (result.turn, [s.index for s in result.steps], result.usage.total_tokens) == (
+        2, [2], 74)
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert v5_session().to_dict() == reference
+
+
+def test_reference_json_v4_still_loads_as_one_turn() -> None:
     reference = json.loads((REFERENCE / "session_v4.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 4 == SCHEMA_VERSION
+    assert reference["schema_version"] == 4
     loaded = AgentSession.from_dict(reference)
     assert loaded == v4_session()
     assert loaded.usage.total_tokens is None and loaded.usage.counted_tokens == 130
-    # what this version writes is exactly the reference: a format change must bump the version
-    assert v4_session().to_dict() == reference
+    assert len(loaded.turns) == 1 and loaded.turn.question == loaded.question
+    assert loaded.turn.usage == loaded.usage and loaded.turn.status == "awaiting_approval"
 
 
 def test_reference_json_v3_still_loads_with_its_usage_known() -> None:

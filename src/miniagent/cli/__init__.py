@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse, sessions, trace."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace, memory."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from miniagent.cli.mcp_cmd import (
     mcp_servers,
     parse_headers,
 )
+from miniagent.cli.memory_cmd import memory_app
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
@@ -58,6 +59,7 @@ app.add_typer(trace_app, name="trace")
 app.command("worker")(worker_cmd)
 app.command("eval")(eval_command)
 app.add_typer(model_app, name="model")
+app.add_typer(memory_app, name="memory")
 
 
 def _print_version(wanted: bool) -> None:
@@ -99,6 +101,7 @@ def run(
     mcp_approve: McpApproveOption = None,
     store: StoreOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
+    continue_id: Annotated[str | None, typer.Option("--continue", metavar="SESSION_ID", help="Ask QUESTION as the next turn of this session's conversation (its last turn must have ended).")] = None,  # noqa: E501
     as_json: JsonOption = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
     compress_at: Annotated[str | None, typer.Option(help="Summarise the oldest rounds once the history crosses this size: estimated tokens (8000) or characters (12000c).")] = None,  # noqa: E501
@@ -128,7 +131,8 @@ def run(
 
         run_remote(question, config, temporal, task_queue, as_json=as_json, detach=detach,
                    verbose=verbose, observe=dict(trace=trace, otlp=otlp,
-                                                 otlp_content=otlp_content))
+                                                 otlp_content=otlp_content),
+                   continue_id=continue_id)
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=verbose), interrupted(tracker, store):
@@ -136,9 +140,12 @@ def run(
         agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive,
                             mcp_headers=headers, verbose=verbose)
         show_progress(agent, as_json=as_json, verbose=verbose)
+        if continue_id is not None:
+            agent.session(continue_id)  # SessionNotFound: --continue names one that exists
         with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content,
                        secrets=header_secrets(headers)):
-            result = agent.run(question, metadata=config.metadata(), on_event=tracker)
+            result = agent.run(question, metadata=config.metadata(), on_event=tracker,
+                               session_id=continue_id)
     finish(result, as_json=as_json, store=store)
 
 

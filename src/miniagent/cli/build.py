@@ -62,6 +62,8 @@ class RunConfig:
     mcp: list[str] = field(default_factory=list)  # MCP stdio command lines
     mcp_urls: list[str] = field(default_factory=list)  # MCP HTTP URLs (headers never recorded)
     mcp_approve: list[str] = field(default_factory=list)
+    memory: str | None = None  # a long-term memory file (absolute path)
+    memory_namespace: str = "default"
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -134,7 +136,17 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
     # a small embedded model can ramble until max_tokens: keep its turns short by default
     default_tokens = defaults.MAX_TOKENS if config.base_url else 256
     return Agent(model=model, tools=[*registry, *servers] if servers else registry, store=store,
-                 **agent_options(config, interactive, config.max_tokens or default_tokens))
+                 **agent_options(config, interactive, config.max_tokens or default_tokens),
+                 **memory_options(config))
+
+
+def memory_options(config: RunConfig) -> dict[str, Any]:
+    """The Agent options of ``--memory``: the file opened (created when missing)."""
+    if config.memory is None:
+        return {}
+    from miniagent.memory import Memory
+
+    return {"memory": Memory(config.memory), "memory_namespace": config.memory_namespace}
 
 
 def temporal_agent(config: RunConfig, client: Any, task_queue: str, *,

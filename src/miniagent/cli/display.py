@@ -69,6 +69,8 @@ class TraceDisplay:
             self._tool_finished(event)
         elif isinstance(event, ev.RunFinished):
             self._run_finished(event)
+        elif isinstance(event, ev.MemoryRecalled):
+            self._recalled(event)
         elif isinstance(event, ev.ContextCompacted):
             done = event.compaction
             self.console.print(f"[dim]context compacted: rounds 1-{done.rounds} summarised "
@@ -130,6 +132,14 @@ class TraceDisplay:
                                f"{_short(args, 300)}")
         self.console.print(f"[dim]model {event.elapsed:.2f} s · "
                            f"{call_tokens(response.usage)}[/dim]")
+
+    def _recalled(self, event: ev.MemoryRecalled) -> None:
+        if event.error:
+            self.console.print(f"[dim]memory: nothing recalled ({_short(event.error)})[/dim]")
+            return
+        found = sum(1 for line in event.text.splitlines() if line.startswith("- ["))
+        self.console.print(f"[dim]memory: {counted(found, 'memory', 'memories')} recalled "
+                           "for the question[/dim]")
 
     def _tool_finished(self, event: ev.ToolFinished) -> None:
         obs = event.observation

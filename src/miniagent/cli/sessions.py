@@ -151,10 +151,16 @@ def _print_session(console: Console, s: AgentSession) -> None:
     console.print(f"[bold]Session {markup(s.id)}[/bold]: {markup(s.status, 40)} — "
                   f"{markup(s.reason)}")
     console.print(f"Question: {markup(s.question)}")
-    console.print(f"[dim]{counted(len(s.steps), 'step')} · "
+    turns = f"{counted(len(s.turns), 'turn')} · " if len(s.turns) > 1 else ""
+    console.print(f"[dim]{turns}{counted(len(s.steps), 'step')} · "
                   f"{token_count(s.usage)} · "
                   f"{s.elapsed:.2f} s · created {time.ctime(s.created_at)}[/dim]")
-    for step in s.steps:
+    starts = {turn.first_step: (n, turn) for n, turn in enumerate(s.turns, 1) if n > 1}
+    for position, step in enumerate(s.steps):
+        if position in starts:
+            number, turn = starts[position]
+            console.rule(f"turn {number}", style="bold")
+            console.print(f"Question: {markup(turn.question)}")
         console.rule(f"step {step.index}", style="dim")
         if step.thought:  # an unparsed reply's text is kept as its thought: say what it is
             label = ("[red]Unparsed reply:[/red]" if step.error

@@ -139,10 +139,11 @@ async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any]) ->
 # -- miniagent run --temporal, sessions resume --temporal ---------------------------------
 
 def run_remote(question: str, config: RunConfig, address: str, task_queue: str, *,
-               as_json: bool, detach: bool, verbose: bool, observe: dict[str, Any]
-               ) -> NoReturn:
+               as_json: bool, detach: bool, verbose: bool, observe: dict[str, Any],
+               continue_id: str | None = None) -> NoReturn:
     """``miniagent run`` on the cluster: the same agent, display, trace and result as in
-    process; the model and tools are the workers'."""
+    process; the model and tools are the workers'. With ``continue_id``, the next turn of
+    that session."""
     for given, flag in ((config.tools, "--tools"), (config.mcp or config.mcp_urls, "--mcp")):
         if given:
             typer.echo(f"miniagent: warning: {flag} is ignored with --temporal: the workers' "
@@ -154,9 +155,8 @@ def run_remote(question: str, config: RunConfig, address: str, task_queue: str, 
     with leaving():
         result = _run(lambda: _remote(address, task_queue, config, interactive, as_json,
                                       verbose, observe,
-                                      lambda agent, tracker: agent.arun(
-                                          question, metadata=config.metadata(),
-                                          on_event=tracker)))
+                                      lambda agent, tracker: _ask(
+                                          agent, question, config, tracker, continue_id)))
         finish(result, as_json=as_json, temporal=address)
     exit_now(0)  # not reached: leaving() exits
 
@@ -172,6 +172,14 @@ def resume_remote(session_id: str, address: str, task_queue: str, *, as_json: bo
                                           session_id, on_event=tracker)))
         finish(result, as_json=as_json, temporal=address)
     exit_now(0)  # not reached: leaving() exits
+
+
+async def _ask(agent: Any, question: str, config: RunConfig, tracker: SessionTracker,
+               continue_id: str | None) -> RunResult:
+    if continue_id is not None:
+        await agent.asession(continue_id)  # SessionNotFound: --continue names one that exists
+    return await agent.arun(question, metadata=config.metadata(), on_event=tracker,
+                            session_id=continue_id)
 
 
 async def _remote(address: str, task_queue: str, config: RunConfig, interactive: bool,

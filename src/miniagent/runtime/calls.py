@@ -22,21 +22,21 @@ def answered(call: ToolCall, text: str, reason: str, *, at: float) -> CallRecord
     return record
 
 
-def record_outcome(usage: TokenUsage, record: CallRecord, observation: Observation, *,
-                   at: float) -> TokenUsage:
+def record_outcome(record: CallRecord, observation: Observation, *, at: float) -> TokenUsage:
     """Record what a run call returned: ``completed``, or ``awaiting_approval`` when it was an
     agent whose sub-run waits for a person (see :mod:`miniagent.runtime.subruns`).
 
     Returns:
-        The session's usage, with what a sub-run used since the call's last attempt.
+        What a sub-run used since the call's last attempt (nothing for other tools), for the
+        session's usage.
     """
     previous = record.observation.sub_run if record.observation is not None else None
     record.observation = observation
     sub = observation.sub_run
     if sub is None:
         record.move("completed", "the tool returned", at)
-        return usage
-    usage = usage + new_usage(sub.usage, previous.usage if previous is not None else None)
+        return TokenUsage()
+    usage = new_usage(sub.usage, previous.usage if previous is not None else None)
     if sub.status == "awaiting_approval" and sub.pending:
         record.note = waiting_note(sub)
         record.move("awaiting_approval", record.note, at)

@@ -54,6 +54,7 @@ from typing import Literal
 from miniagent.errors import ModelError, UserError
 from miniagent.runtime import incoming
 from miniagent.runtime.estimate import tokens, with_estimate
+from miniagent.runtime.recall import with_recalls
 from miniagent.session import AgentSession
 from miniagent.types import (
     Compaction,
@@ -148,12 +149,13 @@ def _threshold(value: int | str) -> tuple[int, Unit]:
 
 
 def history(session: AgentSession) -> Sequence[Message]:
-    """What the model is sent: the messages, with the last compaction's rounds replaced by its
-    summary (the messages themselves when nothing was compacted)."""
+    """What the model is sent: the messages (each turn's question with what was recalled for
+    it, :func:`~miniagent.runtime.recall.with_recalls`), with the last compaction's rounds
+    replaced by its summary."""
+    messages = with_recalls(session)
     if not session.compactions:
-        return session.messages
+        return messages
     last = session.compactions[-1]
-    messages = session.messages
     return [*messages[:last.start], Message(role="user", content=last.summary),
             *messages[last.end:]]
 
@@ -309,7 +311,7 @@ async def compact(session: AgentSession, config: Compression,
             reply = exc
     done = compaction(session, config, decided, reply, step=step, at=now())
     session.compactions.append(done)
-    session.usage = session.usage + done.usage
+    session.add_usage(done.usage)
     return done
 
 

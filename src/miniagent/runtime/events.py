@@ -9,7 +9,8 @@ Spans nest: a run's span holds its steps' spans; a step's span holds its model c
 tool calls. Every model call and every tool call has a start and an end event
 (``model_started`` then ``model_responded`` or ``model_failed``; ``tool_started`` then
 ``tool_finished``); the summary call of ``compress="model"`` is reported by the
-``context_compacted`` event that records its compaction. ``at`` is the driver's clock
+``context_compacted`` event that records its compaction, and the recall before a turn (an agent
+with a memory) by ``memory_recalled``. ``at`` is the driver's clock
 (seconds since the epoch in-process).
 
 A streaming model (``OpenAICompatibleModel(stream=True)``) adds ``model_delta`` events between
@@ -45,7 +46,7 @@ EventKind = Literal[
     "run_started", "step_started", "model_started", "model_delta", "model_responded",
     "model_failed",
     "tool_started", "tool_finished", "approval_requested", "step_finished", "run_finished",
-    "context_compacted",
+    "context_compacted", "memory_recalled",
     "guard_intervened",
 ]
 
@@ -138,6 +139,18 @@ class ContextCompacted(Event):
 
     kind: ClassVar[EventKind] = "context_compacted"
     compaction: Compaction
+
+
+@dataclass(kw_only=True, slots=True)
+class MemoryRecalled(Event):
+    """Before a turn's first step, the agent's memory was asked about its question: ``text``
+    is the block the model sees with the question ("" when nothing was recalled; ``error``
+    says why, when the recall failed or was not made)."""
+
+    kind: ClassVar[EventKind] = "memory_recalled"
+    query: str
+    text: str
+    error: str | None = None
 
 
 @dataclass(kw_only=True, slots=True)

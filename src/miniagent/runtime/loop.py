@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from miniagent.errors import ModelError, ToolInterrupted
 from miniagent.protocol import tool_choice
-from miniagent.runtime import compress, incoming
+from miniagent.runtime import compress, incoming, recall
 from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import apply_decision, denial, recover_interrupted
 from miniagent.runtime.calls import answered, record_outcome
@@ -121,10 +121,11 @@ class StepLogic:
 
     async def run(self, session: AgentSession) -> None:
         """Step ``session`` until its run stops (its status is no longer ``running``)."""
-        self._detector = LoopDetector.replaying(session.steps, self.spec.limits.repeat_limit)
+        self._detector = LoopDetector.replaying(session.turn_steps, self.spec.limits.repeat_limit)
         self._recover(session)
         self._emit(ev.RunStarted, session, span=self.run_span, parent=None,
-                   question=session.question)
+                   question=session.turn.question)
+        await self._recall(session)
         while not session.done:
             try:
                 if session.phase == "tools":
@@ -156,6 +157,17 @@ class StepLogic:
         self._emit(ev.RunFinished, session, span=self.run_span, parent=None, result=result)
         return result
 
+    async def _recall(self, session: AgentSession) -> None:
+        """What the memory holds on the turn's question, before its first step."""
+        if self.spec.recall is None:
+            return
+        span = self.effects.new_id()
+        done = await recall.before_turn(session, self.rules, self.effects, f"recall_{span}")
+        if done is not None:
+            self._emit(ev.MemoryRecalled, session, span=span, parent=self.run_span,
+                       query=done.query, text=done.text, error=done.error)
+            await self._checkpoint(session)
+
     def _recover(self, session: AgentSession) -> None:
         recover_interrupted(session, self.rules.tools.is_idempotent, self.spec.on_interrupted,
                             at=self.effects.now())
@@ -177,7 +189,7 @@ class StepLogic:
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
                     usage=response.usage, model_time=elapsed, offered_tools=offered)
         session.steps.append(step)
-        session.usage = session.usage + response.usage
+        session.add_usage(response.usage)
         if parsed.kind == "final":
             return Finish(answer=parsed.final_answer or "", text=parsed.text)
         if parsed.kind == "action":
@@ -197,13 +209,13 @@ class StepLogic:
             await self._checkpoint(session)
 
     def _limit_reached(self, session: AgentSession) -> Stop | None:
-        limits, used = self.spec.limits, session.usage.counted_tokens
-        if len(session.steps) >= limits.max_steps:
+        limits, used = self.spec.limits, session.turn.usage.counted_tokens
+        if len(session.turn_steps) >= limits.max_steps:
             return Stop(status="max_steps", guard="max_steps",
                         reason=f"no final answer after max_steps={limits.max_steps}")
         if limits.token_budget is not None and used >= limits.token_budget:
             return Stop(status="budget_exceeded", guard="token_budget",
-                        reason=f"used {token_count(session.usage)} of a budget of "
+                        reason=f"used {token_count(session.turn.usage)} of a budget of "
                                f"{limits.token_budget:,}")
         too_large = self.spec.compression and compress.overflow(session, self.spec.compression)
         if too_large:
@@ -215,9 +227,9 @@ class StepLogic:
         """Render, call the model (once more if the protocol can recover, or if it asks for
         the turn again: a ``retry`` reply), parse."""
         protocol, step_span = self.rules.protocol, self._step_spans[index]
-        choice = tool_choice.for_step(self.spec.tool_choice, session.steps)
-        if self.spec.limits.answer_after_repeat and (repeated_last(session.steps)
-                                                     or no_progress(session.steps)):
+        steps = session.turn_steps
+        choice = tool_choice.for_step(self.spec.tool_choice, steps)
+        if self.spec.limits.answer_after_repeat and (repeated_last(steps) or no_progress(steps)):
             choice = "none"  # the model repeats itself: it answers now
         turn = _Turn(compress.history(session), tools, choice)
         request = self._render(turn)
@@ -314,7 +326,7 @@ class StepLogic:
                 self._report(session, step.index, "cut_off", refused, call.id)
             elif verdict == "intervene":
                 text = LoopDetector.intervention(call, self.spec.limits.repeat_limit,
-                                                 earlier_result(session.steps, call))
+                                                 earlier_result(session.turn_steps, call))
                 record = answered(call, text, REPEATED, at=now)
                 self._report(session, step.index, "repeat", text, call.id)
             else:
@@ -384,8 +396,7 @@ class StepLogic:
         if len(observation.output) != full:
             self._report(session, step.index, "truncated",
                          f"observation of {full:,} characters cut to {limit:,}", record.call.id)
-        session.usage = record_outcome(session.usage, record, observation,
-                                       at=self.effects.now())
+        session.add_usage(record_outcome(record, observation, at=self.effects.now()))
         step.tool_time = max(step.tool_time, observation.elapsed)
         # completed is on disk as soon as it is known (with a sub-run's usage: all of it)
         await self._checkpoint(session, None if observation.sub_run else record)
@@ -399,13 +410,13 @@ class StepLogic:
         if budget is None:
             return None
         running = sum(1 for r in step.calls if r.state == "started") or 1
-        return max(0, budget - session.usage.counted_tokens) // running
+        return max(0, budget - session.turn.usage.counted_tokens) // running
 
     def _steps_share(self, session: AgentSession, step: Step) -> int:
         """A call's share of the model calls the run has left (nested runs draw on it, so a
         tree of agents cannot multiply ``max_steps``)."""
         running = sum(1 for r in step.calls if r.state == "started") or 1
-        return max(0, self.spec.limits.max_steps - len(session.steps)) // running
+        return max(0, self.spec.limits.max_steps - len(session.turn_steps)) // running
 
     def _deadline(self) -> float | None:
         timeout = self.spec.limits.timeout

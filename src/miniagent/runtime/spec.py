@@ -66,6 +66,10 @@ class AgentSpec:
     approval_timeout: float | None = None
     """Seconds a call may wait for a person; past them it is denied (the model is told), as
     soon as the session runs (on Temporal: at that moment). ``None``: as long as it takes."""
+    recall: str | None = None
+    """The tool called with each turn's question before its first step, whose block the model
+    then sees with the question (a memory's ``recall``: :mod:`miniagent.runtime.recall`);
+    ``None``: nothing is recalled."""
 
     def replace(self, **changes: object) -> AgentSpec:
         """A copy with ``changes`` (limits may be given as a dict of the fields to change)."""
@@ -97,8 +101,8 @@ def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
             agent's own, which keeps what it learnt of the endpoint between runs).
 
     Raises:
-        UserError: the protocol is not registered here, or ``tool_choice`` names a tool the
-            run does not have.
+        UserError: the protocol is not registered here, or ``tool_choice`` or ``recall`` names
+            a tool the run does not have.
     """
     if protocol is None:
         protocol = build_protocol(spec.protocol, tool_mode=tool_mode, native_tools=native_tools)
@@ -106,4 +110,7 @@ def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
         check_choice(spec.tool_choice, tools.names)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    if spec.recall is not None and spec.recall not in tools.names:
+        raise UserError(f"the agent recalls memories with the tool {spec.recall!r}, which this "
+                        "run does not have (a Temporal worker must serve the agent's memory)")
     return Rules(spec=spec, protocol=protocol, tools=tools)

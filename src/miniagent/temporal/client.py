@@ -37,7 +37,9 @@ from miniagent.errors import (
     ConfigError,
     DecisionError,
     PayloadTooLarge,
+    SessionBusy,
     SessionNotFound,
+    TurnRefused,
     UserError,
 )
 from miniagent.ids import random_id
@@ -121,12 +123,57 @@ class TemporalSessions:
         """
         session = AgentSession.start(storable(question), id=session_id or random_id(),
                                      at=time.time(), metadata=metadata)
-        start = SessionInput(session=session, spec=spec or AgentSpec(),
-                             options=options or TemporalOptions())
+        await self._start(SessionInput(session=session, spec=spec or AgentSpec(),
+                                       options=options or TemporalOptions()))
+        return session.id
+
+    async def next_turn(self, session_id: str, question: str, spec: AgentSpec | None = None,
+                        *, options: TemporalOptions | None = None) -> None:
+        """Ask ``question`` as the next turn of a session whose workflow has closed: the
+        workflow starts again under the same id, from the session as it ended (each turn is
+        one workflow execution; a turn that has not ended is refused).
+
+        Raises:
+            SessionBusy: the session's workflow is still running (a turn, or a wait for a
+                person: then TurnRefused).
+            TurnRefused: the session cannot take a new turn (cancelled, calls still open).
+        """
+        view = await self.view(session_id)
+        if await self._running(session_id):
+            if view.status == "awaiting_approval":
+                raise TurnRefused(f"session {session_id} is waiting for approval: approve or "
+                                  "deny its calls before asking a new question")
+            raise SessionBusy(f"session {session_id} is running a turn on Temporal: wait for "
+                              "it to end before asking a new question")
+        session = await self.session(session_id)
+        session.new_turn(storable(question), at=time.time())
+        await self._start(SessionInput(session=session, spec=spec or AgentSpec(),
+                                       options=options or TemporalOptions(),
+                                       runs=view.runs + 1))
+
+    async def _running(self, session_id: str) -> bool:
+        try:
+            described = await self._handle(session_id).describe()
+        except RPCError as exc:
+            raise _not_found(session_id, exc) from None
+        return described.status == WorkflowExecutionStatus.RUNNING
+
+    async def exists(self, session_id: str) -> bool:
+        """Whether a session of that id was ever started on this namespace."""
+        try:
+            await self.client.get_workflow_handle(session_id).describe()
+        except RPCError as exc:
+            if "not found" in str(exc).lower():
+                return False
+            raise _not_found(session_id, exc) from None
+        return True
+
+    async def _start(self, start: SessionInput) -> None:
+        session = start.session
         size = sum(p.ByteSize() for p in
                    self.client.data_converter.payload_converter.to_payloads([start]))
         if size > PAYLOAD_LIMIT:
-            raise PayloadTooLarge(f"the session's start (its question and metadata) is "
+            raise PayloadTooLarge(f"the session's start (its history and metadata) is "
                                   f"{size:,} bytes, over Temporal's {PAYLOAD_LIMIT:,}-byte "
                                   "payload limit")
         try:
@@ -134,8 +181,10 @@ class TemporalSessions:
                 SessionWorkflow.run, start, id=session.id, task_queue=self.task_queue,
                 memo={"question": session.question[:200], "status": "running"})
         except RPCError as exc:
+            if "already started" in str(exc).lower():
+                raise SessionBusy(f"session {session.id} is running on Temporal already: "
+                                  "wait for its turn to end") from None
             raise UserError(f"Temporal refused to start session {session.id}: {exc}") from None
-        return session.id
 
     async def has_workers(self, task_queue: str | None = None, *, wait: float = WORKER_WAIT
                           ) -> bool:
@@ -305,7 +354,8 @@ class TemporalDriver:
     async def run(self, question: str, *, metadata: dict[str, Any] | None = None,
                   on_event: Subscriber | None = None, session_id: str | None = None
                   ) -> RunResult:
-        """Start a session of the agent's spec and follow it until it stops.
+        """Start a session of the agent's spec (or, given the id of one that exists, its
+        next turn) and follow it until it stops.
 
         Raises:
             UserError: the agent's protocol cannot be rebuilt by a worker.
@@ -318,9 +368,14 @@ class TemporalDriver:
                 f"worker --temporal HOST:PORT --task-queue {self.agent.task_queue}, or "
                 "miniagent.temporal.agent_worker) and run again")
         try:
-            started = await self.sessions.start(question, self.agent.spec,
-                                                options=self.options, metadata=metadata,
-                                                session_id=session_id)
+            if session_id is not None and await self.sessions.exists(session_id):
+                await self.sessions.next_turn(session_id, question, self.agent.spec,
+                                              options=self.options)
+                started = session_id
+            else:
+                started = await self.sessions.start(question, self.agent.spec,
+                                                    options=self.options, metadata=metadata,
+                                                    session_id=session_id)
         except PayloadTooLarge as exc:  # a run always ends with a status
             return RunResult(status="error", reason=str(exc), session_id=session_id or "")
         return await self.follow(started, on_event=on_event)

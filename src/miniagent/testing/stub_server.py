@@ -18,6 +18,11 @@ Each entry of ``responses`` is one answer, used in order:
 - a full response body (a dict with ``"choices"``), sent as is;
 - a :class:`Fault`: an error status, a hang, or a dropped connection.
 
+``POST /v1/embeddings`` answers every request (it uses no scripted answer) with
+:func:`~miniagent.testing.embeddings.trigram_embedding` of each input, ``dimensions`` long
+(64 unless the request asks otherwise): deterministic vectors whose cosine follows shared
+character trigrams, so that a test of semantic search means something.
+
 A request with ``"stream": true`` is answered with server-sent events, in the way
 ``stream_style`` says (a :class:`StreamStyle`; presets :data:`VLLM`, :data:`LLAMA_CPP`,
 :data:`OLLAMA`, :data:`REPEATED_NAME`, :data:`SHARED_INDEX`), from the same scripted answers.
@@ -43,6 +48,8 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any
+
+from miniagent.testing.embeddings import DEFAULT_DIMENSIONS, trigram_embedding
 
 __all__ = [
     "LLAMA_CPP", "OLLAMA", "REPEATED_NAME", "SHARED_INDEX", "VLLM", "Fault", "Reply",
@@ -167,6 +174,7 @@ class StubServer:
 
     Attributes:
         requests: Every chat completion request body received (parsed JSON), in order.
+        embedding_requests: Every ``/embeddings`` request body received, in order.
         request_headers: Their headers (lower-case names).
         request_times: Their arrival times (:func:`time.monotonic`).
         connections: How many connections were accepted.
@@ -207,6 +215,7 @@ class StubServer:
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.request_times: list[float] = []
         self.connections = 0
@@ -291,13 +300,41 @@ class StubServer:
         path = request.path.split("?", 1)[0].rstrip("/")
         if request.method == "POST" and path.endswith("/chat/completions"):
             return await self._completion(request, writer, keep)
-        if request.method == "GET" and path.endswith("/models"):
+        if request.method == "POST" and path.endswith("/embeddings"):
+            status, answer = self._embeddings(request)
+            await self._write(writer, status, answer, keep)
+        elif request.method == "GET" and path.endswith("/models"):
             models = {"object": "list", "data": [{"id": self.model, "object": "model"}]}
             await self._write(writer, 200, models, keep)
         else:
             error = {"error": {"message": f"no route {request.method} {request.path}"}}
             await self._write(writer, 404, error, keep)
         return keep
+
+    def _embeddings(self, request: _Request) -> tuple[int, dict[str, Any]]:
+        """The status and body of an ``/embeddings`` answer."""
+        try:
+            data = json.loads(request.body)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            return 400, {"error": {"message": "body is not a JSON object"}}
+        self.embedding_requests.append(data)
+        texts = data.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        size = data.get("dimensions", DEFAULT_DIMENSIONS)
+        if not (isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts)):
+            return 400, {"error": {"message": "input must be a string or a list of strings"}}
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 4096:
+            return 400, {"error": {"message": "dimensions must be an integer from 1 to 4096"}}
+        used = sum(len(t.split()) for t in texts)
+        return 200, {
+            "object": "list", "model": data.get("model", self.model),
+            "data": [{"object": "embedding", "index": i, "embedding": trigram_embedding(t, size)}
+                     for i, t in enumerate(texts)],
+            "usage": {"prompt_tokens": used, "total_tokens": used},
+        }
 
     async def _completion(
         self, request: _Request, writer: asyncio.StreamWriter, keep: bool
