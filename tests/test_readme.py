@@ -74,7 +74,7 @@ def test_conversation_and_memory_example_runs(tmp_path: Path, monkeypatch: pytes
     exec(block_with("memory_namespace="), namespace)
     assert capsys.readouterr().out == "2 龙井\n"
     turn_two = model.requests[2].messages
-    assert [m["content"] for m in turn_two if m["role"] == "user"][0] == (
+    assert next(m["content"] for m in turn_two if m["role"] == "user") == (
         "I drink 龙井 tea. Remember that.")
     recalled = model.requests[3].messages[-1]["content"]
     assert "The user drinks 龙井 tea." in recalled

@@ -92,3 +92,22 @@ async def test_a_second_turn_while_one_runs_is_refused(tmp_path: Path) -> None:
         await other.arun("Another question", session_id="conv-1")
     result = await running
     assert result.final_answer == "Oslo" and len(store.load("conv-1").turns) == 1
+
+
+def test_a_compaction_never_summarises_a_later_turns_question_away() -> None:
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch a page."""
+        return f"page {page}: " + "text " * 80
+
+    steps = [f'Thought: read\nAction: fetch\nAction Input: {{"page": {n}}}' for n in range(1, 7)]
+    model = ScriptedModel(["Final Answer: hello", *steps, "Final Answer: read them all"])
+    agent = Agent(model=model, tools=[fetch], compress_at=400, keep_last=2, max_steps=10)
+    first = agent.run("Say hello.")
+    second = agent.run("Now read pages 1 to 6.", session_id=first.session_id)
+    assert second.final_answer == "read them all"
+    session = agent.session(first.session_id)
+    assert session.compactions and session.compactions[-1].start < session.turn.first_message
+    last = [m["content"] for m in model.requests[-1].messages if m["role"] == "user"]
+    assert last[0] == "Say hello." and last[1].startswith("Summary of earlier steps")
+    assert last[2] == "Now read pages 1 to 6."

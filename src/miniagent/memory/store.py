@@ -198,7 +198,7 @@ class Memory:
             _set_meta(db, "tokenizer", terms.fingerprint())
 
     def _where(self) -> str:
-        return f"memory file {self.path}" if self.path else "the in-memory memory"
+        return f"memory file {self.path}" if self.path else "the memory held in this process"
 
     def _failure(self, exc: sqlite3.DatabaseError) -> Exception:
         """What a failing SQLite call means, in a person's terms."""
@@ -352,7 +352,7 @@ class Memory:
         return [_item(found[seq], score) for seq, score in fused if seq in found]
 
     def close(self) -> None:
-        """Close the file (an in-memory memory is then gone)."""
+        """Close the file (a memory held in this process is then gone)."""
         with self._lock:
             self._closed = True
             self._db.close()

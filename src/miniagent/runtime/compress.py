@@ -151,13 +151,20 @@ def _threshold(value: int | str) -> tuple[int, Unit]:
 def history(session: AgentSession) -> Sequence[Message]:
     """What the model is sent: the messages (each turn's question with what was recalled for
     it, :func:`~miniagent.runtime.recall.with_recalls`), with the last compaction's rounds
-    replaced by its summary."""
-    messages = with_recalls(session)
+    replaced by its summary. The questions of later turns among those rounds stay, after the
+    summary: a question is never summarised away."""
     if not session.compactions:
-        return messages
+        return with_recalls(session)
     last = session.compactions[-1]
-    return [*messages[:last.start], Message(role="user", content=last.summary),
-            *messages[last.end:]]
+    return _compacted(session, last.start, last.end, last.summary)
+
+
+def _compacted(session: AgentSession, start: int, end: int, summary: str) -> list[Message]:
+    """The history with the messages from ``start`` to ``end`` replaced by ``summary``."""
+    messages = with_recalls(session)
+    asked = [messages[t.first_message] for t in session.turns
+             if start <= t.first_message < end]
+    return [*messages[:start], Message(role="user", content=summary), *asked, *messages[end:]]
 
 
 def estimate(text: str, unit: Unit) -> int:
@@ -348,9 +355,7 @@ def _tally(messages: Sequence[Message]) -> str:
 
 
 def _size_with(session: AgentSession, plan: Plan, summary: str, unit: Unit) -> int:
-    messages = session.messages
-    shown = Message(role="user", content=summary)
-    return size([*messages[:plan.start], shown, *messages[plan.end:]], unit)
+    return size(_compacted(session, plan.start, plan.end, summary), unit)
 
 
 def _transcript(messages: Sequence[Message], number: int, cut: int, brief: int = 0) -> str:
