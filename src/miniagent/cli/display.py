@@ -174,6 +174,7 @@ def result_to_json(result: RunResult) -> dict[str, Any]:
     """The machine-readable form of a run that ``miniagent run --json`` prints."""
     return {
         "session_id": result.session_id,
+        "turn": result.turn,
         "status": result.status,
         "reason": result.reason,
         "final_answer": result.final_answer,
