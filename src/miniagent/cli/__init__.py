@@ -21,7 +21,7 @@ from miniagent.cli.common import (
 )
 from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.help import readable_help
-from miniagent.cli.loading import load_tools
+from miniagent.cli.loading import listed_schemas, load_tools
 from miniagent.cli.local import model_app
 from miniagent.cli.mcp_cmd import (
     McpHeaderOption,
@@ -142,28 +142,10 @@ def tools_cmd(
         registry = load_tools([source] if source else [], workspace)
         servers = mcp_servers(list(mcp or []), list(mcp_url or []),
                               headers=parse_headers(mcp_header), approve=[])
-        schemas = registry.openai_schemas() + _mcp_schemas(servers)
+        schemas = registry.openai_schemas() + listed_schemas(servers)
     except UserError as exc:
         raise fail(str(exc)) from None
     echo_json(schemas, indent=2)
-
-
-def _mcp_schemas(servers: list[Any]) -> list[dict[str, Any]]:
-    if not servers:
-        return []
-    import asyncio
-
-    from miniagent.sync import run_coroutine
-    from miniagent.tools.toolbox import Toolbox
-
-    async def listed() -> list[dict[str, Any]]:
-        try:
-            return (await Toolbox.gather(servers)).openai_schemas()
-        finally:
-            await asyncio.gather(*(server.aclose() for server in servers),
-                                 return_exceptions=True)
-
-    return run_coroutine(listed())
 
 
 @app.command()
