@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from miniagent.cli.chat import chat
 from miniagent.cli.common import (
     JsonOption,
     SessionTracker,
@@ -98,6 +99,9 @@ def run(
             result = agent.run(question, metadata=config.metadata(), on_event=tracker,
                                session_id=continue_id)
     finish(result, as_json=as_json, store=options.store)
+
+
+app.command("chat")(with_run_options(chat))
 
 
 @app.command()

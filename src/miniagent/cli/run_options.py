@@ -34,6 +34,7 @@ from miniagent.cli.mcp_cmd import (
 )
 from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
+from miniagent.store.sqlite import SQLiteStore
 
 
 @dataclass(kw_only=True)
@@ -93,11 +94,13 @@ class RunOptions:
         """The keyword arguments of :func:`~miniagent.cli.observing.observing`."""
         return dict(trace=self.trace, otlp=self.otlp, otlp_content=self.otlp_content)
 
-    def agent(self, config: RunConfig, *, interactive: bool) -> tuple[Agent, dict[str, str]]:
-        """The agent of ``config`` on the ``--store`` file, and the MCP headers given (their
-        values are secrets to redact)."""
+    def agent(self, config: RunConfig, *, interactive: bool, store: SQLiteStore | None = None
+              ) -> tuple[Agent, dict[str, str]]:
+        """The agent of ``config`` on ``store`` (default: the ``--store`` file), and the MCP
+        headers given (their values are secrets to redact)."""
         headers = parse_headers(self.mcp_header)
-        agent = build_agent(config, open_store(self.store), api_key=self.api_key,
+        store = store if store is not None else open_store(self.store)
+        agent = build_agent(config, store, api_key=self.api_key,
                             interactive=interactive, mcp_headers=headers,
                             verbose=self.verbose)
         return agent, headers
