@@ -10,17 +10,21 @@ typed; Ctrl-D or ``/exit`` leaves.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import select
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import TextIO, cast
 
 import typer
 from rich.table import Table
 
 from miniagent.agent import Agent
-from miniagent.cli.build import RunConfig, open_store
+from miniagent.cli.build import RunConfig, ask_in_terminal, open_store
 from miniagent.cli.common import cli_errors, fail, show_progress
 from miniagent.cli.display import TraceDisplay, approval_hint, terminal
 from miniagent.cli.loading import listed_schemas
@@ -64,11 +68,12 @@ def chat(*, options: RunOptions) -> None:
         with cli_errors(verbose=options.verbose):
             store = open_store(options.store)
             agent, headers = options.agent(config, interactive=sys.stdin.isatty(), store=store)
+            answers = StoppableAnswers.for_approvals(agent)
             display = show_progress(agent, as_json=False, verbose=options.verbose)
             stack.enter_context(observing(agent, **options.observe(),
                                           secrets=header_secrets(headers)))
         conversation = Conversation(agent, config, store, where=options.store, display=display,
-                                    verbose=options.verbose)
+                                    answers=answers, verbose=options.verbose)
         with LineHistory(history_path()) as history:
             conversation.talk(history.read_line)
 
@@ -77,9 +82,11 @@ class Conversation:
     """The chat's state: which session the next line continues, and its commands."""
 
     def __init__(self, agent: Agent, config: RunConfig, store: SQLiteStore, *,
-                 where: Path | None, display: TraceDisplay | None, verbose: bool) -> None:
+                 where: Path | None, display: TraceDisplay | None,
+                 answers: StoppableAnswers | None, verbose: bool) -> None:
         self.agent, self.config, self.store = agent, config, store
         self.where, self.display, self.verbose = where, display, verbose
+        self.answers = answers
         self.session_id: str | None = None
         """The session the next line continues; None: the next line starts one."""
         self.console = terminal()
@@ -184,9 +191,58 @@ class Conversation:
         except typer.Exit:  # cli_errors printed the error's line
             pass
         except KeyboardInterrupt:
+            if self.answers is not None and self.answers.give_up():
+                self.console.print()  # after the unanswered question's line
             if self.display is not None:
                 self.display.stop()
             self.console.print(stopped)
+
+
+class StoppableAnswers:
+    """Where the terminal approver reads its answer: standard input, until the turn that
+    asked is stopped. (Ctrl-C stops the turn, but not the thread the approver asks in, which
+    would otherwise go on reading the lines meant for the chat.)"""
+
+    POLL = 0.1
+    """Seconds between looks at whether the turn was stopped."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+
+    @classmethod
+    def for_approvals(cls, agent: Agent) -> StoppableAnswers | None:
+        """Give ``agent``'s terminal approver (if it has one) answers that can be stopped."""
+        if agent.approver is not ask_in_terminal or os.name != "posix":
+            return None
+        answers = cls(sys.stdin.fileno())
+        agent.approver = functools.partial(ask_in_terminal, stream=cast(TextIO, answers))
+        return answers
+
+    def readline(self) -> str:
+        """The next line typed (the terminal sends whole lines); EOFError once stopped."""
+        self._idle.clear()
+        try:
+            while not self._stop.is_set():
+                if select.select([self.fd], [], [], self.POLL)[0]:
+                    data = os.read(self.fd, 65536)
+                    if not data:
+                        raise EOFError
+                    return data.decode(errors="replace")
+            raise EOFError
+        finally:
+            self._idle.set()
+
+    def give_up(self) -> bool:
+        """Make a question being asked end unanswered, before the chat reads again; whether
+        one was being asked."""
+        asking = not self._idle.is_set()
+        self._stop.set()
+        self._idle.wait(10 * self.POLL)
+        self._stop.clear()
+        return asking
 
 
 def history_path() -> Path:
