@@ -42,6 +42,20 @@ def delete_file(path: str) -> str:
 '''
 
 
+SLOW_TOOLS = '''
+import time
+
+from miniagent import tool
+
+
+@tool
+def wait_long() -> str:
+    """Wait a long time."""
+    time.sleep(120)
+    return "done"
+'''
+
+
 class Chat:
     """One ``miniagent chat`` process in a pseudo-terminal."""
 
@@ -227,6 +241,21 @@ def test_ctrl_c_stops_a_slow_turn_and_the_chat_goes_on(tmp_path: Path) -> None:
         assert session.leave() == 0
 
 
+def test_ctrl_c_during_a_tool_call_says_how_to_finish_the_turn(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.py"
+    tools.write_text(SLOW_TOOLS, encoding="utf-8")
+    script = answers({"wait": "Thought: wait\nAction: wait_long\nAction Input: {}"})
+    with StubServer(script).run_in_thread() as stub, \
+            chat(stub, tmp_path, "--tools", str(tools)) as session:
+        session.child.sendline("please wait")
+        session.expect("wait_long {}")
+        session.child.sendintr()
+        session.expect("turn stopped; the session is kept")
+        hint = session.wait_prompt()
+        assert "a tool call was under way: /resume" in hint
+        assert session.leave() == 0
+
+
 @turns
 def test_after_a_stopped_turn_the_next_line_continues_the_conversation(tmp_path: Path) -> None:
     script = answers({"slow question": Fault(status=200, delay=120),
@@ -299,3 +328,19 @@ def test_chat_takes_every_option_run_does() -> None:
     flags = set(re.findall(r"^\s+(--[a-z-]+)", run_help, re.M)) - own - {"--help"}
     assert len(flags) > 25
     assert flags <= set(re.findall(r"^\s+(--[a-z-]+)", chat_help, re.M))
+
+
+def test_lines_piped_in_are_answered_and_not_kept(tmp_path: Path) -> None:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MINIAGENT_", "OPENAI_"))}
+    env.update(PYTHONPATH=str(Path(miniagent.__file__).parents[1]), COLUMNS="120",
+               MINIAGENT_CHAT_HISTORY=str(tmp_path / "history"))
+    with StubServer(["Final Answer: piped answer"]).run_in_thread() as stub:
+        out = subprocess.run(
+            [sys.executable, "-m", "miniagent", "chat", "--base-url", stub.base_url, "--model",
+             "m", "--mode", "react", "--store", str(tmp_path / "s.db")],
+            input="a piped question\n", capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "piped answer" in out.stdout
+    assert not (tmp_path / "history").exists()

@@ -33,7 +33,7 @@ from miniagent.cli.observing import observing
 from miniagent.cli.run_options import RunOptions
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.sessions import sessions_table
-from miniagent.errors import UserError
+from miniagent.errors import MiniAgentError, UserError
 from miniagent.ids import random_id
 from miniagent.store.sqlite import SQLiteStore, default_store_path
 from miniagent.types import RunResult
@@ -50,7 +50,7 @@ COMMANDS = {
     "/resume ID": "continue that session (its id, or its first characters)",
     "/tools": "the agent's tools",
     "/help": "this list",
-    "/exit": "leave (Ctrl-D too)",
+    "/exit": "leave (/quit and Ctrl-D too)",
 }
 
 
@@ -121,7 +121,8 @@ class Conversation:
             self.session_id = None
             self.console.print("[dim]the next line starts a new session[/dim]")
         elif name == "/sessions":
-            self.console.print(sessions_table(self.store.list(LISTED_SESSIONS)))
+            self.guarded(lambda: self.console.print(sessions_table(
+                self.store.list(LISTED_SESSIONS))), stopped="stopped")
         elif name == "/resume":
             self.resume(argument)
         elif name == "/tools":
@@ -141,8 +142,17 @@ class Conversation:
             self.session_id = random_id()
             self.console.print(f"[dim]session {self.session_id}[/dim]")
         session_id = self.session_id
-        self.guarded(lambda: self.waiting(self.agent.run(
+        stopped = self.guarded(lambda: self.waiting(self.agent.run(
             question, session_id=session_id, metadata=self.config.metadata())))
+        if stopped and self._calls_open(session_id):
+            self.console.print(f"(a tool call was under way: /resume {session_id} finishes "
+                               "the turn before the next question)", markup=False)
+
+    def _calls_open(self, session_id: str) -> bool:
+        try:
+            return bool(self.store.load(session_id).open_calls())
+        except MiniAgentError:  # not saved yet, or unreadable: the next line will say
+            return False
 
     def resume(self, prefix: str) -> None:
         """Make ``prefix``'s session the current one; if it waits for approval or was stopped
@@ -183,8 +193,9 @@ class Conversation:
             self.console.print(f"Or ask here again: /resume {result.session_id}", markup=False)
 
     def guarded(self, work: Callable[[], None], session: str | None = None, *,
-                stopped: str = "turn stopped; the session is kept") -> None:
-        """Do ``work``: an error is its one line, Ctrl-C stops it; the chat goes on."""
+                stopped: str = "turn stopped; the session is kept") -> bool:
+        """Do ``work``: an error is its one line, Ctrl-C stops it (then True); the chat goes
+        on either way."""
         try:
             with cli_errors(session or self.session_id, verbose=self.verbose):
                 work()
@@ -196,6 +207,8 @@ class Conversation:
             if self.display is not None:
                 self.display.stop()
             self.console.print(stopped)
+            return True
+        return False
 
 
 class StoppableAnswers:
@@ -257,7 +270,8 @@ class LineHistory:
     """readline's line editing, with the lines of earlier chats (the last
     :data:`HISTORY_LENGTH`) read from a file and each new line written back at once.
 
-    Without a readline module (Windows), lines are read plainly and nothing is kept.
+    Without a terminal, or a readline module (Windows), lines are read plainly and nothing
+    is kept.
     """
 
     def __init__(self, path: Path) -> None:
@@ -265,6 +279,8 @@ class LineHistory:
         self.readline: ModuleType | None = None
 
     def __enter__(self) -> LineHistory:
+        if not sys.stdin.isatty():  # lines piped in are not a person's to recall
+            return self
         try:
             import readline
         except ImportError:
