@@ -40,8 +40,8 @@ from miniagent.store.sqlite import SQLiteStore
 @dataclass(kw_only=True)
 class RunOptions:
     """How an agent is built, connected and observed: every option of ``run`` but its own
-    (the question, ``--detach``, ``--continue``, ``--json``). ``--help`` lists a command's own options right
-    after ``--store``, where ``run`` always listed them."""
+    (the question, ``--detach``, ``--continue``, ``--json``). ``--help`` lists a command's own
+    options right after ``--store``, where ``run`` always listed them."""
 
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 [env: MINIAGENT_BASE_URL, OPENAI_BASE_URL]")] = None  # noqa: E501
     model: Annotated[str | None, typer.Option(help="Model name sent to the server [env: MINIAGENT_MODEL]")] = None  # noqa: E501
