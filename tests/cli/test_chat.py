@@ -131,10 +131,6 @@ def sent(request: dict[str, Any]) -> str:
     return json.dumps(request["messages"], ensure_ascii=False)
 
 
-turns = pytest.mark.xfail(strict=False, reason="needs the turns branch")
-
-
-@turns
 def test_each_line_is_the_next_turn_of_one_conversation(tmp_path: Path) -> None:
     script = answers({
         "capital of France": "Final Answer: Paris is the capital of France.",
@@ -167,17 +163,19 @@ def test_new_starts_a_fresh_session_and_sessions_lists_them(tmp_path: Path) -> N
             (first,) = SESSION.findall(session.line("the first topic"))
             assert "new session" in session.line("/new")
             (second,) = SESSION.findall(session.line("the second topic"))
+            session.line("a follow-up")
             listed = session.line("/sessions")
             assert session.leave() == 0
         received = list(stub.requests)
     assert first != second
     assert "first topic" not in sent(received[1])  # the new session starts afresh
-    for session_id, question in ((first, "the first topic"), (second, "the second topic")):
+    for session_id, question, turns in ((first, "the first topic", "1"),
+                                        (second, "the second topic", "2")):
         row = next(line for line in listed.splitlines() if session_id in line)
         assert "completed" in row and question in row
+        assert row.split("│")[3].strip() == turns  # id, status, turns
 
 
-@turns
 def test_resume_continues_a_session_of_an_earlier_chat(tmp_path: Path) -> None:
     script = answers({"remember 42": "Final Answer: noted, 42.",
                       "which number": "Final Answer: it was 42."})
@@ -253,10 +251,10 @@ def test_ctrl_c_during_a_tool_call_says_how_to_finish_the_turn(tmp_path: Path) -
         session.expect("turn stopped; the session is kept")
         hint = session.wait_prompt()
         assert "a tool call was under way: /resume" in hint
+        assert "still open" in session.line("another question")  # refused, with the way on
         assert session.leave() == 0
 
 
-@turns
 def test_after_a_stopped_turn_the_next_line_continues_the_conversation(tmp_path: Path) -> None:
     script = answers({"slow question": Fault(status=200, delay=120),
                       "go on": "Final Answer: going on"})
@@ -296,14 +294,13 @@ def test_chinese_in_and_out_and_the_history_file(tmp_path: Path) -> None:
             session.child.send("\x1b[A")  # the up arrow: the last line of the history
             shown = session.line("")
             assert "巴黎是法国的首都。" in shown
-            session.line("/new")  # (a second turn needs the turns branch)
             assert "答案是：法国。" in session.line("答案是什么？")
             assert session.leave("") == 0
         received = list(stub.requests)
     assert "巴黎是哪个国家的首都？" in sent(received[0])
-    assert "答案是什么？" in sent(received[1])
+    assert "答案是什么？" in sent(received[1]) and "巴黎是法国的首都。" in sent(received[1])
     kept = history.read_text(encoding="utf-8").splitlines()
-    assert kept[-3:] == ["巴黎是哪个国家的首都？", "/new", "答案是什么？"]
+    assert kept[-2:] == ["巴黎是哪个国家的首都？", "答案是什么？"]
     assert len(kept) <= 1001  # bounded (libedit adds a header line)
 
 

@@ -32,6 +32,7 @@ from miniagent.errors import MiniAgentError, UserError
 from miniagent.ids import random_id
 from miniagent.store.sqlite import SQLiteStore
 from miniagent.types import RunResult
+from miniagent.wording import counted
 
 PROMPT = "you> "
 LISTED_SESSIONS = 10
@@ -114,8 +115,7 @@ class Conversation:
             self.session_id = None
             self.console.print("[dim]the next line starts a new session[/dim]")
         elif name == "/sessions":
-            self.guarded(lambda: self.console.print(sessions_table(
-                self.store.list(LISTED_SESSIONS))), stopped="stopped")
+            self.guarded(self.show_sessions, stopped="stopped")
         elif name == "/resume":
             self.resume(argument)
         elif name == "/tools":
@@ -160,13 +160,22 @@ class Conversation:
             if saved.status == "cancelled":
                 raise UserError(f"session {session_id} was cancelled: it takes no more turns")
             self.session_id = session_id
-            self.console.print(f"[dim]session {markup(session_id, 40)} "
-                               f"({markup(saved.status, 40)}): {markup(saved.question, 200)}"
-                               "; the next line continues it[/dim]")
+            self.console.print(f"[dim]session {markup(session_id, 40)} ({markup(saved.status, 40)}"
+                               f", {counted(len(saved.turns), 'turn')}, the last: "
+                               f"{markup(saved.turn.question, 200)}); the next line continues "
+                               "it[/dim]")
             if saved.status == "awaiting_approval" or saved.open_calls():
                 self.waiting(self.agent.resume(session_id))
 
         self.guarded(switch, prefix)
+
+    def show_sessions(self) -> None:
+        rows = self.store.list(LISTED_SESSIONS)
+        turns = {}
+        for row in rows:  # a session that cannot be loaded is listed, its turns unknown
+            with contextlib.suppress(MiniAgentError, RecursionError):
+                turns[row.session_id] = str(len(self.store.load(row.session_id).turns))
+        self.console.print(sessions_table(rows, turns))
 
     def show_tools(self) -> None:
         def listed() -> None:

@@ -81,13 +81,16 @@ def list_sessions(
     terminal().print(sessions_table(rows))
 
 
-def sessions_table(rows: list[SessionSummary]) -> Table:
-    """Sessions as ``sessions list`` shows them: id, status, steps, age, question."""
-    table = Table("id", "status", "steps", "age", "question")
+def sessions_table(rows: list[SessionSummary], turns: dict[str, str] | None = None) -> Table:
+    """Sessions as ``sessions list`` shows them: id, status, steps, age, question; with
+    ``turns`` (by session id), a turns column after the status."""
+    table = Table("id", "status", *(["turns"] if turns is not None else []), "steps", "age",
+                  "question")
     now = time.time()
     for r in rows:
-        table.add_row(markup(r.session_id, 40), markup(r.status, 40), str(r.steps),
-                      _age(now - r.updated_at), markup(r.question[:80]))
+        counted_turns = [turns.get(r.session_id, "?")] if turns is not None else []
+        table.add_row(markup(r.session_id, 40), markup(r.status, 40), *counted_turns,
+                      str(r.steps), _age(now - r.updated_at), markup(r.question[:80]))
     return table
 
 
