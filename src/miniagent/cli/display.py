@@ -77,6 +77,12 @@ class TraceDisplay:
                                f"({done.mode}), {done.size_before:,} -> {done.size_after:,} "
                                f"{done.unit}[/dim]")
 
+    def stop(self) -> None:
+        """Tidy what a run stopped mid-way (Ctrl-C) left on screen: the spinner ends, a
+        half-written streamed line is closed."""
+        self._stop_waiting()
+        self._end_stream()
+
     def _wait(self, text: str) -> None:
         if self.console.is_terminal:
             self._status = self.console.status(f"[dim]{text}[/dim]", spinner="dots")
