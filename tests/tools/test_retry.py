@@ -183,3 +183,13 @@ def test_an_agent_records_the_attempts_on_the_call_and_in_its_events() -> None:
     assert result.status == "completed" and effects == ["paid 3"]
     assert observation is not None and observation.attempts == 3
     assert [e.observation.attempts for e in finished] == [3]
+
+
+def test_a_timeout_text_is_plain_text() -> None:
+    @tool(timeout=0.01)
+    async def slow() -> str:
+        """Take long."""
+        await asyncio.sleep(1)
+        return "late"
+
+    assert type(run(slow).output) is str

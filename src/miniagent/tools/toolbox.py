@@ -187,6 +187,8 @@ class Toolbox:
             attempt += 1
             if context is not None:
                 context = dataclasses.replace(context, attempt=context.attempt + 1)
+        if isinstance(outcome, _TimedOut):
+            outcome = str.__str__(outcome)  # plain text in the observation
         if attempt == 1:
             return outcome
         if isinstance(outcome, str):
