@@ -24,6 +24,8 @@ EXPECTED = {
     "PayloadTooLarge", "RunInterrupted", "ToolInterrupted", "Rollover",
     # long-term memory (its SQLite file, like SQLiteStore, loads sqlite3 on first use)
     "Memory", "MemoryItem",
+    # a tool's retry policy (issue 19)
+    "RetryPolicy",
 }
 
 

@@ -54,6 +54,13 @@ def test_schema_tool_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == "A -> home with 2 stops\n"
 
 
+def test_retry_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    namespace: dict[str, Any] = {}
+    exec(block_with("@tool(retry=RetryPolicy("), namespace)
+    assert capsys.readouterr().out == "booked A1 3\n"
+    assert next(namespace["tries"]) == 4  # three tries, no more
+
+
 def test_compression_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     namespace: dict[str, Any] = {}
     exec(block_with("compress_at="), namespace)

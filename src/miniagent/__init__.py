@@ -49,6 +49,7 @@ from miniagent.models.openai_compat import OpenAICompatibleModel
 from miniagent.models.scripted import ScriptedModel
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.registry import register_protocol
+from miniagent.retry import RetryPolicy
 from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.spec import AgentSpec
@@ -125,6 +126,7 @@ __all__ = [
     "PayloadTooLarge",
     "PendingApproval",
     "Prefixed",
+    "RetryPolicy",
     "Rollover",
     "RunFailure",
     "RunInterrupted",

@@ -18,6 +18,7 @@ from miniagent.observe.redact import model_secrets
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.protocol.tool_choice import check_choice
+from miniagent.retry import RetryPolicy
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.compress import Compression
@@ -97,6 +98,11 @@ class Agent:
     memories found for the question are put before it as a marked block of data, not
     instructions (see :mod:`miniagent.runtime.recall`).
 
+    ``tool_retry`` (a :class:`~miniagent.retry.RetryPolicy`, or a number of attempts) is
+    the retry policy of the tools that set none: a call that failed transiently
+    (``ToolError(..., retryable=True)``; a timeout or connection error of an idempotent tool)
+    is tried again with backoff, within the run's deadline (see :mod:`miniagent.retry`).
+
     ``trace`` appends every event of every run to a JSONL file (see
     :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
 
@@ -146,6 +152,7 @@ class Agent:
         memory: Any = None,
         memory_namespace: str = "default",
         memory_recall: bool = True,
+        tool_retry: RetryPolicy | int | None = None,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
@@ -193,7 +200,8 @@ class Agent:
                          if compress_at is not None else None),
             tool_selection=tool_selection, approval_timeout=approval_timeout,
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
-            recall="recall" if memory is not None and memory_recall else None)
+            recall="recall" if memory is not None and memory_recall else None,
+            tool_retry=RetryPolicy.of(tool_retry))
         """What the agent is, for every driver (see :mod:`miniagent.runtime.spec`)."""
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver = approver

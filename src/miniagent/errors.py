@@ -5,6 +5,7 @@
     MiniAgentError
     ├── ToolSignal              raised by a tool on purpose
     │   └── ToolError           "this input is wrong, tell the model this message"
+    │                           (``retryable=True``: "it may pass, try again")
     ├── UserError               a mistake of the developer using the library
     │   ├── ToolDefinitionError a function that cannot become a tool
     │   ├── ConfigError         missing or contradictory configuration
@@ -46,7 +47,16 @@ class ToolSignal(MiniAgentError):
 
 
 class ToolError(ToolSignal):
-    """Raised by a tool to send ``message`` to the model as an error observation, verbatim."""
+    """Raised by a tool to send ``message`` to the model as an error observation, verbatim.
+
+    ``retryable=True`` marks a transient failure the tool raised before any effect: the
+    executor tries the call again under the tool's retry policy (even a tool that is not
+    idempotent), and the model reads the message only if every attempt fails.
+    """
+
+    def __init__(self, message: str = "", *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class UserError(MiniAgentError):

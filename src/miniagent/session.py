@@ -43,10 +43,12 @@ from miniagent.types import (
     TokenUsage,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions`` and
 each message's ``reasoning``, version 4 usage the server did not report (token counts of None,
-``estimated_tokens``), version 5 ``turns``; versions 1 to 4 still load (as one turn)."""
+``estimated_tokens``), version 5 ``turns``, version 6 each observation's ``attempts`` and
+``retryable`` (tool retries); versions 1 to 5 still load (1 to 4 as one turn; observations of
+1 to 5 as made in one attempt)."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -273,7 +275,7 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
-        """Load a saved session (version 1 to 5); refuses a newer schema with a clear message."""
+        """Load a saved session (version 1 to 6); refuses a newer schema with a clear message."""
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise SessionError("saved session has no schema_version: not a miniagent session")

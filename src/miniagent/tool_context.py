@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
+from miniagent.retry import RetryPolicy
 from miniagent.types import Decision
 
 __all__ = ["ToolContext", "tool_context", "using_context"]
@@ -28,7 +29,8 @@ __all__ = ["ToolContext", "tool_context", "using_context"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolContext:
-    """The call being run: its session, step, call id, attempt and idempotency key."""
+    """The call being run: its session, step, call id, attempt and idempotency key (the same
+    on every attempt; ``attempt`` counts them)."""
 
     session_id: str
     call_id: str
@@ -46,16 +48,19 @@ class ToolContext:
     """When the run's deadline passes (seconds since the epoch; ``None``: none)."""
     steps_left: int | None = None
     """This call's share of the model calls the run has left (``None``: not counted)."""
+    default_retry: RetryPolicy | None = None
+    """The run's retry policy for a tool that sets none (``Agent(tool_retry=...)``)."""
 
     @classmethod
     def for_call(cls, session_id: str, call_id: str, tool: str, step: int,
                  metadata: dict[str, Any] | None = None, *,
                  decision: Decision | None = None, tokens_left: int | None = None,
-                 deadline: float | None = None, steps_left: int | None = None) -> ToolContext:
+                 deadline: float | None = None, steps_left: int | None = None,
+                 default_retry: RetryPolicy | None = None) -> ToolContext:
         return cls(session_id=session_id, call_id=call_id, tool=tool, step=step,
                    idempotency_key=f"{session_id}:{call_id}", metadata=dict(metadata or {}),
                    decision=decision, tokens_left=tokens_left, deadline=deadline,
-                   steps_left=steps_left)
+                   steps_left=steps_left, default_retry=default_retry)
 
 
 _CURRENT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(

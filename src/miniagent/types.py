@@ -102,6 +102,13 @@ class Observation:
     elapsed: float = 0.0
     sub_run: SubRun | None = None
     """Set when the tool was another agent (:meth:`~miniagent.agent.Agent.as_tool`)."""
+    attempts: int = 1
+    """How many times the executor ran the call (more than 1 after transient failures, see
+    :mod:`miniagent.retry`)."""
+    retryable: bool = False
+    """The failure is transient and trying again cannot repeat an effect (the tool raised
+    ``ToolError(..., retryable=True)``, or an idempotent tool met a connection error); set by
+    a tool's source, read by the executor."""
 
 
 @dataclass(kw_only=True, slots=True)

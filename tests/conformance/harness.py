@@ -327,6 +327,8 @@ class Outcome:
     """Each JSONL record: its kind, and what it says that must not differ."""
     usage: tuple[int | None, int]
     """The run's total tokens (None: not all reported) and what the token budget counted."""
+    attempts: list[int] = field(default_factory=list)
+    """How many times the executor ran each call (tool retries)."""
 
 
 _ID = re.compile(r"\b(call_[0-9a-f]{16}|call_\d+_\d+|[0-9a-f]{16})\b")
@@ -355,7 +357,7 @@ def kinds(events: Sequence[str]) -> list[str]:
 def _record_detail(record: dict[str, Any]) -> Any:
     kind = record.get("kind")
     if kind == "tool_finished":
-        return record["observation"]["output"]
+        return record["observation"]["output"], record["observation"]["attempts"]
     if kind == "model_started":
         return _ID.sub("<id>", json.dumps(record["request"]["messages"], ensure_ascii=False))
     if kind == "guard_intervened":
@@ -382,4 +384,5 @@ async def outcome(handle: Handle, result: RunResult) -> Outcome:
         calls=[(r.call.name, r.state, [m.target for m in r.moves]) for r in records],
         transitions=[(t.source, t.target) for t in session.transitions],
         events=kinds(mine), trace=trace_records(handle.trace, session.id),
-        usage=(result.usage.total_tokens, result.usage.counted_tokens))
+        usage=(result.usage.total_tokens, result.usage.counted_tokens),
+        attempts=[r.observation.attempts for r in records if r.observation is not None])

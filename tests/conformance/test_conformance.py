@@ -23,10 +23,12 @@ from miniagent import (
     ModelResponse,
     Observation,
     OpenAICompatibleModel,
+    RetryPolicy,
     ScriptedModel,
     Tool,
     ToolCall,
     ToolContext,
+    ToolError,
     register_protocol,
     tool,
     tool_context,
@@ -325,6 +327,32 @@ async def test_an_interrupted_call_that_is_not_idempotent_waits_for_a_person(
     assert (got.status, got.observations) == ("completed", ["append did a line"])
     assert got.calls == [("append", "completed", ["started", "awaiting_approval", "approved",
                                                   "started", "completed"])]
+
+
+async def test_a_flaky_tool_is_retried_and_has_its_effect_once(drivers: list[Driver],
+                                                                tmp_path: Path) -> None:
+    effects: list[str] = []
+
+    def tools() -> list[Any]:
+        tries: list[tuple[int, str]] = []
+
+        @tool(retry=RetryPolicy(max_attempts=3, initial_delay=0.01))
+        def book(room: str) -> str:
+            """Book a room (the booking service is flaky)."""
+            tries.append((tool_context().attempt, tool_context().idempotency_key))
+            if len(tries) < 3:
+                raise ToolError("the booking service is busy", retryable=True)
+            assert len({key for _, key in tries}) == 1  # one idempotency key for every try
+            effects.append(room)
+            return f"booked {room}"
+
+        return [book]
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("book it", "book", {"room": "A1"}), "Final Answer: booked"]), tools=tools)
+    got = await across(drivers, tmp_path, setup, run("Book room A1"))
+    assert (got.status, got.observations, got.attempts) == ("completed", ["booked A1"], [3])
+    assert effects == ["A1"] * len(drivers)  # once per driver
 
 
 # -- guards -----------------------------------------------------------------------------------

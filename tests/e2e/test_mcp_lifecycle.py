@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from mcp_support import LAB_SERVER, TIME_ARGS, descendants, no_orphans, wait_gone
 
-from miniagent import Agent, ScriptedModel
+from miniagent import Agent, RetryPolicy, ScriptedModel
 from miniagent.mcp import MCPServer, ToolRule
 from miniagent.store.sqlite import SQLiteStore
+from miniagent.tools.toolbox import Toolbox
 from miniagent.types import ToolCall
 
 __all__ = ["no_orphans"]  # fixture
@@ -306,3 +307,28 @@ async def test_concurrent_calls_meeting_a_dead_server_restart_it_once() -> None:
     assert all(not is_error for _, is_error in results)
     pids = {int(output) for output, _ in results}
     assert len(pids) == 1 and first_pid not in pids
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_a_server_that_cannot_be_reached_is_tried_again_under_the_rules_policy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No call was sent, so even a tool that is not idempotent is tried again."""
+    policy = RetryPolicy(max_attempts=3, initial_delay=0.01)
+    server = lab(rules={"pid": ToolRule(retry=policy)})
+    try:
+        toolbox = await Toolbox.gather([server])
+        assert toolbox.get("pid").retry == policy  # type: ignore[union-attr]
+        reach, refused = server._client, []
+
+        async def flaky_reach() -> object:
+            if len(refused) < 2:
+                refused.append(1)
+                raise ConnectionRefusedError("refused")
+            return await reach()
+
+        monkeypatch.setattr(server, "_client", flaky_reach)
+        observation = await toolbox.execute(ToolCall(id="c1", name="pid", arguments={}))
+    finally:
+        await server.aclose()
+    assert not observation.is_error and int(observation.output) > 0
+    assert observation.attempts == 3 and len(refused) == 2

@@ -134,9 +134,42 @@ def v5_session() -> AgentSession:
     return session
 
 
-def test_reference_json_v5_loads_and_is_what_we_write() -> None:
+def v6_session() -> AgentSession:
+    """A run whose one call failed twice transiently before it succeeded (version 6: each
+    observation's ``attempts`` and ``retryable``)."""
+    session = AgentSession.start("Book room A1", id="ref0000000000006", at=1.0e9)
+    book = ToolCall(id="call_a", name="book", arguments={"room": "A1"},
+                    raw_arguments='{"room": "A1"}')
+    record = CallRecord(call=book)
+    record.move("started", "about to run", 1.0e9)
+    record.observation = Observation(call_id="call_a", tool_name="book", output="booked A1",
+                                     elapsed=0.31, attempts=3)
+    record.move("completed", "the tool returned", 1.0e9 + 1)
+    session.steps.append(Step(index=1, thought="book it", raw_output="...", calls=[record],
+                              usage=TokenUsage(prompt_tokens=40, completion_tokens=8)))
+    session.add_usage(TokenUsage(prompt_tokens=40, completion_tokens=8))
+    session.messages.append(Message(role="assistant", content="Action: book", tool_calls=[book]))
+    session.messages.append(Message(role="tool", content="booked A1", tool_call_id="call_a",
+                                    name="book"))
+    session.finish("completed", "final answer", "booked", at=1.0e9 + 2)
+    return session
+
+
+def test_reference_json_v6_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v6.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 6 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == v6_session()
+    observation = loaded.steps[0].calls[0].observation
+    assert observation is not None and (observation.attempts, observation.retryable) == (
+        3, False)
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert v6_session().to_dict() == reference
+
+
+def test_reference_json_v5_still_loads() -> None:
     reference = json.loads((REFERENCE / "session_v5.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 5 == SCHEMA_VERSION
+    assert reference["schema_version"] == 5
     loaded = AgentSession.from_dict(reference)
     assert loaded == v5_session()
     assert [(t.question, t.status, t.final_answer, t.first_step, t.first_message)
@@ -146,8 +179,8 @@ def test_reference_json_v5_loads_and_is_what_we_write() -> None:
     result = loaded.result()
     assert (result.turn, [s.index for s in result.steps], result.usage.total_tokens) == (
         2, [2], 74)
-    # what this version writes is exactly the reference: a format change must bump the version
-    assert v5_session().to_dict() == reference
+    # what version 5 wrote is what this one writes of the same session, but the version
+    assert v5_session().to_dict() == {**reference, "schema_version": SCHEMA_VERSION}
 
 
 def test_reference_json_v4_still_loads_as_one_turn() -> None:

@@ -9,7 +9,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
 from miniagent import errors, tool
 from miniagent.errors import UserError
-from miniagent.temporal.faults import model_error, model_failure
+from miniagent.retry import RetryPolicy
+from miniagent.temporal.faults import model_error, model_failure, tool_retry, tool_time
 from miniagent.temporal.workers import Served, register, served, unregister
 from miniagent.tools.registry import ToolRegistry
 from miniagent.types import ToolCall
@@ -35,6 +36,18 @@ def test_retry_after_is_the_next_delay_only_when_sane() -> None:
     assert model_failure(http(429, 3.0)).next_retry_delay == timedelta(seconds=3)
     assert model_failure(http(429, 3600.0)).next_retry_delay is None
     assert model_failure(http(400, 3.0)).next_retry_delay is None
+
+
+def test_the_tool_activity_retries_a_dead_worker_with_the_tools_policy() -> None:
+    policy = RetryPolicy(max_attempts=4, initial_delay=0.5, factor=3.0, max_delay=2.0)
+    retry = tool_retry(True, policy)
+    assert (retry.maximum_attempts, retry.initial_interval, retry.backoff_coefficient,
+            retry.maximum_interval) == (4, timedelta(seconds=0.5), 3.0, timedelta(seconds=2))
+    assert tool_retry(False, policy).maximum_attempts == 1  # its outcome would be unknown
+    assert tool_retry(True).maximum_attempts == 5
+    # the activity has time for every attempt the executor makes inside it, and the waits
+    assert tool_time(10.0, policy) == 10.0 * 4 + 0.5 + 1.5 + 2.0
+    assert tool_time(None, None) == 3600.0
 
 
 def test_the_workflow_gets_the_same_error_back() -> None:

@@ -27,6 +27,7 @@ from miniagent.errors import ToolDefinitionError, ToolError
 from miniagent.mcp.config import ServerConfig
 from miniagent.mcp.connection import Connection, ServerError
 from miniagent.mcp.results import result_text
+from miniagent.retry import RetryPolicy
 from miniagent.tool_context import ToolContext, current_context
 from miniagent.tools.registry import ApprovalRule, Tool
 from miniagent.tools.runner import describe
@@ -175,12 +176,12 @@ class MCPServer:
                                       f"{self.config.label}.")
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         try:
-            output, is_error = await self._invoke(
-                server_name, arguments, self._timeouts.get(server_name)), False
-        except ToolError as exc:
-            output, is_error = str(exc), True
-        return Observation(call_id=call.id, tool_name=call.name, output=output,
-                           is_error=is_error)
+            output = await self._invoke(server_name, arguments, self._timeouts.get(server_name))
+        except ToolError as exc:  # retryable: the server could not be reached, or (idempotent
+            # tools) it did not answer or closed the connection
+            return Observation(call_id=call.id, tool_name=call.name, output=str(exc),
+                               is_error=True, retryable=exc.retryable)
+        return Observation(call_id=call.id, tool_name=call.name, output=output)
 
     async def aclose(self) -> None:
         """Stop the server (or leave it); the next use starts it again."""
@@ -234,6 +235,7 @@ class MCPServer:
         idempotent = rule.idempotent if rule.idempotent is not None else bool(
             hints and (hints.read_only_hint or hints.idempotent_hint))
         timeout = rule.timeout or self.config.call_timeout
+        retry = rule.retry if isinstance(rule.retry, RetryPolicy) else None
         approval = (rule.requires_approval if rule.requires_approval is not None
                     else self.requires_approval)
         server_name = item.name
@@ -248,7 +250,7 @@ class MCPServer:
             parameters=dict(item.input_schema or {"type": "object"}), fn=run,
             # the registry's limit backs ours up: connecting may come first
             timeout=timeout + self.config.connect_timeout + 5.0,
-            idempotent=idempotent, requires_approval=approval)
+            idempotent=idempotent, requires_approval=approval, retry=retry)
 
     # -- calling ----------------------------------------------------------------------------
 
@@ -265,7 +267,8 @@ class MCPServer:
             except asyncio.TimeoutError:
                 trouble = self._trouble(client)
                 raise ToolError(f"MCP tool {server_name!r} did not answer within {limit:g} s "
-                                f"(call timeout){f'; {trouble}' if trouble else ''}.") from None
+                                f"(call timeout){f'; {trouble}' if trouble else ''}.",
+                                retryable=self._idempotent.get(server_name, False)) from None
             except Exception as exc:
                 if not _connection_lost(exc):
                     raise ToolError(f"MCP tool {server_name!r} failed: {_why(exc)}") from None
@@ -276,7 +279,8 @@ class MCPServer:
                 raise ToolError(
                     f"MCP server {self.config.label} closed the connection during "
                     f"{server_name!r} ({trouble or 'it may have exited'}); the call's outcome "
-                    "is unknown. The server is started again on the next call.") from None
+                    "is unknown. The server is started again on the next call.",
+                    retryable=self._idempotent.get(server_name, False)) from None
             text = result_text(result)
             if getattr(result, "is_error", False):
                 raise ToolError(f"MCP tool {server_name!r} returned an error: {text}")
@@ -286,11 +290,13 @@ class MCPServer:
     async def _client_or_error(self) -> Any:
         try:
             return await self._client()
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError:  # no call was sent: trying again cannot repeat an effect
             raise ToolError(f"MCP server {self.config.label} did not start within "
-                            f"{self.config.connect_timeout:g} s (connect timeout).") from None
+                            f"{self.config.connect_timeout:g} s (connect timeout).",
+                            retryable=True) from None
         except Exception as exc:
-            raise ToolError(f"cannot reach MCP server {self.config.label}: {_why(exc)}") from None
+            raise ToolError(f"cannot reach MCP server {self.config.label}: {_why(exc)}",
+                            retryable=True) from None
 
     async def _client(self) -> Any:
         """The open client, connecting (once, whatever the number of callers) when needed."""

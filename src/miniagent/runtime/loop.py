@@ -385,7 +385,8 @@ class StepLogic:
                                            decision=relayed_decision(record),
                                            tokens_left=self._share(session, step),
                                            deadline=self._deadline(),
-                                           steps_left=self._steps_share(session, step))
+                                           steps_left=self._steps_share(session, step),
+                                           default_retry=self.spec.tool_retry)
             observation = incoming.observation(await self.effects.run_tool(record.call,
                                                                            context))
         finally:

@@ -21,6 +21,7 @@ from miniagent.errors import UserError
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.registry import ProtocolRef, build_protocol
 from miniagent.protocol.tool_choice import check_choice
+from miniagent.retry import RetryPolicy
 from miniagent.runtime.approvals import InterruptedPolicy
 from miniagent.runtime.compress import Compression
 from miniagent.runtime.guards import Limits
@@ -70,6 +71,9 @@ class AgentSpec:
     """The tool called with each turn's question before its first step, whose block the model
     then sees with the question (a memory's ``recall``: :mod:`miniagent.runtime.recall`);
     ``None``: nothing is recalled."""
+    tool_retry: RetryPolicy | None = None
+    """The retry policy of the tools that set none (see :mod:`miniagent.retry`); every
+    call's :class:`~miniagent.tool_context.ToolContext` carries it to the executor."""
 
     def replace(self, **changes: object) -> AgentSpec:
         """A copy with ``changes`` (limits may be given as a dict of the fields to change)."""

@@ -5,8 +5,11 @@ results. A tool activity hands the call to the toolbox (the same executor as in 
 validates the call and runs it in the source that owns the tool) with a
 :class:`~miniagent.tool_context.ToolContext` whose idempotency key is the workflow id and the
 activity id (stable across retries), and heartbeats while the tool runs so that a dead worker
-is noticed within the heartbeat timeout. Observations come back whole: the step logic cuts
-them to the agent's limit, once, as on every driver.
+is noticed within the heartbeat timeout. A tool's transient failures are tried again inside the
+activity, by that executor, with the tool's retry policy (or the run's, which the input
+carries); the activity's own retries are for a worker that failed (see ``faults.tool_retry``).
+Observations come back whole: the step logic cuts them to the agent's limit, once, as on every
+driver.
 """
 
 from __future__ import annotations
@@ -75,7 +78,8 @@ class SessionActivities:
             session_id=work.session_id, call_id=work.call.id, tool=work.call.name,
             step=work.step, idempotency_key=f"{info.workflow_id}:{info.activity_id}",
             attempt=info.attempt, metadata=dict(work.metadata), decision=work.decision,
-            tokens_left=work.tokens_left, deadline=work.deadline, steps_left=work.steps_left)
+            tokens_left=work.tokens_left, deadline=work.deadline, steps_left=work.steps_left,
+            default_retry=work.default_retry)
         task = asyncio.ensure_future(self.tools.execute(work.call, context))
         try:
             while not (await asyncio.wait({task}, timeout=self.heartbeat_every))[0]:

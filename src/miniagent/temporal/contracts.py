@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from miniagent.retry import RetryPolicy
 from miniagent.runtime.spec import AgentSpec
 from miniagent.session import AgentSession
 from miniagent.types import Decision, PendingApproval, SessionStatus, ToolCall
@@ -58,6 +59,8 @@ class ToolInput:
     steps_left: int | None = None
     """What is left of the run's token budget, its deadline and its model calls (see
     ToolContext)."""
+    default_retry: RetryPolicy | None = None
+    """The run's retry policy for tools that set none (the agent's ``tool_retry``)."""
 
 
 @dataclass(kw_only=True)

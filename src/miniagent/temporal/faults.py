@@ -17,6 +17,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from miniagent import errors
+from miniagent.retry import RetryPolicy as ToolRetry
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 RETRY_AFTER_MAX = 60.0
@@ -78,10 +79,31 @@ def model_retry(attempts: int) -> RetryPolicy:
                        maximum_interval=timedelta(seconds=8), maximum_attempts=max(1, attempts))
 
 
-def tool_retry(idempotent: bool) -> RetryPolicy:
-    """A non-idempotent tool is tried once: after a worker died mid-call its outcome is
-    unknown, and a person decides (as in process). An idempotent one is tried again."""
+def tool_retry(idempotent: bool, policy: ToolRetry | None = None) -> RetryPolicy:
+    """The tool activity's retry policy, for the failures of its *worker* (it died, it lost
+    its heartbeat): the tool's own transient failures are tried again inside the activity, by
+    the same executor as in process (:mod:`miniagent.retry`).
+
+    A non-idempotent tool is tried once: after a worker died mid-call its outcome is unknown,
+    and a person decides (as in process). An idempotent one is tried again, with the tool's
+    retry policy when it has one (the same attempts, backoff and cap), else five times."""
     if not idempotent:
         return RetryPolicy(maximum_attempts=1)
+    if policy is not None:
+        first = max(policy.initial_delay, 0.001)  # Temporal wants a positive interval
+        return RetryPolicy(initial_interval=timedelta(seconds=first),
+                           backoff_coefficient=policy.factor,
+                           maximum_interval=timedelta(seconds=max(policy.max_delay, first)),
+                           maximum_attempts=policy.max_attempts)
     return RetryPolicy(initial_interval=timedelta(milliseconds=200), backoff_coefficient=2.0,
                        maximum_interval=timedelta(seconds=5), maximum_attempts=5)
+
+
+def tool_time(timeout: float | None, policy: ToolRetry | None) -> float:
+    """Seconds one tool activity may take: every attempt the executor may make within it, at
+    the tool's timeout (an hour without one), and the waits between them."""
+    per_attempt = timeout or 3600.0
+    if policy is None:
+        return per_attempt
+    waits = sum(policy.delay(attempt) for attempt in range(1, policy.max_attempts))
+    return per_attempt * policy.max_attempts + waits

@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         model_error,
         model_retry,
         tool_retry,
+        tool_time,
     )
     from miniagent.temporal.workers import Served, served
     from miniagent.tool_context import ToolContext
@@ -130,18 +131,19 @@ class WorkflowEffects:
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
         idempotent = self.tools.is_idempotent(call.name)
         own = self.tools.timeout_of(call.name)
+        retry = self.tools.retry_of(call.name, context)
         work = ToolInput(call=call, session_id=context.session_id, step=context.step,
                          metadata=context.metadata, decision=context.decision,
                          tokens_left=context.tokens_left, deadline=context.deadline,
-                         steps_left=context.steps_left)
+                         steps_left=context.steps_left, default_retry=context.default_retry)
         check_size(work, f"the arguments of call {call.id}")
         try:
             return await workflow.execute_activity(
                 RUN_TOOL, work, result_type=Observation,
                 activity_id=f"step{context.step}-{call.id}",
-                start_to_close_timeout=timedelta(seconds=(own or 3600.0) + TOOL_MARGIN),
+                start_to_close_timeout=timedelta(seconds=tool_time(own, retry) + TOOL_MARGIN),
                 heartbeat_timeout=timedelta(seconds=self.options.heartbeat_timeout),
-                retry_policy=tool_retry(idempotent))
+                retry_policy=tool_retry(idempotent, retry))
         except ActivityError as exc:
             _reraise_cancellation(exc)
             cause = exc.cause

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
 from miniagent.errors import ToolDefinitionError
+from miniagent.retry import RetryPolicy, RetrySetting
 from miniagent.tools.arguments import (
     NO_OUTPUT,
     ArgumentsChecker,
@@ -48,6 +49,7 @@ from miniagent.tools.runner import (
     describe,
     failure_text,
     is_async_callable,
+    retryable_failure,
     run_function,
 )
 from miniagent.tools.schema import ToolSpec, build_tool_spec, check_tool_name
@@ -80,6 +82,8 @@ class Tool:
         idempotent: safe to run again after a crash left its outcome unknown.
         requires_approval: ``True``, or a predicate on the arguments dict, when a person
             must approve a call before it runs.
+        retry: how a call is tried again after a transient failure (``None``: the run's
+            default, ``Agent(tool_retry=...)``; see :mod:`miniagent.retry`).
         checker: validates a call's arguments and binds them to ``fn``'s parameters.
         spec: what was derived from a function tool's signature; ``None`` for a schema tool.
     """
@@ -93,12 +97,14 @@ class Tool:
         timeout: float | None = None,
         idempotent: bool = False,
         requires_approval: ApprovalRule = False,
+        retry: RetrySetting = None,
     ) -> None:
         _check_timeout(timeout)
+        policy = RetryPolicy.of(retry)
         spec = build_tool_spec(fn, name=name, description=description)
         self.spec: ToolSpec | None = spec
         self._setup(fn, spec.name, spec.description, spec.parameters, FunctionArguments(spec))
-        self._set_options(timeout, idempotent, requires_approval)
+        self._set_options(timeout, idempotent, requires_approval, policy)
         functools.update_wrapper(self, fn, updated=())
 
     @classmethod
@@ -112,6 +118,7 @@ class Tool:
         timeout: float | None = None,
         idempotent: bool = False,
         requires_approval: ApprovalRule = False,
+        retry: RetrySetting = None,
     ) -> Tool:
         """A tool defined by a JSON Schema; ``fn`` gets the validated arguments dict.
 
@@ -130,11 +137,12 @@ class Tool:
             timeout: seconds to wait for a result before giving the model a timeout error.
             idempotent: the tool may run again when a crash left a call's outcome unknown.
             requires_approval: ``True`` or a predicate on the validated arguments dict.
+            retry: a :class:`~miniagent.retry.RetryPolicy`, or a number of attempts.
 
         Raises:
             ToolDefinitionError: an invalid name, a schema that is not valid JSON Schema or
                 does not describe an object, a ``$ref`` that cannot be resolved, ``fn`` not
-                callable, or a timeout that is not positive.
+                callable, a timeout that is not positive, or an invalid retry.
 
         Example:
             >>> directions = Tool.from_schema(
@@ -148,6 +156,7 @@ class Tool:
         """
         check_tool_name(name)
         _check_timeout(timeout)
+        policy = RetryPolicy.of(retry)
         if not isinstance(description, str):
             raise ToolDefinitionError(f"Tool {name!r}: description must be a string.")
         if not callable(fn):
@@ -156,7 +165,7 @@ class Tool:
         self = cls.__new__(cls)
         self.spec = None
         self._setup(fn, name, description, checker.schema, checker)
-        self._set_options(timeout, idempotent, requires_approval)
+        self._set_options(timeout, idempotent, requires_approval, policy)
         return self
 
     def _setup(
@@ -172,21 +181,23 @@ class Tool:
         self.checker: ArgumentsChecker = checker
         self.is_async = is_async_callable(fn)
 
-    def _set_options(
-        self, timeout: float | None, idempotent: bool, requires_approval: ApprovalRule
-    ) -> None:
+    def _set_options(self, timeout: float | None, idempotent: bool,
+                     requires_approval: ApprovalRule, retry: RetryPolicy | None) -> None:
         self.timeout = None if timeout is None else float(timeout)
         self.idempotent = idempotent
         self.requires_approval = requires_approval
+        self.retry = retry
 
     def with_options(self, *, name: str | None = None, timeout: float | None = None,
                      idempotent: bool | None = None,
-                     requires_approval: ApprovalRule | None = None) -> Tool:
+                     requires_approval: ApprovalRule | None = None,
+                     retry: RetrySetting = None) -> Tool:
         """A copy of this tool with other options (what the source wrappers list); ``None``
         keeps an option as it is."""
         if name is not None:
             check_tool_name(name)
         _check_timeout(timeout)
+        policy = RetryPolicy.of(retry)
         other = copy.copy(self)
         if name is not None:
             other._name = name
@@ -196,6 +207,8 @@ class Tool:
             other.idempotent = idempotent
         if requires_approval is not None:
             other.requires_approval = requires_approval
+        if policy is not None:
+            other.retry = policy
         return other
 
     def needs_approval(self, arguments: dict[str, Any]) -> bool:
@@ -255,6 +268,7 @@ def tool(
     timeout: float | None = None,
     idempotent: bool = False,
     requires_approval: ApprovalRule = False,
+    retry: RetrySetting = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -267,6 +281,7 @@ def tool(
     timeout: float | None = None,
     idempotent: bool = False,
     requires_approval: ApprovalRule = False,
+    retry: RetrySetting = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`; use bare or with options.
 
@@ -278,6 +293,9 @@ def tool(
         idempotent: the tool may run again when a crash left a call's outcome unknown.
         requires_approval: ``True`` or a predicate on the arguments
             (``lambda args: args["amount"] > 100``): such calls wait for a person.
+        retry: a :class:`~miniagent.retry.RetryPolicy`, or a number of attempts (the
+            default backoff), for transient failures (``ToolError(..., retryable=True)``;
+            timeouts and connection errors too, if idempotent).
 
     Raises:
         ToolDefinitionError: the function cannot become a tool (``*args``, ``**kwargs``,
@@ -296,9 +314,9 @@ def tool(
         if not isinstance(target, Tool):
             return Tool(
                 target, name=name, description=description, timeout=timeout,
-                idempotent=idempotent, requires_approval=requires_approval,
+                idempotent=idempotent, requires_approval=requires_approval, retry=retry,
             )
-        if name is None and description is None and timeout is None and not (
+        if name is None and description is None and timeout is None and retry is None and not (
             idempotent or requires_approval
         ):
             return target
@@ -308,6 +326,7 @@ def tool(
             "timeout": timeout if timeout is not None else target.timeout,
             "idempotent": idempotent or target.idempotent,
             "requires_approval": requires_approval or target.requires_approval,
+            "retry": retry if retry is not None else target.retry,
         }
         if target.spec is None:
             return Tool.from_schema(parameters=target.parameters, fn=target.fn, **options)
@@ -397,7 +416,8 @@ class ToolRegistry:
         args, kwargs = target.checker.bind(call.arguments)
         outcome = await run_function(target.fn, target.is_async, args, kwargs, _rendered)
         if isinstance(outcome, Failure):
-            return _error(call, failure_text(target.name, outcome.error))
+            return _error(call, failure_text(target.name, outcome.error),
+                          retryable=retryable_failure(outcome.error, target.idempotent))
         if isinstance(outcome, _Unshowable):
             return _error(call, f"Tool {target.name!r} returned a result that cannot be "
                                 f"shown: {describe(outcome.error)}")
@@ -445,5 +465,6 @@ def _rendered(value: Any) -> Observation | str | _Unshowable:
         return _Unshowable(exc)
 
 
-def _error(call: ToolCall, text: str) -> Observation:
-    return Observation(call_id=call.id, tool_name=call.name, output=text, is_error=True)
+def _error(call: ToolCall, text: str, *, retryable: bool = False) -> Observation:
+    return Observation(call_id=call.id, tool_name=call.name, output=text, is_error=True,
+                       retryable=retryable)

@@ -23,8 +23,8 @@ from typing import Any
 from miniagent.errors import ToolError
 from miniagent.threads import run_in_daemon_thread
 
-__all__ = ["Failure", "describe", "failure_text", "guarded", "is_async_callable", "run_function",
-           "run_with_timeout", "within"]
+__all__ = ["Failure", "describe", "failure_text", "guarded", "is_async_callable",
+           "retryable_failure", "run_function", "run_with_timeout", "within"]
 
 
 @dataclasses.dataclass
@@ -145,6 +145,15 @@ def failure_text(name: str, error: BaseException) -> str:
     if isinstance(error, ToolError):
         return str(error)
     return f"Error executing tool {name!r}: {describe(error)}"
+
+
+def retryable_failure(error: BaseException, idempotent: bool) -> bool:
+    """Whether what a tool raised is transient and safe to try again: the tool says so
+    (``ToolError(..., retryable=True)``), or an idempotent tool met a connection error or a
+    timeout of its own (whether a tool that is not idempotent had an effect is unknown)."""
+    if isinstance(error, ToolError):
+        return error.retryable
+    return idempotent and isinstance(error, ConnectionError | TimeoutError)
 
 
 def describe(exc: BaseException) -> str:

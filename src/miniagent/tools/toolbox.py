@@ -13,7 +13,12 @@ that listed it. A call is judged and run here, the same way whatever its source:
    source's call is a task of its own: one that ignores cancellation is left behind; without a
    timeout, the run's deadline leaves the whole run's work behind after a grace);
 4. whatever happens becomes an :class:`~miniagent.types.Observation`; nothing raises but the
-   caller's own cancellation.
+   caller's own cancellation;
+5. a transient failure is tried again under the tool's :class:`~miniagent.retry.RetryPolicy`
+   (else the run's, ``ToolContext.default_retry``), with backoff and jitter, never past the
+   run's deadline: steps 3 and 4 again, with the same context but its ``attempt`` number (see
+   :mod:`miniagent.retry` for what is transient, and when a tool that is not idempotent
+   is tried again). The observation records the attempts made.
 
 Approval is judged here too (:meth:`needs_approval`), on the validated arguments, where the
 tool lives: a Temporal workflow asks its worker's toolbox, so a predicate that says no never
@@ -26,11 +31,13 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
+import random
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from miniagent.errors import ToolDefinitionError
+from miniagent.retry import RetryPolicy
 from miniagent.tool_context import ToolContext, using_context
 from miniagent.tools.arguments import check_arguments, preview
 from miniagent.tools.registry import Tool
@@ -115,6 +122,13 @@ class Toolbox:
         own = getattr(source, "default_timeout", None)
         return own if isinstance(own, int | float) else self.default_timeout
 
+    def retry_of(self, name: str, context: ToolContext | None = None) -> RetryPolicy | None:
+        """How a call of ``name`` is tried again: the tool's own policy, else the run's
+        default (``context.default_retry``); ``None``: once only."""
+        tool = self.get(name)
+        own = tool.retry if tool is not None else None
+        return own if own is not None else (context.default_retry if context else None)
+
     def is_idempotent(self, name: str) -> bool:
         """Whether a call of ``name`` may run again after a crash left its outcome unknown."""
         tool = self.get(name)
@@ -157,9 +171,40 @@ class Toolbox:
             return self._unknown_tool(call.name)
         tool, source = entry
         values = check_arguments(tool, call)
-        if isinstance(values, str):
+        if isinstance(values, str):  # a validation error is never tried again
             return values
         checked = dataclasses.replace(call, arguments=values)
+        policy = self.retry_of(tool.name, context)
+        attempts = 1 if policy is None else policy.max_attempts
+        attempt = 1
+        while True:
+            outcome = await self._attempt(tool, source, checked, context)
+            wait = None if attempt >= attempts or not self._transient(tool, outcome) \
+                else _wait(policy, attempt, context)
+            if wait is None:
+                break
+            await asyncio.sleep(wait)
+            attempt += 1
+            if context is not None:
+                context = dataclasses.replace(context, attempt=context.attempt + 1)
+        if isinstance(outcome, _TimedOut):
+            outcome = str.__str__(outcome)  # plain text in the observation
+        if attempt == 1:
+            return outcome
+        if isinstance(outcome, str):
+            outcome = Observation(call_id="", tool_name="", output=outcome, is_error=True)
+        return dataclasses.replace(outcome, attempts=attempt)
+
+    @staticmethod
+    def _transient(tool: Tool, outcome: Observation | str) -> bool:
+        """Whether a failed attempt may be tried again: the source says it may (the tool
+        raised ``ToolError(retryable=True)``), or an idempotent tool timed out."""
+        if isinstance(outcome, _TimedOut):
+            return tool.idempotent
+        return isinstance(outcome, Observation) and outcome.is_error and outcome.retryable
+
+    async def _attempt(self, tool: Tool, source: ToolSource, checked: ToolCall,
+                       context: ToolContext | None) -> Observation | str:
         timeout = self.timeout_of(tool.name)
         with using_context(context) if context is not None else contextlib.nullcontext():
             if timeout is None:  # tasks and threads it starts inherit the context
@@ -171,7 +216,7 @@ class Toolbox:
             try:  # the task was made inside the context: it, and threads it starts, inherit it
                 outcome = await within(work, timeout)
             except asyncio.TimeoutError:
-                return f"Tool {tool.name!r} timed out after {timeout} s."
+                return _TimedOut(f"Tool {tool.name!r} timed out after {timeout} s.")
         if isinstance(outcome, Failure):  # the source itself raised (it should not)
             return failure_text(tool.name, outcome.error)
         if not isinstance(outcome, Observation):
@@ -187,3 +232,24 @@ class Toolbox:
             if close:
                 text += f" Did you mean {close[0]!r}?"
         return text
+
+
+class _TimedOut(str):
+    """The text of an attempt that timed out (its outcome is unknown)."""
+
+    __slots__ = ()
+
+
+def _wait(policy: RetryPolicy | None, attempt: int, context: ToolContext | None
+          ) -> float | None:
+    """Seconds to wait before the next attempt; ``None`` when the run's deadline would pass
+    first (a retry is never slept into the deadline)."""
+    if policy is None:
+        return None
+    delay = policy.delay(attempt)
+    if policy.jitter:  # full jitter: calls that failed together do not come back together
+        delay = random.uniform(0.0, delay)
+    deadline = context.deadline if context is not None else None
+    if deadline is not None and time.time() + delay >= deadline:
+        return None
+    return delay

@@ -20,7 +20,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from miniagent.errors import ConfigError
+from miniagent.errors import ConfigError, ToolDefinitionError
+from miniagent.retry import RetryPolicy, RetrySetting
 from miniagent.tools.registry import ApprovalRule, Tool
 from miniagent.tools.source import ToolSource
 from miniagent.types import Observation, ToolCall
@@ -43,15 +44,22 @@ class ToolRule:
         requires_approval: ``True``, or a predicate on the arguments dict.
         idempotent: safe to run again after a crash left a call's outcome unknown.
         timeout: seconds one call may take.
+        retry: how a call is tried again after a transient failure: a
+            :class:`~miniagent.retry.RetryPolicy` or a number of attempts.
     """
 
     requires_approval: ApprovalRule | None = None
     idempotent: bool | None = None
     timeout: float | None = None
+    retry: RetrySetting = None
 
     def __post_init__(self) -> None:
         if self.timeout is not None and not self.timeout > 0:
             raise ConfigError(f"ToolRule timeout must be positive, got {self.timeout!r}")
+        try:
+            object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
+        except ToolDefinitionError as exc:
+            raise ConfigError(f"ToolRule {exc}") from None
 
 
 def is_offered(name: str, allow: Sequence[str] | None, deny: Sequence[str]) -> bool:
@@ -74,7 +82,8 @@ def apply_rule(tool: Tool, rule: ToolRule) -> Tool:
     if rule == ToolRule():
         return tool
     return tool.with_options(requires_approval=rule.requires_approval,
-                             idempotent=rule.idempotent, timeout=rule.timeout)
+                             idempotent=rule.idempotent, timeout=rule.timeout,
+                             retry=rule.retry)
 
 
 def exposed_name(name: str, prefix: str | None) -> str:
@@ -177,7 +186,7 @@ class Filtered(_Wrapper):
 
 class WithRules(_Wrapper):
     """The source's tools with the options of the first rule their name matches (approval,
-    idempotency, timeout); ``default`` applies to the names no rule matches."""
+    idempotency, timeout, retry); ``default`` applies to the names no rule matches."""
 
     def __init__(self, source: ToolSource, rules: Mapping[str, ToolRule], *,
                  default: ToolRule | None = None) -> None:
