@@ -39,7 +39,13 @@ from miniagent.cli.mcp_cmd import (
     parse_headers,
 )
 from miniagent.cli.memory_cmd import memory_app
-from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
+from miniagent.cli.observing import (
+    MetricsOption,
+    OtlpContentOption,
+    OtlpOption,
+    TraceOption,
+    observing,
+)
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
@@ -110,6 +116,7 @@ def run(
     trace: TraceOption = None,
     otlp: OtlpOption = None,
     otlp_content: OtlpContentOption = False,
+    metrics: MetricsOption = None,
     temporal: TemporalOption = None,
     task_queue: TaskQueueOption = "miniagent",
 ) -> None:
@@ -131,7 +138,7 @@ def run(
 
         run_remote(question, config, temporal, task_queue, as_json=as_json, detach=detach,
                    verbose=verbose, observe=dict(trace=trace, otlp=otlp,
-                                                 otlp_content=otlp_content),
+                                                 otlp_content=otlp_content, metrics=metrics),
                    continue_id=continue_id)
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
@@ -143,7 +150,7 @@ def run(
         if continue_id is not None:
             agent.session(continue_id)  # SessionNotFound: --continue names one that exists
         with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content,
-                       secrets=header_secrets(headers)):
+                       secrets=header_secrets(headers), metrics=metrics):
             result = agent.run(question, metadata=config.metadata(), on_event=tracker,
                                session_id=continue_id)
     finish(result, as_json=as_json, store=store)

@@ -1,4 +1,5 @@
-"""``--trace FILE`` and ``--otlp URL`` of ``miniagent run``: subscribers for one agent's runs."""
+"""``--trace FILE``, ``--otlp URL`` and ``--metrics HOST:PORT`` of ``miniagent run``: subscribers
+for one agent's runs."""
 
 from __future__ import annotations
 
@@ -22,12 +23,17 @@ OtlpOption = Annotated[str | None, typer.Option(
 OtlpContentOption = Annotated[bool, typer.Option(
     "--otlp-content", help="Include messages, tool arguments and results in the spans "
     "(redacted).")]
+MetricsOption = Annotated[str | None, typer.Option(
+    "--metrics", metavar="HOST:PORT", help="Serve Prometheus metrics of the runs on "
+    "http://HOST:PORT/metrics while this command runs, e.g. 127.0.0.1:9464 (extra 'metrics').")]
 
 
 @contextmanager
 def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
-              otlp_content: bool = False, secrets: Iterable[str] = ()) -> Iterator[None]:
-    """Subscribe a JSONL tracer and/or OpenTelemetry spans; flush and close them at the end.
+              otlp_content: bool = False, secrets: Iterable[str] = (),
+              metrics: str | None = None) -> Iterator[None]:
+    """Subscribe a JSONL tracer, OpenTelemetry spans and/or Prometheus metrics (served on
+    ``metrics``, HOST:PORT); flush and close them at the end.
 
     ``secrets`` (MCP header values, ...) are redacted along with the model's API key.
     """
@@ -46,6 +52,12 @@ def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
         agent.subscribe(OtelTracer(model=info, tracer_provider=provider, secrets=secrets,
                                    capture_content=otlp_content or None))
         closers.append(provider.shutdown)  # sends what is still batched
+    if metrics is not None:
+        from miniagent.observe.metrics import Metrics
+
+        counting = Metrics(model=info)
+        closers.append(counting.serve(metrics).close)  # a bad address: before any run
+        agent.subscribe(counting)
     try:
         yield
     finally:

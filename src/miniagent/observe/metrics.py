@@ -39,8 +39,12 @@ The agent's own, all prefixed ``miniagent_``:
 
 Label values stay few: statuses, outcomes, guards and error classes are fixed sets; tool
 names are the registry's, the first :data:`MAX_TOOLS` of them kept and any later one counted
-as ``other``; no session id, argument or text is ever a label. Alert rules over these metrics
-ship beside this module (``alerts.yml``, see the README).
+as ``other``; no session id, argument or text is ever a label.
+
+Prometheus alert rules over these metrics ship beside this module, :data:`ALERT_RULES`
+(``alerts.yml``): a tool failing 3 times in a row, a tool's success rate under 90%, over 10%
+of runs ending ``error`` / ``loop_detected`` / ``max_steps``, an approval waiting over an hour,
+over 5% of model calls failing with 429 or a 5xx.
 """
 
 from __future__ import annotations
@@ -49,15 +53,18 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from miniagent.errors import ConfigError
 from miniagent.observe.describe import ModelInfo
 from miniagent.runtime import events as ev
 
-__all__ = ["MAX_TOOLS", "Metrics", "MetricsServer", "parse_address", "serve_metrics",
+__all__ = ["ALERT_RULES", "MAX_TOOLS", "Metrics", "MetricsServer", "parse_address", "serve_metrics",
            "tool_outcome"]
 
+ALERT_RULES = Path(__file__).with_name("alerts.yml")
+"""Prometheus alert rules over these metrics (for ``rule_files`` in ``prometheus.yml``)."""
 MAX_TOOLS = 100
 """Distinct tool names kept as label values; later ones are counted as ``other``."""
 _MISSING = "prometheus-client is not installed: pip install 'miniagent[metrics]'"
