@@ -52,14 +52,25 @@ def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
         agent.subscribe(OtelTracer(model=info, tracer_provider=provider, secrets=secrets,
                                    capture_content=otlp_content or None))
         closers.append(provider.shutdown)  # sends what is still batched
-    if metrics is not None:
-        from miniagent.observe.metrics import Metrics
-
-        counting = Metrics(model=info)
-        closers.append(counting.serve(metrics).close)  # a bad address: before any run
-        agent.subscribe(counting)
     try:
-        yield
+        with serving_metrics(agent.model, metrics) as counting:
+            if counting is not None:
+                agent.subscribe(counting)
+            yield
     finally:
         for close in closers:
             close()
+
+
+@contextmanager
+def serving_metrics(model: Any, address: str | None) -> Iterator[Any]:
+    """A :class:`~miniagent.observe.metrics.Metrics` of ``model``'s calls served on
+    ``address`` (HOST:PORT) until the end; None when ``address`` is."""
+    if address is None:
+        yield None
+        return
+    from miniagent.observe.metrics import Metrics
+
+    metrics = Metrics(model=describe_model(model))
+    with metrics.serve(address):  # a bad address is said before anything runs
+        yield metrics

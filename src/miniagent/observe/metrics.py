@@ -59,6 +59,7 @@ from typing import Any
 from miniagent.errors import ConfigError
 from miniagent.observe.describe import ModelInfo
 from miniagent.runtime import events as ev
+from miniagent.types import Observation, TokenUsage
 
 __all__ = ["ALERT_RULES", "MAX_TOOLS", "Metrics", "MetricsServer", "parse_address", "serve_metrics",
            "tool_outcome"]
@@ -67,6 +68,9 @@ ALERT_RULES = Path(__file__).with_name("alerts.yml")
 """Prometheus alert rules over these metrics (for ``rule_files`` in ``prometheus.yml``)."""
 MAX_TOOLS = 100
 """Distinct tool names kept as label values; later ones are counted as ``other``."""
+MAX_SESSIONS = 10_000
+"""Sessions whose state (failed tools, a parse failure) is remembered at once; the oldest is
+forgotten first."""
 _MISSING = "prometheus-client is not installed: pip install 'miniagent[metrics]'"
 # the GenAI semantic conventions' advice for these two histograms
 DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24,
@@ -76,9 +80,10 @@ TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4
 STEP_BUCKETS = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89)
 _TIMED_OUT = re.compile(r"^Tool '.*' timed out after ")  # tools/toolbox.py's wording
 _HTTP_STATUS = re.compile(r"(?:answered|refused the tools field \()\s*(\d{3})")  # models/
+_HTTP_ERRORS = frozenset({"ModelHTTPError", "ToolsNotSupported"})
 
 
-def tool_outcome(observation: Any) -> str:
+def tool_outcome(observation: Observation) -> str:
     """``ok``, ``timeout`` or ``error``: what a finished call's observation says.
 
     Example:
@@ -177,6 +182,26 @@ class Metrics:
             with self._lock:
                 handler(event)
 
+    def model_call(self, *, elapsed: float, usage: TokenUsage | None = None,
+                   error: BaseException | None = None) -> None:
+        """Count one model call made outside an event stream (a Temporal worker's activity)."""
+        with self._lock:
+            status = getattr(error, "status", None)
+            self._model_call(elapsed, usage, None if error is None else type(error).__name__,
+                             str(status) if isinstance(status, int) else "")
+
+    def tool_call(self, *, session_id: str, observation: Observation) -> None:
+        """Count one tool call made outside an event stream (a Temporal worker's activity);
+        one of a tool that failed last time in ``session_id`` counts as ``retried`` too."""
+        with self._lock:
+            tool = self._tool(observation.tool_name)
+            session = self._session(session_id)
+            if tool in session.failed_tools:
+                self.tool_calls.labels(tool, "retried").inc()
+            self._tool_call(session_id, observation.tool_name, observation)
+            if not session.failed_tools:  # nothing to remember of this session
+                self._sessions.pop(session_id, None)
+
     def serve(self, address: str) -> MetricsServer:
         """Serve these metrics on ``http://HOST:PORT/metrics`` (:func:`serve_metrics`)."""
         return serve_metrics(address, self.registry)
@@ -193,7 +218,12 @@ class Metrics:
         return "other"
 
     def _session(self, session_id: str) -> _Session:
-        return self._sessions.setdefault(session_id, _Session())
+        session = self._sessions.get(session_id)
+        if session is None:
+            if len(self._sessions) >= MAX_SESSIONS:  # a worker sees no run end: forget
+                del self._sessions[next(iter(self._sessions))]  # the oldest
+            session = self._sessions[session_id] = _Session()
+        return session
 
     def _gen_ai(self) -> dict[str, str]:
         return {"gen_ai_operation_name": "chat", "gen_ai_provider_name": self.model.provider,
@@ -229,14 +259,7 @@ class Metrics:
         self._settle_waiting(event.session_id, denied=True)
 
     def _on_model_responded(self, event: ev.ModelResponded) -> None:
-        labels = self._gen_ai()
-        self.operation_duration.labels(**labels, error_type="").observe(event.elapsed)
-        usage = event.response.usage
-        if usage.known:
-            self.token_usage.labels(**labels, gen_ai_token_type="input").observe(
-                usage.prompt_tokens or 0)
-            self.token_usage.labels(**labels, gen_ai_token_type="output").observe(
-                usage.completion_tokens or 0)
+        self._model_call(event.elapsed, event.response.usage, None, "")
         session = self._session(event.session_id)
         if session.repairing and event.parsed.kind in ("action", "final"):
             session.repairing = False
@@ -244,11 +267,20 @@ class Metrics:
 
     def _on_model_failed(self, event: ev.ModelFailed) -> None:
         error_type = event.error_type or "_OTHER"
-        self.operation_duration.labels(**self._gen_ai(), error_type=error_type).observe(
-            event.elapsed)
-        found = _HTTP_STATUS.search(event.error) if "HTTP" in error_type or (
-            error_type == "ToolsNotSupported") else None
-        self.model_errors.labels(error_type, found.group(1) if found else "").inc()
+        found = _HTTP_STATUS.search(event.error) if error_type in _HTTP_ERRORS else None
+        self._model_call(event.elapsed, None, error_type, found.group(1) if found else "")
+
+    def _model_call(self, elapsed: float, usage: TokenUsage | None, error_type: str | None,
+                    status_code: str) -> None:
+        labels = self._gen_ai()
+        self.operation_duration.labels(**labels, error_type=error_type or "").observe(elapsed)
+        if usage is not None and usage.known:
+            self.token_usage.labels(**labels, gen_ai_token_type="input").observe(
+                usage.prompt_tokens or 0)
+            self.token_usage.labels(**labels, gen_ai_token_type="output").observe(
+                usage.completion_tokens or 0)
+        if error_type is not None:
+            self.model_errors.labels(error_type, status_code).inc()
 
     def _on_tool_started(self, event: ev.ToolStarted) -> None:
         tool = self._tool(event.call.name)
@@ -257,11 +289,13 @@ class Metrics:
             self.tool_calls.labels(tool, "retried").inc()
 
     def _on_tool_finished(self, event: ev.ToolFinished) -> None:
-        tool, observation = self._tool(event.call.name), event.observation
-        outcome = tool_outcome(observation)
+        self._tool_call(event.session_id, event.call.name, event.observation)
+
+    def _tool_call(self, session_id: str, name: str, observation: Observation) -> None:
+        tool, outcome = self._tool(name), tool_outcome(observation)
         self.tool_calls.labels(tool, outcome).inc()
         self.tool_duration.labels(tool).observe(observation.elapsed)
-        failed = self._session(event.session_id).failed_tools
+        failed = self._session(session_id).failed_tools
         if outcome == "ok":
             failed.discard(tool)
             self.tool_failures.labels(tool).set(0)
