@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -173,3 +175,10 @@ def test_a_bad_address_is_said_in_one_line(address: str) -> None:
 def test_a_port_in_use_is_a_config_error() -> None:
     with serve_metrics("127.0.0.1:0") as server, pytest.raises(ConfigError, match="cannot"):
         serve_metrics(f"127.0.0.1:{server.port}")
+
+
+def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = Path(__file__).parents[2] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.DOTALL)
+    exec(next(b for b in blocks if "metrics = Metrics(" in b), {})
+    assert capsys.readouterr().out == "True\n"
