@@ -18,7 +18,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.errors import ConfigError, ModelHTTPError
 from miniagent.observe.describe import describe_model
-from miniagent.observe.metrics import MAX_TOOLS, Metrics, parse_address, serve_metrics
+from miniagent.observe.metrics import (
+    MAX_TOOLS,
+    UNKNOWN_TOOL,
+    Metrics,
+    parse_address,
+    serve_metrics,
+)
 from miniagent.runtime import events as ev
 from miniagent.store.sqlite import SQLiteStore
 from miniagent.types import Observation, ToolCall
@@ -164,6 +170,19 @@ def test_tool_label_values_are_capped() -> None:
              if family.name == "miniagent_tool_calls" for s in family.samples}
     assert len(tools) == MAX_TOOLS + 1
     assert "other" in tools
+
+
+def test_a_tool_the_model_made_up_is_no_label_value() -> None:
+    model = ScriptedModel([act("made_up_1", x=1), act("made_up_2", x=1), act("made_up_2", x=2),
+                           reply("Final Answer: no")])
+    agent = Agent(model=model, tools=[weather])
+    metrics = Metrics(model=describe_model(model))
+    agent.subscribe(metrics)
+    assert agent.run("?").status == "completed"
+    samples = {(s.name, s.labels.get("tool"), s.labels.get("outcome")): s.value
+               for family in metrics.registry.collect() for s in family.samples
+               if s.name == "miniagent_tool_calls_total"}
+    assert samples == {("miniagent_tool_calls_total", UNKNOWN_TOOL, "error"): 3}
 
 
 @pytest.mark.parametrize("address", ["9464", "host:", ":9464", "h:99999", "h:x"])

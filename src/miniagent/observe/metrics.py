@@ -39,7 +39,8 @@ The agent's own, all prefixed ``miniagent_``:
 
 Label values stay few: statuses, outcomes, guards and error classes are fixed sets; tool
 names are the registry's, the first :data:`MAX_TOOLS` of them kept and any later one counted
-as ``other``; no session id, argument or text is ever a label.
+as ``other`` (a call of a tool no source has is ``unknown_tool``); no session id, argument or
+text is ever a label.
 
 Prometheus alert rules over these metrics ship beside this module, :data:`ALERT_RULES`
 (``alerts.yml``): a tool failing 3 times in a row, a tool's success rate under 90%, over 10%
@@ -61,13 +62,16 @@ from miniagent.observe.describe import ModelInfo
 from miniagent.runtime import events as ev
 from miniagent.types import Observation, TokenUsage
 
-__all__ = ["ALERT_RULES", "MAX_TOOLS", "Metrics", "MetricsServer", "parse_address", "serve_metrics",
-           "tool_outcome"]
+__all__ = ["ALERT_RULES", "MAX_TOOLS", "UNKNOWN_TOOL", "Metrics", "MetricsServer",
+           "parse_address", "serve_metrics", "tool_outcome"]
 
 ALERT_RULES = Path(__file__).with_name("alerts.yml")
 """Prometheus alert rules over these metrics (for ``rule_files`` in ``prometheus.yml``)."""
 MAX_TOOLS = 100
 """Distinct tool names kept as label values; later ones are counted as ``other``."""
+UNKNOWN_TOOL = "unknown_tool"
+"""The label of calls of a tool no source has (a name the model made up)."""
+_UNKNOWN_TOOL = "Unknown tool "  # tools/toolbox.py's wording
 MAX_SESSIONS = 10_000
 """Sessions whose state (failed tools, a parse failure) is remembered at once; the oldest is
 forgotten first."""
@@ -194,10 +198,9 @@ class Metrics:
         """Count one tool call made outside an event stream (a Temporal worker's activity);
         one of a tool that failed last time in ``session_id`` counts as ``retried`` too."""
         with self._lock:
-            tool = self._tool(observation.tool_name)
-            session = self._session(session_id)
-            if tool in session.failed_tools:
-                self.tool_calls.labels(tool, "retried").inc()
+            name, session = observation.tool_name, self._session(session_id)
+            if name in session.failed_tools:
+                self.tool_calls.labels(self._tool(name), "retried").inc()
             self._tool_call(session_id, observation.tool_name, observation)
             if not session.failed_tools:  # nothing to remember of this session
                 self._sessions.pop(session_id, None)
@@ -283,24 +286,27 @@ class Metrics:
             self.model_errors.labels(error_type, status_code).inc()
 
     def _on_tool_started(self, event: ev.ToolStarted) -> None:
-        tool = self._tool(event.call.name)
+        name = event.call.name
         self._waiting.pop((event.session_id, event.call.id), None)  # approved, now running
-        if tool in self._session(event.session_id).failed_tools:
-            self.tool_calls.labels(tool, "retried").inc()
+        if name in self._session(event.session_id).failed_tools:
+            self.tool_calls.labels(self._tool(name), "retried").inc()
 
     def _on_tool_finished(self, event: ev.ToolFinished) -> None:
         self._tool_call(event.session_id, event.call.name, event.observation)
 
     def _tool_call(self, session_id: str, name: str, observation: Observation) -> None:
-        tool, outcome = self._tool(name), tool_outcome(observation)
+        # a name the model made up is no label value: the registry's names are
+        unknown = observation.is_error and observation.output.startswith(_UNKNOWN_TOOL)
+        tool, outcome = UNKNOWN_TOOL if unknown else self._tool(name), tool_outcome(observation)
         self.tool_calls.labels(tool, outcome).inc()
         self.tool_duration.labels(tool).observe(observation.elapsed)
         failed = self._session(session_id).failed_tools
         if outcome == "ok":
-            failed.discard(tool)
+            failed.discard(name)
             self.tool_failures.labels(tool).set(0)
         else:
-            failed.add(tool)
+            if not unknown:
+                failed.add(name)
             self.tool_failures.labels(tool).inc()
 
     def _on_approval_requested(self, event: ev.ApprovalRequested) -> None:
