@@ -224,8 +224,9 @@ class Agent:
         With the id of a session whose last turn ended, as that conversation's next turn: the
         model sees the history so far, and the result's steps and usage are this turn's (see
         :meth:`AgentSession.new_turn <miniagent.session.AgentSession.new_turn>`). ``resume``
-        is different: it goes on with a turn that has not ended. ``on_event`` receives this
-        run's events (besides the agent's subscribers).
+        is different: it goes on with a turn that has not ended. ``metadata`` is a new
+        session's (a later turn keeps the session's own). ``on_event`` receives this run's
+        events (besides the agent's subscribers).
 
         Raises:
             TurnRefused: the session waits for a person, has calls open, or was cancelled.

@@ -92,6 +92,8 @@ class Turn:
     first_message: int = 0
     """Index in the session's ``messages`` of the turn's question."""
     usage: TokenUsage = field(default_factory=TokenUsage)
+    elapsed: float = 0.0
+    """Seconds its runs took (the session's ``elapsed`` counts every turn)."""
     status: SessionStatus = "running"
     reason: str = ""
     final_answer: str | None = None
@@ -128,8 +130,8 @@ class AgentSession:
     def __post_init__(self) -> None:
         if not self.turns:
             self.turns.append(Turn(question=self.question, at=self.created_at, usage=self.usage,
-                                   status=self.status, reason=self.reason,
-                                   final_answer=self.final_answer))
+                                   elapsed=self.elapsed, status=self.status,
+                                   reason=self.reason, final_answer=self.final_answer))
 
     @classmethod
     def start(cls, question: str, *, id: str, at: float,
@@ -164,11 +166,27 @@ class AgentSession:
             self.transition("error", "interrupted: a new turn began", at=at)
         if self.status not in TURN_ENDED or self.phase == "tools":
             raise TurnRefused(self._why_no_turn())
+        self._answer_unanswered()
         self.turns.append(Turn(question=question, at=at, first_step=len(self.steps),
                                first_message=len(self.messages)))
         self._record("running", f"turn {len(self.turns)}", at)  # checked above
         self.phase, self.final_answer = "model", None
         self.messages.append(Message(role="user", content=question))
+
+    def _answer_unanswered(self) -> None:
+        """Calls of the last reply that the ended turn never answered (the loop guard stopped
+        it there) get an answer, so that the history stays a valid conversation (servers
+        refuse tool calls without their results)."""
+        last = next((i for i in range(len(self.messages) - 1, -1, -1)
+                     if self.messages[i].role == "assistant"), None)
+        if last is None:
+            return
+        answered = {m.tool_call_id for m in self.messages[last + 1:] if m.role == "tool"}
+        for call in self.messages[last].tool_calls:
+            if call.id not in answered:
+                self.messages.append(Message(
+                    role="tool", content=f"Not run: the turn ended ({self.status}).",
+                    tool_call_id=call.id, name=call.name))
 
     def _why_no_turn(self) -> str:
         if self.status == "awaiting_approval":
@@ -178,6 +196,11 @@ class AgentSession:
             return f"session {self.id} was cancelled: start a new session"
         return (f"session {self.id} has calls of its last turn still open ({self.status}): "
                 "resume it before asking a new question")
+
+    def add_time(self, seconds: float) -> None:
+        """Count ``seconds`` of running in the session's total and in the current turn."""
+        self.elapsed += seconds
+        self.turn.elapsed += seconds
 
     def add_usage(self, usage: TokenUsage) -> None:
         """Count ``usage`` in the session's total and in the current turn."""
@@ -240,7 +263,7 @@ class AgentSession:
             usage=self.turn.usage,
             turn=len(self.turns),
             messages=list(self.messages),
-            elapsed=self.elapsed,
+            elapsed=self.turn.elapsed,
             pending_approvals=self.pending_approvals(),
         )
 

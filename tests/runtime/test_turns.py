@@ -12,7 +12,7 @@ import pytest
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
 from miniagent.errors import SessionBusy, TurnRefused
 from miniagent.session import AgentSession
-from miniagent.types import ModelResponse, TokenUsage
+from miniagent.types import ModelResponse, TokenUsage, ToolCall
 
 
 @tool
@@ -111,3 +111,49 @@ def test_a_compaction_never_summarises_a_later_turns_question_away() -> None:
     last = [m["content"] for m in model.requests[-1].messages if m["role"] == "user"]
     assert last[0] == "Say hello." and last[1].startswith("Summary of earlier steps")
     assert last[2] == "Now read pages 1 to 6."
+
+
+def test_a_turn_after_a_loop_stop_answers_the_calls_it_left_open() -> None:
+    def call(n: int) -> ModelResponse:
+        return ModelResponse(tool_calls=[ToolCall(id=f"c{n}", name="weather",
+                                                  arguments={"city": "Oslo"})])
+
+    model = ScriptedModel([call(1), call(2), call(3), ModelResponse(content="Rainy.")],
+                          tool_mode="native")
+    agent = Agent(model=model, tools=[weather], repeat_limit=2, answer_after_repeat=False)
+    stuck = agent.run("Weather in Oslo?")
+    assert stuck.status == "loop_detected"
+    agent.run("Something else, then.", session_id=stuck.session_id)
+    sent = model.requests[-1].messages
+    calls = [c["id"] for m in sent if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    answered = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
+    assert calls == answered == ["c1", "c2", "c3"]  # servers refuse calls without results
+    assert sent[-2]["content"] == "Not run: the turn ended (loop_detected)."
+
+
+def test_many_turns_with_compression_go_on() -> None:
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch a page."""
+        return f"page {page}: " + "text " * 40
+
+    script: list[str] = []
+    for n in range(1, 16):
+        script += [f'Action: fetch\nAction Input: {{"page": {n}}}', f"Final Answer: read {n}"]
+    agent = Agent(model=ScriptedModel(script), tools=[fetch], compress_at=400, keep_last=2)
+    result = agent.run("Read page 1.")
+    for n in range(2, 16):
+        result = agent.run(f"Read page {n}.", session_id=result.session_id)
+        assert (result.status, result.final_answer) == ("completed", f"read {n}"), result.reason
+
+
+def test_elapsed_and_the_json_result_are_the_turns() -> None:
+    from miniagent.cli.display import result_to_json
+
+    agent = Agent(model=ScriptedModel(["Final Answer: a", "Final Answer: b"]))
+    first = agent.run("one")
+    second = agent.run("two", session_id=first.session_id)
+    session = agent.session(first.session_id)
+    assert second.elapsed == session.turn.elapsed < session.elapsed
+    assert session.elapsed == pytest.approx(first.elapsed + second.elapsed)
+    assert result_to_json(second)["turn"] == 2

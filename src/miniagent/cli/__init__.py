@@ -8,28 +8,23 @@ from typing import Annotated, Any
 
 import typer
 
-from miniagent import defaults
-from miniagent.cli.build import RunConfig, build_agent, env, open_store
+from miniagent.cli.chat import chat
 from miniagent.cli.common import (
     JsonOption,
-    Mode,
     SessionTracker,
-    StoreOption,
     asks_in_terminal,
     cli_errors,
     echo_json,
     fail,
     finish,
     interrupted,
-    positive_seconds,
     show_progress,
 )
 from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.help import readable_help
-from miniagent.cli.loading import load_tools
+from miniagent.cli.loading import listed_schemas, load_tools
 from miniagent.cli.local import model_app
 from miniagent.cli.mcp_cmd import (
-    McpApproveOption,
     McpHeaderOption,
     McpOption,
     McpUrlOption,
@@ -39,17 +34,11 @@ from miniagent.cli.mcp_cmd import (
     parse_headers,
 )
 from miniagent.cli.memory_cmd import memory_app
-from miniagent.cli.observing import (
-    MetricsOption,
-    OtlpContentOption,
-    OtlpOption,
-    TraceOption,
-    observing,
-)
+from miniagent.cli.observing import observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
+from miniagent.cli.run_options import RunOptions, with_run_options
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
-from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.cli.temporal_cmd import worker as worker_cmd
 from miniagent.cli.trace_cmd import trace_app
 from miniagent.errors import UserError
@@ -82,84 +71,37 @@ def _every_command(
 
 
 @app.command()
+@with_run_options
 def run(
     question: Annotated[str, typer.Argument(help="The question or task for the agent.")],
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 [env: MINIAGENT_BASE_URL, OPENAI_BASE_URL]")] = None,  # noqa: E501
-    model: Annotated[str | None, typer.Option(help="Model name sent to the server [env: MINIAGENT_MODEL]")] = None,  # noqa: E501
-    api_key: Annotated[str | None, typer.Option(help="API key [env: MINIAGENT_API_KEY, OPENAI_API_KEY]")] = None,  # noqa: E501
-    mode: Annotated[Mode, typer.Option(help="react (text + stop words), native (tools field), hybrid (a Thought, then a native call) or auto")] = Mode.auto,  # noqa: E501
-    tools: Annotated[list[str] | None, typer.Option("--tools", help="A Python file or module whose @tool functions are loaded, or 'builtin'. Repeatable.")] = None,  # noqa: E501
-    workspace: Annotated[Path, typer.Option(help="Root the built-in file tools are confined to.")] = Path("."),  # noqa: E501
-    max_steps: Annotated[int, typer.Option(min=1, help="Model calls allowed before giving up.")] = (
-        defaults.MAX_STEPS),
-    timeout: Annotated[float | None, typer.Option(callback=positive_seconds, help="Wall-clock limit for the run, seconds.")] = None,  # noqa: E501
-    request_timeout: Annotated[float, typer.Option(callback=positive_seconds, help="Timeout of one model request, seconds.")] = 120.0,  # noqa: E501
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per model turn [default: 1024; 256 for the embedded model]")] = None,  # noqa: E501
-    model_path: Annotated[str | None, typer.Option(help="GGUF file for the embedded model, used when no --base-url is set [env: MINIAGENT_MODEL_PATH]")] = None,  # noqa: E501
-    grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True,  # noqa: E501
-    grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None,  # noqa: E501
-    max_tools: Annotated[int | None, typer.Option(min=1, help="Offer each model request only the K tools most relevant to the conversation (plus those already used).")] = None,  # noqa: E501
-    stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the server's answers: thought and answer are shown as they are written (--base-url servers).")] = False,  # noqa: E501
-    tool_choice: Annotated[str | None, typer.Option(help="auto, required (call a tool before answering), none, or a tool's name [default: auto]")] = None,  # noqa: E501
-    mcp: McpOption = None,
-    mcp_url: McpUrlOption = None,
-    mcp_header: McpHeaderOption = None,
-    mcp_approve: McpApproveOption = None,
-    store: StoreOption = None,
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     continue_id: Annotated[str | None, typer.Option("--continue", metavar="SESSION_ID", help="Ask QUESTION as the next turn of this session's conversation (its last turn must have ended).")] = None,  # noqa: E501
     as_json: JsonOption = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
-    compress_at: Annotated[str | None, typer.Option(help="Summarise the oldest rounds once the history crosses this size: estimated tokens (8000) or characters (12000c).")] = None,  # noqa: E501
-    keep_last: Annotated[int, typer.Option(min=1, help="Rounds kept whole by --compress-at.")] = 4,
-    compress: Annotated[str, typer.Option(help="Who writes the summary: truncate (results cut to ~200 characters) or model.")] = "truncate",  # noqa: E501
-    trace: TraceOption = None,
-    otlp: OtlpOption = None,
-    otlp_content: OtlpContentOption = False,
-    metrics: MetricsOption = None,
-    temporal: TemporalOption = None,
-    task_queue: TaskQueueOption = "miniagent",
+    *,
+    options: RunOptions,
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
-    config = RunConfig(
-        base_url=base_url or env("MINIAGENT_BASE_URL", "OPENAI_BASE_URL"),
-        model=model or env("MINIAGENT_MODEL"), mode=mode.value,
-        tools=[_absolute(t) for t in tools or []], workspace=str(workspace.resolve()),
-        max_steps=max_steps, timeout=timeout, request_timeout=request_timeout,
-        max_tokens=max_tokens, model_path=model_path, grammar=grammar,
-        grammar_field=grammar_field, compress_at=compress_at, keep_last=keep_last,
-        compress=compress, stream=stream, tool_choice=tool_choice,
-        mcp=list(mcp or []), mcp_urls=list(mcp_url or []),
-        mcp_approve=list(mcp_approve or []),
-        max_tools=max_tools,
-    )
-    if temporal:  # the model and tools are the workers'; this process follows the trace
+    config = options.config()
+    if options.temporal:  # the model and tools are the workers'; this process follows the trace
         from miniagent.cli.temporal_cmd import run_remote
 
-        run_remote(question, config, temporal, task_queue, as_json=as_json, detach=detach,
-                   verbose=verbose, observe=dict(trace=trace, otlp=otlp,
-                                                 otlp_content=otlp_content, metrics=metrics),
+        run_remote(question, config, options.temporal, options.task_queue, as_json=as_json,
+                   detach=detach, verbose=options.verbose, observe=options.observe(),
                    continue_id=continue_id)
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
-    with cli_errors(verbose=verbose), interrupted(tracker, store):
-        headers = parse_headers(mcp_header)
-        agent = build_agent(config, open_store(store), api_key=api_key, interactive=interactive,
-                            mcp_headers=headers, verbose=verbose)
-        show_progress(agent, as_json=as_json, verbose=verbose)
+    with cli_errors(verbose=options.verbose), interrupted(tracker, options.store):
+        agent, headers = options.agent(config, interactive=interactive)
+        show_progress(agent, as_json=as_json, verbose=options.verbose)
         if continue_id is not None:
             agent.session(continue_id)  # SessionNotFound: --continue names one that exists
-        with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content,
-                       secrets=header_secrets(headers), metrics=metrics):
+        with observing(agent, **options.observe(), secrets=header_secrets(headers)):
             result = agent.run(question, metadata=config.metadata(), on_event=tracker,
                                session_id=continue_id)
-    finish(result, as_json=as_json, store=store)
+    finish(result, as_json=as_json, store=options.store)
 
 
-def _absolute(source: str) -> str:
-    """Tool files are recorded with absolute paths so that resume works from anywhere."""
-    path = Path(source)
-    return str(path.resolve()) if source.endswith(".py") or path.is_file() else source
+app.command("chat")(with_run_options(chat))
 
 
 @app.command()
@@ -204,28 +146,10 @@ def tools_cmd(
         registry = load_tools([source] if source else [], workspace)
         servers = mcp_servers(list(mcp or []), list(mcp_url or []),
                               headers=parse_headers(mcp_header), approve=[])
-        schemas = registry.openai_schemas() + _mcp_schemas(servers)
+        schemas = registry.openai_schemas() + listed_schemas(servers)
     except UserError as exc:
         raise fail(str(exc)) from None
     echo_json(schemas, indent=2)
-
-
-def _mcp_schemas(servers: list[Any]) -> list[dict[str, Any]]:
-    if not servers:
-        return []
-    import asyncio
-
-    from miniagent.sync import run_coroutine
-    from miniagent.tools.toolbox import Toolbox
-
-    async def listed() -> list[dict[str, Any]]:
-        try:
-            return (await Toolbox.gather(servers)).openai_schemas()
-        finally:
-            await asyncio.gather(*(server.aclose() for server in servers),
-                                 return_exceptions=True)
-
-    return run_coroutine(listed())
 
 
 @app.command()

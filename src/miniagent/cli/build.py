@@ -9,7 +9,7 @@ import shlex
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import typer
 
@@ -205,8 +205,11 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
     )
 
 
-def ask_in_terminal(pending: PendingApproval) -> bool | None:
-    """Ask y/n for one call; end of input, or a terminal that fails, leaves it waiting."""
+def ask_in_terminal(pending: PendingApproval, *, stream: TextIO | None = None) -> bool | None:
+    """Ask y/n for one call; end of input, or a terminal that fails, leaves it waiting.
+
+    The answer is read from ``stream`` if given, else from standard input.
+    """
     from rich.prompt import Confirm
 
     from miniagent.cli.display import terminal
@@ -218,7 +221,7 @@ def ask_in_terminal(pending: PendingApproval) -> bool | None:
                   f"{markup(arguments, 2000)} [dim]({markup(pending.reason)}; call "
                   f"{markup(pending.call_id, 100)})[/dim]")
     try:
-        return Confirm.ask("Run it?", default=False, console=console)
+        return Confirm.ask("Run it?", default=False, console=console, stream=stream)
     except EOFError:
         return None
     except Exception as exc:  # the terminal went away or sent bytes it cannot decode

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from miniagent.cli.safe_text import json_text, unicode_stream, visible
 from miniagent.errors import MiniAgentError, UserError
 from miniagent.runtime.events import Event
 from miniagent.types import RunResult
+
+if TYPE_CHECKING:
+    from miniagent.cli.display import TraceDisplay
 
 
 class Mode(str, Enum):
@@ -154,11 +157,15 @@ def asks_in_terminal(*, detach: bool, as_json: bool) -> bool:
     return not (detach or as_json) and sys.stdin.isatty()
 
 
-def show_progress(agent: Agent, *, as_json: bool, verbose: bool) -> None:
-    if not as_json:
-        from miniagent.cli.display import TraceDisplay
+def show_progress(agent: Agent, *, as_json: bool, verbose: bool) -> TraceDisplay | None:
+    """Show the agent's runs live (unless ``as_json``); the display, to tidy it after Ctrl-C."""
+    if as_json:
+        return None
+    from miniagent.cli.display import TraceDisplay
 
-        agent.subscribe(TraceDisplay(verbose=verbose))
+    display = TraceDisplay(verbose=verbose)
+    agent.subscribe(display)
+    return display
 
 
 def finish(result: RunResult, *, as_json: bool, store: Path | None = None,

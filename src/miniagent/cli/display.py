@@ -77,6 +77,12 @@ class TraceDisplay:
                                f"({done.mode}), {done.size_before:,} -> {done.size_after:,} "
                                f"{done.unit}[/dim]")
 
+    def stop(self) -> None:
+        """Tidy what a run stopped mid-way (Ctrl-C) left on screen: the spinner ends, a
+        half-written streamed line is closed."""
+        self._stop_waiting()
+        self._end_stream()
+
     def _wait(self, text: str) -> None:
         if self.console.is_terminal:
             self._status = self.console.status(f"[dim]{text}[/dim]", spinner="dots")
@@ -174,6 +180,7 @@ def result_to_json(result: RunResult) -> dict[str, Any]:
     """The machine-readable form of a run that ``miniagent run --json`` prints."""
     return {
         "session_id": result.session_id,
+        "turn": result.turn,
         "status": result.status,
         "reason": result.reason,
         "final_answer": result.final_answer,

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from miniagent.errors import UserError
 from miniagent.tools.registry import Tool, ToolRegistry
+from miniagent.tools.source import ToolSource
 
 
 def load_tools(sources: Iterable[str], workspace: Path) -> ToolRegistry:
@@ -21,6 +24,24 @@ def load_tools(sources: Iterable[str], workspace: Path) -> ToolRegistry:
         for found in _tools_of(source, workspace):
             registry.register(found)
     return registry
+
+
+def listed_schemas(sources: Sequence[ToolSource]) -> list[dict[str, Any]]:
+    """The OpenAI schemas of what ``sources`` offer (MCP servers are started, asked, and
+    closed again); what ``miniagent tools`` prints."""
+    if not sources:
+        return []
+    from miniagent.sync import run_coroutine
+    from miniagent.tools.toolbox import Toolbox
+
+    async def listed() -> list[dict[str, Any]]:
+        try:
+            return (await Toolbox.gather(sources)).openai_schemas()
+        finally:
+            await asyncio.gather(*(source.aclose() for source in sources),
+                                 return_exceptions=True)
+
+    return run_coroutine(listed())
 
 
 def _tools_of(source: str, workspace: Path) -> list[Tool]:

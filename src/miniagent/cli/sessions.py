@@ -39,6 +39,7 @@ from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.errors import DecisionError, UserError
 from miniagent.runtime import events as ev
 from miniagent.session import FINAL, AgentSession
+from miniagent.store.base import SessionSummary
 from miniagent.types import CallRecord
 from miniagent.wording import counted, token_count
 
@@ -83,12 +84,20 @@ def list_sessions(
              "question": r.question, "updated_at": r.updated_at} for r in rows
         ])
         return
-    table = Table("id", "status", "steps", "age", "question")
+    terminal().print(sessions_table(rows))
+
+
+def sessions_table(rows: list[SessionSummary], turns: dict[str, str] | None = None) -> Table:
+    """Sessions as ``sessions list`` shows them: id, status, steps, age, question; with
+    ``turns`` (by session id), a turns column after the status."""
+    table = Table("id", "status", *(["turns"] if turns is not None else []), "steps", "age",
+                  "question")
     now = time.time()
     for r in rows:
-        table.add_row(markup(r.session_id, 40), markup(r.status, 40), str(r.steps),
-                      _age(now - r.updated_at), markup(r.question[:80]))
-    terminal().print(table)
+        counted_turns = [turns.get(r.session_id, "?")] if turns is not None else []
+        table.add_row(markup(r.session_id, 40), markup(r.status, 40), *counted_turns,
+                      str(r.steps), _age(now - r.updated_at), markup(r.question[:80]))
+    return table
 
 
 @sessions_app.command()

@@ -3,10 +3,12 @@
 A vector is stored as the bytes of an ``array('f')`` (float32, native byte order), scaled to
 length 1, so that cosine similarity is a dot product. A search reads every vector of the
 namespace and scores it in Python: no NumPy, no SQLite extension. The cost is linear in
-items times dimensions (about 90 ns per dimension per item on CPython 3.11, less with
-:func:`math.sumprod` from 3.12): some 60 ms for 10,000 items of 64 dimensions, 2.5 s for
-100,000 items of 256. That suits a personal or per-agent memory; past ~100,000 items, or
-with large embeddings, an index built for it (sqlite-vec, a vector database) is the tool.
+items times dimensions, about 80 ns per dimension per item on CPython 3.11 (less with
+:func:`math.sumprod`, from 3.12): ``benchmarks/memory.py`` measured 60 ms per search at
+10,000 items of 64 dimensions and 0.5 s at 100,000, so some 2 s at 100,000 items of 256 and
+10 s of 1,536. That suits a personal or per-agent memory up to ~100,000 items with short
+embeddings (ask for fewer dimensions: ``endpoint_embedder(dimensions=...)``); past that, an
+index built for it (sqlite-vec, a vector database) is the tool.
 
 Hybrid ranking fuses the BM25 list and the cosine list by reciprocal rank fusion (Cormack,
 Clarke and Büttcher, SIGIR 2009): an item's score is the sum over the lists it is in of

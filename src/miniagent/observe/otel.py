@@ -56,7 +56,7 @@ from miniagent.observe.cut import cut_text, fitted_json
 from miniagent.observe.describe import ModelInfo
 from miniagent.observe.redact import Redactor
 from miniagent.runtime import events as ev
-from miniagent.types import TokenUsage
+from miniagent.types import RunResult, TokenUsage
 
 try:
     from opentelemetry import trace as otel_trace
@@ -109,9 +109,10 @@ class _Run:
     agent: Span
     spans: dict[str, Span] = field(default_factory=dict)
     usage: TokenUsage = field(default_factory=TokenUsage)
+    first_step: int = 0
     last_step: int = 0
-    """The number of the last step started: a step whose model call failed counts too, though
-    the result keeps only the steps that ended."""
+    """The numbers of the first and last step started: a step whose model call failed counts
+    too, though the result keeps only the steps that ended."""
 
 
 class OtelTracer:
@@ -225,7 +226,7 @@ class OtelTracer:
         agent = run.agent
         _set_usage(agent, run.usage)
         agent.set_attribute("miniagent.status", result.status)
-        agent.set_attribute("miniagent.steps", max(run.last_step, len(result.steps)))
+        agent.set_attribute("miniagent.steps", _steps(run, result))
         if result.final_answer is not None:
             self._content(agent, "gen_ai.output.messages",
                           [_text_message("assistant", result.final_answer, "stop")])
@@ -238,6 +239,7 @@ class OtelTracer:
         run = self._runs.get(event.session_id)
         if run is not None:
             run.last_step = max(run.last_step, event.step)
+            run.first_step = min(run.first_step or event.step, event.step)
         self._child(event, f"step {event.step}", SpanKind.INTERNAL, {"miniagent.step": event.step})
 
     def _on_step_finished(self, event: ev.StepFinished) -> None:
@@ -428,3 +430,10 @@ def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float =
         max_request_bytes=otlp.MAX_REQUEST_BYTES if max_request_bytes is None
         else max_request_bytes,
         shutdown_timeout=otlp.SHUTDOWN_TIMEOUT if shutdown_timeout is None else shutdown_timeout)
+
+
+def _steps(run: _Run, result: RunResult) -> int:
+    """The steps of the run's turn (step numbers count across a conversation's turns)."""
+    first = result.steps[0].index if result.steps else run.first_step
+    started = run.last_step - first + 1 if run.last_step and first else 0
+    return max(len(result.steps), started)

@@ -160,11 +160,28 @@ def history(session: AgentSession) -> Sequence[Message]:
 
 
 def _compacted(session: AgentSession, start: int, end: int, summary: str) -> list[Message]:
-    """The history with the messages from ``start`` to ``end`` replaced by ``summary``."""
+    """The history with the messages from ``start`` to ``end`` replaced by ``summary``, then
+    the questions of the turns among them (:func:`_asked`)."""
     messages = with_recalls(session)
-    asked = [messages[t.first_message] for t in session.turns
-             if start <= t.first_message < end]
-    return [*messages[:start], Message(role="user", content=summary), *asked, *messages[end:]]
+    return [*messages[:start], Message(role="user", content=summary),
+            *_asked(session, start, end), *messages[end:]]
+
+
+ASKED_CHARS = 2000
+"""The most characters kept of a later turn's question among summarised rounds."""
+
+
+def _asked(session: AgentSession, start: int, end: int) -> list[Message]:
+    """The questions of turns that began between ``start`` and ``end``, each cut to
+    :data:`ASKED_CHARS`, without what was recalled for them: the same whichever turn is the
+    current one, so a new turn keeps the prefix."""
+    kept = []
+    for turn in session.turns:
+        if start <= turn.first_message < end:
+            text = turn.question if len(turn.question) <= ASKED_CHARS else (
+                turn.question[:ASKED_CHARS - 1] + "…")
+            kept.append(Message(role="user", content=text))
+    return kept
 
 
 def estimate(text: str, unit: Unit) -> int:
@@ -237,10 +254,12 @@ def overflow(session: AgentSession, config: Compression) -> str | None:
 
 
 def _ceiling(session: AgentSession, config: Compression) -> int:
-    """The largest history sent: its question (never compressed) and twice ``compress_at``."""
+    """The largest history sent: its question (never compressed), the later questions kept
+    after a summary, and twice ``compress_at``."""
     starts = round_starts(session.messages)
     question = session.messages[:starts[0] if starts else len(session.messages)]
-    return size(question, config.unit) + CEILING * config.at
+    later = _asked(session, starts[0], len(session.messages)) if starts else []
+    return size([*question, *later], config.unit) + CEILING * config.at
 
 
 def _plan_keeping(session: AgentSession, config: Compression, last: Compaction | None,

@@ -148,7 +148,7 @@ class StepLogic:
 
     def settle(self, session: AgentSession) -> None:
         """Account the run's time; the last checkpoint comes after this."""
-        session.elapsed += self.effects.now() - self._started
+        session.add_time(self.effects.now() - self._started)
         session.updated_at = self.effects.now()
 
     def finished(self, session: AgentSession) -> RunResult:

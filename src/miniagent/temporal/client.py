@@ -13,6 +13,7 @@ only where someone subscribes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -139,7 +140,13 @@ class TemporalSessions:
             TurnRefused: the session cannot take a new turn (cancelled, calls still open).
         """
         view = await self.view(session_id)
-        if await self._running(session_id):
+        closed = await self._closed_as(session_id)
+        if closed in (WorkflowExecutionStatus.CANCELED, WorkflowExecutionStatus.TERMINATED):
+            raise TurnRefused(f"session {session_id} was cancelled: start a new session")
+        if closed is not None and closed != WorkflowExecutionStatus.COMPLETED:
+            raise TurnRefused(f"session {session_id}'s workflow ended "
+                              f"{closed.name.lower()}: start a new session")
+        if closed is None:
             if view.status == "awaiting_approval":
                 raise TurnRefused(f"session {session_id} is waiting for approval: approve or "
                                   "deny its calls before asking a new question")
@@ -151,12 +158,14 @@ class TemporalSessions:
                                        options=options or TemporalOptions(),
                                        runs=view.runs + 1))
 
-    async def _running(self, session_id: str) -> bool:
+    async def _closed_as(self, session_id: str) -> WorkflowExecutionStatus | None:
+        """How the session's latest workflow execution closed; None while it runs."""
         try:
             described = await self._handle(session_id).describe()
         except RPCError as exc:
             raise _not_found(session_id, exc) from None
-        return described.status == WorkflowExecutionStatus.RUNNING
+        status = described.status
+        return None if status in (None, WorkflowExecutionStatus.RUNNING) else status
 
     async def exists(self, session_id: str) -> bool:
         """Whether a session of that id was ever started on this namespace."""
@@ -210,17 +219,32 @@ class TemporalSessions:
             await asyncio.sleep(0.1)
 
     def _handle(self, session_id: str) -> WorkflowHandle[Any, RunResult]:
-        started = self._started.get(session_id)
-        if started is not None:
-            return started
+        """The session's latest workflow execution (a later turn's too, whoever started it)."""
         return self.client.get_workflow_handle(session_id, result_type=RunResult)
+
+    async def _waitable(self, session_id: str) -> WorkflowHandle[Any, RunResult]:
+        """The handle to wait on: the one this client started (a test environment skips time
+        on it) while its turn is the latest, else the latest execution's."""
+        started = self._started.get(session_id)
+        if started is None:
+            return self._handle(session_id)
+        described = await self._handle(session_id).describe()
+        first = described.raw_description.workflow_execution_info.first_run_id
+        if first and first != started.first_execution_run_id:
+            del self._started[session_id]  # another client started a later turn
+            return self._handle(session_id)
+        return started
 
     async def result(self, session_id: str) -> RunResult:
         """Wait for the session's run to end (across continue-as-new); always a result."""
         try:
-            result: RunResult = await self._handle(session_id).result()
+            handle = await self._waitable(session_id)
+            result: RunResult = await handle.result()
             return result
         except WorkflowFailureError as exc:
+            if isinstance(exc.cause, CancelledError):  # the workflow recorded it: its result
+                with contextlib.suppress(UserError):
+                    return (await self.session(session_id)).result()
             return _failed(session_id, exc)
         except RPCError as exc:
             raise _not_found(session_id, exc) from None
