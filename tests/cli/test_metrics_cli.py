@@ -1,4 +1,5 @@
-"""``--metrics HOST:PORT`` on run, sessions resume and worker: served while the command runs."""
+"""``--metrics HOST:PORT`` on run, chat, sessions resume and worker: served while the command
+runs."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.mark.parametrize("command", [["run"], ["sessions", "resume"], ["worker"]])
+@pytest.mark.parametrize("command", [["run"], ["chat"], ["sessions", "resume"], ["worker"]])
 def test_the_option_is_offered(command: list[str]) -> None:
     result = invoke(*command, "--help")
     assert result.exit_code == 0, result.output
