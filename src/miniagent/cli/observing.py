@@ -1,4 +1,5 @@
-"""``--trace FILE`` and ``--otlp URL`` of ``miniagent run``: subscribers for one agent's runs."""
+"""``--trace FILE``, ``--otlp URL`` and ``--metrics HOST:PORT`` of ``miniagent run``: subscribers
+for one agent's runs."""
 
 from __future__ import annotations
 
@@ -22,12 +23,17 @@ OtlpOption = Annotated[str | None, typer.Option(
 OtlpContentOption = Annotated[bool, typer.Option(
     "--otlp-content", help="Include messages, tool arguments and results in the spans "
     "(redacted).")]
+MetricsOption = Annotated[str | None, typer.Option(
+    "--metrics", metavar="HOST:PORT", help="Serve Prometheus metrics of the runs on "
+    "http://HOST:PORT/metrics while this command runs, e.g. 127.0.0.1:9464 (extra 'metrics').")]
 
 
 @contextmanager
 def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
-              otlp_content: bool = False, secrets: Iterable[str] = ()) -> Iterator[None]:
-    """Subscribe a JSONL tracer and/or OpenTelemetry spans; flush and close them at the end.
+              otlp_content: bool = False, secrets: Iterable[str] = (),
+              metrics: str | None = None) -> Iterator[None]:
+    """Subscribe a JSONL tracer, OpenTelemetry spans and/or Prometheus metrics (served on
+    ``metrics``, HOST:PORT); flush and close them at the end.
 
     ``secrets`` (MCP header values, ...) are redacted along with the model's API key.
     """
@@ -47,7 +53,24 @@ def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
                                    capture_content=otlp_content or None))
         closers.append(provider.shutdown)  # sends what is still batched
     try:
-        yield
+        with serving_metrics(agent.model, metrics) as counting:
+            if counting is not None:
+                agent.subscribe(counting)
+            yield
     finally:
         for close in closers:
             close()
+
+
+@contextmanager
+def serving_metrics(model: Any, address: str | None) -> Iterator[Any]:
+    """A :class:`~miniagent.observe.metrics.Metrics` of ``model``'s calls served on
+    ``address`` (HOST:PORT) until the end; None when ``address`` is."""
+    if address is None:
+        yield None
+        return
+    from miniagent.observe.metrics import Metrics
+
+    metrics = Metrics(model=describe_model(model))
+    with metrics.serve(address):  # a bad address is said before anything runs
+        yield metrics

@@ -32,7 +32,7 @@ from miniagent.cli.mcp_cmd import (
     McpUrlOption,
     parse_headers,
 )
-from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption
+from miniagent.cli.observing import MetricsOption, OtlpContentOption, OtlpOption, TraceOption
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.store.sqlite import SQLiteStore
 
@@ -71,6 +71,7 @@ class RunOptions:
     trace: TraceOption = None
     otlp: OtlpOption = None
     otlp_content: OtlpContentOption = False
+    metrics: MetricsOption = None
     temporal: TemporalOption = None
     task_queue: TaskQueueOption = "miniagent"
 
@@ -92,7 +93,8 @@ class RunOptions:
 
     def observe(self) -> dict[str, Any]:
         """The keyword arguments of :func:`~miniagent.cli.observing.observing`."""
-        return dict(trace=self.trace, otlp=self.otlp, otlp_content=self.otlp_content)
+        return dict(trace=self.trace, otlp=self.otlp, otlp_content=self.otlp_content,
+                    metrics=self.metrics)
 
     def agent(self, config: RunConfig, *, interactive: bool, store: SQLiteStore | None = None
               ) -> tuple[Agent, dict[str, str]]:

@@ -27,7 +27,13 @@ from miniagent.cli.common import (
 )
 from miniagent.cli.display import terminal
 from miniagent.cli.mcp_cmd import McpHeaderOption, header_secrets, parse_headers
-from miniagent.cli.observing import OtlpContentOption, OtlpOption, TraceOption, observing
+from miniagent.cli.observing import (
+    MetricsOption,
+    OtlpContentOption,
+    OtlpOption,
+    TraceOption,
+    observing,
+)
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.errors import DecisionError, UserError
@@ -336,6 +342,7 @@ def resume(
     trace: TraceOption = None,
     otlp: OtlpOption = None,
     otlp_content: OtlpContentOption = False,
+    metrics: MetricsOption = None,
     temporal: TemporalOption = None,
     task_queue: TaskQueueOption = "miniagent",
 ) -> None:
@@ -349,7 +356,8 @@ def resume(
 
         resume_remote(session_id, temporal, task_queue, as_json=as_json, detach=detach,
                       verbose=verbose,
-                      observe=dict(trace=trace, otlp=otlp, otlp_content=otlp_content))
+                      observe=dict(trace=trace, otlp=otlp, otlp_content=otlp_content,
+                                   metrics=metrics))
     tracker = SessionTracker(session_id)
     with cli_errors(session_id, verbose=verbose), interrupted(tracker, store):
         sessions = open_store(store)
@@ -369,6 +377,6 @@ def resume(
         if not as_json:
             _show_decided(agent, saved)
         with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content,
-                       secrets=header_secrets(headers)):
+                       secrets=header_secrets(headers), metrics=metrics):
             result = agent.resume(session_id, force=force)
     finish(result, as_json=as_json, store=store)

@@ -36,7 +36,7 @@ from miniagent.cli.mcp_cmd import (
     mcp_servers,
     parse_headers,
 )
-from miniagent.cli.observing import observing
+from miniagent.cli.observing import MetricsOption, observing, serving_metrics
 from miniagent.cli.safe_text import markup, visible
 from miniagent.errors import ConfigError
 from miniagent.types import RunResult
@@ -101,8 +101,12 @@ def worker(
     mcp_url: McpUrlOption = None,
     mcp_header: McpHeaderOption = None,
     mcp_approve: McpApproveOption = None,
+    metrics: MetricsOption = None,
 ) -> None:
-    """Serve sessions of TASK_QUEUE on a Temporal cluster: model calls and tool calls run here."""
+    """Serve sessions of TASK_QUEUE on a Temporal cluster: model calls and tool calls run here.
+
+    With --metrics, the model calls and tool calls made here are served for Prometheus.
+    """
     from miniagent.cli.build import env
     from miniagent.cli.loading import load_tools
 
@@ -117,14 +121,17 @@ def worker(
         sources += mcp_servers(list(mcp or []), list(mcp_url or []),  # MCP servers too
                                headers=parse_headers(mcp_header), approve=list(mcp_approve or []))
         llm = build_model(config, api_key)
-        _run(lambda: _serve(temporal, task_queue, llm, sources))
+        with serving_metrics(llm, metrics) as counting:
+            _run(lambda: _serve(temporal, task_queue, llm, sources, counting))
 
 
-async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any]) -> None:
+async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],
+                 metrics: Any = None) -> None:
     from miniagent.temporal import connect, session_worker
 
     client = await connect(address)
-    serving = await session_worker(client, task_queue=task_queue, model=llm, sources=sources)
+    serving = await session_worker(client, task_queue=task_queue, model=llm, sources=sources,
+                                   metrics=metrics)
     listed = [await source.list_tools() for source in sources]
     names = ", ".join(t.name for tools in listed for t in tools) or "none"
     typer.echo(visible(f"miniagent worker: serving task queue {task_queue} at {address} "

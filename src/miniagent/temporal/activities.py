@@ -10,6 +10,10 @@ activity, by that executor, with the tool's retry policy (or the run's, which th
 carries); the activity's own retries are for a worker that failed (see ``faults.tool_retry``).
 Observations come back whole: the step logic cuts them to the agent's limit, once, as on every
 driver.
+
+With ``metrics`` (a :class:`~miniagent.observe.metrics.Metrics`), each attempt of a model call
+and each tool call is counted in the worker (``miniagent worker --metrics``); runs, steps,
+approvals and guards are the workflow's, counted where its events are followed.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -50,23 +55,32 @@ class SessionActivities:
         model: The model every session of this worker's task queue uses.
         tools: The worker's tools, listed once.
         heartbeat_every: Seconds between heartbeats while a tool runs.
+        metrics: Where model and tool calls are counted
+            (:class:`~miniagent.observe.metrics.Metrics`), or None.
     """
 
-    def __init__(self, model: Model, tools: Toolbox, *, heartbeat_every: float = 1.0
-                 ) -> None:
+    def __init__(self, model: Model, tools: Toolbox, *, heartbeat_every: float = 1.0,
+                 metrics: Any = None) -> None:
         self.model = without_retries(model)
         self.tools = tools
         self.heartbeat_every = heartbeat_every
+        self.metrics = metrics
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.generate, self.run_tool]
 
     @activity.defn(name=GENERATE)
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        started = time.perf_counter()
         try:
             response = await self.model.generate(request)
         except errors.ModelError as exc:
+            if self.metrics is not None:
+                self.metrics.model_call(elapsed=time.perf_counter() - started, error=exc)
             raise model_failure(exc) from None
+        if self.metrics is not None:
+            self.metrics.model_call(elapsed=time.perf_counter() - started,
+                                    usage=response.usage)
         response = dataclasses.replace(response, raw=None)  # the body is not kept in history
         _fits(response, "the model's reply (its text, reasoning and tool calls)")
         return response
@@ -88,6 +102,8 @@ class SessionActivities:
             task.cancel()
             raise
         observation: Observation = task.result()
+        if self.metrics is not None:
+            self.metrics.tool_call(session_id=work.session_id, observation=observation)
         _fits(observation, f"the result of call {work.call.id} ({work.call.name})")
         return observation
 

@@ -40,8 +40,11 @@ def sandbox() -> SandboxedWorkflowRunner:
 
 async def session_worker(client: Client, *, task_queue: str, model: Model,
                          sources: Sequence[ToolSource] = (), heartbeat_every: float = 1.0,
-                         **options: Any) -> Worker:
+                         metrics: Any = None, **options: Any) -> Worker:
     """A worker for ``task_queue``; run it with ``async with worker:`` or ``await worker.run()``.
+
+    ``metrics`` (a :class:`~miniagent.observe.metrics.Metrics`) counts the model calls and
+    tool calls this worker makes.
 
     ``options`` go to :class:`temporalio.worker.Worker` (e.g. ``max_concurrent_activities``).
     """
@@ -49,7 +52,8 @@ async def session_worker(client: Client, *, task_queue: str, model: Model,
     caps = model.capabilities
     register(task_queue, Served(tools=tools, tool_mode=caps.tool_mode,
                                 native_tools=caps.native_tools))
-    activities = SessionActivities(model, tools, heartbeat_every=heartbeat_every)
+    activities = SessionActivities(model, tools, heartbeat_every=heartbeat_every,
+                                   metrics=metrics)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     return Worker(client, task_queue=task_queue, workflows=[SessionWorkflow],
                   activities=activities.all(), workflow_runner=sandbox(), **options)
