@@ -201,3 +201,25 @@ def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.DOTALL)
     exec(next(b for b in blocks if "metrics = Metrics(" in b), {})
     assert capsys.readouterr().out == "True\n"
+
+
+def test_the_executors_retries_count_as_retried() -> None:
+    from miniagent import Agent, RetryPolicy, ScriptedModel, ToolError, tool
+    from miniagent.observe.metrics import Metrics
+
+    failures = iter([True, True, False])
+
+    @tool(retry=RetryPolicy(max_attempts=3, initial_delay=0.001, jitter=False))
+    def flaky() -> str:
+        """Fails twice, then works."""
+        if next(failures):
+            raise ToolError("busy", retryable=True)
+        return "done"
+
+    model = ScriptedModel(["Action: flaky\nAction Input: {}", "Final Answer: ok"])
+    metrics = Metrics(model=describe_model(model))
+    agent = Agent(model=model, tools=[flaky], on_event=metrics)
+    assert agent.run("go").status == "completed"
+    value = metrics.registry.get_sample_value
+    assert value("miniagent_tool_calls_total", {"tool": "flaky", "outcome": "retried"}) == 2
+    assert value("miniagent_tool_calls_total", {"tool": "flaky", "outcome": "ok"}) == 1

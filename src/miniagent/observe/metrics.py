@@ -24,9 +24,10 @@ The agent's own, all prefixed ``miniagent_``:
 
 - ``runs_total{status}``; ``run_steps`` (histogram: the steps of each finished run);
 - ``tool_calls_total{tool, outcome}``: ``ok``, ``error``, ``timeout``, ``denied`` (a person
-  denied it; it never ran) and ``retried``: a call of a tool whose previous call in the same
-  session failed; it is counted once more under its own ``ok`` / ``error`` / ``timeout``, so a
-  success rate is ``ok / (ok + error + timeout)``;
+  denied it; it never ran) and ``retried``: each attempt the executor made again under the
+  tool's retry policy, and each call of a tool whose previous call in the same session failed
+  (the model tried again); a call is counted once more under its own ``ok`` / ``error`` /
+  ``timeout``, so a success rate is ``ok / (ok + error + timeout)``;
 - ``tool_duration_seconds{tool}`` (histogram) and ``tool_consecutive_failures{tool}``
   (gauge: the failed calls of that tool since its last success, across sessions);
 - ``approvals_waiting`` and ``approval_oldest_wait_seconds`` (gauges): the calls this
@@ -299,6 +300,8 @@ class Metrics:
         unknown = observation.is_error and observation.output.startswith(_UNKNOWN_TOOL)
         tool, outcome = UNKNOWN_TOOL if unknown else self._tool(name), tool_outcome(observation)
         self.tool_calls.labels(tool, outcome).inc()
+        if observation.attempts > 1:  # the executor tried it again (its retry policy)
+            self.tool_calls.labels(tool, "retried").inc(observation.attempts - 1)
         self.tool_duration.labels(tool).observe(observation.elapsed)
         failed = self._session(session_id).failed_tools
         if outcome == "ok":
