@@ -157,7 +157,7 @@ def temporal_agent(config: RunConfig, client: Any, task_queue: str, *,
     if config.mode != "auto":  # else the protocol the workers' model is configured for
         options["protocol"] = default_protocol(config.mode, grammar=config.grammar,
                                                max_tokens=options["max_tokens"])
-    return Agent(temporal=client, task_queue=task_queue, **options)
+    return Agent(temporal=client, task_queue=task_queue, **options, **memory_options(config))
 
 
 def agent_options(config: RunConfig, interactive: bool, max_tokens: int) -> dict[str, Any]:

@@ -26,6 +26,12 @@ memory_app = typer.Typer(no_args_is_help=True,
 MemoryOption = Annotated[Path | None, typer.Option(
     "--memory", help="Memory file [env: MINIAGENT_MEMORY; default: memory.db in the folder of "
     "the session store, ~/.local/share/miniagent/]")]
+MemoryFileOption = Annotated[Path | None, typer.Option(
+    "--memory", metavar="FILE", help="A long-term memory file (created when missing): the model "
+    "gets remember/recall tools, and memories are recalled before each turn.")]
+MemoryNamespaceOption = Annotated[str, typer.Option(
+    help="The namespace of --memory the agent keeps to (a user, a project).")]
+"""The options of ``run``, ``chat`` and ``worker`` that give an agent a memory."""
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="The namespace.")]
 AnyNamespace = Annotated[str | None, typer.Option(
     "--namespace", "-n", help="Only this namespace [default: all].")]

@@ -32,6 +32,7 @@ from miniagent.cli.mcp_cmd import (
     McpUrlOption,
     parse_headers,
 )
+from miniagent.cli.memory_cmd import MemoryFileOption, MemoryNamespaceOption
 from miniagent.cli.observing import MetricsOption, OtlpContentOption, OtlpOption, TraceOption
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.store.sqlite import SQLiteStore
@@ -72,6 +73,8 @@ class RunOptions:
     otlp: OtlpOption = None
     otlp_content: OtlpContentOption = False
     metrics: MetricsOption = None
+    memory: MemoryFileOption = None
+    memory_namespace: MemoryNamespaceOption = "default"
     temporal: TemporalOption = None
     task_queue: TaskQueueOption = "miniagent"
 
@@ -89,6 +92,8 @@ class RunOptions:
             tool_choice=self.tool_choice, mcp=list(self.mcp or []),
             mcp_urls=list(self.mcp_url or []), mcp_approve=list(self.mcp_approve or []),
             max_tools=self.max_tools,
+            memory=str(self.memory.resolve()) if self.memory else None,
+            memory_namespace=self.memory_namespace,
         )
 
     def observe(self) -> dict[str, Any]:

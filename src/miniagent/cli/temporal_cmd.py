@@ -36,6 +36,7 @@ from miniagent.cli.mcp_cmd import (
     mcp_servers,
     parse_headers,
 )
+from miniagent.cli.memory_cmd import MemoryFileOption, MemoryNamespaceOption
 from miniagent.cli.observing import MetricsOption, observing, serving_metrics
 from miniagent.cli.safe_text import markup, visible
 from miniagent.errors import ConfigError
@@ -102,10 +103,13 @@ def worker(
     mcp_header: McpHeaderOption = None,
     mcp_approve: McpApproveOption = None,
     metrics: MetricsOption = None,
+    memory: MemoryFileOption = None,
+    memory_namespace: MemoryNamespaceOption = "default",
 ) -> None:
     """Serve sessions of TASK_QUEUE on a Temporal cluster: model calls and tool calls run here.
 
-    With --metrics, the model calls and tool calls made here are served for Prometheus.
+    With --metrics, the model calls and tool calls made here are served for Prometheus; with
+    --memory, the memory tools of agents that run with --memory (the same file).
     """
     from miniagent.cli.build import env
     from miniagent.cli.loading import load_tools
@@ -120,9 +124,18 @@ def worker(
                                           for t in tools or []], workspace.resolve())]
         sources += mcp_servers(list(mcp or []), list(mcp_url or []),  # MCP servers too
                                headers=parse_headers(mcp_header), approve=list(mcp_approve or []))
+        if memory is not None:
+            sources.append(_memory_source(memory, memory_namespace))
         llm = build_model(config, api_key)
         with serving_metrics(llm, metrics) as counting:
             _run(lambda: _serve(temporal, task_queue, llm, sources, counting))
+
+
+def _memory_source(path: Path, namespace: str) -> Any:
+    from miniagent.memory import Memory, memory_tools
+    from miniagent.tools.registry import ToolRegistry
+
+    return ToolRegistry(memory_tools(Memory(path.resolve()), namespace))
 
 
 async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],
