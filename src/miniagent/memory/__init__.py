@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from miniagent.memory.embed import endpoint_embedder
 from miniagent.memory.items import (
     MAX_ITEM_CHARS,
     MAX_K,
@@ -25,10 +24,11 @@ from miniagent.memory.items import (
     MAX_QUERY_CHARS,
     MemoryItem,
 )
-from miniagent.memory.tools import RECALL_HEADER, memory_tools, recall_block
 
 if TYPE_CHECKING:
+    from miniagent.memory.embed import endpoint_embedder
     from miniagent.memory.store import Embedder, Memory
+    from miniagent.memory.tools import RECALL_HEADER, memory_tools, recall_block
 
 __all__ = [
     "MAX_ITEM_CHARS", "MAX_K", "MAX_LIST", "MAX_METADATA_CHARS", "MAX_NAMESPACE_CHARS",
@@ -37,9 +37,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("Memory", "Embedder"):  # sqlite3 loads on first use, not at import
-        from miniagent.memory import store
+_LAZY = {"Memory": "store", "Embedder": "store", "endpoint_embedder": "embed",
+         "RECALL_HEADER": "tools", "memory_tools": "tools", "recall_block": "tools"}
+"""Loaded on first use, not with ``import miniagent`` (sqlite3, the HTTP client, the tools)."""
 
-        return getattr(store, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"miniagent.memory.{module}"), name)

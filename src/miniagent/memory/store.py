@@ -42,6 +42,7 @@ from miniagent.memory.items import (
     encoded_metadata,
 )
 from miniagent.memory.vectors import checked_vectors, fuse, pack, top_cosine
+from miniagent.store.sqlite import immediate_transaction
 from miniagent.threads import run_in_daemon_thread
 
 __all__ = ["APPLICATION_ID", "CANDIDATES", "SCHEMA_VERSION", "Embedder", "Memory"]
@@ -218,16 +219,8 @@ class Memory:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             self._check_open()
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                raise self._failure(exc) from None
+            with immediate_transaction(self._db, self._failure) as db:
+                yield db
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:

@@ -156,17 +156,8 @@ class SQLiteStore:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         if self.readonly:
             raise UserError(f"session store {self.path} was opened read-only")
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                raise self._damaged(exc) from None
+        with self._lock, immediate_transaction(self._db, self._damaged) as db:
+            yield db
 
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
         with self._transaction() as db:
@@ -429,3 +420,22 @@ def _decode(session_id: str, data: str) -> AgentSession:
     if not isinstance(loaded, dict):
         raise StoreCorrupted(f"session {session_id} is damaged: not a JSON object")
     return AgentSession.from_dict(loaded)
+
+
+@contextmanager
+def immediate_transaction(db: sqlite3.Connection,
+                          failure: Callable[[sqlite3.DatabaseError], Exception]
+                          ) -> Iterator[sqlite3.Connection]:
+    """``db`` inside ``BEGIN IMMEDIATE`` (the write lock taken at once, so two processes never
+    deadlock upgrading), committed at the end, rolled back on any exception; a database error
+    becomes ``failure(error)``. The caller holds its connection's thread lock."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    except sqlite3.DatabaseError as exc:
+        raise failure(exc) from None
