@@ -135,6 +135,7 @@ class TemporalSessions:
         one workflow execution; a turn that has not ended is refused).
 
         Raises:
+            SessionNotFound: no session of that id was ever started here.
             SessionBusy: the session's workflow is still running (a turn, or a wait for a
                 person: then TurnRefused).
             TurnRefused: the session cannot take a new turn (cancelled, calls still open).
@@ -166,16 +167,6 @@ class TemporalSessions:
             raise _not_found(session_id, exc) from None
         status = described.status
         return None if status in (None, WorkflowExecutionStatus.RUNNING) else status
-
-    async def exists(self, session_id: str) -> bool:
-        """Whether a session of that id was ever started on this namespace."""
-        try:
-            await self.client.get_workflow_handle(session_id).describe()
-        except RPCError as exc:
-            if "not found" in str(exc).lower():
-                return False
-            raise _not_found(session_id, exc) from None
-        return True
 
     async def _start(self, start: SessionInput) -> None:
         session = start.session
@@ -392,17 +383,25 @@ class TemporalDriver:
                 f"worker --temporal HOST:PORT --task-queue {self.agent.task_queue}, or "
                 "miniagent.temporal.agent_worker) and run again")
         try:
-            if session_id is not None and await self.sessions.exists(session_id):
-                await self.sessions.next_turn(session_id, question, self.agent.spec,
-                                              options=self.options)
-                started = session_id
-            else:
+            started = await self._next_turn(session_id, question)
+            if started is None:
                 started = await self.sessions.start(question, self.agent.spec,
                                                     options=self.options, metadata=metadata,
                                                     session_id=session_id)
         except PayloadTooLarge as exc:  # a run always ends with a status
             return RunResult(status="error", reason=str(exc), session_id=session_id or "")
         return await self.follow(started, on_event=on_event)
+
+    async def _next_turn(self, session_id: str | None, question: str) -> str | None:
+        """The next turn of ``session_id`` started, if a session of that id exists."""
+        if session_id is None:
+            return None
+        try:
+            await self.sessions.next_turn(session_id, question, self.agent.spec,
+                                          options=self.options)
+        except SessionNotFound:
+            return None
+        return session_id
 
     def _check_protocol(self) -> None:
         """A custom protocol runs on workers only under a registered name of its own."""
