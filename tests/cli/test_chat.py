@@ -275,6 +275,9 @@ def test_ctrl_c_at_the_prompt_drops_the_line_and_ctrl_d_leaves(tmp_path: Path) -
     with StubServer([]).run_in_thread() as stub:
         with chat(stub, tmp_path) as session:
             session.child.send("a line never sent")
+            # as a person would: Ctrl-C once the line shows (a signal that lands before
+            # readline waits for input is only seen at the next Enter: CPython's readline)
+            session.expect("a line never sent")
             session.child.sendintr()
             session.wait_prompt()
             assert "unknown command /frobnicate" in session.line("/frobnicate")
