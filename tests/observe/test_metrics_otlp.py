@@ -185,6 +185,16 @@ def test_metrics_on_a_meter_provider_alone_cannot_be_served() -> None:
         metrics.serve("127.0.0.1:0")
 
 
+def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = Path(__file__).parents[2] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.DOTALL)
+    block = next(b for b in blocks if "meter_provider=provider" in b)
+    with otlp_receiver() as receiver:
+        exec(block.replace("http://127.0.0.1:4318", receiver.url), {})
+    assert capsys.readouterr().out == "42\n"
+    assert receiver.total("miniagent.runs", **{"miniagent.run.status": "completed"}) == 1
+
+
 # -- the CLI --------------------------------------------------------------------------------
 
 TOOLS = '''
