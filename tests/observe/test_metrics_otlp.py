@@ -185,6 +185,24 @@ def test_metrics_on_a_meter_provider_alone_cannot_be_served() -> None:
         metrics.serve("127.0.0.1:0")
 
 
+def test_a_client_without_a_model_names_the_one_that_answered_and_caps_the_names() -> None:
+    from miniagent.observe.metrics import MAX_MODELS
+    from miniagent.runtime import events as ev
+    from miniagent.types import ModelResponse, ParsedOutput
+
+    metrics = Metrics(model=describe_model(None))  # a Temporal agent has no model
+    for n in range(MAX_MODELS + 3):
+        metrics(ev.ModelResponded(session_id="s", span_id=str(n), elapsed=0.1,
+                                  response=ModelResponse(raw={"model": f"m{n}"}),
+                                  parsed=ParsedOutput(kind="final", final_answer="x")))
+    metrics(ev.ModelFailed(session_id="s", span_id="f", elapsed=0.1, error="down",
+                           error_type="ModelTimeout"))
+    named = {s.labels["gen_ai_request_model"]: s.value
+             for family in metrics.registry.collect() for s in family.samples
+             if s.name == "gen_ai_client_operation_duration_seconds_count"}
+    assert named == {**{f"m{n}": 1 for n in range(MAX_MODELS)}, "other": 3, "": 1}
+
+
 def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     readme = Path(__file__).parents[2] / "README.md"
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.DOTALL)

@@ -38,7 +38,10 @@ underscores, the unit a suffix), with their recommended bucket boundaries:
 
 - ``gen_ai_client_operation_duration_seconds`` (histogram) of every model call, labels
   ``gen_ai_operation_name`` (``chat``), ``gen_ai_provider_name``, ``gen_ai_request_model``
-  and ``error_type`` ("" for a call that answered, else the exception's class);
+  and ``error_type`` ("" for a call that answered, else the exception's class); a Temporal
+  client, which has no model of its own, names the model the reply says answered (the worker's
+  activity keeps that name in the reply; the first :data:`MAX_MODELS` names, later ones
+  ``other``), else leaves it "";
 - ``gen_ai_client_token_usage`` (histogram, tokens) of every answered call whose server
   reported its usage, the same labels less ``error_type`` plus ``gen_ai_token_type``
   (``input`` or ``output``).
@@ -94,6 +97,8 @@ ALERT_RULES = Path(__file__).with_name("alerts.yml")
 """Prometheus alert rules over these metrics (for ``rule_files`` in ``prometheus.yml``)."""
 MAX_TOOLS = 100
 """Distinct tool names kept as label values; later ones are counted as ``other``."""
+MAX_MODELS = 10
+"""Distinct model names a Temporal client's replies may give as label values (see below)."""
 UNKNOWN_TOOL = "unknown_tool"
 """The label of calls of a tool no source has (a name the model made up)."""
 _UNKNOWN_TOOL = "Unknown tool "  # tools/toolbox.py's wording
@@ -182,6 +187,7 @@ class Metrics:
         self._sessions: dict[str, _Session] = {}
         self._waiting: dict[tuple[str, str], _Waiting] = {}
         self._tools: set[str] = set()
+        self._models: set[str] = set()
         self._failures: dict[str, int] = {}  # by tool label: at most MAX_TOOLS + 2
         self._lock = threading.Lock()
 
@@ -241,6 +247,14 @@ class Metrics:
             return name
         return "other"
 
+    def _model_name(self, name: str) -> str:
+        """A name a server answered with, as a label value: one of the first
+        :data:`MAX_MODELS`, or ``other`` (a server may name any model in any reply)."""
+        if name in self._models or len(self._models) < MAX_MODELS:
+            self._models.add(name)
+            return name
+        return "other"
+
     def _session(self, session_id: str) -> _Session:
         session = self._sessions.get(session_id)
         if session is None:
@@ -296,7 +310,7 @@ class Metrics:
                     status_code: int | None, answered_by: str | None = None) -> None:
         chat = self._chat
         if chat["gen_ai.request.model"] is None and answered_by:  # a client without a model
-            chat = {**chat, "gen_ai.request.model": answered_by}
+            chat = {**chat, "gen_ai.request.model": self._model_name(answered_by)}
         self._put("operation_duration", elapsed, {**chat, "error.type": error_type})
         if usage is not None and usage.known:
             self._put("token_usage", usage.prompt_tokens or 0,
