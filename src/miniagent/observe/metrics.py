@@ -190,9 +190,11 @@ class Metrics:
         self._models: set[str] = set()
         self._failures: dict[str, int] = {}  # by tool label: at most MAX_TOOLS + 2
         self._lock = threading.Lock()
+        self._handlers = {name.removeprefix("_on_"): getattr(self, name) for name in dir(self)
+                          if name.startswith("_on_")}
 
     def __call__(self, event: ev.Event) -> None:
-        handler = getattr(self, f"_on_{event.kind}", None)
+        handler = self._handlers.get(event.kind)
         if handler is not None:
             with self._lock:
                 handler(event)

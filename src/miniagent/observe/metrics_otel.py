@@ -39,6 +39,7 @@ class OtelSink:
         self._instruments: dict[str, tuple[Figure, Any]] = {
             key: (figure, self._build(figure)) for key, figure in FIGURES.items()
             if not figure.kind.startswith("observed_")}
+        self._present: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
 
     def _build(self, figure: Figure) -> Any:
         meter, name = self.meter, figure.otel
@@ -54,8 +55,12 @@ class OtelSink:
     def put(self, key: str, value: float, attributes: Mapping[str, Any]) -> None:
         """Add to a counter, record in a histogram or set a gauge."""
         figure, instrument = self._instruments[key]
-        present = {name: attributes[name] for name, _ in figure.attributes
-                   if attributes.get(name) is not None}
+        values = tuple([attributes.get(name) for name, _ in figure.attributes])
+        present = self._present.get((key, values))
+        if present is None:  # built once per label values: they are few
+            present = self._present[(key, values)] = {
+                name: value for (name, _), value in zip(figure.attributes, values, strict=True)
+                if value is not None}
         if figure.kind == "counter":
             instrument.add(value, present)
         elif figure.kind == "histogram":

@@ -19,6 +19,23 @@ __all__ = ["MISSING", "PrometheusSink", "new_registry"]
 MISSING = "prometheus-client is not installed: pip install 'miniagent[metrics]'"
 
 
+_METHODS = {"counter": "inc", "histogram": "observe"}  # else "set"
+
+
+class _Metric:
+    """A prometheus-client metric, how it records, and its children by label values."""
+
+    __slots__ = ("children", "method", "metric", "names", "record")
+
+    def __init__(self, figure: Figure, metric: Any) -> None:
+        self.metric, self.method = metric, _METHODS.get(figure.kind, "set")
+        self.names = [name for name, label in figure.attributes if label is not None]
+        self.children: dict[tuple[Any, ...], Callable[[float], None]] = {}
+        self.record: Callable[[float], None] = (
+            _unused if self.names or figure.kind.startswith("observed_")
+            else getattr(metric, self.method))
+
+
 class PrometheusSink:
     """Records figures in a ``prometheus_client.CollectorRegistry``.
 
@@ -36,8 +53,8 @@ class PrometheusSink:
             raise ConfigError(MISSING) from None
         self._prom = prom
         self.registry = prom.CollectorRegistry() if registry is None else registry
-        self._metrics: dict[str, tuple[Figure, Any]] = {
-            key: (figure, self._build(figure)) for key, figure in FIGURES.items()}
+        self._metrics: dict[str, _Metric] = {
+            key: _Metric(figure, self._build(figure)) for key, figure in FIGURES.items()}
 
     def _build(self, figure: Figure) -> Any:
         prom, options = self._prom, {"registry": self.registry}
@@ -50,20 +67,24 @@ class PrometheusSink:
 
     def put(self, key: str, value: float, attributes: Mapping[str, Any]) -> None:
         """Add to a counter, record in a histogram or set a gauge."""
-        figure, metric = self._metrics[key]
-        if figure.attributes:
-            metric = metric.labels(*[_label(attributes.get(name))
-                                     for name, label in figure.attributes if label is not None])
-        if figure.kind == "counter":
-            metric.inc(value)
-        elif figure.kind == "histogram":
-            metric.observe(value)
+        metric = self._metrics[key]
+        if metric.names:  # a child per label values, found once (labels() is the slow part)
+            values = tuple([attributes.get(name) for name in metric.names])
+            record = metric.children.get(values)
+            if record is None:
+                child = metric.metric.labels(*[_label(v) for v in values])
+                record = metric.children[values] = getattr(child, metric.method)
         else:
-            metric.set(value)
+            record = metric.record
+        record(value)
 
     def observe(self, key: str, read: Callable[[], float]) -> None:
         """Read an ``observed_*`` figure from ``read`` whenever the registry is collected."""
-        self._metrics[key][1].set_function(read)
+        self._metrics[key].metric.set_function(read)
+
+
+def _unused(value: float) -> None:
+    """The recorder of a metric with labels (its children record) or a callback (it reads)."""
 
 
 def _label(value: Any) -> str:
