@@ -35,6 +35,10 @@ async def test_run_and_worker_send_metrics_naming_the_workers_model(
         worker.wait(timeout=60)
 
     assert not any("NoneType" in str(p.attributes) for p in receiver.points)
+    chats = receiver.named("chat")  # the client's spans: named for a model it does not know
+    assert [(s.name, s.attributes.get("gen_ai.response.model")) for s in chats] == [
+        ("chat", "stub"), ("chat", "stub")]
+    assert not any("NoneType" in f"{s.name} {s.attributes}" for s in receiver.spans)
     runs = [p for p in client if p.name == "miniagent.runs"]
     assert [(p.attributes, p.value) for p in runs] == [
         ({"miniagent.run.status": "completed"}, 1)]
