@@ -42,6 +42,7 @@ PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
         "test_readme_tools.py::test_agents_as_tools_example_relays_the_approval",
     'trace="run.jsonl"': "observe/test_readme_trace.py::test_trace_example_runs",
     "metrics = Metrics(": "observe/test_metrics.py::test_the_readme_example_runs",
+    "meter_provider=provider": "observe/test_metrics_otlp.py::test_the_readme_example_runs",
     'tool_mode="hybrid", stream=True':
         "test_readme_stream.py::test_streaming_hybrid_example_runs",
 }

@@ -1,9 +1,12 @@
-"""A real OTLP/HTTP trace receiver on 127.0.0.1 for tests: it decodes what exporters send.
+"""A real OTLP/HTTP receiver on 127.0.0.1 for tests: it decodes what exporters send.
 
 ``POST /v1/traces`` with an ``ExportTraceServiceRequest`` (protobuf, optionally gzip) is
 decoded with the opentelemetry-proto package; each span is kept as a plain
-:class:`ReceivedSpan` (ids as hex, attributes as Python values). ``max_body`` makes it answer
-413, as a collector or its proxy does, to a larger request (its size is kept all the same).
+:class:`ReceivedSpan` (ids as hex, attributes as Python values). ``POST /v1/metrics`` with an
+``ExportMetricsServiceRequest`` likewise: each data point is kept as a :class:`ReceivedPoint`.
+``max_body`` makes it answer 413, as a collector or its proxy does, to a larger request (its
+size is kept all the same); ``metrics=False`` answers 404 to metrics, as a collector that takes
+spans only does.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -39,6 +46,26 @@ class ReceivedSpan:
 
 
 @dataclass
+class ReceivedPoint:
+    """One data point of a metric: ``value`` for a sum or a gauge; ``count``, ``sum`` and the
+    buckets for a histogram."""
+
+    name: str
+    unit: str
+    kind: str
+    """``sum``, ``gauge`` or ``histogram``."""
+    attributes: dict[str, Any]
+    value: float = 0.0
+    monotonic: bool = False
+    count: int = 0
+    sum: float = 0.0
+    bounds: list[float] = field(default_factory=list)
+    buckets: list[int] = field(default_factory=list)
+    resource: dict[str, Any] = field(default_factory=dict)
+    scope: str = ""
+
+
+@dataclass
 class Receiver:
     url: str
     spans: list[ReceivedSpan] = field(default_factory=list)
@@ -47,8 +74,27 @@ class Receiver:
     sizes: list[int] = field(default_factory=list)
     """The body size of each POST received (refused ones too)."""
 
+    points: list[ReceivedPoint] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    """The path of each POST received."""
+
     def named(self, prefix: str) -> list[ReceivedSpan]:
         return [s for s in self.spans if s.name.startswith(prefix)]
+
+    def latest(self, name: str, **attributes: Any) -> list[ReceivedPoint]:
+        """The points of metric ``name`` whose attributes include ``attributes``, from the
+        last request that had that metric (cumulative points: the latest hold the totals)."""
+        last: dict[tuple[Any, ...], ReceivedPoint] = {}
+        for point in self.points:
+            if point.name == name and attributes.items() <= point.attributes.items():
+                last[tuple(sorted(point.attributes.items()))] = point
+        return list(last.values())
+
+    def total(self, name: str, **attributes: Any) -> float:
+        """The sum of the latest values (a histogram: counts) of ``name`` whose attributes
+        include ``attributes``."""
+        return sum(p.count if p.kind == "histogram" else p.value
+                   for p in self.latest(name, **attributes))
 
 
 def _value(value: AnyValue) -> Any:
@@ -82,11 +128,43 @@ def _decode(body: bytes) -> list[ReceivedSpan]:
     return spans
 
 
+def _number(point: Any) -> float:
+    return float(point.as_int if point.WhichOneof("value") == "as_int" else point.as_double)
+
+
+def _decode_metrics(body: bytes) -> list[ReceivedPoint]:
+    request = ExportMetricsServiceRequest()
+    request.ParseFromString(body)
+    points = []
+    for resource_metrics in request.resource_metrics:
+        resource = _attributes(resource_metrics.resource.attributes)
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                kind = metric.WhichOneof("data")
+                base = dict(name=metric.name, unit=metric.unit, kind=kind, resource=resource,
+                            scope=scope_metrics.scope.name)
+                data = getattr(metric, kind)
+                for point in data.data_points:
+                    attributes = _attributes(point.attributes)
+                    if kind == "histogram":
+                        points.append(ReceivedPoint(
+                            **base, attributes=attributes, count=point.count, sum=point.sum,
+                            bounds=list(point.explicit_bounds),
+                            buckets=list(point.bucket_counts)))
+                    else:
+                        points.append(ReceivedPoint(
+                            **base, attributes=attributes, value=_number(point),
+                            monotonic=kind == "sum" and data.is_monotonic))
+    return points
+
+
 @contextmanager
-def otlp_receiver(max_body: int | None = None) -> Iterator[Receiver]:
+def otlp_receiver(max_body: int | None = None, *, metrics: bool = True) -> Iterator[Receiver]:
     """A receiver on a free port of 127.0.0.1, stopped on exit."""
     received: list[ReceivedSpan] = []
+    points: list[ReceivedPoint] = []
     posts: list[str] = []
+    paths: list[str] = []
     sizes: list[int] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -98,12 +176,17 @@ def otlp_receiver(max_body: int | None = None) -> Iterator[Receiver]:
                 return
             if self.headers.get("Content-Encoding") == "gzip":
                 body = gzip.decompress(body)
-            if self.path != "/v1/traces":
+            paths.append(self.path)
+            if self.path == "/v1/metrics" and metrics:
+                points.extend(_decode_metrics(body))
+                answer = ExportMetricsServiceResponse().SerializeToString()
+            elif self.path == "/v1/traces":
+                posts.append(self.headers.get("Content-Type", ""))
+                received.extend(_decode(body))
+                answer = ExportTraceServiceResponse().SerializeToString()
+            else:
                 self.send_error(404)
                 return
-            posts.append(self.headers.get("Content-Type", ""))
-            received.extend(_decode(body))
-            answer = ExportTraceServiceResponse().SerializeToString()
             self.send_response(200)
             self.send_header("Content-Type", "application/x-protobuf")
             self.send_header("Content-Length", str(len(answer)))
@@ -119,6 +202,7 @@ def otlp_receiver(max_body: int | None = None) -> Iterator[Receiver]:
     try:
         receiver = Receiver(url=f"http://127.0.0.1:{server.server_address[1]}")
         receiver.spans, receiver.posts, receiver.sizes = received, posts, sizes
+        receiver.points, receiver.paths = points, paths
         yield receiver
     finally:
         server.shutdown()

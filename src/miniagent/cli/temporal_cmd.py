@@ -37,7 +37,13 @@ from miniagent.cli.mcp_cmd import (
     parse_headers,
 )
 from miniagent.cli.memory_cmd import MemoryFileOption, MemoryNamespaceOption
-from miniagent.cli.observing import MetricsOption, observing, serving_metrics
+from miniagent.cli.observing import (
+    MetricsOption,
+    WorkerOtlpOption,
+    observing,
+    otlp_meters,
+    serving_metrics,
+)
 from miniagent.cli.safe_text import markup, visible
 from miniagent.errors import ConfigError
 from miniagent.types import RunResult
@@ -103,13 +109,15 @@ def worker(
     mcp_header: McpHeaderOption = None,
     mcp_approve: McpApproveOption = None,
     metrics: MetricsOption = None,
+    otlp: WorkerOtlpOption = None,
     memory: MemoryFileOption = None,
     memory_namespace: MemoryNamespaceOption = "default",
 ) -> None:
     """Serve sessions of TASK_QUEUE on a Temporal cluster: model calls and tool calls run here.
 
     With --metrics, the model calls and tool calls made here are served for Prometheus; with
-    --memory, the memory tools of agents that run with --memory (the same file).
+    --otlp, sent to an OpenTelemetry collector; with --memory, the memory tools of agents that
+    run with --memory (the same file).
     """
     from miniagent.cli.build import env
     from miniagent.cli.loading import load_tools
@@ -127,8 +135,13 @@ def worker(
         if memory is not None:
             sources.append(_memory_source(memory, memory_namespace))
         llm = build_model(config, api_key)
-        with serving_metrics(llm, metrics) as counting:
-            _run(lambda: _serve(temporal, task_queue, llm, sources, counting))
+        meter_provider = otlp_meters(otlp)
+        try:
+            with serving_metrics(llm, metrics, meter_provider) as counting:
+                _run(lambda: _serve(temporal, task_queue, llm, sources, counting))
+        finally:
+            if meter_provider is not None:
+                meter_provider.shutdown()  # sends the last figures
 
 
 def _memory_source(path: Path, namespace: str) -> Any:

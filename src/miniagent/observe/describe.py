@@ -1,7 +1,9 @@
 """What a trace says about the model behind a run: its name, provider and server address.
 
 Read from the transport's public attributes (``model`` and ``base_url`` of an HTTP model,
-``model_path`` of the embedded one); a transport with neither is named by its class.
+``model_path`` of the embedded one); a transport with neither is named by its class. An agent
+on Temporal has no model of its own (its workers have it): its name and provider are "",
+unknown here.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ def describe_model(model: object) -> ModelInfo:
         >>> describe_model(ScriptedModel(["Final Answer: 1"])).name
         'ScriptedModel'
     """
+    if model is None:  # a Temporal agent's client: the workers have the model
+        return ModelInfo(name="", provider="")
     base_url = getattr(model, "base_url", None)
     name = getattr(model, "model", None)
     if isinstance(base_url, str) and isinstance(name, str):

@@ -1,8 +1,10 @@
-"""Metrics of runs for Prometheus (extra ``metrics``): an event subscriber and its endpoint.
+"""Metrics of runs for Prometheus (extra ``metrics``) and OpenTelemetry (extra ``otel``).
 
-:class:`Metrics` turns the events of every run it is subscribed to into counters, gauges
-and histograms; :meth:`Metrics.serve` (or :func:`serve_metrics`) serves them in Prometheus'
-text format on ``/metrics`` (``miniagent run --metrics 127.0.0.1:9464``)::
+:class:`Metrics` is an event subscriber: it turns the events of every run it is subscribed
+to into counters, gauges and histograms, read once and recorded by one backend or both
+(:mod:`~miniagent.observe.figures` names every figure for each).
+:meth:`Metrics.serve` (or :func:`serve_metrics`) serves them in Prometheus' text format on
+``/metrics`` (``miniagent run --metrics 127.0.0.1:9464``)::
 
     metrics = Metrics(model=describe_model(llm))
     agent.subscribe(metrics)
@@ -10,12 +12,36 @@ text format on ``/metrics`` (``miniagent run --metrics 127.0.0.1:9464``)::
     ...
     server.close()
 
+Given a meter provider, the same figures are OpenTelemetry instruments, which
+:func:`otlp_meter_provider` exports over OTLP/HTTP (``miniagent run --otlp URL``, with the
+spans)::
+
+    provider = otlp_meter_provider("http://127.0.0.1:4318")
+    agent.subscribe(Metrics(model=describe_model(llm), meter_provider=provider))
+    ...
+    provider.shutdown()                        # sends the last figures
+
+Their OpenTelemetry names: ``gen_ai.client.operation.duration`` (s) and
+``gen_ai.client.token.usage`` ({token}) with ``gen_ai.operation.name``,
+``gen_ai.provider.name``, ``gen_ai.request.model``, ``server.address``, ``server.port`` and
+``error.type`` (a failed call only) or ``gen_ai.token.type``; ``miniagent.runs``
+{``miniagent.run.status``}, ``miniagent.run.steps``, ``miniagent.tool.calls``
+{``gen_ai.tool.name``, ``miniagent.tool.outcome``}, ``miniagent.tool.duration``,
+``miniagent.tool.consecutive_failures``, ``miniagent.approvals.waiting``,
+``miniagent.approval.oldest_wait``, ``miniagent.parse_failures``, ``miniagent.self_repairs``,
+``miniagent.guard.interventions`` {``miniagent.guard``} and ``miniagent.model.errors``
+{``error.type``, ``http.response.status_code``}. What they count is said below under their
+Prometheus names.
+
 The GenAI semantic conventions' client metrics, under their Prometheus names (dots become
 underscores, the unit a suffix), with their recommended bucket boundaries:
 
 - ``gen_ai_client_operation_duration_seconds`` (histogram) of every model call, labels
   ``gen_ai_operation_name`` (``chat``), ``gen_ai_provider_name``, ``gen_ai_request_model``
-  and ``error_type`` ("" for a call that answered, else the exception's class);
+  and ``error_type`` ("" for a call that answered, else the exception's class); a Temporal
+  client, which has no model of its own, names the model the reply says answered (the worker's
+  activity keeps that name in the reply; the first :data:`MAX_MODELS` names, later ones
+  ``other``), else leaves it "";
 - ``gen_ai_client_token_usage`` (histogram, tokens) of every answered call whose server
   reported its usage, the same labels less ``error_type`` plus ``gen_ai_token_type``
   (``input`` or ``output``).
@@ -60,32 +86,30 @@ from typing import Any
 
 from miniagent.errors import ConfigError
 from miniagent.observe.describe import ModelInfo
+from miniagent.observe.metrics_prom import MISSING
 from miniagent.runtime import events as ev
 from miniagent.types import Observation, TokenUsage
 
 __all__ = ["ALERT_RULES", "MAX_TOOLS", "UNKNOWN_TOOL", "Metrics", "MetricsServer",
-           "parse_address", "serve_metrics", "tool_outcome"]
+           "otlp_meter_provider", "parse_address", "serve_metrics", "tool_outcome"]
 
 ALERT_RULES = Path(__file__).with_name("alerts.yml")
 """Prometheus alert rules over these metrics (for ``rule_files`` in ``prometheus.yml``)."""
 MAX_TOOLS = 100
 """Distinct tool names kept as label values; later ones are counted as ``other``."""
+MAX_MODELS = 10
+"""Distinct model names a Temporal client's replies may give as label values (see below)."""
 UNKNOWN_TOOL = "unknown_tool"
 """The label of calls of a tool no source has (a name the model made up)."""
 _UNKNOWN_TOOL = "Unknown tool "  # tools/toolbox.py's wording
 MAX_SESSIONS = 10_000
 """Sessions whose state (failed tools, a parse failure) is remembered at once; the oldest is
 forgotten first."""
-_MISSING = "prometheus-client is not installed: pip install 'miniagent[metrics]'"
-# the GenAI semantic conventions' advice for these two histograms
-DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24,
-                    20.48, 40.96, 81.92)
-TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
-                 16777216, 67108864)
-STEP_BUCKETS = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89)
 _TIMED_OUT = re.compile(r"^Tool '.*' timed out after ")  # tools/toolbox.py's wording
 _HTTP_STATUS = re.compile(r"(?:answered|refused the tools field \()\s*(\d{3})")  # models/
 _HTTP_ERRORS = frozenset({"ModelHTTPError", "ToolsNotSupported"})
+_NO_ATTRIBUTES: dict[str, Any] = {}
+_MAX_MODEL_NAME = 200
 
 
 def tool_outcome(observation: Observation) -> str:
@@ -118,71 +142,59 @@ class _Waiting:
 
 
 class Metrics:
-    """An event subscriber that counts runs, model calls and tool calls for Prometheus.
+    """An event subscriber that counts runs, model calls and tool calls, for Prometheus and/or
+    OpenTelemetry.
+
+    The events are read here once; each backend only records the figures
+    (:mod:`~miniagent.observe.figures`) under its own names.
 
     Args:
         model: How the GenAI metrics name the model
             (:func:`~miniagent.observe.describe.describe_model`).
-        registry: A ``prometheus_client.CollectorRegistry`` to register in; a new one when
-            None (so several agents, or tests, in one process never share counters).
+        registry: A ``prometheus_client.CollectorRegistry`` to register in. When None, a new
+            one (so several agents, or tests, in one process never share counters), unless
+            ``meter_provider`` is given: then there are no Prometheus metrics.
+        meter_provider: An OpenTelemetry meter provider (:func:`otlp_meter_provider`, or the
+            SDK's own) whose ``miniagent`` meter records the figures too.
 
     Raises:
-        ConfigError: prometheus-client is not installed.
+        ConfigError: prometheus-client (for a registry) or OpenTelemetry (for a meter
+            provider) is not installed.
     """
 
-    def __init__(self, *, model: ModelInfo, registry: Any = None) -> None:
-        try:
-            import prometheus_client as prom
-        except ImportError:
-            raise ConfigError(_MISSING) from None
+    def __init__(self, *, model: ModelInfo, registry: Any = None,
+                 meter_provider: Any = None) -> None:
         self.model = model
-        self.registry = prom.CollectorRegistry() if registry is None else registry
-        r = self.registry
-        gen_ai = ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model"]
-        self.operation_duration = prom.Histogram(
-            "gen_ai_client_operation_duration", "GenAI operation duration.",
-            [*gen_ai, "error_type"], unit="seconds", buckets=DURATION_BUCKETS, registry=r)
-        self.token_usage = prom.Histogram(
-            "gen_ai_client_token_usage", "Number of input and output tokens used.",
-            [*gen_ai, "gen_ai_token_type"], buckets=TOKEN_BUCKETS, registry=r)
-        self.runs = prom.Counter("miniagent_runs", "Runs finished, by status.", ["status"],
-                                 registry=r)
-        self.run_steps = prom.Histogram("miniagent_run_steps", "Steps of each finished run.",
-                                        buckets=STEP_BUCKETS, registry=r)
-        self.tool_calls = prom.Counter(
-            "miniagent_tool_calls", "Tool calls, by tool and outcome (ok, error, timeout, "
-            "denied; retried: a call after a failed one of that tool).", ["tool", "outcome"],
-            registry=r)
-        self.tool_duration = prom.Histogram(
-            "miniagent_tool_duration", "Duration of tool calls.", ["tool"], unit="seconds",
-            buckets=DURATION_BUCKETS, registry=r)
-        self.tool_failures = prom.Gauge(
-            "miniagent_tool_consecutive_failures", "Failed calls of a tool since its last "
-            "success.", ["tool"], registry=r)
-        self.approvals_waiting = prom.Gauge(
-            "miniagent_approvals_waiting", "Calls waiting for a person's decision.", registry=r)
-        self.approval_age = prom.Gauge(
-            "miniagent_approval_oldest_wait_seconds", "How long the oldest waiting call has "
-            "waited.", registry=r)
-        self.parse_failures = prom.Counter(
-            "miniagent_parse_failures", "Replies that were neither an action nor an answer.",
-            registry=r)
-        self.self_repairs = prom.Counter(
-            "miniagent_self_repairs", "Replies that parsed after a parse failure.", registry=r)
-        self.guards = prom.Counter("miniagent_guard_interventions", "Guard interventions.",
-                                   ["guard"], registry=r)
-        self.model_errors = prom.Counter(
-            "miniagent_model_errors", "Failed model calls, by error class and HTTP status.",
-            ["error_type", "status_code"], registry=r)
-        self.approvals_waiting.set_function(lambda: len(self._waiting))
-        self.approval_age.set_function(self._oldest_wait)
+        self.registry: Any = None
+        """The Prometheus registry, or None when only OpenTelemetry records."""
+        self.sinks: list[Any] = []
+        if registry is not None or meter_provider is None:
+            from miniagent.observe.metrics_prom import PrometheusSink
+
+            self.sinks.append(PrometheusSink(registry))
+            self.registry = self.sinks[-1].registry
+        if meter_provider is not None:
+            from miniagent.observe.metrics_otel import OtelSink
+
+            self.sinks.append(OtelSink(meter_provider))
+        for sink in self.sinks:
+            sink.observe("approvals_waiting", lambda: len(self._waiting))
+            sink.observe("approval_age", self._oldest_wait)
+        self._chat = {"gen_ai.operation.name": "chat",
+                      "gen_ai.provider.name": model.provider or None,
+                      "gen_ai.request.model": model.name or None,
+                      "server.address": model.server_address, "server.port": model.server_port}
         self._sessions: dict[str, _Session] = {}
         self._waiting: dict[tuple[str, str], _Waiting] = {}
         self._tools: set[str] = set()
+        self._models: set[str] = set()
+        self._failures: dict[str, int] = {}  # by tool label: at most MAX_TOOLS + 2
         self._lock = threading.Lock()
+        self._handlers = {name.removeprefix("_on_"): getattr(self, name) for name in dir(self)
+                          if name.startswith("_on_")}
 
     def __call__(self, event: ev.Event) -> None:
-        handler = getattr(self, f"_on_{event.kind}", None)
+        handler = self._handlers.get(event.kind)
         if handler is not None:
             with self._lock:
                 handler(event)
@@ -193,7 +205,7 @@ class Metrics:
         with self._lock:
             status = getattr(error, "status", None)
             self._model_call(elapsed, usage, None if error is None else type(error).__name__,
-                             str(status) if isinstance(status, int) else "")
+                             status if isinstance(status, int) else None)
 
     def tool_call(self, *, session_id: str, observation: Observation) -> None:
         """Count one tool call made outside an event stream (a Temporal worker's activity);
@@ -201,16 +213,32 @@ class Metrics:
         with self._lock:
             name, session = observation.tool_name, self._session(session_id)
             if name in session.failed_tools:
-                self.tool_calls.labels(self._tool(name), "retried").inc()
+                self._count_call(self._tool(name), "retried")
             self._tool_call(session_id, observation.tool_name, observation)
             if not session.failed_tools:  # nothing to remember of this session
                 self._sessions.pop(session_id, None)
 
     def serve(self, address: str) -> MetricsServer:
-        """Serve these metrics on ``http://HOST:PORT/metrics`` (:func:`serve_metrics`)."""
+        """Serve these metrics on ``http://HOST:PORT/metrics`` (:func:`serve_metrics`).
+
+        Raises:
+            ConfigError: these metrics have no Prometheus registry (only a meter provider).
+        """
+        if self.registry is None:
+            raise ConfigError("these metrics go to an OpenTelemetry meter provider only; "
+                              "give Metrics a registry to serve them for Prometheus too")
         return serve_metrics(address, self.registry)
 
     # -- helpers --------------------------------------------------------------------------
+
+    def _put(self, key: str, value: float, attributes: dict[str, Any] = _NO_ATTRIBUTES
+             ) -> None:
+        for sink in self.sinks:
+            sink.put(key, value, attributes)
+
+    def _count_call(self, tool: str, outcome: str, count: int = 1) -> None:
+        self._put("tool_calls", count, {"gen_ai.tool.name": tool,
+                                        "miniagent.tool.outcome": outcome})
 
     def _tool(self, name: str) -> str:
         """``name`` as a label value: one of the first :data:`MAX_TOOLS` names, or ``other``."""
@@ -218,6 +246,14 @@ class Metrics:
             return name
         if len(self._tools) < MAX_TOOLS:
             self._tools.add(name)
+            return name
+        return "other"
+
+    def _model_name(self, name: str) -> str:
+        """A name a server answered with, as a label value: one of the first
+        :data:`MAX_MODELS`, or ``other`` (a server may name any model in any reply)."""
+        if name in self._models or len(self._models) < MAX_MODELS:
+            self._models.add(name)
             return name
         return "other"
 
@@ -229,10 +265,6 @@ class Metrics:
             session = self._sessions[session_id] = _Session()
         return session
 
-    def _gen_ai(self) -> dict[str, str]:
-        return {"gen_ai_operation_name": "chat", "gen_ai_provider_name": self.model.provider,
-                "gen_ai_request_model": self.model.name}
-
     def _oldest_wait(self) -> float:
         with self._lock:
             since = min((w.since for w in self._waiting.values()), default=None)
@@ -242,15 +274,15 @@ class Metrics:
         for key in [k for k in self._waiting if k[0] == session_id]:
             waiting = self._waiting.pop(key)
             if denied:
-                self.tool_calls.labels(waiting.tool, "denied").inc()
+                self._count_call(waiting.tool, "denied")
 
     # -- events ---------------------------------------------------------------------------
 
     def _on_run_finished(self, event: ev.RunFinished) -> None:
         result = event.result
-        self.runs.labels(result.status).inc()
+        self._put("runs", 1, {"miniagent.run.status": result.status})
         session = self._sessions.pop(event.session_id, _Session())
-        self.run_steps.observe(max(session.last_step, len(result.steps)))
+        self._put("run_steps", max(session.last_step, len(result.steps)))
         if result.status != "awaiting_approval":  # cancelled, failed: no longer waiting
             self._settle_waiting(event.session_id, denied=False)
 
@@ -263,34 +295,39 @@ class Metrics:
         self._settle_waiting(event.session_id, denied=True)
 
     def _on_model_responded(self, event: ev.ModelResponded) -> None:
-        self._model_call(event.elapsed, event.response.usage, None, "")
+        self._model_call(event.elapsed, event.response.usage, None, None,
+                         answered_by=_response_model(event.response.raw))
         session = self._session(event.session_id)
         if session.repairing and event.parsed.kind in ("action", "final"):
             session.repairing = False
-            self.self_repairs.inc()
+            self._put("self_repairs", 1)
 
     def _on_model_failed(self, event: ev.ModelFailed) -> None:
         error_type = event.error_type or "_OTHER"
         found = _HTTP_STATUS.search(event.error) if error_type in _HTTP_ERRORS else None
-        self._model_call(event.elapsed, None, error_type, found.group(1) if found else "")
+        self._model_call(event.elapsed, None, error_type,
+                         int(found.group(1)) if found else None)
 
     def _model_call(self, elapsed: float, usage: TokenUsage | None, error_type: str | None,
-                    status_code: str) -> None:
-        labels = self._gen_ai()
-        self.operation_duration.labels(**labels, error_type=error_type or "").observe(elapsed)
+                    status_code: int | None, answered_by: str | None = None) -> None:
+        chat = self._chat
+        if chat["gen_ai.request.model"] is None and answered_by:  # a client without a model
+            chat = {**chat, "gen_ai.request.model": self._model_name(answered_by)}
+        self._put("operation_duration", elapsed, {**chat, "error.type": error_type})
         if usage is not None and usage.known:
-            self.token_usage.labels(**labels, gen_ai_token_type="input").observe(
-                usage.prompt_tokens or 0)
-            self.token_usage.labels(**labels, gen_ai_token_type="output").observe(
-                usage.completion_tokens or 0)
+            self._put("token_usage", usage.prompt_tokens or 0,
+                      {**chat, "gen_ai.token.type": "input"})
+            self._put("token_usage", usage.completion_tokens or 0,
+                      {**chat, "gen_ai.token.type": "output"})
         if error_type is not None:
-            self.model_errors.labels(error_type, status_code).inc()
+            self._put("model_errors", 1, {"error.type": error_type,
+                                          "http.response.status_code": status_code})
 
     def _on_tool_started(self, event: ev.ToolStarted) -> None:
         name = event.call.name
         self._waiting.pop((event.session_id, event.call.id), None)  # approved, now running
         if name in self._session(event.session_id).failed_tools:
-            self.tool_calls.labels(self._tool(name), "retried").inc()
+            self._count_call(self._tool(name), "retried")
 
     def _on_tool_finished(self, event: ev.ToolFinished) -> None:
         self._tool_call(event.session_id, event.call.name, event.observation)
@@ -299,18 +336,19 @@ class Metrics:
         # a name the model made up is no label value: the registry's names are
         unknown = observation.is_error and observation.output.startswith(_UNKNOWN_TOOL)
         tool, outcome = UNKNOWN_TOOL if unknown else self._tool(name), tool_outcome(observation)
-        self.tool_calls.labels(tool, outcome).inc()
+        self._count_call(tool, outcome)
         if observation.attempts > 1:  # the executor tried it again (its retry policy)
-            self.tool_calls.labels(tool, "retried").inc(observation.attempts - 1)
-        self.tool_duration.labels(tool).observe(observation.elapsed)
+            self._count_call(tool, "retried", observation.attempts - 1)
+        self._put("tool_duration", observation.elapsed, {"gen_ai.tool.name": tool})
         failed = self._session(session_id).failed_tools
         if outcome == "ok":
             failed.discard(name)
-            self.tool_failures.labels(tool).set(0)
+            self._failures[tool] = 0
         else:
             if not unknown:
                 failed.add(name)
-            self.tool_failures.labels(tool).inc()
+            self._failures[tool] = self._failures.get(tool, 0) + 1
+        self._put("tool_failures", self._failures[tool], {"gen_ai.tool.name": tool})
 
     def _on_approval_requested(self, event: ev.ApprovalRequested) -> None:
         for pending in event.pending:
@@ -318,10 +356,43 @@ class Metrics:
                                      _Waiting(self._tool(pending.tool), event.at))
 
     def _on_guard_intervened(self, event: ev.GuardIntervened) -> None:
-        self.guards.labels(event.guard).inc()
+        self._put("guards", 1, {"miniagent.guard": event.guard})
         if event.guard == "format_error":
-            self.parse_failures.inc()
+            self._put("parse_failures", 1)
             self._session(event.session_id).repairing = True
+
+
+def _response_model(raw: Any) -> str | None:
+    """The model a server said answered (its body's ``model``), cut to a sane length."""
+    name = raw.get("model") if isinstance(raw, dict) else None
+    return name[:_MAX_MODEL_NAME] if isinstance(name, str) and name else None
+
+
+def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: float = 5.0,
+                        interval: float | None = None,
+                        shutdown_timeout: float | None = None) -> Any:
+    """A meter provider whose metrics go to an OTLP/HTTP collector at ``url`` every
+    ``interval`` seconds (None: ``OTEL_METRIC_EXPORT_INTERVAL``, else 60 s), and once more at
+    ``shutdown()``; give it to :class:`Metrics` as ``meter_provider``.
+
+    ``url`` is the metrics endpoint (``http://127.0.0.1:4318/v1/metrics``), a collector's base
+    URL (``/v1/metrics`` is added), or its traces endpoint (``.../v1/traces`` becomes
+    ``.../v1/metrics``), so the URL given for spans serves. Sending never affects a run: the
+    first failure of the process is one line on the ``miniagent`` logger, and ``shutdown()``
+    waits at most ``shutdown_timeout`` seconds for a collector that does not answer
+    (:mod:`miniagent.observe.otlp_metrics`).
+
+    Raises:
+        ConfigError: ``url`` is not an http(s) URL, or the OTLP exporter is not installed.
+    """
+    try:
+        from miniagent.observe import otlp_metrics
+    except ImportError:
+        raise ConfigError("the OTLP exporter is not installed: pip install 'miniagent[otel]'"
+                          ) from None
+    return otlp_metrics.otlp_meter_provider(
+        url, service_name=service_name, timeout=timeout, interval=interval,
+        shutdown_timeout=shutdown_timeout)
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -378,7 +449,7 @@ def serve_metrics(address: str, registry: Any = None) -> MetricsServer:
     try:
         import prometheus_client as prom
     except ImportError:
-        raise ConfigError(_MISSING) from None
+        raise ConfigError(MISSING) from None
     try:
         server, thread = prom.start_http_server(
             port, addr=host, registry=prom.REGISTRY if registry is None else registry)

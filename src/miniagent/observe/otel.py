@@ -211,8 +211,7 @@ class OtelTracer:
     def _on_run_started(self, event: ev.RunStarted) -> None:
         span = self._start(None, event, f"invoke_agent {self.agent_name}", SpanKind.INTERNAL, {
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": self.agent_name,
-            "gen_ai.provider.name": self.model.provider,
-            "gen_ai.request.model": self.model.name})
+            **_known(self.model)})
         self._content(span, "gen_ai.input.messages", [_text_message("user", event.question)])
         self._runs[event.session_id] = _Run(agent=span)
 
@@ -271,8 +270,8 @@ class OtelTracer:
     def _on_model_started(self, event: ev.ModelStarted) -> None:
         request, model = event.request, self.model
         attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": model.provider,
-            "gen_ai.request.model": model.name, "miniagent.protocol": request.protocol}
+            "gen_ai.operation.name": "chat", **_known(model),
+            "miniagent.protocol": request.protocol}
         if request.temperature is not None:
             attributes["gen_ai.request.temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -283,7 +282,7 @@ class OtelTracer:
             attributes["server.address"] = model.server_address
             if model.server_port:
                 attributes["server.port"] = model.server_port
-        self._child(event, f"chat {model.name}", SpanKind.CLIENT, attributes)
+        self._child(event, f"chat {model.name}".rstrip(), SpanKind.CLIENT, attributes)
         run = self._runs.get(event.session_id)
         span = run.spans.get(event.span_id) if run is not None else None
         if span is not None:
@@ -355,6 +354,12 @@ def _set_usage(span: Span, usage: TokenUsage) -> None:
     span.set_attribute("gen_ai.usage.input_tokens", usage.prompt_tokens or 0)
     span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens or 0)
     span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens or 0)
+
+
+def _known(model: ModelInfo) -> dict[str, str]:
+    """The provider and model attributes that are known (a Temporal client knows neither)."""
+    known = {"gen_ai.provider.name": model.provider, "gen_ai.request.model": model.name}
+    return {name: value for name, value in known.items() if value}
 
 
 def _text_message(role: str, text: str, finish_reason: str | None = None) -> dict[str, Any]:

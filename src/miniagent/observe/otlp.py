@@ -41,6 +41,7 @@ SHUTDOWN_TIMEOUT = 1.0
 the exporter's first retry comes after about a second."""
 
 _EXPORTER_LOGGERS = ("opentelemetry.exporter.otlp.proto.http.trace_exporter",
+                     "opentelemetry.exporter.otlp.proto.http.metric_exporter",
                      "opentelemetry.exporter.otlp.common.http")
 _log = logging.getLogger(__name__)
 
@@ -91,16 +92,18 @@ def _hold_back_exporter_logs() -> None:
             logger.addFilter(_HELD_BACK)
 
 
-def _report_once(endpoint: str, reason: str | None, count: int) -> None:
+def _report_once(endpoint: str, reason: str | None, count: int, *, signal: str = "spans",
+                 unit: str = "span", hint: str = "") -> None:
+    """Say the first failure to send spans or metrics of the process; later ones are not."""
     if not _reported.acquire(blocking=False):
         return
     reason = reason or "no answer"
     query = urlsplit(endpoint).query
     if query:  # a token in the URL's query may be quoted in the reason
         reason = reason.replace(query, REDACTED)
-    _log.warning("OpenTelemetry spans could not be sent to the collector at %s (%s): %d "
-                 "span(s) dropped; later failures to send are not reported",
-                 redact_url(endpoint), reason, count)
+    _log.warning("OpenTelemetry %s could not be sent to the collector at %s (%s): %d "
+                 "%s(s) dropped; later failures to send are not reported%s",
+                 signal, redact_url(endpoint), reason, count, unit, hint)
 
 
 def _text_bytes(value: Any) -> int:

@@ -9,7 +9,9 @@ is noticed within the heartbeat timeout. A tool's transient failures are tried a
 activity, by that executor, with the tool's retry policy (or the run's, which the input
 carries); the activity's own retries are for a worker that failed (see ``faults.tool_retry``).
 Observations come back whole: the step logic cuts them to the agent's limit, once, as on every
-driver.
+driver. A model reply comes back without the server's body, but with the model's name
+(``raw={"model": ...}``: the server's answer, else the worker's model), which the client's
+traces and metrics name the model by.
 
 With ``metrics`` (a :class:`~miniagent.observe.metrics.Metrics`), each attempt of a model call
 and each tool call is counted in the worker (``miniagent worker --metrics``); runs, steps,
@@ -31,11 +33,15 @@ from temporalio.exceptions import ApplicationError
 
 from miniagent import errors
 from miniagent.models.base import Model
+from miniagent.observe.describe import describe_model
 from miniagent.temporal.contracts import ToolInput
 from miniagent.temporal.faults import PAYLOAD_LIMIT, PAYLOAD_TOO_LARGE, model_failure
 from miniagent.tool_context import ToolContext
 from miniagent.tools.toolbox import Toolbox
 from miniagent.types import ModelRequest, ModelResponse, Observation
+
+MODEL_NAME_CHARS = 200
+"""The most characters of a model's name a reply keeps in the workflow's history."""
 
 GENERATE, RUN_TOOL = "miniagent.generate", "miniagent.run_tool"
 
@@ -62,9 +68,17 @@ class SessionActivities:
     def __init__(self, model: Model, tools: Toolbox, *, heartbeat_every: float = 1.0,
                  metrics: Any = None) -> None:
         self.model = without_retries(model)
+        self.model_name = describe_model(model).name
         self.tools = tools
         self.heartbeat_every = heartbeat_every
         self.metrics = metrics
+
+    def _named(self, raw: Any) -> dict[str, str]:
+        """``{"model": ...}``: the name the server answered with, else the worker's model's."""
+        name = raw.get("model") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or not name:
+            name = self.model_name
+        return {"model": name[:MODEL_NAME_CHARS]}
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.generate, self.run_tool]
@@ -81,7 +95,9 @@ class SessionActivities:
         if self.metrics is not None:
             self.metrics.model_call(elapsed=time.perf_counter() - started,
                                     usage=response.usage)
-        response = dataclasses.replace(response, raw=None)  # the body is not kept in history
+        # the body is not kept in history; the model's name is, for the client's traces and
+        # metrics (a Temporal agent has no model of its own to name)
+        response = dataclasses.replace(response, raw=self._named(response.raw))
         _fits(response, "the model's reply (its text, reasoning and tool calls)")
         return response
 
