@@ -140,9 +140,13 @@ def _memory_source(path: Path, namespace: str) -> Any:
 
 async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],
                  metrics: Any = None) -> None:
+    from miniagent.cli.warming import shown
     from miniagent.temporal import connect, session_worker
+    from miniagent.temporal.worker import warm_served
 
     client = await connect(address)
+    # before polling (session_worker warms up too: what was warmed here is not warmed again)
+    await shown(lambda: warm_served(sources, llm))
     serving = await session_worker(client, task_queue=task_queue, model=llm, sources=sources,
                                    metrics=metrics)
     listed = [await source.list_tools() for source in sources]
