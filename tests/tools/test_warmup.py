@@ -6,9 +6,11 @@ asserts (a hanging warm-up is cut by a short warm-up timeout, and the report say
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +37,6 @@ class Index:
 
     def __init__(self) -> None:
         self.loads = 0
-        self.release = asyncio.Event()
 
     async def load(self) -> None:
         self.loads += 1
@@ -294,3 +295,13 @@ async def test_forget_makes_a_key_cold_again() -> None:
 async def test_nothing_to_warm_is_an_empty_ok_report() -> None:
     report = await Agent(model=model()).start()
     assert report.ok and report.outcomes == () and str(report) == "nothing to warm up"
+
+
+async def test_the_record_does_not_keep_a_warmed_source_alive() -> None:
+    source = CountingSource()
+    await Agent(model=model(), tools=[source]).start()
+    assert source.warmups == 1
+    gone = weakref.ref(source)
+    del source
+    gc.collect()
+    assert gone() is None  # a model's weights, a server's pipes: freed with their owner

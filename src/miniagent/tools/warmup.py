@@ -35,6 +35,7 @@ import contextvars
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -222,9 +223,10 @@ class _Failed(Exception):
     """What the waiters of a warm-up see when it raised (its description)."""
 
 
-_lock = threading.Lock()
-_record: dict[int, tuple[object, concurrent.futures.Future[None]]] = {}
-"""id(key) -> (key, the warm-up's outcome); the key is held so that its id stays its own."""
+_lock = threading.RLock()  # reentrant: a key collected while it is held drops its entry
+_record: dict[int, tuple[Callable[[], object], concurrent.futures.Future[None]]] = {}
+"""id(key) -> (a reference to the key, the warm-up's outcome). The reference is weak where
+the key allows it: a model or a source nobody else holds is freed, and its entry with it."""
 
 _warming: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
     "miniagent_warming", default=frozenset())
@@ -237,7 +239,7 @@ def forget(*keys: object) -> None:
     with _lock:
         for key in keys:
             held = _record.get(id(key))
-            if held is not None and held[0] is key and held[1].done():
+            if held is not None and held[0]() is key and held[1].done():
                 del _record[id(key)]
 
 
@@ -246,11 +248,27 @@ def _claim(key: object) -> tuple[concurrent.futures.Future[None], bool]:
     or it failed last time)."""
     with _lock:
         held = _record.get(id(key))
-        if held is not None and held[0] is key and not _failed(held[1]):
+        if held is not None and held[0]() is key and not _failed(held[1]):
             return held[1], False
         outcome: concurrent.futures.Future[None] = concurrent.futures.Future()
-        _record[id(key)] = (key, outcome)
+        _record[id(key)] = (_reference(key), outcome)
         return outcome, True
+
+
+def _reference(key: object) -> Callable[[], object]:
+    """A weak reference to ``key`` that drops its entry when the key is freed; the key itself
+    (held: its id stays its own) when it cannot be referenced weakly."""
+    number = id(key)
+
+    def dropped(ref: object) -> None:
+        with _lock:
+            if _record.get(number, (None,))[0] is ref:
+                del _record[number]
+
+    try:
+        return weakref.ref(key, dropped)
+    except TypeError:
+        return lambda: key
 
 
 def _failed(outcome: concurrent.futures.Future[None]) -> bool:
