@@ -145,10 +145,9 @@ async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],
     from miniagent.temporal.worker import warm_served
 
     client = await connect(address)
-    # before polling (session_worker warms up too: what was warmed here is not warmed again)
-    await shown(lambda: warm_served(sources, llm))
+    await shown(lambda: warm_served(sources, llm))  # before polling, with a status line
     serving = await session_worker(client, task_queue=task_queue, model=llm, sources=sources,
-                                   metrics=metrics)
+                                   metrics=metrics, warm_up=False)
     listed = [await source.list_tools() for source in sources]
     names = ", ".join(t.name for tools in listed for t in tools) or "none"
     typer.echo(visible(f"miniagent worker: serving task queue {task_queue} at {address} "

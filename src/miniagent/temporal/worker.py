@@ -42,21 +42,23 @@ def sandbox() -> SandboxedWorkflowRunner:
 
 async def session_worker(client: Client, *, task_queue: str, model: Model,
                          sources: Sequence[ToolSource] = (), heartbeat_every: float = 1.0,
-                         metrics: Any = None,
+                         metrics: Any = None, warm_up: bool = True,
                          warmup_timeout: float | None = defaults.WARMUP_TIMEOUT,
                          **options: Any) -> Worker:
     """A worker for ``task_queue``; run it with ``async with worker:`` or ``await worker.run()``.
 
     Before it returns (so before the worker polls), the warm-ups of ``sources`` and ``model``
     have run (:func:`warm_served`, each within ``warmup_timeout``): a failure is logged, and
-    that tool warms on its first call instead.
+    that tool warms on its first call instead. ``warm_up=False`` leaves that to the caller
+    (``miniagent worker`` shows its own).
 
     ``metrics`` (a :class:`~miniagent.observe.metrics.Metrics`) counts the model calls and
     tool calls this worker makes.
 
     ``options`` go to :class:`temporalio.worker.Worker` (e.g. ``max_concurrent_activities``).
     """
-    await warm_served(sources, model, timeout=warmup_timeout)
+    if warm_up:
+        await warm_served(sources, model, timeout=warmup_timeout)
     tools = await Toolbox.gather(sources)
     caps = model.capabilities
     register(task_queue, Served(tools=tools, tool_mode=caps.tool_mode,
