@@ -26,6 +26,8 @@ EXPECTED = {
     "Memory", "MemoryItem",
     # a tool's retry policy (issue 19)
     "RetryPolicy",
+    # what Agent.start() warmed (issue 19)
+    "WarmupReport",
 }
 
 

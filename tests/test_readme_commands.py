@@ -45,6 +45,7 @@ PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
     "meter_provider=provider": "observe/test_metrics_otlp.py::test_the_readme_example_runs",
     'tool_mode="hybrid", stream=True':
         "test_readme_stream.py::test_streaming_hybrid_example_runs",
+    "@tool(warmup=build_index)": "test_readme_warmup.py::test_warmup_example_runs",
 }
 """Paths are under tests/."""
 

@@ -58,6 +58,7 @@ from miniagent.store import CheckpointStore, MemoryStore
 from miniagent.tool_context import ToolContext, tool_context
 from miniagent.tools.registry import Tool, ToolRegistry, tool
 from miniagent.tools.source import ToolSource
+from miniagent.tools.warmup import WarmupReport
 from miniagent.tools.wrappers import Filtered, Prefixed, ToolRule, WithRules
 from miniagent.types import (
     CallRecord,
@@ -152,6 +153,7 @@ __all__ = [
     "ToolSource",
     "ToolsNotSupported",
     "UserError",
+    "WarmupReport",
     "WithRules",
     "__version__",
     "register_protocol",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from miniagent import defaults
 from miniagent.errors import SessionNotFound, UserError
@@ -37,6 +38,9 @@ from miniagent.tools.registry import ApprovalRule, Tool, ToolRegistry
 from miniagent.tools.source import ToolSource, records
 from miniagent.tools.toolbox import Toolbox
 from miniagent.types import RunResult
+
+if TYPE_CHECKING:
+    from miniagent.tools.warmup import WarmupReport
 
 T = TypeVar("T")
 
@@ -103,6 +107,13 @@ class Agent:
     (``ToolError(..., retryable=True)``; a timeout or connection error of an idempotent tool)
     is tried again with backoff, within the run's deadline (see :mod:`miniagent.retry`).
 
+    ``await agent.start()`` (or ``async with agent:``, which starts and closes it) runs the
+    warm-ups of its tools, sources and model before the first run, concurrently, each at most
+    ``warmup_timeout`` seconds and once per process; it returns a
+    :class:`~miniagent.tools.warmup.WarmupReport` and never raises for a warm-up that failed
+    (the tool stays usable). A run works the same without it: then nothing is warmed, and
+    first calls pay their cold start (see :mod:`miniagent.tools.warmup`).
+
     ``trace`` appends every event of every run to a JSONL file (see
     :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
 
@@ -153,6 +164,7 @@ class Agent:
         memory_namespace: str = "default",
         memory_recall: bool = True,
         tool_retry: RetryPolicy | int | None = None,
+        warmup_timeout: float | None = defaults.WARMUP_TIMEOUT,
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
@@ -214,6 +226,13 @@ class Agent:
         self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see temporal
         self.temporal_options = temporal_options  # a miniagent.temporal.TemporalOptions
         self._temporal_driver: Any = None
+        if warmup_timeout is not None and not warmup_timeout > 0:
+            raise UserError(f"warmup_timeout must be positive seconds or None, got "
+                            f"{warmup_timeout!r}")
+        self.warmup_timeout = warmup_timeout
+        """Seconds each warm-up of :meth:`start` may take (``None``: no limit)."""
+        self.warmup_report: WarmupReport | None = None
+        """What the last :meth:`start` warmed, and what failed (``None``: never started)."""
 
     @property
     def limits(self) -> Limits:
@@ -315,6 +334,70 @@ class Agent:
             return result
         finally:
             self.store.release(session_id, owner)
+
+    # -- warming up ----------------------------------------------------------------------
+
+    async def start(self) -> WarmupReport:
+        """Run the warm-ups of this agent's tools, sources and model, concurrently, each once
+        per process and within ``warmup_timeout``: ``@tool(warmup=...)`` functions run, MCP
+        servers connect and list their tools, the embedded model loads and evaluates the prompt
+        of a first request (so the first step finds the system prompt in its cache). A failure
+        is reported (and logged), never raised: the tool stays usable, cold.
+
+        Example:
+            >>> import asyncio
+            >>> from miniagent import ScriptedModel, tool
+            >>> index: list[str] = []
+            >>> @tool(warmup=lambda: index.append("loaded"))
+            ... def search(query: str) -> str:
+            ...     '''Search the index.'''
+            ...     return f"{query}: the index was {index[0]} before the first call"
+            >>> async def main() -> str:
+            ...     model = ScriptedModel(['Action: search\\nAction Input: {"query": "cats"}',
+            ...                            "Final Answer: done"])
+            ...     async with Agent(model=model, tools=[search]) as agent:  # starts: warms
+            ...         print(agent.warmup_report)
+            ...         result = await agent.arun("Find cats")
+            ...     return result.steps[0].observations[0].output
+            >>> asyncio.run(main())  # doctest: +ELLIPSIS
+            1 of 1 warm in ... s
+            'cats: the index was loaded before the first call'
+        """
+        from miniagent.tools.warmup import model_warmups, run_warmups, source_warmups
+
+        warmups = source_warmups(self.sources) + model_warmups(self.model, self._warm_model)
+        self.warmup_report = await run_warmups(warmups, timeout=self.warmup_timeout)
+        return self.warmup_report
+
+    async def _warm_model(self) -> None:
+        """The model's warm-up, given the first request of a run as the step logic renders it
+        (its prompt up to the question is every new session's); only loading when the tools
+        cannot be listed (their source's warm-up reports why)."""
+        from miniagent.runtime.loop import first_request
+
+        request = None
+        with contextlib.suppress(Exception):
+            toolbox = await Toolbox.gather(self.sources)
+            request = first_request(rules_for(self.spec, toolbox, protocol=self.protocol))
+        await self.model.warmup(request)  # type: ignore[union-attr]
+
+    def warm_up(self) -> WarmupReport:
+        """Synchronous :meth:`start`, for programs that call :meth:`run`.
+
+        What outlives an event loop stays warm (``@tool(warmup=...)`` functions, the embedded
+        model and its prompt cache). MCP servers are stopped again at its end, as at the end
+        of every synchronous run (each has its own event loop): to keep them connected, use
+        ``async with agent:`` and ``arun``.
+        """
+        return self._sync(self.start())
+
+    async def __aenter__(self) -> Agent:
+        """Start (:meth:`start`); leaving closes the agent (:meth:`aclose`)."""
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def as_tool(self, *, name: str, description: str,
                 max_depth: int = DEFAULT_MAX_DEPTH, requires_approval: ApprovalRule = False,
@@ -440,9 +523,13 @@ class Agent:
             await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the tool sources and the model's connections (a later run reopens them)."""
+        """Close the tool sources and the model's connections (a later run reopens them, a
+        later :meth:`start` warms the sources again)."""
+        from miniagent.tools.warmup import forget
+
         await asyncio.gather(*(source.aclose() for source in self.sources),
                              return_exceptions=True)
+        forget(*self.sources)
         if self.model is not None:
             await self.model.aclose()
         if self.tracer is not None:

@@ -20,3 +20,5 @@ TOOL_CONCURRENCY = 8
 SMALL_MODEL_TOOLS = 2
 """Tools offered per step to a small model (``Capabilities.small_model``) unless the agent is
 given ``tool_selection``: fewer tools, a shorter prompt and fewer wrong picks."""
+WARMUP_TIMEOUT = 30.0
+"""Seconds each warm-up of ``Agent.start()`` may take (see :mod:`miniagent.tools.warmup`)."""

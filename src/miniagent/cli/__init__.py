@@ -41,6 +41,7 @@ from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
 from miniagent.cli.temporal_cmd import worker as worker_cmd
 from miniagent.cli.trace_cmd import trace_app
+from miniagent.cli.warming import warm_then
 from miniagent.errors import UserError
 from miniagent.version import installed_version
 
@@ -96,8 +97,8 @@ def run(
         if continue_id is not None:
             agent.session(continue_id)  # SessionNotFound: --continue names one that exists
         with observing(agent, **options.observe(), secrets=header_secrets(headers)):
-            result = agent.run(question, metadata=config.metadata(), on_event=tracker,
-                               session_id=continue_id)
+            result = warm_then(agent, lambda: agent.arun(
+                question, metadata=config.metadata(), on_event=tracker, session_id=continue_id))
     finish(result, as_json=as_json, store=options.store)
 
 

@@ -28,6 +28,7 @@ from miniagent.cli.observing import observing
 from miniagent.cli.run_options import RunOptions
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.sessions import sessions_table
+from miniagent.cli.warming import warm_then
 from miniagent.errors import MiniAgentError, UserError
 from miniagent.ids import random_id
 from miniagent.store.sqlite import SQLiteStore
@@ -135,8 +136,12 @@ class Conversation:
             self.session_id = random_id()
             self.console.print(f"[dim]session {self.session_id}[/dim]")
         session_id = self.session_id
-        stopped = self.guarded(lambda: self.waiting(self.agent.run(
-            question, session_id=session_id, metadata=self.config.metadata())))
+
+        def ask() -> None:  # warmed up first, in the turn's own event loop
+            self.waiting(warm_then(self.agent, lambda: self.agent.arun(
+                question, session_id=session_id, metadata=self.config.metadata())))
+
+        stopped = self.guarded(ask)
         if stopped and self._calls_open(session_id):
             self.console.print(f"(a tool call was under way: /resume {session_id} finishes "
                                "the turn before the next question)", markup=False)

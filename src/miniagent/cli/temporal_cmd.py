@@ -153,11 +153,14 @@ def _memory_source(path: Path, namespace: str) -> Any:
 
 async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],
                  metrics: Any = None) -> None:
+    from miniagent.cli.warming import shown
     from miniagent.temporal import connect, session_worker
+    from miniagent.temporal.worker import warm_served
 
     client = await connect(address)
+    await shown(lambda: warm_served(sources, llm))  # before polling, with a status line
     serving = await session_worker(client, task_queue=task_queue, model=llm, sources=sources,
-                                   metrics=metrics)
+                                   metrics=metrics, warm_up=False)
     listed = [await source.list_tools() for source in sources]
     names = ", ".join(t.name for tools in listed for t in tools) or "none"
     typer.echo(visible(f"miniagent worker: serving task queue {task_queue} at {address} "

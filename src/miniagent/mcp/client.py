@@ -6,8 +6,9 @@ plain :class:`~miniagent.tools.registry.Tool` objects built with ``Tool.from_sch
 registry validates arguments against the server's schema and applies approval rules, timeouts
 and idempotency to them like to any tool, in whichever driver runs them.
 
-- The server starts (or is reached) on first use and stops on :meth:`aclose` (an agent closes
-  its sources when a synchronous run ends; call ``await agent.aclose()`` after ``arun``).
+- The server starts (or is reached) on first use, or at :meth:`warmup` (``Agent.start()``,
+  ``async with agent:``), and stops on :meth:`aclose` (an agent closes its sources when a
+  synchronous run ends; call ``await agent.aclose()`` after ``arun``).
 - Tools are listed once and cached; the list is fetched again after the server says it changed
   (``notifications/tools/list_changed``), on the next listing (the next run).
 - Every failure is an error observation the model can act on: an ``is_error`` result, a
@@ -182,6 +183,17 @@ class MCPServer:
             return Observation(call_id=call.id, tool_name=call.name, output=str(exc),
                                is_error=True, retryable=exc.retryable)
         return Observation(call_id=call.id, tool_name=call.name, output=output)
+
+    async def warmup(self) -> None:
+        """Start (or reach) the server and list its tools now, so that the first call pays no
+        connection (``Agent.start()`` calls it; see :mod:`miniagent.tools.warmup`).
+
+        Raises:
+            ToolError: the server cannot be started or reached in ``connect_timeout``.
+            ToolDefinitionError: its listing fails.
+        """
+        await self._client_or_error()
+        await self.list_tools()
 
     async def aclose(self) -> None:
         """Stop the server (or leave it); the next use starts it again."""

@@ -5,6 +5,10 @@ receives a request already rendered by a protocol and returns a normalised
 :class:`~miniagent.types.ModelResponse`; it raises only
 :class:`~miniagent.errors.ModelError` subclasses. Which protocol speaks to it is decided from
 its :class:`Capabilities`, not by the model.
+
+A model may also have an ``async warmup(request)`` method (the embedded model has one): what
+:meth:`Agent.start <miniagent.agent.Agent.start>` calls with the first request of a run, or a
+worker with ``None``, to pay a load or a prompt evaluation before the first step.
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ imported only when the model is first used, so ``import miniagent`` stays fast a
 without the ``local`` extra. Loading waits for the first :meth:`LocalModel.generate`, in a
 worker thread: constructing a model (for example in a CLI that may never run it) costs
 nothing but a file check, and the event loop is never blocked by the load (about 1 s for
-SmolLM2, longer for big files). Call :meth:`LocalModel.load` to pay that cost up front.
+SmolLM2, longer for big files). Call :meth:`LocalModel.load` to pay that cost up front, or
+let :meth:`Agent.start <miniagent.agent.Agent.start>` call :meth:`LocalModel.warmup`, which
+also evaluates the prompt of the agent's first request: the first step then finds the system
+prompt in the KV cache (its ``usage.cached_tokens`` is above 0).
 
 Calls are serialised by a lock and the server keeps one slot, whose KV cache holds the
 latest prompt: successive calls with an append-only history evaluate only the new part;
@@ -229,6 +232,32 @@ class LocalModel:
         """
         with self._lock:
             self._ensure_loaded()
+
+    async def warmup(self, request: ModelRequest | None = None) -> None:
+        """Load the model, and evaluate ``request``'s prompt into the KV cache (one token is
+        generated), so that a later request sharing its prefix (the same system prompt, then
+        another question) evaluates only the rest. An agent's :meth:`~miniagent.agent.Agent.start`
+        gives the first request of a run, rendered by the step logic's own code.
+
+        Raises:
+            ModelError: Loading failed, or llama.cpp refused the request.
+        """
+        await run_in_daemon_thread(self._warm_sync, request)
+
+    def _warm_sync(self, request: ModelRequest | None) -> None:
+        if request is None:
+            self.load()
+            return
+        body = {**self.completion_body(request), "max_tokens": 1}
+        with self._lock:
+            server = self._ensure_loaded()
+            try:
+                reply = server.handle_chat_completions(body)
+            except Exception as exc:
+                raise ModelError(f"llama.cpp warm-up failed: {type(exc).__name__}: {exc}") from exc
+        error = reply.get("error") if isinstance(reply, dict) else "not a chat completion"
+        if error is not None:
+            raise ModelError(f"llama.cpp refused the warm-up request: {error}")
 
     async def aclose(self) -> None:
         """Nothing to release between runs: the loaded weights (and the KV cache of the

@@ -59,7 +59,7 @@ from miniagent.types import (
 from miniagent.wording import token_count
 
 __all__ = ["CallTools", "Finish", "NextStep", "RetryFormat", "StepLogic", "Stop", "ToModel",
-           "WaitForPerson"]
+           "WaitForPerson", "first_request"]
 
 
 # -- how a step ends ------------------------------------------------------------------------
@@ -261,8 +261,7 @@ class StepLogic:
         return with_estimate(incoming.response(await self.effects.generate(request)), request)
 
     def _render(self, turn: _Turn) -> ModelRequest:
-        rendered = self.rules.protocol.render(turn.history, turn.tools, self.spec.instructions)
-        return self._settings(rendered, turn.choice)
+        return _rendered(self.rules, turn)
 
     async def _ask(self, request: ModelRequest, turn: _Turn
                    ) -> tuple[ModelResponse, ModelRequest]:
@@ -279,8 +278,7 @@ class StepLogic:
             return await self._reply(request), request
 
     def _settings(self, request: ModelRequest, choice: str | None) -> ModelRequest:
-        request.temperature, request.max_tokens = self.spec.temperature, self.spec.max_tokens
-        return tool_choice.constrain(request, choice, self.rules.tools.listed())
+        return _settled(self.rules, request, choice)
 
     def _with_ids(self, parsed: ParsedOutput, session: AgentSession) -> ParsedOutput:
         """The parsed reply made safe to keep, its calls given ids from the driver where the
@@ -551,6 +549,27 @@ class _Turn:
     history: Sequence[Message]
     tools: Sequence[ToolLike]
     choice: str | None
+
+
+def first_request(rules: Rules, question: str = "") -> ModelRequest:
+    """The request the first step of a new session asking ``question`` sends, rendered by the
+    step logic's own code: what a model warms its prompt cache with (the embedded model's
+    warm-up), which the real first request then matches up to the question."""
+    session = AgentSession.start(question, id="first-request", at=0.0)
+    tools, _ = offer(rules.tools.listed(), rules.spec.tool_selection, session.messages,
+                     session.steps, pinned=rules.spec.tool_choice)
+    choice = tool_choice.for_step(rules.spec.tool_choice, session.turn_steps)
+    return _rendered(rules, _Turn(compress.history(session), tools, choice))
+
+
+def _rendered(rules: Rules, turn: _Turn) -> ModelRequest:
+    request = rules.protocol.render(turn.history, turn.tools, rules.spec.instructions)
+    return _settled(rules, request, turn.choice)
+
+
+def _settled(rules: Rules, request: ModelRequest, choice: str | None) -> ModelRequest:
+    request.temperature, request.max_tokens = rules.spec.temperature, rules.spec.max_tokens
+    return tool_choice.constrain(request, choice, rules.tools.listed())
 
 
 def _no_retry(parsed: ParsedOutput) -> ParsedOutput:

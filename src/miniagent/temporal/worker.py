@@ -18,12 +18,14 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from miniagent import defaults
 from miniagent.models.base import Model
 from miniagent.temporal.activities import SessionActivities
 from miniagent.temporal.workers import Served, register
 from miniagent.temporal.workflow import SessionWorkflow
 from miniagent.tools.source import ToolSource
 from miniagent.tools.toolbox import Toolbox
+from miniagent.tools.warmup import WarmupReport, model_warmups, run_warmups, source_warmups
 
 if TYPE_CHECKING:
     from miniagent.agent import Agent
@@ -40,14 +42,23 @@ def sandbox() -> SandboxedWorkflowRunner:
 
 async def session_worker(client: Client, *, task_queue: str, model: Model,
                          sources: Sequence[ToolSource] = (), heartbeat_every: float = 1.0,
-                         metrics: Any = None, **options: Any) -> Worker:
+                         metrics: Any = None, warm_up: bool = True,
+                         warmup_timeout: float | None = defaults.WARMUP_TIMEOUT,
+                         **options: Any) -> Worker:
     """A worker for ``task_queue``; run it with ``async with worker:`` or ``await worker.run()``.
+
+    Before it returns (so before the worker polls), the warm-ups of ``sources`` and ``model``
+    have run (:func:`warm_served`, each within ``warmup_timeout``): a failure is logged, and
+    that tool warms on its first call instead. ``warm_up=False`` leaves that to the caller
+    (``miniagent worker`` shows its own).
 
     ``metrics`` (a :class:`~miniagent.observe.metrics.Metrics`) counts the model calls and
     tool calls this worker makes.
 
     ``options`` go to :class:`temporalio.worker.Worker` (e.g. ``max_concurrent_activities``).
     """
+    if warm_up:
+        await warm_served(sources, model, timeout=warmup_timeout)
     tools = await Toolbox.gather(sources)
     caps = model.capabilities
     register(task_queue, Served(tools=tools, tool_mode=caps.tool_mode,
@@ -57,6 +68,15 @@ async def session_worker(client: Client, *, task_queue: str, model: Model,
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))
     return Worker(client, task_queue=task_queue, workflows=[SessionWorkflow],
                   activities=activities.all(), workflow_runner=sandbox(), **options)
+
+
+async def warm_served(sources: Sequence[ToolSource], model: Model | None, *,
+                      timeout: float | None = defaults.WARMUP_TIMEOUT) -> WarmupReport:
+    """Run the warm-ups of what a worker serves, once per process (see
+    :mod:`miniagent.tools.warmup`): its tools' and sources', and its model's without a request
+    (the embedded model loads; the prompts are the agents', which the worker does not know)."""
+    warmups = source_warmups(sources) + model_warmups(model)
+    return await run_warmups(warmups, timeout=timeout)
 
 
 async def agent_worker(agent: Agent, client: Client | None = None, *,

@@ -105,6 +105,17 @@ class AgentTool:
             return Observation(call_id=call.id, tool_name=call.name, output=str(exc),
                                is_error=True)
 
+    async def warmup(self) -> None:
+        """Warm the sub-agent (its tools, sources and model: :meth:`Agent.start
+        <miniagent.agent.Agent.start>`, under its own ``warmup_timeout``).
+
+        Raises:
+            ToolError: some of its warm-ups failed (the message says which, and why).
+        """
+        report = await self.agent.start()
+        if not report.ok:
+            raise ToolError("; ".join(str(outcome) for outcome in report.failed))
+
     async def aclose(self) -> None:
         """Close the sub-agent's tools and model (a later run reopens them); an agent among
         its own tools, directly or through others, is closed once."""

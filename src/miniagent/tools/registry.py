@@ -65,6 +65,9 @@ __all__ = ["NO_OUTPUT", "Tool", "ToolRegistry", "format_result", "tool"]
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 """``requires_approval``: always, never, or a predicate on the call's arguments."""
 
+WarmupFunction = Callable[[], Any]
+"""``warmup``: a function with no arguments, sync or async (see :mod:`miniagent.tools.warmup`)."""
+
 
 class Tool:
     """A function the model can call, with its name, description and JSON Schema.
@@ -84,6 +87,9 @@ class Tool:
             must approve a call before it runs.
         retry: how a call is tried again after a transient failure (``None``: the run's
             default, ``Agent(tool_retry=...)``; see :mod:`miniagent.retry`).
+        warmup: called once per process when an agent starts (``Agent.start()``), before the
+            first call: a function with no arguments, sync or async (see
+            :mod:`miniagent.tools.warmup`); ``None``: nothing to warm.
         checker: validates a call's arguments and binds them to ``fn``'s parameters.
         spec: what was derived from a function tool's signature; ``None`` for a schema tool.
     """
@@ -98,6 +104,7 @@ class Tool:
         idempotent: bool = False,
         requires_approval: ApprovalRule = False,
         retry: RetrySetting = None,
+        warmup: WarmupFunction | None = None,
     ) -> None:
         _check_timeout(timeout)
         policy = RetryPolicy.of(retry)
@@ -105,6 +112,7 @@ class Tool:
         self.spec: ToolSpec | None = spec
         self._setup(fn, spec.name, spec.description, spec.parameters, FunctionArguments(spec))
         self._set_options(timeout, idempotent, requires_approval, policy)
+        self.warmup = _checked_warmup(spec.name, warmup)
         functools.update_wrapper(self, fn, updated=())
 
     @classmethod
@@ -119,6 +127,7 @@ class Tool:
         idempotent: bool = False,
         requires_approval: ApprovalRule = False,
         retry: RetrySetting = None,
+        warmup: WarmupFunction | None = None,
     ) -> Tool:
         """A tool defined by a JSON Schema; ``fn`` gets the validated arguments dict.
 
@@ -138,6 +147,7 @@ class Tool:
             idempotent: the tool may run again when a crash left a call's outcome unknown.
             requires_approval: ``True`` or a predicate on the validated arguments dict.
             retry: a :class:`~miniagent.retry.RetryPolicy`, or a number of attempts.
+            warmup: run once per process when an agent starts (see :func:`tool`).
 
         Raises:
             ToolDefinitionError: an invalid name, a schema that is not valid JSON Schema or
@@ -166,6 +176,7 @@ class Tool:
         self.spec = None
         self._setup(fn, name, description, checker.schema, checker)
         self._set_options(timeout, idempotent, requires_approval, policy)
+        self.warmup = _checked_warmup(name, warmup)
         return self
 
     def _setup(
@@ -191,7 +202,7 @@ class Tool:
     def with_options(self, *, name: str | None = None, timeout: float | None = None,
                      idempotent: bool | None = None,
                      requires_approval: ApprovalRule | None = None,
-                     retry: RetrySetting = None) -> Tool:
+                     retry: RetrySetting = None, warmup: WarmupFunction | None = None) -> Tool:
         """A copy of this tool with other options (what the source wrappers list); ``None``
         keeps an option as it is."""
         if name is not None:
@@ -209,6 +220,8 @@ class Tool:
             other.requires_approval = requires_approval
         if policy is not None:
             other.retry = policy
+        if warmup is not None:
+            other.warmup = _checked_warmup(other.name, warmup)
         return other
 
     def needs_approval(self, arguments: dict[str, Any]) -> bool:
@@ -251,6 +264,12 @@ class Tool:
         }
 
 
+def _checked_warmup(name: str, warmup: WarmupFunction | None) -> WarmupFunction | None:
+    if warmup is not None and not callable(warmup):
+        raise ToolDefinitionError(f"Tool {name!r}: warmup {warmup!r} is not callable.")
+    return warmup
+
+
 def _check_timeout(timeout: float | None) -> None:
     if timeout is not None and not timeout > 0:
         raise ToolDefinitionError(f"Tool timeout must be a positive number, got {timeout!r}.")
@@ -269,6 +288,7 @@ def tool(
     idempotent: bool = False,
     requires_approval: ApprovalRule = False,
     retry: RetrySetting = None,
+    warmup: WarmupFunction | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -282,6 +302,7 @@ def tool(
     idempotent: bool = False,
     requires_approval: ApprovalRule = False,
     retry: RetrySetting = None,
+    warmup: WarmupFunction | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`; use bare or with options.
 
@@ -296,6 +317,9 @@ def tool(
         retry: a :class:`~miniagent.retry.RetryPolicy`, or a number of attempts (the
             default backoff), for transient failures (``ToolError(..., retryable=True)``;
             timeouts and connection errors too, if idempotent).
+        warmup: a function with no arguments (sync or async) that makes the first call fast
+            (opens a connection pool, loads an index); ``Agent.start()`` runs it once per
+            process, under the agent's ``warmup_timeout`` (see :mod:`miniagent.tools.warmup`).
 
     Raises:
         ToolDefinitionError: the function cannot become a tool (``*args``, ``**kwargs``,
@@ -315,9 +339,10 @@ def tool(
             return Tool(
                 target, name=name, description=description, timeout=timeout,
                 idempotent=idempotent, requires_approval=requires_approval, retry=retry,
+                warmup=warmup,
             )
         if name is None and description is None and timeout is None and retry is None and not (
-            idempotent or requires_approval
+            idempotent or requires_approval or warmup
         ):
             return target
         options: dict[str, Any] = {
@@ -327,6 +352,7 @@ def tool(
             "idempotent": idempotent or target.idempotent,
             "requires_approval": requires_approval or target.requires_approval,
             "retry": retry if retry is not None else target.retry,
+            "warmup": warmup if warmup is not None else target.warmup,
         }
         if target.spec is None:
             return Tool.from_schema(parameters=target.parameters, fn=target.fn, **options)
@@ -424,6 +450,16 @@ class ToolRegistry:
         if isinstance(outcome, Observation):
             return outcome  # its own text, error flag and sub-run (an agent used as a tool)
         return Observation(call_id=call.id, tool_name=call.name, output=outcome)
+
+    async def warmup(self) -> None:
+        """Run its tools' warm-ups (each once per process).
+
+        Raises:
+            ToolError: some failed (the message says which, and why).
+        """
+        from miniagent.tools.warmup import tool_warmups, warm_all
+
+        await warm_all(tool_warmups(self.listed()))
 
     async def aclose(self) -> None:
         """Nothing to release: function tools hold no resources."""

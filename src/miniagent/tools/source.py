@@ -10,6 +10,12 @@ agent's functions and schema tools are one source (a
 A run lists its sources once into a :class:`~miniagent.tools.toolbox.Toolbox`, which
 validates every call the same way and hands it to the source that listed the tool: a source's
 ``call_tool`` receives calls whose arguments were checked against the schema it listed.
+
+A source may also have an ``async warmup()`` method (not part of the protocol, which it does
+not need): what makes its first call fast, run once per process by :meth:`Agent.start
+<miniagent.agent.Agent.start>` (an MCP server connects and lists its tools; a registry runs its
+tools' warm-ups). It raises when warming fails; the source must stay usable then. See
+:mod:`miniagent.tools.warmup`.
 """
 
 from __future__ import annotations

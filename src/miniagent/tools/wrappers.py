@@ -111,7 +111,8 @@ def check_prefix(prefix: str) -> str:
 
 
 class _Wrapper:
-    """Passes calls and closing on to the wrapped source (and its ``record``, if any)."""
+    """Passes calls and closing on to the wrapped source (and its ``record`` and ``warmup``,
+    if it has them)."""
 
     def __init__(self, source: ToolSource) -> None:
         self.source = source
@@ -124,8 +125,10 @@ class _Wrapper:
         await self.source.aclose()
 
     def __getattr__(self, name: str) -> object:
-        if name == "record":  # an MCP server's record survives wrapping
-            return getattr(self.source, "record")  # noqa: B009  # not every source has one
+        # an MCP server's record and a source's warm-up survive wrapping (not every source
+        # has them: a wrapper has them when what it wraps has them)
+        if name in ("record", "warmup"):
+            return getattr(self.source, name)
         raise AttributeError(name)
 
 

@@ -1,0 +1,327 @@
+"""Warm-ups: paying a slow first call at start instead of in the first step.
+
+What can be warmed:
+
+- a tool that declares a warm-up, ``@tool(warmup=fn)`` (``fn`` sync or async, no arguments:
+  open a connection pool, load an index, fill a cache);
+- a tool source with an ``async warmup()`` method: an MCP server starts (or reaches) its server
+  and lists its tools; an agent used as a tool warms its own agent; the wrappers of
+  :mod:`miniagent.tools.wrappers` pass it on; a :class:`~miniagent.tools.registry.ToolRegistry`
+  runs its tools' warm-ups;
+- a model with a ``warmup(request)`` method: the embedded model loads its weights and evaluates
+  the prompt of the first request, so that the first step finds it in the KV cache.
+
+:meth:`Agent.start <miniagent.agent.Agent.start>` (and ``async with agent:``) runs what its
+tools, sources and model declare with :func:`run_warmups`: all at once, each under a timeout.
+
+Once per process: a record keyed by the object warmed (a tool's warm-up function, a source, a
+model) remembers the warm-ups that succeeded, so a second agent sharing a tool or a source does
+not warm it again, and a start that meets a warm-up in flight (another agent's, on any thread)
+waits for that one. A warm-up that failed or timed out is not recorded: it is reported, the
+tool stays usable (its first call pays the cold start, as without warm-up), and the next start
+tries again. Closing an agent (:meth:`Agent.aclose <miniagent.agent.Agent.aclose>`) makes its
+sources cold again (:func:`forget`): a closed MCP server's connection is gone.
+
+Nothing here raises on a warm-up's failure: the :class:`WarmupReport` says what warmed, how long
+it took, and what failed and why; each failure is also logged as a warning (logger
+``miniagent``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from miniagent.errors import ToolError
+from miniagent.tools.runner import Failure, describe, is_async_callable, run_with_timeout
+
+if TYPE_CHECKING:
+    from miniagent.tools.registry import Tool
+    from miniagent.tools.source import ToolSource
+
+__all__ = ["Warmup", "WarmupOutcome", "WarmupReport", "forget", "model_warmups", "run_warmups",
+           "source_warmups", "tool_warmups", "warm_all"]
+
+log = logging.getLogger("miniagent")
+
+WarmupStatus = Literal["warmed", "already_warm", "failed", "timed_out"]
+"""``warmed``: this start ran it; ``already_warm``: an earlier or concurrent start did (this
+one waited for it if it was in flight); ``failed``: it raised; ``timed_out``: cut at the
+timeout."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Warmup:
+    """One thing to warm.
+
+    Attributes:
+        name: what the report calls it (``tool search``, ``MCPServer('time')``, ...).
+        key: the object whose warm-up this is: it is warmed once per process.
+        run: the warm-up, called with no arguments; sync (run on a worker thread) or async.
+    """
+
+    name: str
+    key: object
+    run: Callable[[], Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmupOutcome:
+    """How one warm-up went.
+
+    Attributes:
+        name: the :attr:`Warmup.name`.
+        status: see :data:`WarmupStatus`.
+        seconds: how long this start spent on it (waiting for another's included).
+        error: why it failed or that it timed out; ``None`` when it is warm.
+    """
+
+    name: str
+    status: WarmupStatus
+    seconds: float
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the thing is warm now."""
+        return self.status in ("warmed", "already_warm")
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"{self.name}: {self.status.replace('_', ' ')} ({self.seconds:.2f} s)"
+        return f"{self.name}: {self.error}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmupReport:
+    """What a start warmed, how long each took, and what failed and why.
+
+    Attributes:
+        outcomes: one per warm-up, in the order they were declared.
+        seconds: the wall time of the whole start (the warm-ups ran concurrently).
+    """
+
+    outcomes: tuple[WarmupOutcome, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """Whether every warm-up succeeded (also when there was none)."""
+        return all(outcome.ok for outcome in self.outcomes)
+
+    @property
+    def failed(self) -> list[WarmupOutcome]:
+        """The warm-ups that failed or timed out."""
+        return [outcome for outcome in self.outcomes if not outcome.ok]
+
+    @property
+    def warmed(self) -> list[str]:
+        """The names of the warm-ups this start ran and that succeeded."""
+        return [outcome.name for outcome in self.outcomes if outcome.status == "warmed"]
+
+    def __str__(self) -> str:
+        if not self.outcomes:
+            return "nothing to warm up"
+        done = sum(outcome.ok for outcome in self.outcomes)
+        text = f"{done} of {len(self.outcomes)} warm in {self.seconds:.2f} s"
+        return "; ".join([text, *(f"failed: {outcome}" for outcome in self.failed)])
+
+
+# -- what an agent's tools and sources declare -----------------------------------------------
+
+def tool_warmups(tools: Iterable[Tool]) -> list[Warmup]:
+    """The warm-ups of ``tools`` that declare one, keyed by the warm-up function (so copies of
+    a tool, made by a wrapper's options, share it)."""
+    return [Warmup(name=f"tool {tool.name}", key=tool.warmup, run=tool.warmup)
+            for tool in tools if tool.warmup is not None]
+
+
+def source_warmups(sources: Iterable[ToolSource]) -> list[Warmup]:
+    """What ``sources`` declare: each tool's warm-up for a registry of functions, the source's
+    own ``warmup()`` for any other source that has one."""
+    from miniagent.tools.registry import ToolRegistry
+
+    found: list[Warmup] = []
+    for source in sources:
+        if isinstance(source, ToolRegistry):
+            found += tool_warmups(source.listed())
+            continue
+        warmup = getattr(source, "warmup", None)
+        if callable(warmup):
+            found.append(Warmup(name=_label(source), key=source, run=warmup))
+    return found
+
+
+def model_warmups(model: object, run: Callable[[], Any] | None = None) -> list[Warmup]:
+    """The warm-up of ``model`` if it has one (a ``warmup`` method): ``run``, or its own
+    ``warmup()`` called without a request (the embedded model then only loads)."""
+    warmup = getattr(model, "warmup", None)
+    if model is None or not callable(warmup):
+        return []
+    from miniagent.observe.describe import describe_model
+
+    return [Warmup(name=f"model {describe_model(model).name}", key=model, run=run or warmup)]
+
+
+def _label(source: object) -> str:
+    text = repr(source)
+    return text if len(text) <= 120 else f"{text[:117]}..."
+
+
+# -- running them ----------------------------------------------------------------------------
+
+async def run_warmups(warmups: Sequence[Warmup], *, timeout: float | None
+                      ) -> WarmupReport:
+    """Run ``warmups`` concurrently, each at most once per process and within ``timeout``
+    seconds (``None``: no limit); never raises for a warm-up's failure.
+
+    Example:
+        >>> import asyncio
+        >>> loaded = []
+        >>> report = asyncio.run(run_warmups(
+        ...     [Warmup(name="index", key=loaded, run=lambda: loaded.append("index"))],
+        ...     timeout=5.0))
+        >>> report.warmed, loaded
+        (['index'], ['index'])
+    """
+    report = await _report(warmups, timeout)
+    for outcome in report.failed:
+        log.warning("warm-up of %s failed: %s (it warms on first use instead)",
+                    outcome.name, outcome.error)
+    return report
+
+
+async def warm_all(warmups: Sequence[Warmup]) -> None:
+    """Run ``warmups`` like :func:`run_warmups`, without a timeout of their own (the caller's
+    applies), and raise :class:`~miniagent.errors.ToolError` naming those that failed: the
+    ``warmup()`` of a source that warms several things.
+    """
+    report = await _report(warmups, None)
+    if not report.ok:
+        raise ToolError("; ".join(str(outcome) for outcome in report.failed))
+
+
+async def _report(warmups: Sequence[Warmup], timeout: float | None) -> WarmupReport:
+    started = time.perf_counter()
+    outcomes = await asyncio.gather(*(_once(warmup, timeout) for warmup in warmups))
+    return WarmupReport(outcomes=tuple(outcomes), seconds=time.perf_counter() - started)
+
+
+class _Cut(Exception):
+    """What the waiters of a warm-up see when its owner cut it at the timeout."""
+
+
+class _Failed(Exception):
+    """What the waiters of a warm-up see when it raised (its description)."""
+
+
+_lock = threading.RLock()  # reentrant: a key collected while it is held drops its entry
+_record: dict[int, tuple[Callable[[], object], concurrent.futures.Future[None]]] = {}
+"""id(key) -> (a reference to the key, the warm-up's outcome). The reference is weak where
+the key allows it: a model or a source nobody else holds is freed, and its entry with it."""
+
+_warming: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "miniagent_warming", default=frozenset())
+"""The keys whose warm-up the current task runs inside: an agent among its own tools does not
+wait for itself."""
+
+
+def forget(*keys: object) -> None:
+    """Make ``keys`` cold again: their next start warms them anew (a closed source)."""
+    with _lock:
+        for key in keys:
+            held = _record.get(id(key))
+            if held is not None and held[0]() is key and held[1].done():
+                del _record[id(key)]
+
+
+def _claim(key: object) -> tuple[concurrent.futures.Future[None], bool]:
+    """The record of ``key``'s warm-up, and whether this caller must run it (it never ran,
+    or it failed last time)."""
+    with _lock:
+        held = _record.get(id(key))
+        if held is not None and held[0]() is key and not _failed(held[1]):
+            return held[1], False
+        outcome: concurrent.futures.Future[None] = concurrent.futures.Future()
+        _record[id(key)] = (_reference(key), outcome)
+        return outcome, True
+
+
+def _reference(key: object) -> Callable[[], object]:
+    """A weak reference to ``key`` that drops its entry when the key is freed; the key itself
+    (held: its id stays its own) when it cannot be referenced weakly."""
+    number = id(key)
+
+    def dropped(ref: object) -> None:
+        with _lock:
+            if _record.get(number, (None,))[0] is ref:
+                del _record[number]
+
+    try:
+        return weakref.ref(key, dropped)
+    except TypeError:
+        return lambda: key
+
+
+def _failed(outcome: concurrent.futures.Future[None]) -> bool:
+    return outcome.done() and outcome.exception() is not None
+
+
+async def _once(warmup: Warmup, timeout: float | None) -> WarmupOutcome:
+    started = time.perf_counter()
+    if id(warmup.key) in _warming.get():  # inside its own warm-up: nothing to wait for
+        return WarmupOutcome(name=warmup.name, status="already_warm", seconds=0.0)
+    outcome, mine = _claim(warmup.key)
+    if mine:
+        status, error = await _run(warmup, outcome, timeout)
+    else:
+        status, error = await _wait(outcome, timeout)
+    return WarmupOutcome(name=warmup.name, status=status, error=error,
+                         seconds=time.perf_counter() - started)
+
+
+async def _run(warmup: Warmup, outcome: concurrent.futures.Future[None],
+               timeout: float | None) -> tuple[WarmupStatus, str | None]:
+    token = _warming.set(_warming.get() | {id(warmup.key)})
+    try:
+        result = await run_with_timeout(warmup.run, is_async_callable(warmup.run), [], {},
+                                        timeout)
+    except asyncio.TimeoutError:
+        error = f"did not finish within {timeout:g} s (warm-up timeout)"
+        outcome.set_exception(_Cut(error))
+        return "timed_out", error
+    except BaseException:  # cancelled: whoever waits for it must not wait forever
+        outcome.set_exception(_Cut("the warm-up was cancelled"))
+        raise
+    finally:
+        _warming.reset(token)
+    if isinstance(result, Failure):  # anything it raised, SystemExit too, is its failure
+        error = describe(result.error)
+        outcome.set_exception(_Failed(error))
+        return "failed", error
+    outcome.set_result(None)
+    return "warmed", None
+
+
+async def _wait(outcome: concurrent.futures.Future[None], timeout: float | None
+                ) -> tuple[WarmupStatus, str | None]:
+    """Wait for a warm-up that another start runs (or ran); shielded, so that giving up here
+    leaves it running for its owner."""
+    try:
+        await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(outcome)), timeout)
+    except asyncio.TimeoutError:
+        return "timed_out", f"waited {timeout:g} s for the warm-up in flight (warm-up timeout)"
+    except _Cut as exc:
+        return "timed_out", str(exc)
+    except _Failed as exc:
+        return "failed", str(exc)
+    return "already_warm", None
+

@@ -1,0 +1,46 @@
+"""The embedded model's warm-up: ``Agent.start()`` loads it and evaluates the prompt of the first
+request as the step logic renders it, so the first step finds the system prompt in the KV cache
+(its ``cached_tokens`` above 0); without a start the first step of a fresh model caches nothing.
+Real llama.cpp (xllamacpp) with the packaged SmolLM2; skipped when either is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from miniagent import Agent
+from miniagent.errors import ConfigError
+from miniagent.models.local import LocalModel, resolve_model_path
+from miniagent.tools.builtin import calculator
+
+
+def _model_path() -> Path:
+    pytest.importorskip("xllamacpp")
+    try:
+        return resolve_model_path()
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("tool_mode", ["react", "native"])
+async def test_the_first_step_after_start_hits_the_prompt_cache(tool_mode: str) -> None:
+    path = _model_path()
+    options = dict(tools=[calculator], max_steps=1, max_tokens=24,
+                   instructions="Answer arithmetic questions with the calculator.")
+
+    cold = Agent(model=LocalModel(path, tool_mode=tool_mode), **options)  # type: ignore[arg-type]
+    result = await cold.arun("What is 17 * 3?")
+    assert result.steps[0].usage.prompt_tokens > 0
+    assert result.steps[0].usage.cached_tokens == 0  # a fresh model: nothing in its cache
+
+    model = LocalModel(path, tool_mode=tool_mode)  # type: ignore[arg-type]
+    agent = Agent(model=model, **options)  # type: ignore[arg-type]
+    report = await agent.start()
+    assert report.ok and report.warmed == [f"model {path.name}"], report
+    assert model.loaded
+    result = await agent.arun("What is 17 * 3?")
+    first = result.steps[0].usage
+    assert 0 < first.cached_tokens < first.prompt_tokens  # the system prompt, not the question
+    model.unload()
+    cold.model.unload()  # type: ignore[union-attr]

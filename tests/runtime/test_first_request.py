@@ -1,0 +1,57 @@
+"""``first_request`` (what the embedded model warms its prompt cache with) is the request a new
+session's first step really sends: the same renderer, byte for byte, for each protocol."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from miniagent import Agent, ScriptedModel, tool
+from miniagent.runtime.loop import first_request
+from miniagent.runtime.spec import rules_for
+from miniagent.tools.toolbox import Toolbox
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.parametrize(("tool_mode", "options"), [
+    ("react", {}),
+    ("react", {"tool_selection": 2, "tool_choice": "required", "worked_example": True}),
+    ("native", {"tool_choice": "add"}),
+])
+async def test_the_first_request_is_what_the_first_step_sends(
+        tool_mode: str, options: dict[str, object]) -> None:
+    reply = ({"content": "Paris is sunny."} if tool_mode == "native"
+             else "Thought: known\nFinal Answer: sunny")
+    model = ScriptedModel([reply], tool_mode=tool_mode)  # type: ignore[arg-type]
+    agent = Agent(model=model, tools=[add, weather], instructions="Be brief. 简短回答。",
+                  **options)  # type: ignore[arg-type]
+    question = "What is the weather in Paris?"
+    rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
+    expected = first_request(rules, question)
+    await agent.arun(question)
+    assert model.requests[0] == expected
+    prefix = first_request(rules)  # no question: what a warm-up renders
+    assert prefix.messages[:-1] == copy.deepcopy(expected.messages[:-1])
+
+
+async def test_a_narrower_tool_selection_shares_the_prompt_up_to_the_tools() -> None:
+    model = ScriptedModel(["Thought: known\nFinal Answer: sunny"])
+    agent = Agent(model=model, tools=[add, weather], tool_selection=1, instructions="Be brief.")
+    rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
+    await agent.arun("What is the weather in Paris?")
+    warmed, sent = first_request(rules).messages[0], model.requests[0].messages[0]
+    assert warmed != sent  # the question picked another tool than the empty one did
+    shared = warmed["content"].split("Tools:")[0]
+    assert shared.endswith("Be brief.\n\n") and sent["content"].startswith(shared)

@@ -1,0 +1,82 @@
+"""A Temporal worker warms the tools it serves before it polls: when ``agent_worker`` returns,
+the warm-up has run (once), and the session's first call, run by the worker, finds it warm;
+``miniagent worker`` warms up (and warns of a failed warm-up) before it says it serves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporal_helpers import Processes, act
+from temporalio.testing import WorkflowEnvironment
+
+from miniagent import Agent, ScriptedModel, tool
+from miniagent.temporal import TemporalSessions, agent_worker
+from miniagent.temporal.worker import warm_served
+
+loads: list[str] = []
+
+
+@tool(warmup=lambda: loads.append("index"))
+def lookup(key: str) -> str:
+    """Look a key up in the index."""
+    return f"{key}: {'warm' if loads else 'cold'}"
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_the_worker_warms_its_tools_before_it_serves(skip_env: WorkflowEnvironment,
+                                                           task_queue: str) -> None:
+    agent = Agent(model=ScriptedModel([act("lookup", {"key": "k"}), "Final Answer: done"]),
+                  tools=[lookup], temporal=skip_env.client, task_queue=task_queue)
+    worker = await agent_worker(agent)
+    assert loads == ["index"]  # before the worker polls
+    async with worker:
+        sessions = TemporalSessions(skip_env.client, task_queue)
+        result = await sessions.result(await sessions.start("look k up"))
+    assert result.status == "completed"
+    assert result.steps[0].observations[0].output == "k: warm"
+    again = await warm_served(agent.sources, agent.model)  # what another worker would do
+    assert again.outcomes[0].status == "already_warm" and loads == ["index"]
+
+
+WARM_TOOLS = '''
+import pathlib
+
+from miniagent import tool
+
+MARK = pathlib.Path(__file__).with_name("warmed.mark")
+
+
+@tool(warmup=lambda: MARK.write_text("yes"))
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return key
+
+
+def no_index():
+    raise RuntimeError("no index here")
+
+
+@tool(warmup=no_index)
+def search(query: str) -> str:
+    """Search."""
+    return query
+'''
+
+
+@pytest.mark.timeout(180)
+def test_miniagent_worker_warms_up_before_it_serves(procs: Processes, task_queue: str,
+                                                    tmp_path: Path) -> None:
+    tools = tmp_path / "warm_tools.py"
+    tools.write_text(WARM_TOOLS, encoding="utf-8")
+    worker = procs.worker(task_queue, "react", "--tools", str(tools))
+    assert worker.stderr is not None
+    lines: list[str] = []
+    for line in worker.stderr:  # a few lines, then it serves until the fixture stops it
+        lines.append(line.strip())
+        if "serving task queue" in line:
+            break
+    assert (tmp_path / "warmed.mark").read_text() == "yes", lines
+    assert lines[-1].startswith("miniagent worker: serving task queue"), lines
+    assert ("miniagent: warning: warm-up of tool search failed: RuntimeError: no index here; "
+            "it warms on first use instead") in lines[:-1]
