@@ -1,0 +1,451 @@
+"""The inbox as an ASGI application (Starlette): routes, the guard in front of them.
+
+Starlette because it is small, well kept, already installed with the ``mcp`` extra (the MCP
+SDK serves HTTP with it) and needs nothing else to stream server-sent events; uvicorn serves
+it (``miniagent ui``), or any ASGI server that mounts :func:`app`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from miniagent.errors import MiniAgentError, SessionNotFound
+from miniagent.session import FINAL, AgentSession
+from miniagent.store.base import CheckpointStore, SessionQuery
+from miniagent.ui import views
+from miniagent.ui.backend import Done, LocalSessions, Refusal, version
+from miniagent.ui.security import (
+    LOOPBACK_HOSTS,
+    MAX_FORM_BYTES,
+    Gate,
+    LoginThrottle,
+    Refused,
+    cookie_of,
+    parse_form,
+    set_cookie,
+)
+from miniagent.ui.static import SCRIPT, STYLESHEET
+
+if TYPE_CHECKING:
+    from miniagent.agent import Agent
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+"""The pages' Content-Security-Policy: the server's own script and stylesheet only, nothing
+inline, nothing from elsewhere, forms posted only here, never framed."""
+
+INBOX_SIZE = 50
+"""The inbox shows at most this many waiting sessions (oldest first)."""
+
+PAGE_SIZE = 50
+
+LIVE_SECONDS = 600.0
+"""An event stream ends after this long (the browser opens it again)."""
+
+POLL_SECONDS = 1.0
+"""How often a page following a session run elsewhere reads its saved steps."""
+
+
+def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
+        agent_for: Callable[[AgentSession], Agent] | None = None,
+        token: str | None = None, allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
+        trace: str | os.PathLike[str] | None = None, where: str | None = None) -> Starlette:
+    """The browser inbox as an ASGI application.
+
+    Args:
+        agent: Runs the sessions when they go on (after a decision, a resume, a new
+            question); its store is the one shown.
+        store: The sessions' store, when no ``agent`` is given.
+        agent_for: Instead of ``agent``: the agent of each session (``miniagent ui`` builds
+            it from what the session recorded). With neither, the inbox decides and
+            cancels, and says how to resume.
+        token: Required to log in (see :mod:`miniagent.ui.security`); needed whenever a
+            client other than this machine can reach the server.
+        allowed_hosts: Host names requests may name (``"*"``: any).
+        trace: A JSONL trace file: runs started here are appended to it, and a session's
+            page links to its trace report when the file holds runs of that session.
+        where: Where the sessions are, for the pages' header.
+
+    Example:
+        >>> from miniagent import Agent, ScriptedModel
+        >>> inbox = app(Agent(model=ScriptedModel(["Final Answer: 4"])))
+        >>> type(inbox).__name__
+        'Starlette'
+    """
+    if agent is not None:
+        store, agent_for = agent.store, (lambda _session: agent)
+    if store is None:
+        raise ValueError("give the inbox an agent or a store")
+    tracer = _tracer(trace)
+    sessions = LocalSessions(store=store, agent_for=agent_for, shared_agent=agent is not None,
+                             trace=tracer)
+    inbox = Inbox(sessions, Gate(token=token, allowed_hosts=allowed_hosts),
+                  trace=Path(trace) if trace is not None else None,
+                  where=where or _describe(store))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await sessions.aclose()
+            if tracer is not None:
+                tracer.close()
+
+    routes = [
+        Route("/", inbox.inbox_page),
+        Route("/sessions", inbox.sessions_page),
+        Route("/sessions/{sid}", inbox.session_page),
+        Route("/sessions/{sid}/part", inbox.session_part),
+        Route("/sessions/{sid}/events", inbox.events),
+        Route("/sessions/{sid}/report", inbox.report),
+        Route("/sessions/{sid}/decide", inbox.decide, methods=["POST"]),
+        Route("/sessions/{sid}/resume", inbox.resume, methods=["POST"]),
+        Route("/sessions/{sid}/cancel", inbox.cancel, methods=["POST"]),
+        Route("/sessions/{sid}/ask", inbox.ask, methods=["POST"]),
+        Route("/login", inbox.login, methods=["GET", "POST"]),
+        Route("/static/ui.css", _static(STYLESHEET, "text/css")),
+        Route("/static/ui.js", _static(SCRIPT, "text/javascript")),
+    ]
+    server = Starlette(routes=routes, lifespan=lifespan)
+    server.add_middleware(Guarded, gate=inbox.gate)
+    return server
+
+
+def _describe(store: CheckpointStore) -> str:
+    path = getattr(store, "path", None)
+    return f"sessions in {path}" if path is not None else "sessions in this process's memory"
+
+
+def _tracer(trace: str | os.PathLike[str] | None) -> Any:
+    if trace is None:
+        return None
+    from miniagent.observe.jsonl import JsonlTracer
+
+    return JsonlTracer(trace)
+
+
+def _static(text: str, media_type: str) -> Callable[[Request], Any]:
+    body = text.encode("utf-8")
+
+    async def serve(_request: Request) -> Response:
+        return Response(body, media_type=f"{media_type}; charset=utf-8",
+                        headers={"Cache-Control": "no-cache"})
+    return serve
+
+
+class Guarded:
+    """In front of every route: the Host check, the login, the browser's cookie, the Origin
+    of state-changing requests, and the security headers of every response."""
+
+    def __init__(self, app: ASGIApp, gate: Gate) -> None:
+        self.app, self.gate = app, gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        root = scope.get("root_path", "")
+        path = scope["path"][len(root):] if scope["path"].startswith(root) else scope["path"]
+        cookie = cookie_of(headers.get("cookie"))
+        issued = None
+        try:
+            self.gate.check_host(headers.get("host"))
+            if not self.gate.cookie_valid(cookie):
+                cookie = None
+                if self.gate.token is None:
+                    cookie = issued = self.gate.new_cookie(logged_in=False)
+            if cookie is None and path != "/login" and not path.startswith("/static/"):
+                if scope["method"] in ("GET", "HEAD"):
+                    await _plain(RedirectResponse(f"{root}/login", 303), scope, receive, send)
+                    return
+                raise Refused(401, "log in first")
+            if scope["method"] not in ("GET", "HEAD"):
+                self.gate.check_origin(scope.get("scheme", "http"), headers.get("host", ""),
+                                       headers.get("origin"), headers.get("referer"))
+        except Refused as refused:
+            await _plain(Response(refused.message, refused.status, media_type="text/plain"),
+                         scope, receive, send)
+            return
+        scope.setdefault("state", {})["cookie"] = cookie
+
+        async def send_guarded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                out = MutableHeaders(scope=message)
+                _secure(out)
+                if issued is not None:
+                    out.append("Set-Cookie", set_cookie(issued))
+            await send(message)
+
+        await self.app(scope, receive, send_guarded)
+
+
+def _secure(out: MutableHeaders) -> None:
+    if "content-security-policy" not in out:
+        out["Content-Security-Policy"] = CSP
+    out["X-Content-Type-Options"] = "nosniff"
+    out["X-Frame-Options"] = "DENY"
+    out["Referrer-Policy"] = "same-origin"
+    if "cache-control" not in out:
+        out["Cache-Control"] = "no-store"
+
+
+async def _plain(response: Response, scope: Scope, receive: Receive, send: Send) -> None:
+    _secure(response.headers)
+    await response(scope, receive, send)
+
+
+class Inbox:
+    """The routes' handlers, over one :class:`LocalSessions`."""
+
+    def __init__(self, sessions: LocalSessions, gate: Gate, *, trace: Path | None,
+                 where: str) -> None:
+        self.sessions, self.gate, self.trace, self.where = sessions, gate, trace, where
+        self.throttle = LoginThrottle()
+        self.notes: OrderedDict[str, str] = OrderedDict()  # what a request did, shown once
+
+    def ctx(self, request: Request) -> views.Ctx:
+        cookie = request.state.cookie
+        return views.Ctx(base=request.scope.get("root_path", ""),
+                         csrf=self.gate.csrf(cookie) if cookie else "", now=time.time(),
+                         where=self.where)
+
+    # -- pages ----------------------------------------------------------------------------
+
+    async def inbox_page(self, request: Request) -> Response:
+        ctx = self.ctx(request)
+        rows = self.sessions.page(SessionQuery(status="awaiting_approval", oldest_first=True,
+                                               limit=INBOX_SIZE + 1))
+        waiting = []
+        for row in rows[:INBOX_SIZE]:
+            with contextlib.suppress(MiniAgentError):  # gone, or damaged: the list shows it
+                session = self.sessions.load(row.session_id)
+                if session.pending_approvals():
+                    waiting.append(session)
+        return HTMLResponse(views.inbox_page(ctx, waiting, more=len(rows) > INBOX_SIZE,
+                                             notice=self._note(request)))
+
+    async def sessions_page(self, request: Request) -> Response:
+        ctx = self.ctx(request)
+        params = request.query_params
+        status = params.get("status") or None
+        query = SessionQuery(status=status if status in views.STATUSES else None,
+                             text=(params.get("q") or "").strip()[:200] or None,
+                             after=_after(params.get("after")), limit=PAGE_SIZE)
+        rows = self.sessions.page(query)
+        last = rows[-1] if len(rows) == PAGE_SIZE else None
+        after = f"{last.updated_at!r}~{last.session_id}" if last is not None else None
+        return HTMLResponse(views.sessions_page(ctx, rows, query, after))
+
+    async def session_page(self, request: Request, *, error: str = "",
+                           status: int = 200) -> Response:
+        session = self._load(request)
+        if isinstance(session, Response):
+            return session
+        ctx = self.ctx(request)
+        return HTMLResponse(views.session_page(
+            ctx, session, self.sessions.run_of(session.id), report=self._has_report(session.id),
+            notice=self._note(request), error=error), status_code=status)
+
+    async def session_part(self, request: Request) -> Response:
+        session = self._load(request)
+        if isinstance(session, Response):
+            return session
+        return HTMLResponse(views.live_part(self.ctx(request), session,
+                                            self.sessions.run_of(session.id)))
+
+    async def events(self, request: Request) -> Response:
+        """Server-sent events: ``changed`` (data: the session's version) whenever it moves,
+        woken by the run's events when it runs here, else by reading it every second;
+        ``end`` once it has ended and nothing here runs it."""
+        sid = request.path_params["sid"]
+        sessions = self.sessions
+        signal = sessions.signal(sid)
+
+        async def stream() -> AsyncIterator[str]:
+            yield "retry: 3000\n\n"
+            seen, until = None, time.monotonic() + LIVE_SECONDS
+            while time.monotonic() < until:
+                try:
+                    session = sessions.load(sid)
+                except MiniAgentError:
+                    yield "event: end\ndata: gone\n\n"
+                    return
+                now = version(session)
+                if now != seen:
+                    seen = now
+                    yield f"event: changed\ndata: {now}\n\n"
+                run = sessions.run_of(sid)
+                here = run is not None and run.running
+                if session.status in FINAL and not here:
+                    yield "event: end\ndata: ended\n\n"
+                    return
+                await signal.wait(POLL_SECONDS)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})
+
+    async def report(self, request: Request) -> Response:
+        from miniagent.report.html import csp
+        from miniagent.report.trace_html import SCRIPT as REPORT_SCRIPT
+        from miniagent.ui.reports import session_report
+
+        sid = request.path_params["sid"]
+        html = session_report(self.trace, sid) if self.trace is not None else None
+        if html is None:
+            return HTMLResponse(views.message_page(
+                self.ctx(request), "No trace report",
+                f"The trace file holds no run of session {sid}."), status_code=404)
+        # the report's own policy (its script by hash), never framed
+        policy = csp(REPORT_SCRIPT) + "; frame-ancestors 'none'"
+        return HTMLResponse(html, headers={"Content-Security-Policy": policy})
+
+    # -- what a person does ---------------------------------------------------------------
+
+    async def decide(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        approved = form.get("decision") == "approve"
+        if form.get("decision") not in ("approve", "deny"):
+            return self._refused(request, "say approve or deny")
+        sid = request.path_params["sid"]
+        return await self._act(request, self.sessions.decide(
+            sid, form.get("call_id") or None, approved, form.get("reason"),
+            form.get("version", "")))
+
+    async def resume(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        return await self._act(request, self.sessions.resume(request.path_params["sid"],
+                                                             form.get("version", "")))
+
+    async def cancel(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        return await self._act(request, self.sessions.cancel(
+            request.path_params["sid"], form.get("reason"), form.get("version", "")))
+
+    async def ask(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        return await self._act(request, self.sessions.ask(
+            request.path_params["sid"], form.get("question", ""), form.get("version", "")))
+
+    async def _act(self, request: Request, work: Any) -> Response:
+        """Do it: then show the session with what happened (303), or the refusal (409)."""
+        try:
+            done: Done = await work
+        except SessionNotFound as exc:
+            return HTMLResponse(views.message_page(self.ctx(request), "No such session",
+                                                   str(exc)), status_code=404)
+        except Refusal as exc:
+            return await self.session_page(request, error=str(exc), status=409)
+        sid = request.path_params["sid"]
+        note = os.urandom(8).hex()
+        self.notes[note] = done.message
+        while len(self.notes) > 500:
+            self.notes.popitem(last=False)
+        root = request.scope.get("root_path", "")
+        return RedirectResponse(f"{root}/sessions/{sid}?done={note}", status_code=303)
+
+    async def login(self, request: Request) -> Response:
+        ctx = self.ctx(request)
+        given = request.query_params.get("token")
+        if request.method == "POST":
+            form = await _read_form(request)
+            if isinstance(form, Response):
+                return form
+            given = form.get("token")
+        if given is None:
+            return HTMLResponse(views.login_page(ctx))
+        if not self.throttle.allowed():
+            return HTMLResponse(views.login_page(ctx, error="Too many wrong tokens; wait a "
+                                                 "minute."), status_code=429)
+        if not self.gate.login(given):
+            self.throttle.failed()
+            return HTMLResponse(views.login_page(ctx, error="That is not the token."),
+                                status_code=403)
+        response = RedirectResponse(f"{ctx.base}/", status_code=303)
+        response.headers.append("Set-Cookie", set_cookie(self.gate.new_cookie(logged_in=True)))
+        return response
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _load(self, request: Request) -> AgentSession | Response:
+        sid = request.path_params["sid"]
+        try:
+            return self.sessions.load(sid)
+        except SessionNotFound as exc:
+            return HTMLResponse(views.message_page(self.ctx(request), "No such session",
+                                                   str(exc)), status_code=404)
+        except MiniAgentError as exc:  # damaged, or saved by a newer miniagent
+            return HTMLResponse(views.message_page(self.ctx(request), "Cannot show session",
+                                                   str(exc)), status_code=500)
+
+    def _note(self, request: Request) -> str:
+        return self.notes.pop(request.query_params.get("done", ""), "")
+
+    async def _form(self, request: Request) -> dict[str, str] | Response:
+        """The posted form, once its CSRF token checks out."""
+        form = await _read_form(request)
+        if isinstance(form, Response):
+            return form
+        try:
+            self.gate.check_csrf(request.state.cookie, form.get("csrf"))
+        except Refused as refused:
+            return Response(refused.message, refused.status, media_type="text/plain")
+        return form
+
+    def _refused(self, request: Request, message: str) -> Response:
+        return HTMLResponse(views.message_page(self.ctx(request), "Refused", message),
+                            status_code=400)
+
+    def _has_report(self, session_id: str) -> bool:
+        if self.trace is None:
+            return False
+        from miniagent.ui.reports import has_runs
+
+        return has_runs(self.trace, session_id)
+
+
+async def _read_form(request: Request) -> dict[str, str] | Response:
+    """The request's form body, read up to ``MAX_FORM_BYTES`` (a larger one is refused)."""
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                raise Refused(413, f"the form is larger than {MAX_FORM_BYTES:,} bytes")
+        return parse_form(bytes(body))
+    except Refused as refused:
+        return Response(refused.message, refused.status, media_type="text/plain")
+
+
+def _after(text: str | None) -> tuple[float, str] | None:
+    """The keyset ``(updated_at, session id)`` of a ``next page`` link."""
+    if not text or "~" not in text:
+        return None
+    stamp, _, sid = text.partition("~")
+    try:
+        value = float(stamp)
+    except ValueError:
+        return None
+    return (value, sid) if value == value else None  # not NaN
