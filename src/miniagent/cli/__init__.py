@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse, sessions, trace, memory."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace, memory, ui."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
 from miniagent.cli.temporal_cmd import worker as worker_cmd
 from miniagent.cli.trace_cmd import trace_app
+from miniagent.cli.ui_cmd import ui
 from miniagent.errors import UserError
 from miniagent.version import installed_version
 
@@ -55,6 +56,7 @@ app.command("worker")(worker_cmd)
 app.command("eval")(eval_command)
 app.add_typer(model_app, name="model")
 app.add_typer(memory_app, name="memory")
+app.command("ui")(ui)
 
 
 def _print_version(wanted: bool) -> None:
