@@ -55,7 +55,7 @@ def shell(ctx: Ctx, title: str, body: str, *, notice: str = "", error: str = "")
         banner += f'<p class="flash bad" role="alert">{esc(error)}</p>'
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)} · miniagent</title>"
+            f'<title>{esc(title)} · miniagent</title><link rel="icon" href="data:,">'
             f'<link rel="stylesheet" href="{esc(ctx.url("/static/ui.css"))}">'
             f'<script src="{esc(ctx.url("/static/ui.js"))}" defer></script></head><body>'
             '<header class="top"><nav aria-label="pages">'
@@ -125,7 +125,7 @@ def _waiting_since(record: CallRecord) -> float:
 def _waiting_call(ctx: Ctx, session: AgentSession, record: CallRecord) -> str:
     since = _waiting_since(record)
     waited = f"waiting {ago(ctx.now - since)}" if since else "waiting"
-    why = (f'<p class="why">Needs approval: {esc(record.note)}</p>' if record.note else "")
+    why = (f'<p class="why">Why it waits: {esc(record.note)}</p>' if record.note else "")
     sub = ""
     if record.observation is not None and record.observation.sub_run is not None:
         run = record.observation.sub_run
