@@ -76,7 +76,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
             client other than this machine can reach the server.
         allowed_hosts: Host names requests may name (``"*"``: any).
         trace: A JSONL trace file: runs started here are appended to it, and a session's
-            page links to its trace report when the file holds runs of that session.
+            page links to its trace report when the file holds runs of that session
+            (default: the ``agent``'s own trace file, if it has one).
         where: Where the sessions are, for the pages' header.
 
     Example:
@@ -85,11 +86,14 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         >>> type(inbox).__name__
         'Starlette'
     """
+    own = getattr(agent, "tracer", None)  # the agent's own trace file records its runs
+    if trace is None and own is not None:
+        trace = own.path
+    tracer = _tracer(trace) if own is None or Path(own.path) != Path(trace or "") else None
     if agent is not None:
         store, agent_for = agent.store, (lambda _session: agent)
     if store is None:
         raise ValueError("give the inbox an agent or a store")
-    tracer = _tracer(trace)
     sessions = LocalSessions(store=store, agent_for=agent_for, shared_agent=agent is not None,
                              trace=tracer)
     inbox = Inbox(sessions, Gate(token=token, allowed_hosts=allowed_hosts),
