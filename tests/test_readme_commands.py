@@ -44,6 +44,7 @@ PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
     "metrics = Metrics(": "observe/test_metrics.py::test_the_readme_example_runs",
     'tool_mode="hybrid", stream=True':
         "test_readme_stream.py::test_streaming_hybrid_example_runs",
+    "inbox = app(agent)": "ui/test_readme_ui.py::test_the_inbox_example_runs",
 }
 """Paths are under tests/."""
 
