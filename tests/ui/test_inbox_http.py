@@ -3,6 +3,7 @@ requests without a CSRF token or from another origin change nothing; hostile tex
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,8 +12,8 @@ import pytest
 from starlette.testclient import TestClient
 from ui_support import HOSTILE, PAID, act, hidden, waiting_agent
 
-from miniagent import SQLiteStore
-from miniagent.store.base import new_owner
+from miniagent import Agent, ScriptedModel, SQLiteStore, tool
+from miniagent.store.base import SessionQuery, new_owner
 from miniagent.ui import app
 
 BASE = "http://127.0.0.1:8765"
@@ -177,3 +178,42 @@ def test_hostile_text_stays_text(tmp_path: Path) -> None:
         assert 'href="javascript' not in page
     assert "&lt;/script&gt;&lt;script&gt;window.pwned=1" in pages[0]
     assert "<details" in pages[0]  # the long argument is folded
+
+
+@tool(requires_approval=True)
+def delete_file(name: str) -> str:
+    """Delete a file of the workspace."""
+    DELETED.append(name)
+    return f"deleted {name}"
+
+
+DELETED: list[str] = []
+
+
+def test_a_sub_agents_call_is_decided_on_its_parent_and_relayed(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    janitor = Agent(model=ScriptedModel([act("delete_file", {"name": "old.log"}),
+                                         "Final Answer: deleted old.log"]),
+                    tools=[delete_file], store=store)
+    boss = Agent(model=ScriptedModel([act("janitor", {"question": "Remove old.log"}),
+                                      "Final Answer: the janitor deleted old.log"]),
+                 tools=[janitor.as_tool(name="janitor", description="Cleans up files.")],
+                 store=store)
+    sid = boss.run("Clean up old.log").session_id
+    sub_id = next(r.session_id for r in store.page(SessionQuery(limit=5)) if r.session_id != sid)
+    with client(app(boss)) as http:
+        inbox = http.get("/").text
+        assert inbox.count('class="card waiting"') == 1  # the parent's card only
+        assert "sub-agent janitor" in inbox and "old.log" in inbox
+        sub_page = http.get(f"/sessions/{sub_id}").text
+        assert f"parent session {sid}" in sub_page and "<button" not in sub_page
+        refused = http.post(f"/sessions/{sub_id}/decide", data={  # a hand-made request
+            "csrf": hidden(inbox, "csrf"),
+            "version": re.findall(r'data-version="(\w+)"', sub_page)[0],
+            "call_id": "", "decision": "approve"})
+        assert refused.status_code == 409 and "decide on its parent session" in refused.text
+        http.post(f"/sessions/{sid}/decide", data=decision(inbox, "approve", "only a log"))
+        until(lambda: "the janitor deleted old.log" in http.get(f"/sessions/{sid}").text,
+              "the boss's answer")
+    assert DELETED == ["old.log"]
+    assert SQLiteStore(tmp_path / "s.db").load(sub_id).status == "completed"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
+from ui_support import PAID, act, hidden, pay
 
 from miniagent import ScriptedModel
-from ui_support import PAID, act, hidden, pay
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

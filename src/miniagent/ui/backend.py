@@ -47,6 +47,15 @@ class Listing(Protocol):
     def page(self, query: SessionQuery) -> list[SessionSummary]: ...
 
 
+def parent_of(session: AgentSession) -> str | None:
+    """The id of the session whose call runs this one (a sub-agent's session), if any."""
+    from miniagent.tools.agent_tool import PARENT_KEY
+
+    parent = session.metadata.get(PARENT_KEY)
+    found = parent.get("session_id") if isinstance(parent, dict) else None
+    return found if isinstance(found, str) else None
+
+
 def version(session: AgentSession) -> str:
     """A short text that changes whenever the session moves: a status change, a new step, a
     call's state (a decision is a move of its call). Statuses, steps and moves are only ever
@@ -166,6 +175,7 @@ class LocalSessions:
 
         def change(session: AgentSession) -> None:
             _check_version(session, seen)
+            _not_a_sub_run(session, "decide on")
             decide(session, call_id, approved, reason, at=time.time())
 
         try:
@@ -191,6 +201,7 @@ class LocalSessions:
         self._not_running_here(session_id)
         session = self.load(session_id)
         _check_version(session, seen)
+        _not_a_sub_run(session, "resume")
         if session.status in FINAL:
             raise Refusal(f"session {session_id} has ended ({session.status}); there is "
                           "nothing to resume")
@@ -207,6 +218,7 @@ class LocalSessions:
             raise Refusal("the question is empty")
         session = self.load(session_id)
         _check_version(session, seen)
+        _not_a_sub_run(session, "ask")
         if session.status not in TURN_ENDED or session.phase == "tools":
             raise Refusal(str(TurnRefused(session._why_no_turn())))
         return await self._go_on(session_id, "ask", question)
@@ -217,6 +229,7 @@ class LocalSessions:
         self._not_running_here(session_id)
         session = self.load(session_id)
         _check_version(session, seen)
+        _not_a_sub_run(session, "cancel")
         if session.status in FINAL:
             raise Refusal(f"session {session_id} has ended ({session.status}); there is "
                           "nothing to cancel")
@@ -296,6 +309,15 @@ class LocalSessions:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _not_a_sub_run(session: AgentSession, verb: str) -> None:
+    """A sub-agent's session goes on through its parent's call (which relays decisions and
+    resumes it with the sub-agent): refuse acting on it alone."""
+    parent = parent_of(session)
+    if parent is not None:
+        raise Refusal(f"session {session.id} is a sub-agent's run: {verb} its parent session "
+                      f"{parent} instead, which relays to it")
 
 
 def _check_version(session: AgentSession, seen: str) -> None:

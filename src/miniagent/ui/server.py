@@ -26,7 +26,7 @@ from miniagent.errors import MiniAgentError, SessionNotFound
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, SessionQuery
 from miniagent.ui import views
-from miniagent.ui.backend import Done, LocalSessions, Refusal, version
+from miniagent.ui.backend import Done, LocalSessions, Refusal, parent_of, version
 from miniagent.ui.security import (
     LOOPBACK_HOSTS,
     MAX_FORM_BYTES,
@@ -238,7 +238,8 @@ class Inbox:
         for row in rows[:INBOX_SIZE]:
             with contextlib.suppress(MiniAgentError):  # gone, or damaged: the list shows it
                 session = self.sessions.load(row.session_id)
-                if session.pending_approvals():
+                # a sub-agent's calls are decided on its parent's card, which shows them
+                if session.pending_approvals() and parent_of(session) is None:
                     waiting.append(session)
         return HTMLResponse(views.inbox_page(ctx, waiting, more=len(rows) > INBOX_SIZE,
                                              notice=self._note(request)))

@@ -19,7 +19,7 @@ from miniagent.report.html import details, esc, pre, status_class
 from miniagent.session import FINAL, TURN_ENDED, AgentSession
 from miniagent.store.base import SessionQuery, SessionSummary
 from miniagent.types import CallRecord, Step
-from miniagent.ui.backend import RunHere, version
+from miniagent.ui.backend import RunHere, parent_of, version
 from miniagent.wording import counted, token_count
 
 FOLD_CHARS = 160
@@ -108,9 +108,14 @@ def waiting_card(ctx: Ctx, session: AgentSession) -> str:
     for all of them."""
     waiting = [r for r in session.open_calls() if r.state == "awaiting_approval"]
     link = esc(ctx.url(f"/sessions/{session.id}"))
-    calls = "".join(_waiting_call(ctx, session, r) for r in waiting)
+    parent = parent_of(session)
+    calls = "".join(_waiting_call(ctx, session, r, decide=parent is None) for r in waiting)
     every = _decide_form(ctx, session, None, f"all {len(waiting)} calls") if len(
-        waiting) > 1 else ""
+        waiting) > 1 and parent is None else ""
+    if parent is not None:
+        every = (f'<p class="why">A sub-agent\'s run: decide on its <a href="'
+                 f'{esc(ctx.url(f"/sessions/{parent}"))}">parent session {esc(parent)}</a>, '
+                 "which relays the decision here.</p>")
     return (f'<section class="card waiting" data-session="{esc(session.id)}">'
             f'<h2><a href="{link}">{esc(clip(session.turn.question, 300))}</a></h2>'
             f'<p class="kv">session <span class="id">{esc(session.id)}</span> · '
@@ -122,7 +127,8 @@ def _waiting_since(record: CallRecord) -> float:
     return next((m.at for m in reversed(record.moves) if m.target == "awaiting_approval"), 0.0)
 
 
-def _waiting_call(ctx: Ctx, session: AgentSession, record: CallRecord) -> str:
+def _waiting_call(ctx: Ctx, session: AgentSession, record: CallRecord, *,
+                  decide: bool = True) -> str:
     since = _waiting_since(record)
     waited = f"waiting {ago(ctx.now - since)}" if since else "waiting"
     why = (f'<p class="why">Why it waits: {esc(record.note)}</p>' if record.note else "")
@@ -139,7 +145,8 @@ def _waiting_call(ctx: Ctx, session: AgentSession, record: CallRecord) -> str:
             f'<span class="kv">call {esc(record.call.id)}</span> '
             f'<span class="tag warn">{esc(waited)}</span></p>{why}'
             f"{arguments(record.call.arguments)}{sub}"
-            f"{_decide_form(ctx, session, record.call.id, record.call.name)}</div>")
+            f"{_decide_form(ctx, session, record.call.id, record.call.name) if decide else ''}"
+            "</div>")
 
 
 def _decide_form(ctx: Ctx, session: AgentSession, call_id: str | None, what: str) -> str:
@@ -273,6 +280,8 @@ def _actions(ctx: Ctx, session: AgentSession, run: RunHere | None) -> str:
     """Resume, cancel and ask-again forms, where they apply."""
     if run is not None and run.running:
         return ""
+    if parent_of(session) is not None:
+        return ""  # its parent's page acts on it (the waiting card links there)
     base = f"/sessions/{session.id}"
     forms = []
     decided = session.status == "awaiting_approval" and not session.pending_approvals()
