@@ -135,3 +135,50 @@ def test_hostile_text_stays_text_in_the_browser(tmp_path: Path) -> None:
         card.locator("details.fold summary").click()  # the long argument, unfolded
         assert card.locator("details.fold pre").inner_text() == HOSTILE * 6
     assert opened.outside_requests == [] and opened.errors == []
+
+
+def test_the_inbox_shows_a_new_waiting_session_without_reload(tmp_path: Path) -> None:
+    store_path = tmp_path / "s.db"
+    inbox_store = SQLiteStore(store_path)
+    with serving(app(store=inbox_store)) as base, browse(base) as opened:
+        page = opened.page
+        page.goto(base + "/")
+        assert page.locator("p.empty").count() == 1
+        page.evaluate("window.sameDocument = true")
+        started: list[str] = []  # by another store object, off playwright's event loop
+        runner = threading.Thread(target=lambda: started.append(
+            waiting_agent(store_path, [PAY])[2]))
+        runner.start()
+        runner.join(60)
+        sid = started[0]
+        page.locator(f'section.waiting[data-session="{sid}"]').wait_for()
+        assert page.evaluate("window.sameDocument") is True
+    assert opened.outside_requests == [] and opened.errors == []
+
+
+def test_a_session_run_elsewhere_is_followed_from_its_saved_steps(tmp_path: Path) -> None:
+    """A run the inbox did not start has no event stream here: its page reads the saved
+    steps, and still shows each new one without a reload."""
+    store_path = tmp_path / "s.db"
+    model = ScriptedModel([act("check_ledger", {"account": "Bob"}), "Final Answer: +30"])
+    elsewhere = Agent(model=model, tools=[check_ledger], store=SQLiteStore(store_path))
+    finished: list[str] = []
+    runner = threading.Thread(target=lambda: finished.append(
+        elsewhere.run("Check Bob's ledger", session_id="elsewhere1").status))
+    with serving(app(store=SQLiteStore(store_path))) as base, browse(base) as opened:
+        runner.start()
+        page = opened.page
+        for _ in range(500):  # until the session exists (bounded)
+            if page.goto(base + "/sessions/elsewhere1").status == 200:
+                break
+            page.wait_for_timeout(20)
+        page.locator("details#step-1").wait_for()
+        assert page.locator("pre.answer").count() == 0
+        page.evaluate("window.sameDocument = true")
+        RELEASE.set()
+        page.locator("pre.answer").wait_for()
+        assert page.locator("pre.answer").inner_text() == "+30"
+        assert page.evaluate("window.sameDocument") is True
+        runner.join(30)
+    assert finished == ["completed"]
+    assert opened.outside_requests == [] and opened.errors == []

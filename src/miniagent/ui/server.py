@@ -7,7 +7,9 @@ it (``miniagent ui``), or any ASGI server that mounts :func:`app`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import hashlib
 import os
 import time
 from collections import OrderedDict
@@ -24,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from miniagent.errors import MiniAgentError, SessionNotFound
 from miniagent.session import FINAL, AgentSession
-from miniagent.store.base import CheckpointStore, SessionQuery
+from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
 from miniagent.ui import views
 from miniagent.ui.backend import Done, LocalSessions, Refusal, parent_of, version
 from miniagent.ui.security import (
@@ -111,6 +113,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
 
     routes = [
         Route("/", inbox.inbox_page),
+        Route("/part", inbox.inbox_part),
+        Route("/events", inbox.inbox_events),
         Route("/sessions", inbox.sessions_page),
         Route("/sessions/{sid}", inbox.session_page),
         Route("/sessions/{sid}/part", inbox.session_part),
@@ -232,17 +236,49 @@ class Inbox:
 
     async def inbox_page(self, request: Request) -> Response:
         ctx = self.ctx(request)
+        seen, rows = self._waiting()
+        waiting = self._loaded(rows[:INBOX_SIZE])
+        return HTMLResponse(views.inbox_page(ctx, waiting, more=len(rows) > INBOX_SIZE,
+                                             seen=seen, notice=self._note(request)))
+
+    async def inbox_part(self, request: Request) -> Response:
+        seen, rows = self._waiting()
+        return HTMLResponse(views.inbox_part(self.ctx(request), self._loaded(rows[:INBOX_SIZE]),
+                                             more=len(rows) > INBOX_SIZE, seen=seen))
+
+    async def inbox_events(self, request: Request) -> Response:
+        """Server-sent events: ``changed`` whenever a session starts or stops waiting, or its
+        calls are decided (read from the listing every second: one indexed query)."""
+
+        async def stream() -> AsyncIterator[str]:
+            yield "retry: 3000\n\n"
+            shown, until = None, time.monotonic() + LIVE_SECONDS
+            while time.monotonic() < until:
+                seen, _ = self._waiting()
+                if seen != shown:
+                    shown = seen
+                    yield f"event: changed\ndata: {seen}\n\n"
+                await asyncio.sleep(POLL_SECONDS)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})
+
+    def _waiting(self) -> tuple[str, list[SessionSummary]]:
+        """The inbox's rows (one more than it shows) and its version: their ids and times."""
         rows = self.sessions.page(SessionQuery(status="awaiting_approval", oldest_first=True,
                                                limit=INBOX_SIZE + 1))
+        text = "|".join(f"{r.session_id}@{r.updated_at!r}" for r in rows)
+        return hashlib.sha256(text.encode()).hexdigest()[:16], rows
+
+    def _loaded(self, rows: list[SessionSummary]) -> list[AgentSession]:
         waiting = []
-        for row in rows[:INBOX_SIZE]:
+        for row in rows:
             with contextlib.suppress(MiniAgentError):  # gone, or damaged: the list shows it
                 session = self.sessions.load(row.session_id)
                 # a sub-agent's calls are decided on its parent's card, which shows them
                 if session.pending_approvals() and parent_of(session) is None:
                     waiting.append(session)
-        return HTMLResponse(views.inbox_page(ctx, waiting, more=len(rows) > INBOX_SIZE,
-                                             notice=self._note(request)))
+        return waiting
 
     async def sessions_page(self, request: Request) -> Response:
         ctx = self.ctx(request)

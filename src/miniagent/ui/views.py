@@ -88,8 +88,17 @@ def _hidden(ctx: Ctx, session: AgentSession, **fields: str) -> str:
 # -- the inbox --------------------------------------------------------------------------------
 
 
-def inbox_page(ctx: Ctx, sessions: list[AgentSession], *, more: bool, notice: str = "",
-               error: str = "") -> str:
+def inbox_page(ctx: Ctx, sessions: list[AgentSession], *, more: bool, seen: str,
+               notice: str = "", error: str = "") -> str:
+    """The inbox; ``seen`` is its version (see ``/events``): the page swaps in its new part
+    when more sessions wait, or fewer."""
+    live = (f'<div id="live" data-live="{esc(ctx.url("/events"))}" '
+            f'data-part="{esc(ctx.url("/part"))}" data-version="{esc(seen)}" '
+            f'aria-live="polite">{inbox_part(ctx, sessions, more=more, seen=seen)}</div>')
+    return shell(ctx, "Inbox", live, notice=notice, error=error)
+
+
+def inbox_part(ctx: Ctx, sessions: list[AgentSession], *, more: bool, seen: str) -> str:
     if not sessions:
         body = ("<h1>Inbox</h1><p class=\"muted empty\">Nothing waits for a person. Sessions "
                 "whose tool calls need approval show up here, oldest first.</p>")
@@ -100,7 +109,7 @@ def inbox_page(ctx: Ctx, sessions: list[AgentSession], *, more: bool, notice: st
                  "waiting sessions</a>.</p>") if more else ""
         body = (f"<h1>Inbox <span class=\"count\">{counted(len(sessions), 'session')} "
                 f"waiting</span></h1>{cards}{extra}")
-    return shell(ctx, "Inbox", body, notice=notice, error=error)
+    return f'<div data-version="{esc(seen)}">{body}</div>'
 
 
 def waiting_card(ctx: Ctx, session: AgentSession) -> str:
