@@ -43,6 +43,7 @@ def serving(asgi: Any) -> Iterator[str]:
 class Browsing:
     page: Any
     """The playwright ``Page``."""
+    browser: Any = None
     outside_requests: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -55,23 +56,33 @@ def browse(base: str, *, width: int = 1280, height: int = 900) -> Iterator[Brows
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
         try:
-            context = browser.new_context(viewport={"width": width, "height": height})
-            page = context.new_page()
-            opened = Browsing(page=page)
-
-            def route(route: Any) -> None:
-                url = route.request.url
-                if url == base or url.startswith(base + "/"):
-                    route.continue_()
-                else:
-                    opened.outside_requests.append(url)
-                    route.abort()
-
-            context.route("**/*", route)
-            page.on("pageerror", lambda exc: opened.errors.append(str(exc)))
-            page.on("console", lambda msg: opened.errors.append(msg.text)
-                    if msg.type == "error" else None)
-            page.set_default_timeout(20_000)  # a bound on waiting, not a timing assert
+            opened = Browsing(page=None)
+            opened.page = new_page(browser, base, opened, width=width, height=height)
+            opened.browser = browser
             yield opened
         finally:
             browser.close()
+
+
+def new_page(browser: Any, base: str, opened: Browsing, *, width: int = 1280, height: int = 900,
+             javascript: bool = True) -> Any:
+    """A page in a context of its own (its own cookie) that may reach ``base`` only; what it
+    tries besides, and its errors, are recorded in ``opened``."""
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  java_script_enabled=javascript)
+
+    def route(route: Any) -> None:
+        url = route.request.url
+        if url == base or url.startswith(base + "/"):
+            route.continue_()
+        else:
+            opened.outside_requests.append(url)
+            route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("pageerror", lambda exc: opened.errors.append(str(exc)))
+    page.on("console", lambda msg: opened.errors.append(msg.text)
+            if msg.type == "error" else None)
+    page.set_default_timeout(20_000)  # a bound on waiting, not a timing assert
+    return page
