@@ -12,6 +12,7 @@ import typer
 
 from miniagent.cli.common import StoreOption, cli_errors, fail
 from miniagent.cli.safe_text import visible
+from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -28,12 +29,15 @@ def ui(
     port: Annotated[int, typer.Option(min=0, max=65535, help="The port (0: any free one).")] = DEFAULT_PORT,  # noqa: E501
     token_env: Annotated[str | None, typer.Option("--token-env", metavar="NAME", help="The environment variable holding the login token (at least 16 characters); required off loopback.")] = None,  # noqa: E501
     trace: Annotated[Path | None, typer.Option("--trace", help="A JSONL trace file: runs started in the inbox are appended to it, and sessions with runs in it link to their trace report.")] = None,  # noqa: E501
+    temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "miniagent",
 ) -> None:
     """Serve the browser inbox: approve or deny waiting calls, follow and inspect sessions.
 
     A session goes on (after a decision, Resume, or a new question) in this process, with the
     model server, tools and MCP servers it recorded, as 'miniagent sessions resume' would run
-    it; the API key comes from MINIAGENT_API_KEY or OPENAI_API_KEY.
+    it; the API key comes from MINIAGENT_API_KEY or OPENAI_API_KEY. With --temporal, the
+    sessions of that cluster: a decision goes to the workflow, whose workers go on with it.
     """
     import uvicorn
 
@@ -42,16 +46,22 @@ def ui(
     from miniagent.ui.security import LOOPBACK_HOSTS
 
     token = _token(host, token_env)
+    hosts = LOOPBACK_HOSTS if token is None else ("*",)
     with cli_errors():
-        sessions = open_store(store)
+        if temporal:
+            where = f"sessions on Temporal {temporal}"
+            inbox = app(temporal=temporal, task_queue=task_queue, token=token,
+                        allowed_hosts=hosts, where=where)
+        else:
+            sessions = open_store(store)
+            where = f"sessions in {sessions.path}"
+            inbox = app(store=sessions, agent_for=lambda s: _agent_for(s, sessions),
+                        token=token, allowed_hosts=hosts, trace=trace, where=where)
         listener = _listen(host, port)
-        inbox = app(store=sessions, agent_for=lambda s: _agent_for(s, sessions), token=token,
-                    allowed_hosts=LOOPBACK_HOSTS if token is None else ("*",), trace=trace,
-                    where=f"sessions in {sessions.path}")
     bound = listener.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     url = f"http://{shown}:{bound[1]}/"
-    typer.echo(visible(f"miniagent inbox on {url} (sessions in {sessions.path}); Ctrl-C stops it"))
+    typer.echo(visible(f"miniagent inbox on {url} ({where}); Ctrl-C stops it"))
     if token is not None:
         typer.echo(visible(f"log in at {url}login with the token in ${token_env}"))
     server = uvicorn.Server(uvicorn.Config(inbox, log_level="warning", lifespan="on",

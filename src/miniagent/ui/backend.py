@@ -41,10 +41,28 @@ KEPT_RUNS = 1000
 """How many finished runs this server remembers (their result or error, for their pages)."""
 
 
-class Listing(Protocol):
-    """A store the inbox can page through (both stores of miniagent are)."""
+class Sessions(Protocol):
+    """What the inbox's pages need of a driver: :class:`LocalSessions` (a store, runs in
+    this process) or :class:`~miniagent.ui.on_temporal.TemporalInbox`."""
 
-    def page(self, query: SessionQuery) -> list[SessionSummary]: ...
+    async def page(self, query: SessionQuery) -> list[SessionSummary]: ...
+
+    async def load(self, session_id: str) -> AgentSession: ...
+
+    def run_of(self, session_id: str) -> RunHere | None: ...
+
+    def signal(self, session_id: str) -> Signal: ...
+
+    async def decide(self, session_id: str, call_id: str | None, approved: bool,
+                     reason: str | None, seen: str) -> Done: ...
+
+    async def resume(self, session_id: str, seen: str) -> Done: ...
+
+    async def ask(self, session_id: str, question: str, seen: str) -> Done: ...
+
+    async def cancel(self, session_id: str, reason: str | None, seen: str) -> Done: ...
+
+    async def aclose(self) -> None: ...
 
 
 def parent_of(session: AgentSession) -> str | None:
@@ -136,7 +154,7 @@ class LocalSessions:
 
     # -- reading --------------------------------------------------------------------------
 
-    def page(self, query: SessionQuery) -> list[SessionSummary]:
+    async def page(self, query: SessionQuery) -> list[SessionSummary]:
         page = getattr(self.store, "page", None)
         if page is None:  # a store of someone else's: filter its plain listing
             rows = self.store.list(100_000)
@@ -147,7 +165,7 @@ class LocalSessions:
         rows_of: Callable[[SessionQuery], list[SessionSummary]] = page
         return rows_of(query)
 
-    def load(self, session_id: str) -> AgentSession:
+    async def load(self, session_id: str) -> AgentSession:
         return self.store.load(session_id)
 
     def run_of(self, session_id: str) -> RunHere | None:
@@ -174,8 +192,8 @@ class LocalSessions:
         reason = storable(reason.strip()) if reason and reason.strip() else None
 
         def change(session: AgentSession) -> None:
-            _check_version(session, seen)
-            _not_a_sub_run(session, "decide on")
+            check_version(session, seen)
+            not_a_sub_run(session, "decide on")
             decide(session, call_id, approved, reason, at=time.time())
 
         try:
@@ -199,9 +217,9 @@ class LocalSessions:
 
     async def resume(self, session_id: str, seen: str) -> Done:
         self._not_running_here(session_id)
-        session = self.load(session_id)
-        _check_version(session, seen)
-        _not_a_sub_run(session, "resume")
+        session = self.store.load(session_id)
+        check_version(session, seen)
+        not_a_sub_run(session, "resume")
         if session.status in FINAL:
             raise Refusal(f"session {session_id} has ended ({session.status}); there is "
                           "nothing to resume")
@@ -216,9 +234,9 @@ class LocalSessions:
         question = storable(question.strip())
         if not question:
             raise Refusal("the question is empty")
-        session = self.load(session_id)
-        _check_version(session, seen)
-        _not_a_sub_run(session, "ask")
+        session = self.store.load(session_id)
+        check_version(session, seen)
+        not_a_sub_run(session, "ask")
         if session.status not in TURN_ENDED or session.phase == "tools":
             raise Refusal(str(TurnRefused(session._why_no_turn())))
         return await self._go_on(session_id, "ask", question)
@@ -227,9 +245,9 @@ class LocalSessions:
         from miniagent.agent import cancel_session
 
         self._not_running_here(session_id)
-        session = self.load(session_id)
-        _check_version(session, seen)
-        _not_a_sub_run(session, "cancel")
+        session = self.store.load(session_id)
+        check_version(session, seen)
+        not_a_sub_run(session, "cancel")
         if session.status in FINAL:
             raise Refusal(f"session {session_id} has ended ({session.status}); there is "
                           "nothing to cancel")
@@ -252,7 +270,7 @@ class LocalSessions:
             return Done(message="This server runs no sessions (it has no agent); resume it "
                                 f"with: miniagent sessions resume {session_id}")
         try:
-            agent = self.agent_for(self.load(session_id))
+            agent = self.agent_for(self.store.load(session_id))
         except MiniAgentError as exc:
             return Done(message=f"It cannot go on here: {exc}")
         run = RunHere(what="answering a new question" if how == "ask" else "resumed")
@@ -311,7 +329,7 @@ class LocalSessions:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _not_a_sub_run(session: AgentSession, verb: str) -> None:
+def not_a_sub_run(session: AgentSession, verb: str) -> None:
     """A sub-agent's session goes on through its parent's call (which relays decisions and
     resumes it with the sub-agent): refuse acting on it alone."""
     parent = parent_of(session)
@@ -320,7 +338,7 @@ def _not_a_sub_run(session: AgentSession, verb: str) -> None:
                       f"{parent} instead, which relays to it")
 
 
-def _check_version(session: AgentSession, seen: str) -> None:
+def check_version(session: AgentSession, seen: str) -> None:
     if seen != version(session):
         raise Refusal(f"session {session.id} changed since the page was shown (it is now "
                       f"{session.status}: {session.reason or 'no reason recorded'}); nothing "

@@ -28,7 +28,7 @@ from miniagent.errors import MiniAgentError, SessionNotFound
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
 from miniagent.ui import views
-from miniagent.ui.backend import Done, LocalSessions, Refusal, parent_of, version
+from miniagent.ui.backend import Done, LocalSessions, Refusal, Sessions, parent_of, version
 from miniagent.ui.security import (
     LOOPBACK_HOSTS,
     MAX_FORM_BYTES,
@@ -43,6 +43,7 @@ from miniagent.ui.static import SCRIPT, STYLESHEET
 
 if TYPE_CHECKING:
     from miniagent.agent import Agent
+    from miniagent.temporal import TemporalSessions
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -63,6 +64,7 @@ POLL_SECONDS = 1.0
 
 def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         agent_for: Callable[[AgentSession], Agent] | None = None,
+        temporal: str | TemporalSessions | None = None, task_queue: str = "miniagent",
         token: str | None = None, allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
         trace: str | os.PathLike[str] | None = None, where: str | None = None) -> Starlette:
     """The browser inbox as an ASGI application.
@@ -74,6 +76,9 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         agent_for: Instead of ``agent``: the agent of each session (``miniagent ui`` builds
             it from what the session recorded). With neither, the inbox decides and
             cancels, and says how to resume.
+        temporal: The sessions of a Temporal cluster instead of a store: its frontend's
+            ``HOST:PORT`` (connected on first use) or a :class:`TemporalSessions`; an
+            ``agent`` on Temporal brings its own. ``task_queue``: its workers' queue.
         token: Required to log in (see :mod:`miniagent.ui.security`); needed whenever a
             client other than this machine can reach the server.
         allowed_hosts: Host names requests may name (``"*"``: any).
@@ -92,15 +97,25 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
     if trace is None and own is not None:
         trace = own.path
     tracer = _tracer(trace) if own is None or Path(own.path) != Path(trace or "") else None
-    if agent is not None:
-        store, agent_for = agent.store, (lambda _session: agent)
-    if store is None:
-        raise ValueError("give the inbox an agent or a store")
-    sessions = LocalSessions(store=store, agent_for=agent_for, shared_agent=agent is not None,
-                             trace=tracer)
+    if agent is not None and agent.temporal is not None:
+        temporal, task_queue = agent.temporal, agent.task_queue
+    sessions: Sessions
+    if temporal is not None:
+        from miniagent.ui.on_temporal import TemporalInbox
+
+        remote = TemporalInbox(address=temporal, task_queue=task_queue) if isinstance(
+            temporal, str) else TemporalInbox(sessions=_temporal_sessions(temporal, task_queue))
+        sessions, where = remote, where or remote.where
+    else:
+        if agent is not None:
+            store, agent_for = agent.store, (lambda _session: agent)
+        if store is None:
+            raise ValueError("give the inbox an agent, a store or a Temporal cluster")
+        sessions = LocalSessions(store=store, agent_for=agent_for,
+                                 shared_agent=agent is not None, trace=tracer)
+        where = where or _describe(store)
     inbox = Inbox(sessions, Gate(token=token, allowed_hosts=allowed_hosts),
-                  trace=Path(trace) if trace is not None else None,
-                  where=where or _describe(store))
+                  trace=Path(trace) if trace is not None else None, where=where)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -131,6 +146,13 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
     server = Starlette(routes=routes, lifespan=lifespan)
     server.add_middleware(Guarded, gate=inbox.gate)
     return server
+
+
+def _temporal_sessions(given: Any, task_queue: str) -> TemporalSessions:
+    """``given`` as TemporalSessions: itself, or a temporalio Client (an agent's)."""
+    from miniagent.temporal import TemporalSessions
+
+    return given if isinstance(given, TemporalSessions) else TemporalSessions(given, task_queue)
 
 
 def _describe(store: CheckpointStore) -> str:
@@ -218,9 +240,9 @@ async def _plain(response: Response, scope: Scope, receive: Receive, send: Send)
 
 
 class Inbox:
-    """The routes' handlers, over one :class:`LocalSessions`."""
+    """The routes' handlers, over one driver's sessions (:class:`Sessions`)."""
 
-    def __init__(self, sessions: LocalSessions, gate: Gate, *, trace: Path | None,
+    def __init__(self, sessions: Sessions, gate: Gate, *, trace: Path | None,
                  where: str) -> None:
         self.sessions, self.gate, self.trace, self.where = sessions, gate, trace, where
         self.throttle = LoginThrottle()
@@ -236,14 +258,15 @@ class Inbox:
 
     async def inbox_page(self, request: Request) -> Response:
         ctx = self.ctx(request)
-        seen, rows = self._waiting()
-        waiting = self._loaded(rows[:INBOX_SIZE])
+        seen, rows = await self._waiting()
+        waiting = await self._loaded(rows[:INBOX_SIZE])
         return HTMLResponse(views.inbox_page(ctx, waiting, more=len(rows) > INBOX_SIZE,
                                              seen=seen, notice=self._note(request)))
 
     async def inbox_part(self, request: Request) -> Response:
-        seen, rows = self._waiting()
-        return HTMLResponse(views.inbox_part(self.ctx(request), self._loaded(rows[:INBOX_SIZE]),
+        seen, rows = await self._waiting()
+        waiting = await self._loaded(rows[:INBOX_SIZE])
+        return HTMLResponse(views.inbox_part(self.ctx(request), waiting,
                                              more=len(rows) > INBOX_SIZE, seen=seen))
 
     async def inbox_events(self, request: Request) -> Response:
@@ -254,7 +277,7 @@ class Inbox:
             yield "retry: 3000\n\n"
             shown, until = None, time.monotonic() + LIVE_SECONDS
             while time.monotonic() < until:
-                seen, _ = self._waiting()
+                seen, _ = await self._waiting()
                 if seen != shown:
                     shown = seen
                     yield f"event: changed\ndata: {seen}\n\n"
@@ -263,18 +286,18 @@ class Inbox:
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})
 
-    def _waiting(self) -> tuple[str, list[SessionSummary]]:
+    async def _waiting(self) -> tuple[str, list[SessionSummary]]:
         """The inbox's rows (one more than it shows) and its version: their ids and times."""
-        rows = self.sessions.page(SessionQuery(status="awaiting_approval", oldest_first=True,
+        rows = await self.sessions.page(SessionQuery(status="awaiting_approval", oldest_first=True,
                                                limit=INBOX_SIZE + 1))
         text = "|".join(f"{r.session_id}@{r.updated_at!r}" for r in rows)
         return hashlib.sha256(text.encode()).hexdigest()[:16], rows
 
-    def _loaded(self, rows: list[SessionSummary]) -> list[AgentSession]:
+    async def _loaded(self, rows: list[SessionSummary]) -> list[AgentSession]:
         waiting = []
         for row in rows:
             with contextlib.suppress(MiniAgentError):  # gone, or damaged: the list shows it
-                session = self.sessions.load(row.session_id)
+                session = await self.sessions.load(row.session_id)
                 # a sub-agent's calls are decided on its parent's card, which shows them
                 if session.pending_approvals() and parent_of(session) is None:
                     waiting.append(session)
@@ -287,14 +310,14 @@ class Inbox:
         query = SessionQuery(status=status if status in views.STATUSES else None,
                              text=(params.get("q") or "").strip()[:200] or None,
                              after=_after(params.get("after")), limit=PAGE_SIZE)
-        rows = self.sessions.page(query)
+        rows = await self.sessions.page(query)
         last = rows[-1] if len(rows) == PAGE_SIZE else None
         after = f"{last.updated_at!r}~{last.session_id}" if last is not None else None
         return HTMLResponse(views.sessions_page(ctx, rows, query, after))
 
     async def session_page(self, request: Request, *, error: str = "",
                            status: int = 200) -> Response:
-        session = self._load(request)
+        session = await self._load(request)
         if isinstance(session, Response):
             return session
         ctx = self.ctx(request)
@@ -303,7 +326,7 @@ class Inbox:
             notice=self._note(request), error=error), status_code=status)
 
     async def session_part(self, request: Request) -> Response:
-        session = self._load(request)
+        session = await self._load(request)
         if isinstance(session, Response):
             return session
         return HTMLResponse(views.live_part(self.ctx(request), session,
@@ -322,7 +345,7 @@ class Inbox:
             seen, until = None, time.monotonic() + LIVE_SECONDS
             while time.monotonic() < until:
                 try:
-                    session = sessions.load(sid)
+                    session = await sessions.load(sid)
                 except MiniAgentError:
                     yield "event: end\ndata: gone\n\n"
                     return
@@ -430,10 +453,10 @@ class Inbox:
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _load(self, request: Request) -> AgentSession | Response:
+    async def _load(self, request: Request) -> AgentSession | Response:
         sid = request.path_params["sid"]
         try:
-            return self.sessions.load(sid)
+            return await self.sessions.load(sid)
         except SessionNotFound as exc:
             return HTMLResponse(views.message_page(self.ctx(request), "No such session",
                                                    str(exc)), status_code=404)

@@ -228,7 +228,8 @@ def _session_row(ctx: Ctx, r: SessionSummary) -> str:
     tokens = f"{r.tokens:,}" if r.tokens is not None else "?"
     return (f'<tr><td><a class="id" href="{link}">{esc(clip(r.session_id, 24))}</a></td>'
             f'<td><span class="tag {status_class(r.status)}">{esc(r.status)}</span></td>'
-            f'<td class="num">{r.steps}</td><td class="num wide">{tokens}</td>'
+            f'<td class="num">{r.steps if r.steps >= 0 else "?"}</td>'
+            f'<td class="num wide">{tokens}</td>'
             f'<td class="wide">{esc(ago(ctx.now - r.updated_at))} ago</td>'
             f'<td class="question">{esc(clip(r.question, 160))}</td></tr>')
 
