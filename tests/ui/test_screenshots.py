@@ -75,7 +75,8 @@ def sessions(store: SQLiteStore) -> str:
 def test_screenshots_at_desktop_and_phone_widths(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     sid = sessions(store)
-    with serving(app(store=store, where=f"sessions in {tmp_path.name}/s.db")) as base:
+    where = "sessions in ~/.local/share/miniagent/sessions.db"
+    with serving(app(store=store, where=where)) as base:
         with browse(base, width=1280, height=900) as opened:
             opened.page.goto(base + "/")
             assert opened.page.locator("section.waiting").count() == 3

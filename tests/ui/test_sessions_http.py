@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from starlette.testclient import TestClient
 from ui_support import act, hidden, pay, waiting_agent
 
@@ -125,3 +126,38 @@ def test_the_trace_report_of_a_session(tmp_path: Path) -> None:
     assert report.text == render_trace(Trace(path=read.path, runs=mine, skipped=[]))
     assert report.headers["content-security-policy"].startswith(csp(SCRIPT))
     assert missing.status_code == 404
+
+
+def test_an_id_with_odd_characters_is_linked_whole(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    store.save(AgentSession.start("odd", id="会话 1?x=1#y&z", at=1.0))
+    with client(app(store=store)) as http:
+        listed = http.get("/sessions").text
+        link = re.search(r'<a class="id" href="([^"]*)"', listed)
+        assert link is not None
+        page = http.get(link.group(1).replace("&amp;", "&"))
+    assert page.status_code == 200 and "会话 1?x=1#y&amp;z" in page.text
+
+
+def test_the_event_stream_of_an_ended_session_says_so_and_ends(tmp_path: Path) -> None:
+    agent = Agent(model=ScriptedModel(["Final Answer: 4"]), store=SQLiteStore(tmp_path / "s.db"))
+    sid = agent.run("2 + 2?").session_id
+    with client(app(agent)) as http:
+        body = http.get(f"/sessions/{sid}/events").text  # it ends: the session has ended
+        version = re.search(r'data-version="(\w+)"', http.get(f"/sessions/{sid}").text)
+    assert version is not None
+    assert body == f"retry: 3000\n\nevent: changed\ndata: {version.group(1)}\n\n" \
+                   "event: end\ndata: ended\n\n"
+
+
+def test_open_event_streams_are_bounded(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from miniagent.ui import server
+
+    monkeypatch.setattr(server, "MAX_STREAMS", 1)
+    agent, _, sid = waiting_agent(tmp_path / "s.db", [act("pay", {"to": "A", "amount": 1})])
+    with client(app(agent)) as http, http.stream("GET", f"/sessions/{sid}/events") as first:
+        assert first.status_code == 200
+        assert next(first.iter_lines()) == "retry: 3000"
+        refused = http.get("/events")
+    assert refused.status_code == 503

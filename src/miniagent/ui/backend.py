@@ -172,10 +172,11 @@ class LocalSessions:
         return self.runs.get(session_id)
 
     def signal(self, session_id: str) -> Signal:
+        """What wakes the pages following ``session_id``: its run's signal while a run of it
+        started here is remembered, else one that never fires (those pages read the store
+        every second). Only runs add signals, so any id asked for costs no memory."""
         signal = self.signals.get(session_id)
-        if signal is None:
-            signal = self.signals[session_id] = Signal(asyncio.get_running_loop())
-        return signal
+        return signal if signal is not None else Signal(asyncio.get_running_loop())
 
     # -- changing -------------------------------------------------------------------------
 
@@ -274,7 +275,7 @@ class LocalSessions:
         except MiniAgentError as exc:
             return Done(message=f"It cannot go on here: {exc}")
         run = RunHere(what="answering a new question" if how == "ask" else "resumed")
-        signal = self.signal(session_id)
+        signal = self.signals.setdefault(session_id, Signal(asyncio.get_running_loop()))
 
         def on_event(event: ev.Event) -> None:
             run.events += 1

@@ -14,7 +14,7 @@ in its listing, and show as unknown).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from miniagent.errors import MiniAgentError
@@ -45,7 +45,6 @@ class TemporalInbox:
     address: str | None = None
     task_queue: str = "miniagent"
     sessions: TemporalSessions | None = None
-    signals: dict[str, Signal] = field(default_factory=dict)
     _lock: asyncio.Lock | None = None
 
     async def _remote(self) -> TemporalSessions:
@@ -82,10 +81,7 @@ class TemporalInbox:
         return None  # sessions run in the cluster's workers, never here
 
     def signal(self, session_id: str) -> Signal:
-        signal = self.signals.get(session_id)
-        if signal is None:  # never fired: pages poll the workflow's query
-            signal = self.signals[session_id] = Signal(asyncio.get_running_loop())
-        return signal
+        return Signal(asyncio.get_running_loop())  # never fired: pages query every second
 
     async def decide(self, session_id: str, call_id: str | None, approved: bool,
                      reason: str | None, seen: str) -> Done:

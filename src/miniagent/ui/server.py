@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.datastructures import Headers, MutableHeaders
@@ -60,6 +61,10 @@ LIVE_SECONDS = 600.0
 
 POLL_SECONDS = 1.0
 """How often a page following a session run elsewhere reads its saved steps."""
+
+MAX_STREAMS = 64
+"""At most this many pages follow sessions at once (each stream reads its session every
+second); more are refused (503) and the pages still work, reloaded by hand."""
 
 
 def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
@@ -247,6 +252,7 @@ class Inbox:
         self.sessions, self.gate, self.trace, self.where = sessions, gate, trace, where
         self.throttle = LoginThrottle()
         self.notes: OrderedDict[str, str] = OrderedDict()  # what a request did, shown once
+        self.streams = 0  # event streams open
 
     def ctx(self, request: Request) -> views.Ctx:
         cookie = request.state.cookie
@@ -283,8 +289,7 @@ class Inbox:
                     yield f"event: changed\ndata: {seen}\n\n"
                 await asyncio.sleep(POLL_SECONDS)
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})
+        return self._streamed(stream())
 
     async def _waiting(self) -> tuple[str, list[SessionSummary]]:
         """The inbox's rows (one more than it shows) and its version: their ids and times."""
@@ -360,7 +365,23 @@ class Inbox:
                     return
                 await signal.wait(POLL_SECONDS)
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
+        return self._streamed(stream())
+
+    def _streamed(self, events: AsyncIterator[str]) -> Response:
+        """An event stream, counted against ``MAX_STREAMS`` while it is open."""
+        if self.streams >= MAX_STREAMS:
+            return Response("too many pages follow sessions; reload by hand", 503,
+                            media_type="text/plain")
+        self.streams += 1
+
+        async def counted() -> AsyncIterator[str]:
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                self.streams -= 1
+
+        return StreamingResponse(counted(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})
 
     async def report(self, request: Request) -> Response:
@@ -428,7 +449,8 @@ class Inbox:
         while len(self.notes) > 500:
             self.notes.popitem(last=False)
         root = request.scope.get("root_path", "")
-        return RedirectResponse(f"{root}/sessions/{sid}?done={note}", status_code=303)
+        return RedirectResponse(f"{root}/sessions/{quote(sid, safe='')}?done={note}",
+                                status_code=303)
 
     async def login(self, request: Request) -> Response:
         ctx = self.ctx(request)

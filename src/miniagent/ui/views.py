@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from miniagent.report.html import details, esc, pre, status_class
 from miniagent.session import FINAL, TURN_ENDED, AgentSession
@@ -66,6 +66,11 @@ def shell(ctx: Ctx, title: str, body: str, *, notice: str = "", error: str = "")
             f"<main>{banner}{body}</main></body></html>\n")
 
 
+def path_of(session_id: str, tail: str = "") -> str:
+    """The path of a session's page (or of ``tail`` under it): its id quoted whole."""
+    return f"/sessions/{quote(session_id, safe='')}{tail}"
+
+
 def ago(seconds: float) -> str:
     """``42 s``, ``5 min``, ``3 h``, ``2 d``."""
     seconds = max(0.0, seconds)
@@ -116,14 +121,14 @@ def waiting_card(ctx: Ctx, session: AgentSession) -> str:
     """A waiting session: its question, each waiting call with its decision form, and a form
     for all of them."""
     waiting = [r for r in session.open_calls() if r.state == "awaiting_approval"]
-    link = esc(ctx.url(f"/sessions/{session.id}"))
+    link = esc(ctx.url(path_of(session.id)))
     parent = parent_of(session)
     calls = "".join(_waiting_call(ctx, session, r, decide=parent is None) for r in waiting)
     every = _decide_form(ctx, session, None, f"all {len(waiting)} calls") if len(
         waiting) > 1 and parent is None else ""
     if parent is not None:
         every = (f'<p class="why">A sub-agent\'s run: decide on its <a href="'
-                 f'{esc(ctx.url(f"/sessions/{parent}"))}">parent session {esc(parent)}</a>, '
+                 f'{esc(ctx.url(path_of(parent)))}">parent session {esc(parent)}</a>, '
                  "which relays the decision here.</p>")
     return (f'<section class="card waiting" data-session="{esc(session.id)}">'
             f'<h2><a href="{link}">{esc(clip(session.turn.question, 300))}</a></h2>'
@@ -159,7 +164,7 @@ def _waiting_call(ctx: Ctx, session: AgentSession, record: CallRecord, *,
 
 
 def _decide_form(ctx: Ctx, session: AgentSession, call_id: str | None, what: str) -> str:
-    action = esc(ctx.url(f"/sessions/{session.id}/decide"))
+    action = esc(ctx.url(path_of(session.id, "/decide")))
     label_id = f"r-{session.id}-{call_id or 'all'}"
     fields = _hidden(ctx, session, call_id=call_id or "")
     everything = call_id is None
@@ -224,7 +229,7 @@ def sessions_page(ctx: Ctx, rows: list[SessionSummary], query: SessionQuery,
 
 
 def _session_row(ctx: Ctx, r: SessionSummary) -> str:
-    link = esc(ctx.url(f"/sessions/{r.session_id}"))
+    link = esc(ctx.url(path_of(r.session_id)))
     tokens = f"{r.tokens:,}" if r.tokens is not None else "?"
     return (f'<tr><td><a class="id" href="{link}">{esc(clip(r.session_id, 24))}</a></td>'
             f'<td><span class="tag {status_class(r.status)}">{esc(r.status)}</span></td>'
@@ -240,9 +245,9 @@ def _session_row(ctx: Ctx, r: SessionSummary) -> str:
 def session_page(ctx: Ctx, session: AgentSession, run: RunHere | None, *, report: bool,
                  notice: str = "", error: str = "") -> str:
     sid = esc(session.id)
-    live = esc(ctx.url(f"/sessions/{session.id}/events"))
-    part = esc(ctx.url(f"/sessions/{session.id}/part"))
-    links = (f'<p class="links"><a href="{esc(ctx.url(f"/sessions/{session.id}/report"))}">'
+    live = esc(ctx.url(path_of(session.id, "/events")))
+    part = esc(ctx.url(path_of(session.id, "/part")))
+    links = (f'<p class="links"><a href="{esc(ctx.url(path_of(session.id, "/report")))}">'
              "Trace report</a></p>") if report else ""
     body = (f'<h1 class="question">{esc(clip(session.question, 400))}</h1>'
             f'<p class="kv">session <span class="id">{sid}</span></p>{links}'
@@ -292,7 +297,7 @@ def _actions(ctx: Ctx, session: AgentSession, run: RunHere | None) -> str:
         return ""
     if parent_of(session) is not None:
         return ""  # its parent's page acts on it (the waiting card links there)
-    base = f"/sessions/{session.id}"
+    base = path_of(session.id)
     forms = []
     decided = session.status == "awaiting_approval" and not session.pending_approvals()
     if session.status in ("timeout", "error", "running") or decided:
