@@ -1,4 +1,5 @@
-"""The inbox as an ASGI application (Starlette): routes, the guard in front of them.
+"""The inbox as an ASGI application (Starlette): its routes and pages (the guard in front of
+them is :mod:`miniagent.ui.guard`).
 
 Starlette because it is small, well kept, already installed with the ``mcp`` extra (the MCP
 SDK serves HTTP with it) and needs nothing else to stream server-sent events; uvicorn serves
@@ -19,25 +20,21 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
-from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from miniagent.errors import MiniAgentError, SessionNotFound
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
 from miniagent.ui import views
 from miniagent.ui.backend import Done, LocalSessions, Refusal, Sessions, parent_of, version
+from miniagent.ui.guard import Guarded, read_form
 from miniagent.ui.security import (
     LOOPBACK_HOSTS,
-    MAX_FORM_BYTES,
     Gate,
     LoginThrottle,
     Refused,
-    cookie_of,
-    parse_form,
     set_cookie,
 )
 from miniagent.ui.static import SCRIPT, STYLESHEET
@@ -45,11 +42,6 @@ from miniagent.ui.static import SCRIPT, STYLESHEET
 if TYPE_CHECKING:
     from miniagent.agent import Agent
     from miniagent.temporal import TemporalSessions
-
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-"""The pages' Content-Security-Policy: the server's own script and stylesheet only, nothing
-inline, nothing from elsewhere, forms posted only here, never framed."""
 
 INBOX_SIZE = 50
 """The inbox shows at most this many waiting sessions (oldest first)."""
@@ -180,68 +172,6 @@ def _static(text: str, media_type: str) -> Callable[[Request], Any]:
         return Response(body, media_type=f"{media_type}; charset=utf-8",
                         headers={"Cache-Control": "no-cache"})
     return serve
-
-
-class Guarded:
-    """In front of every route: the Host check, the login, the browser's cookie, the Origin
-    of state-changing requests, and the security headers of every response."""
-
-    def __init__(self, app: ASGIApp, gate: Gate) -> None:
-        self.app, self.gate = app, gate
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        root = scope.get("root_path", "")
-        path = scope["path"][len(root):] if scope["path"].startswith(root) else scope["path"]
-        cookie = cookie_of(headers.get("cookie"))
-        issued = None
-        try:
-            self.gate.check_host(headers.get("host"))
-            if not self.gate.cookie_valid(cookie):
-                cookie = None
-                if self.gate.token is None:
-                    cookie = issued = self.gate.new_cookie(logged_in=False)
-            if cookie is None and path != "/login" and not path.startswith("/static/"):
-                if scope["method"] in ("GET", "HEAD"):
-                    await _plain(RedirectResponse(f"{root}/login", 303), scope, receive, send)
-                    return
-                raise Refused(401, "log in first")
-            if scope["method"] not in ("GET", "HEAD"):
-                self.gate.check_origin(scope.get("scheme", "http"), headers.get("host", ""),
-                                       headers.get("origin"), headers.get("referer"))
-        except Refused as refused:
-            await _plain(Response(refused.message, refused.status, media_type="text/plain"),
-                         scope, receive, send)
-            return
-        scope.setdefault("state", {})["cookie"] = cookie
-
-        async def send_guarded(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                out = MutableHeaders(scope=message)
-                _secure(out)
-                if issued is not None:
-                    out.append("Set-Cookie", set_cookie(issued))
-            await send(message)
-
-        await self.app(scope, receive, send_guarded)
-
-
-def _secure(out: MutableHeaders) -> None:
-    if "content-security-policy" not in out:
-        out["Content-Security-Policy"] = CSP
-    out["X-Content-Type-Options"] = "nosniff"
-    out["X-Frame-Options"] = "DENY"
-    out["Referrer-Policy"] = "same-origin"
-    if "cache-control" not in out:
-        out["Cache-Control"] = "no-store"
-
-
-async def _plain(response: Response, scope: Scope, receive: Receive, send: Send) -> None:
-    _secure(response.headers)
-    await response(scope, receive, send)
 
 
 class Inbox:
@@ -456,7 +386,7 @@ class Inbox:
         ctx = self.ctx(request)
         given = request.query_params.get("token")
         if request.method == "POST":
-            form = await _read_form(request)
+            form = await read_form(request)
             if isinstance(form, Response):
                 return form
             given = form.get("token")
@@ -491,7 +421,7 @@ class Inbox:
 
     async def _form(self, request: Request) -> dict[str, str] | Response:
         """The posted form, once its CSRF token checks out."""
-        form = await _read_form(request)
+        form = await read_form(request)
         if isinstance(form, Response):
             return form
         try:
@@ -510,19 +440,6 @@ class Inbox:
         from miniagent.ui.reports import has_runs
 
         return has_runs(self.trace, session_id)
-
-
-async def _read_form(request: Request) -> dict[str, str] | Response:
-    """The request's form body, read up to ``MAX_FORM_BYTES`` (a larger one is refused)."""
-    body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_FORM_BYTES:
-                raise Refused(413, f"the form is larger than {MAX_FORM_BYTES:,} bytes")
-        return parse_form(bytes(body))
-    except Refused as refused:
-        return Response(refused.message, refused.status, media_type="text/plain")
 
 
 def _after(text: str | None) -> tuple[float, str] | None:
