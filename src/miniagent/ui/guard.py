@@ -65,7 +65,8 @@ class Guarded:
                 out = MutableHeaders(scope=message)
                 secure(out)
                 if issued is not None:
-                    out.append("Set-Cookie", set_cookie(issued))
+                    out.append("Set-Cookie", set_cookie(
+                        issued, secure=scope.get("scheme") == "https"))
             await send(message)
 
         await self.app(scope, receive, send_guarded)

@@ -154,9 +154,10 @@ def cookie_of(header: str | None) -> str | None:
     return morsel.value if morsel is not None else None
 
 
-def set_cookie(value: str) -> str:
-    """The ``Set-Cookie`` header value of a cookie: HttpOnly, SameSite=Strict, whole site."""
-    return f"{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict"
+def set_cookie(value: str, *, secure: bool = False) -> str:
+    """The ``Set-Cookie`` header value of a cookie: HttpOnly, SameSite=Strict, whole site
+    (``Secure`` too when the page came over HTTPS)."""
+    return f"{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict" + ("; Secure" if secure else "")
 
 
 def parse_form(body: bytes) -> dict[str, str]:

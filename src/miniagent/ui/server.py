@@ -400,7 +400,8 @@ class Inbox:
             return HTMLResponse(views.login_page(ctx, error="That is not the token."),
                                 status_code=403)
         response = RedirectResponse(f"{ctx.base}/", status_code=303)
-        response.headers.append("Set-Cookie", set_cookie(self.gate.new_cookie(logged_in=True)))
+        response.headers.append("Set-Cookie", set_cookie(
+            self.gate.new_cookie(logged_in=True), secure=request.url.scheme == "https"))
         return response
 
     # -- helpers --------------------------------------------------------------------------
