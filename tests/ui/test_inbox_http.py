@@ -45,8 +45,10 @@ def decision(page: str, choice: str, reason: str = "") -> dict[str, str]:
             "call_id": hidden(page, "call_id"), "decision": choice, "reason": reason}
 
 
-def test_approving_resumes_the_session_to_its_answer(tmp_path: Path) -> None:
-    agent, _, sid = waiting_agent(tmp_path / "s.db", [PAY, "Final Answer: Alice is paid"])
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_approving_resumes_the_session_to_its_answer(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "s.db" if kind == "sqlite" else None
+    agent, _, sid = waiting_agent(path, [PAY, "Final Answer: Alice is paid"])
     with client(app(agent)) as http:
         page = http.get("/")
         assert page.status_code == 200 and "Pay Alice 30 euros" in page.text
@@ -58,7 +60,7 @@ def test_approving_resumes_the_session_to_its_answer(tmp_path: Path) -> None:
         assert "Nothing waits for a person" in http.get("/").text
     assert again.status_code == 409 and "changed since the page was shown" in again.text
     assert PAID == ["30 to Alice"]  # once
-    assert SQLiteStore(tmp_path / "s.db").load(sid).status == "completed"
+    assert agent.store.load(sid).status == "completed"
 
 
 def test_a_denial_and_its_reason_reach_the_model(tmp_path: Path) -> None:

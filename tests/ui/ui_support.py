@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from miniagent import Agent, ScriptedModel, SQLiteStore, tool
+from miniagent import Agent, MemoryStore, ScriptedModel, SQLiteStore, tool
 
 HOSTILE = ("</script><script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
            "<a href=\"javascript:window.pwned=3\">x</a>")
@@ -33,11 +33,13 @@ def act(name: str, args: dict[str, Any]) -> str:
     return f"Thought: I pay\nAction: {name}\nAction Input: {json.dumps(args, ensure_ascii=False)}"
 
 
-def waiting_agent(path: Path, script: list[Any], question: str = "Pay Alice 30 euros") -> tuple[
-        Agent, ScriptedModel, str]:
-    """An agent on a SQLite store at ``path`` whose session waits for approval of ``pay``."""
+def waiting_agent(path: Path | None, script: list[Any], question: str = "Pay Alice 30 euros"
+                  ) -> tuple[Agent, ScriptedModel, str]:
+    """An agent on a SQLite store at ``path`` (None: in memory) whose session waits for
+    approval of ``pay``."""
     model = ScriptedModel(script)
-    agent = Agent(model=model, tools=[pay], store=SQLiteStore(path))
+    store = SQLiteStore(path) if path is not None else MemoryStore()
+    agent = Agent(model=model, tools=[pay], store=store)
     result = agent.run(question)
     assert result.status == "awaiting_approval", result.reason
     return agent, model, result.session_id
