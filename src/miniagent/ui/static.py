@@ -26,6 +26,7 @@ h1 .count { font-size: 14px; font-weight: 400; color: var(--muted); }
   background: #fff; }
 .card h2 { margin: 2px 0 4px; font-size: 16px; }
 .call { border-top: 1px dashed var(--line); padding: 8px 0 4px; }
+.card > .call:first-child { border-top: 0; }
 .call .head { margin: 4px 0; }
 .why { margin: 2px 0 6px; color: var(--warn); }
 .kv { color: var(--muted); font-size: 12.5px; }

@@ -117,7 +117,7 @@ def inbox_part(ctx: Ctx, sessions: list[AgentSession], *, more: bool, seen: str)
     return f'<div data-version="{esc(seen)}">{body}</div>'
 
 
-def waiting_card(ctx: Ctx, session: AgentSession) -> str:
+def waiting_card(ctx: Ctx, session: AgentSession, *, heading: bool = True) -> str:
     """A waiting session: its question, each waiting call with its decision form, and a form
     for all of them."""
     waiting = [r for r in session.open_calls() if r.state == "awaiting_approval"]
@@ -130,11 +130,12 @@ def waiting_card(ctx: Ctx, session: AgentSession) -> str:
         every = (f'<p class="why">A sub-agent\'s run: decide on its <a href="'
                  f'{esc(ctx.url(path_of(parent)))}">parent session {esc(parent)}</a>, '
                  "which relays the decision here.</p>")
-    return (f'<section class="card waiting" data-session="{esc(session.id)}">'
-            f'<h2><a href="{link}">{esc(clip(session.turn.question, 300))}</a></h2>'
+    head = (f'<h2><a href="{link}">{esc(clip(session.turn.question, 300))}</a></h2>'
             f'<p class="kv">session <span class="id">{esc(session.id)}</span> · '
             f"{counted(len(session.steps), 'step')} · {esc(token_count(session.usage))} · "
-            f"{esc(session.reason)}</p>{calls}{every}</section>")
+            f"{esc(session.reason)}</p>") if heading else ""
+    return (f'<section class="card waiting" data-session="{esc(session.id)}">'
+            f"{head}{calls}{every}</section>")
 
 
 def _waiting_since(record: CallRecord) -> float:
@@ -268,7 +269,7 @@ def live_part(ctx: Ctx, session: AgentSession, run: RunHere | None) -> str:
     here = _run_here(run)
     answer = (f'<h2>Final answer</h2>{pre(session.final_answer, cls="answer")}'
               if session.final_answer is not None else "")
-    waiting = (f'<h2>Waiting for a decision</h2>{waiting_card(ctx, session)}'
+    waiting = (f'<h2>Waiting for a decision</h2>{waiting_card(ctx, session, heading=False)}'
                if session.pending_approvals() else "")
     steps = _steps(session)
     return (f'<div data-version="{esc(version(session))}">{facts}{here}{answer}{waiting}'
