@@ -8,7 +8,7 @@ import re
 
 import httpx2 as httpx
 import pytest
-from temporal_helpers import Processes, wait_status
+from temporal_helpers import Processes, address, wait_status
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent.temporal import TemporalSessions
@@ -53,3 +53,20 @@ async def test_approve_a_workflows_call_in_the_inbox(
     assert [line.split(" key=")[0] for line in procs.log_lines()] == ["transfer 100"]
     assert again.status_code == 409 and "nothing was changed" in again.text
     assert 'data-status="completed"' in shown and "transferred 100" in shown
+
+
+async def test_the_inbox_connects_by_address(
+        dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
+    """``app(temporal="HOST:PORT")`` (what ``miniagent ui --temporal`` serves) connects on its
+    first request; a session's page offers Cancel, not Resume (the workers run it)."""
+    procs.worker(task_queue)
+    sessions = TemporalSessions(dev_env.client, task_queue)
+    session_id = await sessions.start("transfer money")
+    await wait_status(sessions, session_id, "awaiting_approval")
+    inbox = app(temporal=address(dev_env), task_queue=task_queue)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=inbox),
+                                 base_url=BASE) as http:
+        assert session_id in (await http.get("/")).text
+        page = (await http.get(f"/sessions/{session_id}")).text
+    assert "Cancel the session" in page and "Resume" not in page and "Ask" not in page
+    await sessions.cancel(session_id, "done testing")

@@ -45,6 +45,11 @@ class Sessions(Protocol):
     """What the inbox's pages need of a driver: :class:`LocalSessions` (a store, runs in
     this process) or :class:`~miniagent.ui.on_temporal.TemporalInbox`."""
 
+    @property
+    def runs_here(self) -> bool:
+        """Whether sessions go on in this server (resume, a next question)."""
+        ...
+
     async def page(self, query: SessionQuery) -> list[SessionSummary]: ...
 
     async def load(self, session_id: str) -> AgentSession: ...
@@ -151,6 +156,10 @@ class LocalSessions:
     trace: Callable[[ev.Event], None] | None = None
     runs: OrderedDict[str, RunHere] = field(default_factory=OrderedDict)
     signals: dict[str, Signal] = field(default_factory=dict)
+
+    @property
+    def runs_here(self) -> bool:
+        return self.agent_for is not None
 
     # -- reading --------------------------------------------------------------------------
 

@@ -60,6 +60,10 @@ class TemporalInbox:
         return self.sessions
 
     @property
+    def runs_here(self) -> bool:
+        return False  # the cluster's workers run the sessions
+
+    @property
     def where(self) -> str:
         return f"sessions on Temporal {self.address or ''}".rstrip()
 

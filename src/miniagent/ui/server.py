@@ -188,7 +188,7 @@ class Inbox:
         cookie = request.state.cookie
         return views.Ctx(base=request.scope.get("root_path", ""),
                          csrf=self.gate.csrf(cookie) if cookie else "", now=time.time(),
-                         where=self.where)
+                         where=self.where, runs_here=self.sessions.runs_here)
 
     # -- pages ----------------------------------------------------------------------------
 

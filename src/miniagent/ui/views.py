@@ -39,6 +39,8 @@ class Ctx:
     now: float
     where: str
     """Where the sessions are (a store file), shown in the header."""
+    runs_here: bool = True
+    """Whether sessions go on in this server (else Resume and new questions are not offered)."""
 
     def url(self, path: str, **query: str) -> str:
         """An escaped-ready URL of this app (``esc`` it in an attribute)."""
@@ -301,10 +303,10 @@ def _actions(ctx: Ctx, session: AgentSession, run: RunHere | None) -> str:
     base = path_of(session.id)
     forms = []
     decided = session.status == "awaiting_approval" and not session.pending_approvals()
-    if session.status in ("timeout", "error", "running") or decided:
+    if ctx.runs_here and (session.status in ("timeout", "error", "running") or decided):
         forms.append(f'<form method="post" action="{esc(ctx.url(base + "/resume"))}">'
                      f'{_hidden(ctx, session)}<button type="submit">Resume</button></form>')
-    if session.status in TURN_ENDED and session.phase != "tools":
+    if ctx.runs_here and session.status in TURN_ENDED and session.phase != "tools":
         forms.append(f'<form method="post" action="{esc(ctx.url(base + "/ask"))}" class="ask">'
                      f'{_hidden(ctx, session)}<label for="ask-q">Continue the conversation: '
                      'ask a next question</label><textarea id="ask-q" name="question" rows="2" '
