@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from miniagent.cli import ui_cmd
 from miniagent.cli.chat import chat
 from miniagent.cli.common import (
     JsonOption,
@@ -41,7 +42,6 @@ from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.sessions import sessions_app
 from miniagent.cli.temporal_cmd import worker as worker_cmd
 from miniagent.cli.trace_cmd import trace_app
-from miniagent.cli.ui_cmd import ui
 from miniagent.errors import UserError
 from miniagent.version import installed_version
 
@@ -56,7 +56,7 @@ app.command("worker")(worker_cmd)
 app.command("eval")(eval_command)
 app.add_typer(model_app, name="model")
 app.add_typer(memory_app, name="memory")
-app.command("ui")(ui)
+app.command("ui")(ui_cmd.ui)
 
 
 def _print_version(wanted: bool) -> None:
