@@ -31,6 +31,7 @@ PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
     "@tool(retry=RetryPolicy(": "test_readme.py::test_retry_example_runs",
     '@tool(requires_approval=lambda args: args["amount"] > 100)':
         "test_readme.py::test_approval_example_runs",
+    "inbox = app(agent)": "ui/test_readme_ui.py::test_the_inbox_example_runs",
     'memory_namespace="alice"': "test_readme.py::test_conversation_and_memory_example_runs",
     "clock = MCPServer.stdio(": "mcp/test_readme_mcp.py::test_mcp_example_runs",
     "compress_at=2500": "test_readme.py::test_compression_example_runs",

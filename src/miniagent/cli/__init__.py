@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse, sessions, trace, memory."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace, memory, ui."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from miniagent.cli import ui_cmd
 from miniagent.cli.chat import chat
 from miniagent.cli.common import (
     JsonOption,
@@ -56,6 +57,7 @@ app.command("worker")(worker_cmd)
 app.command("eval")(eval_command)
 app.add_typer(model_app, name="model")
 app.add_typer(memory_app, name="memory")
+app.command("ui")(ui_cmd.ui)
 
 
 def _print_version(wanted: bool) -> None:

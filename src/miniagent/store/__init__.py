@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from miniagent.store.base import CheckpointStore, SessionSummary
+from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
 from miniagent.store.memory import MemoryStore
 
 if TYPE_CHECKING:
     from miniagent.store.sqlite import SQLiteStore, default_store_path
 
-__all__ = ["CheckpointStore", "MemoryStore", "SQLiteStore", "SessionSummary", "default_store_path"]
+__all__ = ["CheckpointStore", "MemoryStore", "SQLiteStore", "SessionQuery",
+           "SessionSummary", "default_store_path"]
 
 
 def __getattr__(name: str) -> Any:

@@ -14,10 +14,11 @@ from collections.abc import Callable
 
 from miniagent.errors import SessionBusy, SessionNotFound
 from miniagent.session import FINAL, AgentSession
-from miniagent.store.base import SHOWN_MATCHES, SessionSummary, resolve_id
+from miniagent.store.base import SHOWN_MATCHES, SessionQuery, SessionSummary, resolve_id
 from miniagent.text import storable
 from miniagent.types import CallRecord
 
+_Summaries = list[SessionSummary]  # (the class's own ``list`` hides the builtin)
 
 class MemoryStore:
     """A dict of sessions, with the same locking semantics as :class:`SQLiteStore`.
@@ -89,6 +90,16 @@ class MemoryStore:
             for s in sessions[:limit]
         ]
 
+    def page(self, query: SessionQuery) -> _Summaries:
+        """One page of the listing (see :class:`~miniagent.store.base.SessionQuery`); O(n log
+        n) in the sessions kept, which ``keep_finished`` bounds."""
+        with self._lock:
+            rows = [_summary(s) for s in self._sessions.values()]
+        chosen = sorted((r for r in rows if query.follows(r)),
+                        key=lambda r: (r.updated_at, r.session_id),
+                        reverse=not query.oldest_first)
+        return chosen[:query.limit]
+
     def resolve(self, text: str) -> str:
         """The id of the one session ``text`` names: its id or a unique prefix of it (see
         :func:`~miniagent.store.base.resolve_id`); O(n) in the sessions kept."""
@@ -134,6 +145,13 @@ class MemoryStore:
                 session = self._sessions.get(session_id)
                 if session is not None:
                     self._enqueue(session)
+
+
+def _summary(session: AgentSession) -> SessionSummary:
+    return SessionSummary(session_id=session.id, status=session.status,
+                          steps=len(session.steps), question=session.question,
+                          created_at=session.created_at, updated_at=session.updated_at,
+                          tokens=session.usage.counted_tokens)
 
 
 def _not_found(session_id: str) -> SessionNotFound:

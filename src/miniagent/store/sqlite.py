@@ -32,6 +32,7 @@ from miniagent.store.base import (
     LEASE_SECONDS,
     SHOWN_MATCHES,
     LeaseRenewer,
+    SessionQuery,
     SessionSummary,
     lease_alive,
     resolve_id,
@@ -39,6 +40,8 @@ from miniagent.store.base import (
 from miniagent.text import storable
 from miniagent.types import CallRecord
 from miniagent.wording import counted
+
+_Summaries = list[SessionSummary]  # (the class's own ``list`` hides the builtin)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -64,6 +67,20 @@ CREATE TABLE IF NOT EXISTS calls (
 )
 """
 """Calls saved one by one since their session's last full save (see ``save_call``)."""
+
+_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at, id)",
+    "CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, updated_at, id)",
+)
+"""What a page of the listing is read through (``page``): the newest (or oldest) rows of a
+status, from a keyset, without sorting the table."""
+
+_TOKENS = ("CASE WHEN json_extract(data, '$.usage.prompt_tokens') IS NULL "
+           "OR json_extract(data, '$.usage.completion_tokens') IS NULL "
+           "THEN json_extract(data, '$.usage.estimated_tokens') "
+           "ELSE json_extract(data, '$.usage.prompt_tokens') "
+           "+ json_extract(data, '$.usage.completion_tokens') END")
+"""A row's counted tokens (``TokenUsage.counted_tokens``), read for the rows of a page only."""
 
 _Leases = list[tuple[str, str]]  # (session id, owner)
 
@@ -114,6 +131,8 @@ class SQLiteStore:
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(_SCHEMA)
         db.execute(_CALLS)
+        for index in _INDEXES:
+            db.execute(index)
         return db
 
     def _open_readonly(self) -> sqlite3.Connection:
@@ -236,6 +255,26 @@ class SQLiteStore:
             for r in rows
         ]
 
+    def page(self, query: SessionQuery) -> _Summaries:
+        """One page of the listing (see :class:`~miniagent.store.base.SessionQuery`), read
+        through an index on ``(status, updated_at, id)`` or ``(updated_at, id)``: its cost
+        follows the page, not the store (a text filter reads on until the page is full)."""
+        where, params = _page_filter(query)
+        order = "ASC" if query.oldest_first else "DESC"
+        sql = (f"SELECT id, status, steps, question, created_at, updated_at, {_TOKENS} "
+               f"FROM sessions {where} ORDER BY updated_at {order}, id {order} LIMIT ?")
+        with self._lock:
+            try:
+                rows = _execute(self._db, sql, *params, query.limit).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+        return [
+            SessionSummary(session_id=r[0], status=r[1], steps=r[2], question=r[3],
+                           created_at=r[4], updated_at=r[5],
+                           tokens=int(r[6]) if isinstance(r[6], (int, float)) else None)
+            for r in rows
+        ]
+
     def resolve(self, text: str) -> str:
         """The id of the one session ``text`` names: its id or a unique prefix of it.
 
@@ -335,6 +374,24 @@ class SQLiteStore:
 
 def _execute(db: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Cursor:
     return db.execute(sql, [storable(p) if isinstance(p, str) else p for p in params])
+
+
+def _page_filter(query: SessionQuery) -> tuple[str, list[Any]]:
+    """The WHERE clause of a page of the listing, and its parameters."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if query.status is not None:
+        clauses.append("status = ?")
+        params.append(query.status)
+    if query.text:
+        pattern = "%" + query.text.replace("\\", "\\\\").replace("%", "\\%").replace(
+            "_", "\\_") + "%"
+        clauses.append("(question LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\')")
+        params += [pattern, pattern]
+    if query.after is not None:
+        clauses.append(f"(updated_at, id) {'>' if query.oldest_first else '<'} (?, ?)")
+        params += list(query.after)
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
 def _private_folder(folder: Path) -> None:

@@ -1,0 +1,126 @@
+"""``miniagent ui``: the browser inbox on a local port (see :mod:`miniagent.ui`)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from miniagent.cli.common import StoreOption, cli_errors, fail
+from miniagent.cli.safe_text import visible
+from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
+from miniagent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from miniagent.agent import Agent
+    from miniagent.session import AgentSession
+    from miniagent.store.sqlite import SQLiteStore
+
+DEFAULT_PORT = 8321
+
+
+def ui(
+    store: StoreOption = None,
+    host: Annotated[str, typer.Option(help="The address to listen on. Any but a loopback one needs --token-env.")] = "127.0.0.1",  # noqa: E501
+    port: Annotated[int, typer.Option(min=0, max=65535, help="The port (0: any free one).")] = DEFAULT_PORT,  # noqa: E501
+    token_env: Annotated[str | None, typer.Option("--token-env", metavar="NAME", help="The environment variable holding the login token (at least 16 characters); required off loopback.")] = None,  # noqa: E501
+    trace: Annotated[Path | None, typer.Option("--trace", help="A JSONL trace file: runs started in the inbox are appended to it, and sessions with runs in it link to their trace report.")] = None,  # noqa: E501
+    temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "miniagent",
+) -> None:
+    """Serve the browser inbox: approve or deny waiting calls, follow and inspect sessions.
+
+    A session goes on (after a decision, Resume, or a new question) in this process, with the
+    model server, tools and MCP servers it recorded, as 'miniagent sessions resume' would run
+    it; the API key comes from MINIAGENT_API_KEY or OPENAI_API_KEY. With --temporal, the
+    sessions of that cluster: a decision goes to the workflow, whose workers go on with it.
+    """
+    import uvicorn
+
+    from miniagent.cli.build import open_store
+    from miniagent.ui import app
+    from miniagent.ui.security import LOOPBACK_HOSTS
+
+    token = _token(host, token_env)
+    hosts = LOOPBACK_HOSTS if token is None else ("*",)
+    with cli_errors():
+        if temporal:
+            where = f"sessions on Temporal {temporal}"
+            inbox = app(temporal=temporal, task_queue=task_queue, token=token,
+                        allowed_hosts=hosts, where=where)
+        else:
+            sessions = open_store(store)
+            where = f"sessions in {sessions.path}"
+            inbox = app(store=sessions, agent_for=lambda s: _agent_for(s, sessions),
+                        token=token, allowed_hosts=hosts, trace=trace, where=where)
+        listener = _listen(host, port)
+    bound = listener.getsockname()
+    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    url = f"http://{shown}:{bound[1]}/"
+    typer.echo(visible(f"miniagent inbox on {url} ({where}); Ctrl-C stops it"))
+    if token is not None:
+        typer.echo(visible(f"log in at {url}login with the token in ${token_env}"))
+    server = uvicorn.Server(uvicorn.Config(inbox, log_level="warning", lifespan="on",
+                                           proxy_headers=False, server_header=False))
+    server.run(sockets=[listener])
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _token(host: str, token_env: str | None) -> str | None:
+    """The login token: from ``token_env``; required unless the address is loopback."""
+    if token_env is None:
+        if not _loopback(host):
+            raise fail(f"--host {host} lets other machines reach the inbox: give a login token "
+                       "with --token-env NAME (an environment variable holding at least 16 "
+                       "characters)")
+        return None
+    from miniagent.ui.security import MIN_TOKEN_CHARS
+
+    token = os.environ.get(token_env)
+    if not token:
+        raise fail(f"--token-env {token_env}: the environment variable {token_env} is not set")
+    if len(token) < MIN_TOKEN_CHARS:
+        raise fail(f"--token-env {token_env}: the token has {len(token)} characters; give at "
+                   f"least {MIN_TOKEN_CHARS}")
+    return token
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound here so a busy port is one clear line (and port 0 tells
+    which port it got)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host.strip("[]"), port))
+    except OSError as exc:
+        listener.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    listener.listen(128)
+    listener.setblocking(False)
+    return listener
+
+
+def _agent_for(session: AgentSession, sessions: SQLiteStore) -> Agent:
+    """The agent that runs ``session`` on: what it recorded, as ``sessions resume`` rebuilds
+    it (a session that recorded no model server is resumed from the command line)."""
+    from miniagent.cli.build import RunConfig, build_agent
+
+    config = RunConfig.recorded(session.metadata)
+    if not config.base_url:
+        raise ConfigError(f"session {session.id} recorded no model server (it ran on the "
+                          "embedded model, or from Python); resume it with: miniagent "
+                          f"sessions resume {session.id}")
+    return build_agent(config, sessions, api_key=None, interactive=False)

@@ -1,0 +1,455 @@
+"""The inbox as an ASGI application (Starlette): its routes and pages (the guard in front of
+them is :mod:`miniagent.ui.guard`).
+
+Starlette because it is small, well kept, already installed with the ``mcp`` extra (the MCP
+SDK serves HTTP with it) and needs nothing else to stream server-sent events; uvicorn serves
+it (``miniagent ui``), or any ASGI server that mounts :func:`app`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from miniagent.errors import MiniAgentError, SessionNotFound
+from miniagent.session import FINAL, AgentSession
+from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
+from miniagent.ui import views
+from miniagent.ui.backend import Done, LocalSessions, Refusal, Sessions, parent_of, version
+from miniagent.ui.guard import Guarded, read_form
+from miniagent.ui.security import (
+    LOOPBACK_HOSTS,
+    Gate,
+    LoginThrottle,
+    Refused,
+    set_cookie,
+)
+from miniagent.ui.static import SCRIPT, STYLESHEET
+
+if TYPE_CHECKING:
+    from miniagent.agent import Agent
+    from miniagent.temporal import TemporalSessions
+
+INBOX_SIZE = 50
+"""The inbox shows at most this many waiting sessions (oldest first)."""
+
+PAGE_SIZE = 50
+
+LIVE_SECONDS = 600.0
+"""An event stream ends after this long (the browser opens it again)."""
+
+POLL_SECONDS = 1.0
+"""How often a page following a session run elsewhere reads its saved steps."""
+
+MAX_STREAMS = 64
+"""At most this many pages follow sessions at once (each stream reads its session every
+second); more are refused (503) and the pages still work, reloaded by hand."""
+
+
+def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
+        agent_for: Callable[[AgentSession], Agent] | None = None,
+        temporal: str | TemporalSessions | None = None, task_queue: str = "miniagent",
+        token: str | None = None, allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
+        trace: str | os.PathLike[str] | None = None, where: str | None = None) -> Starlette:
+    """The browser inbox as an ASGI application.
+
+    Args:
+        agent: Runs the sessions when they go on (after a decision, a resume, a new
+            question); its store is the one shown.
+        store: The sessions' store, when no ``agent`` is given.
+        agent_for: Instead of ``agent``: the agent of each session (``miniagent ui`` builds
+            it from what the session recorded). With neither, the inbox decides and
+            cancels, and says how to resume.
+        temporal: The sessions of a Temporal cluster instead of a store: its frontend's
+            ``HOST:PORT`` (connected on first use) or a :class:`TemporalSessions`; an
+            ``agent`` on Temporal brings its own. ``task_queue``: its workers' queue.
+        token: Required to log in (see :mod:`miniagent.ui.security`); needed whenever a
+            client other than this machine can reach the server.
+        allowed_hosts: Host names requests may name (``"*"``: any).
+        trace: A JSONL trace file: runs started here are appended to it, and a session's
+            page links to its trace report when the file holds runs of that session
+            (default: the ``agent``'s own trace file, if it has one).
+        where: Where the sessions are, for the pages' header.
+
+    Example:
+        >>> from miniagent import Agent, ScriptedModel
+        >>> inbox = app(Agent(model=ScriptedModel(["Final Answer: 4"])))
+        >>> type(inbox).__name__
+        'Starlette'
+    """
+    own = getattr(agent, "tracer", None)  # the agent's own trace file records its runs
+    if trace is None and own is not None:
+        trace = own.path
+    tracer = _tracer(trace) if own is None or Path(own.path) != Path(trace or "") else None
+    if agent is not None and agent.temporal is not None:
+        temporal, task_queue = agent.temporal, agent.task_queue
+    sessions: Sessions
+    if temporal is not None:
+        from miniagent.ui.on_temporal import TemporalInbox
+
+        remote = TemporalInbox(address=temporal, task_queue=task_queue) if isinstance(
+            temporal, str) else TemporalInbox(sessions=_temporal_sessions(temporal, task_queue))
+        sessions, where = remote, where or remote.where
+    else:
+        if agent is not None:
+            store, agent_for = agent.store, (lambda _session: agent)
+        if store is None:
+            raise ValueError("give the inbox an agent, a store or a Temporal cluster")
+        sessions = LocalSessions(store=store, agent_for=agent_for,
+                                 shared_agent=agent is not None, trace=tracer)
+        where = where or _describe(store)
+    inbox = Inbox(sessions, Gate(token=token, allowed_hosts=allowed_hosts),
+                  trace=Path(trace) if trace is not None else None, where=where)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await sessions.aclose()
+            if tracer is not None:
+                tracer.close()
+
+    routes = [
+        Route("/", inbox.inbox_page),
+        Route("/part", inbox.inbox_part),
+        Route("/events", inbox.inbox_events),
+        Route("/sessions", inbox.sessions_page),
+        Route("/sessions/{sid}", inbox.session_page),
+        Route("/sessions/{sid}/part", inbox.session_part),
+        Route("/sessions/{sid}/events", inbox.events),
+        Route("/sessions/{sid}/report", inbox.report),
+        Route("/sessions/{sid}/decide", inbox.decide, methods=["POST"]),
+        Route("/sessions/{sid}/resume", inbox.resume, methods=["POST"]),
+        Route("/sessions/{sid}/cancel", inbox.cancel, methods=["POST"]),
+        Route("/sessions/{sid}/ask", inbox.ask, methods=["POST"]),
+        Route("/login", inbox.login, methods=["GET", "POST"]),
+        Route("/static/ui.css", _static(STYLESHEET, "text/css")),
+        Route("/static/ui.js", _static(SCRIPT, "text/javascript")),
+    ]
+    server = Starlette(routes=routes, lifespan=lifespan)
+    server.add_middleware(Guarded, gate=inbox.gate)
+    return server
+
+
+def _temporal_sessions(given: Any, task_queue: str) -> TemporalSessions:
+    """``given`` as TemporalSessions: itself, or a temporalio Client (an agent's)."""
+    from miniagent.temporal import TemporalSessions
+
+    return given if isinstance(given, TemporalSessions) else TemporalSessions(given, task_queue)
+
+
+def _describe(store: CheckpointStore) -> str:
+    path = getattr(store, "path", None)
+    return f"sessions in {path}" if path is not None else "sessions in this process's memory"
+
+
+def _tracer(trace: str | os.PathLike[str] | None) -> Any:
+    if trace is None:
+        return None
+    from miniagent.observe.jsonl import JsonlTracer
+
+    return JsonlTracer(trace)
+
+
+def _static(text: str, media_type: str) -> Callable[[Request], Any]:
+    body = text.encode("utf-8")
+
+    async def serve(_request: Request) -> Response:
+        return Response(body, media_type=f"{media_type}; charset=utf-8",
+                        headers={"Cache-Control": "no-cache"})
+    return serve
+
+
+class Inbox:
+    """The routes' handlers, over one driver's sessions (:class:`Sessions`)."""
+
+    def __init__(self, sessions: Sessions, gate: Gate, *, trace: Path | None,
+                 where: str) -> None:
+        self.sessions, self.gate, self.trace, self.where = sessions, gate, trace, where
+        self.throttle = LoginThrottle()
+        self.notes: OrderedDict[str, str] = OrderedDict()  # what a request did, shown once
+        self.streams = 0  # event streams open
+
+    def ctx(self, request: Request) -> views.Ctx:
+        cookie = request.state.cookie
+        return views.Ctx(base=request.scope.get("root_path", ""),
+                         csrf=self.gate.csrf(cookie) if cookie else "", now=time.time(),
+                         where=self.where, runs_here=self.sessions.runs_here)
+
+    # -- pages ----------------------------------------------------------------------------
+
+    async def inbox_page(self, request: Request) -> Response:
+        ctx = self.ctx(request)
+        seen, rows = await self._waiting()
+        waiting = await self._loaded(rows[:INBOX_SIZE])
+        return HTMLResponse(views.inbox_page(ctx, waiting, more=len(rows) > INBOX_SIZE,
+                                             seen=seen, notice=self._note(request)))
+
+    async def inbox_part(self, request: Request) -> Response:
+        seen, rows = await self._waiting()
+        waiting = await self._loaded(rows[:INBOX_SIZE])
+        return HTMLResponse(views.inbox_part(self.ctx(request), waiting,
+                                             more=len(rows) > INBOX_SIZE, seen=seen))
+
+    async def inbox_events(self, request: Request) -> Response:
+        """Server-sent events: ``changed`` whenever a session starts or stops waiting, or its
+        calls are decided (read from the listing every second: one indexed query)."""
+
+        async def stream() -> AsyncIterator[str]:
+            yield "retry: 3000\n\n"
+            shown, until = None, time.monotonic() + LIVE_SECONDS
+            while time.monotonic() < until:
+                seen, _ = await self._waiting()
+                if seen != shown:
+                    shown = seen
+                    yield f"event: changed\ndata: {seen}\n\n"
+                await asyncio.sleep(POLL_SECONDS)
+
+        return self._streamed(stream())
+
+    async def _waiting(self) -> tuple[str, list[SessionSummary]]:
+        """The inbox's rows (one more than it shows) and its version: their ids and times."""
+        rows = await self.sessions.page(SessionQuery(status="awaiting_approval", oldest_first=True,
+                                               limit=INBOX_SIZE + 1))
+        text = "|".join(f"{r.session_id}@{r.updated_at!r}" for r in rows)
+        return hashlib.sha256(text.encode()).hexdigest()[:16], rows
+
+    async def _loaded(self, rows: list[SessionSummary]) -> list[AgentSession]:
+        waiting = []
+        for row in rows:
+            with contextlib.suppress(MiniAgentError):  # gone, or damaged: the list shows it
+                session = await self.sessions.load(row.session_id)
+                # a sub-agent's calls are decided on its parent's card, which shows them
+                if session.pending_approvals() and parent_of(session) is None:
+                    waiting.append(session)
+        return waiting
+
+    async def sessions_page(self, request: Request) -> Response:
+        ctx = self.ctx(request)
+        params = request.query_params
+        status = params.get("status") or None
+        query = SessionQuery(status=status if status in views.STATUSES else None,
+                             text=(params.get("q") or "").strip()[:200] or None,
+                             after=_after(params.get("after")), limit=PAGE_SIZE)
+        rows = await self.sessions.page(query)
+        last = rows[-1] if len(rows) == PAGE_SIZE else None
+        after = f"{last.updated_at!r}~{last.session_id}" if last is not None else None
+        return HTMLResponse(views.sessions_page(ctx, rows, query, after))
+
+    async def session_page(self, request: Request, *, error: str = "",
+                           status: int = 200) -> Response:
+        session = await self._load(request)
+        if isinstance(session, Response):
+            return session
+        ctx = self.ctx(request)
+        return HTMLResponse(views.session_page(
+            ctx, session, self.sessions.run_of(session.id), report=self._has_report(session.id),
+            notice=self._note(request), error=error), status_code=status)
+
+    async def session_part(self, request: Request) -> Response:
+        session = await self._load(request)
+        if isinstance(session, Response):
+            return session
+        return HTMLResponse(views.live_part(self.ctx(request), session,
+                                            self.sessions.run_of(session.id)))
+
+    async def events(self, request: Request) -> Response:
+        """Server-sent events: ``changed`` (data: the session's version) whenever it moves,
+        woken by the run's events when it runs here, else by reading it every second;
+        ``end`` once it has ended and nothing here runs it."""
+        sid = request.path_params["sid"]
+        sessions = self.sessions
+        signal = sessions.signal(sid)
+
+        async def stream() -> AsyncIterator[str]:
+            yield "retry: 3000\n\n"
+            seen, until = None, time.monotonic() + LIVE_SECONDS
+            while time.monotonic() < until:
+                try:
+                    session = await sessions.load(sid)
+                except MiniAgentError:
+                    yield "event: end\ndata: gone\n\n"
+                    return
+                now = version(session)
+                if now != seen:
+                    seen = now
+                    yield f"event: changed\ndata: {now}\n\n"
+                run = sessions.run_of(sid)
+                here = run is not None and run.running
+                if session.status in FINAL and not here:
+                    yield "event: end\ndata: ended\n\n"
+                    return
+                await signal.wait(POLL_SECONDS)
+
+        return self._streamed(stream())
+
+    def _streamed(self, events: AsyncIterator[str]) -> Response:
+        """An event stream, counted against ``MAX_STREAMS`` while it is open."""
+        if self.streams >= MAX_STREAMS:
+            return Response("too many pages follow sessions; reload by hand", 503,
+                            media_type="text/plain")
+        self.streams += 1
+
+        async def counted() -> AsyncIterator[str]:
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                self.streams -= 1
+
+        return StreamingResponse(counted(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})
+
+    async def report(self, request: Request) -> Response:
+        from miniagent.report.html import csp
+        from miniagent.report.trace_html import SCRIPT as REPORT_SCRIPT
+        from miniagent.ui.reports import session_report
+
+        sid = request.path_params["sid"]
+        html = session_report(self.trace, sid) if self.trace is not None else None
+        if html is None:
+            return HTMLResponse(views.message_page(
+                self.ctx(request), "No trace report",
+                f"The trace file holds no run of session {sid}."), status_code=404)
+        # the report's own policy (its script by hash), never framed
+        policy = csp(REPORT_SCRIPT) + "; frame-ancestors 'none'"
+        return HTMLResponse(html, headers={"Content-Security-Policy": policy})
+
+    # -- what a person does ---------------------------------------------------------------
+
+    async def decide(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        approved = form.get("decision") == "approve"
+        if form.get("decision") not in ("approve", "deny"):
+            return self._refused(request, "say approve or deny")
+        sid = request.path_params["sid"]
+        return await self._act(request, self.sessions.decide(
+            sid, form.get("call_id") or None, approved, form.get("reason"),
+            form.get("version", "")))
+
+    async def resume(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        return await self._act(request, self.sessions.resume(request.path_params["sid"],
+                                                             form.get("version", "")))
+
+    async def cancel(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        return await self._act(request, self.sessions.cancel(
+            request.path_params["sid"], form.get("reason"), form.get("version", "")))
+
+    async def ask(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        return await self._act(request, self.sessions.ask(
+            request.path_params["sid"], form.get("question", ""), form.get("version", "")))
+
+    async def _act(self, request: Request, work: Any) -> Response:
+        """Do it: then show the session with what happened (303), or the refusal (409)."""
+        try:
+            done: Done = await work
+        except SessionNotFound as exc:
+            return HTMLResponse(views.message_page(self.ctx(request), "No such session",
+                                                   str(exc)), status_code=404)
+        except Refusal as exc:
+            return await self.session_page(request, error=str(exc), status=409)
+        sid = request.path_params["sid"]
+        note = os.urandom(8).hex()
+        self.notes[note] = done.message
+        while len(self.notes) > 500:
+            self.notes.popitem(last=False)
+        root = request.scope.get("root_path", "")
+        return RedirectResponse(f"{root}/sessions/{quote(sid, safe='')}?done={note}",
+                                status_code=303)
+
+    async def login(self, request: Request) -> Response:
+        ctx = self.ctx(request)
+        given = request.query_params.get("token")
+        if request.method == "POST":
+            form = await read_form(request)
+            if isinstance(form, Response):
+                return form
+            given = form.get("token")
+        if given is None:
+            return HTMLResponse(views.login_page(ctx))
+        if not self.throttle.allowed():
+            return HTMLResponse(views.login_page(ctx, error="Too many wrong tokens; wait a "
+                                                 "minute."), status_code=429)
+        if not self.gate.login(given):
+            self.throttle.failed()
+            return HTMLResponse(views.login_page(ctx, error="That is not the token."),
+                                status_code=403)
+        response = RedirectResponse(f"{ctx.base}/", status_code=303)
+        response.headers.append("Set-Cookie", set_cookie(
+            self.gate.new_cookie(logged_in=True), secure=request.url.scheme == "https"))
+        return response
+
+    # -- helpers --------------------------------------------------------------------------
+
+    async def _load(self, request: Request) -> AgentSession | Response:
+        sid = request.path_params["sid"]
+        try:
+            return await self.sessions.load(sid)
+        except SessionNotFound as exc:
+            return HTMLResponse(views.message_page(self.ctx(request), "No such session",
+                                                   str(exc)), status_code=404)
+        except MiniAgentError as exc:  # damaged, or saved by a newer miniagent
+            return HTMLResponse(views.message_page(self.ctx(request), "Cannot show session",
+                                                   str(exc)), status_code=500)
+
+    def _note(self, request: Request) -> str:
+        return self.notes.pop(request.query_params.get("done", ""), "")
+
+    async def _form(self, request: Request) -> dict[str, str] | Response:
+        """The posted form, once its CSRF token checks out."""
+        form = await read_form(request)
+        if isinstance(form, Response):
+            return form
+        try:
+            self.gate.check_csrf(request.state.cookie, form.get("csrf"))
+        except Refused as refused:
+            return Response(refused.message, refused.status, media_type="text/plain")
+        return form
+
+    def _refused(self, request: Request, message: str) -> Response:
+        return HTMLResponse(views.message_page(self.ctx(request), "Refused", message),
+                            status_code=400)
+
+    def _has_report(self, session_id: str) -> bool:
+        if self.trace is None:
+            return False
+        from miniagent.ui.reports import has_runs
+
+        return has_runs(self.trace, session_id)
+
+
+def _after(text: str | None) -> tuple[float, str] | None:
+    """The keyset ``(updated_at, session id)`` of a ``next page`` link."""
+    if not text or "~" not in text:
+        return None
+    stamp, _, sid = text.partition("~")
+    try:
+        value = float(stamp)
+    except ValueError:
+        return None
+    return (value, sid) if value == value else None  # not NaN

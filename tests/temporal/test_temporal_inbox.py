@@ -1,0 +1,72 @@
+"""The browser inbox on Temporal: the same pages show a workflow's waiting call; approving
+it sends the workflow's update, and the worker goes on to the answer; a stale page and a CSRF-
+less post change nothing."""
+
+from __future__ import annotations
+
+import re
+
+import httpx2 as httpx
+import pytest
+from temporal_helpers import Processes, address, wait_status
+from temporalio.testing import WorkflowEnvironment
+
+from miniagent.temporal import TemporalSessions
+from miniagent.ui import app
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+BASE = "http://127.0.0.1:8321"
+
+
+def field(page: str, name: str) -> str:
+    found = re.search(rf'name="{name}" value="([^"]*)"', page)
+    assert found is not None, name
+    return found.group(1)
+
+
+async def test_approve_a_workflows_call_in_the_inbox(
+        dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
+    procs.worker(task_queue)
+    sessions = TemporalSessions(dev_env.client, task_queue)
+    session_id = await sessions.start("transfer money")
+    await wait_status(sessions, session_id, "awaiting_approval")
+    inbox = app(temporal=sessions)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=inbox), base_url=BASE,
+                                 headers={"Origin": BASE}) as http:
+        page = (await http.get("/")).text
+        assert session_id in page and "transfer" in page and "100" in page
+        listed = (await http.get("/sessions", params={"status": "awaiting_approval"})).text
+        assert f'href="/sessions/{session_id}"' in listed
+        form = {name: field(page, name) for name in ("csrf", "version", "call_id")}
+        forged = await http.post(f"/sessions/{session_id}/decide",
+                                 data={**form, "csrf": "", "decision": "approve"})
+        assert forged.status_code == 403
+        done = await http.post(f"/sessions/{session_id}/decide",
+                               data={**form, "decision": "approve"}, follow_redirects=True)
+        assert done.status_code == 200 and "goes on in the cluster" in done.text
+        result = await sessions.result(session_id)
+        again = await http.post(f"/sessions/{session_id}/decide",
+                                data={**form, "decision": "approve"})
+        shown = (await http.get(f"/sessions/{session_id}")).text
+    assert (result.status, result.final_answer) == ("completed", "done")
+    assert [line.split(" key=")[0] for line in procs.log_lines()] == ["transfer 100"]
+    assert again.status_code == 409 and "nothing was changed" in again.text
+    assert 'data-status="completed"' in shown and "transferred 100" in shown
+
+
+async def test_the_inbox_connects_by_address(
+        dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
+    """``app(temporal="HOST:PORT")`` (what ``miniagent ui --temporal`` serves) connects on its
+    first request; a session's page offers Cancel, not Resume (the workers run it)."""
+    procs.worker(task_queue)
+    sessions = TemporalSessions(dev_env.client, task_queue)
+    session_id = await sessions.start("transfer money")
+    await wait_status(sessions, session_id, "awaiting_approval")
+    inbox = app(temporal=address(dev_env), task_queue=task_queue)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=inbox),
+                                 base_url=BASE) as http:
+        assert session_id in (await http.get("/")).text
+        page = (await http.get(f"/sessions/{session_id}")).text
+    assert "Cancel the session" in page and "Resume" not in page and "Ask" not in page
+    await sessions.cancel(session_id, "done testing")

@@ -1,0 +1,40 @@
+"""The README's inbox example runs: the app it makes shows a waiting session and resumes it
+once approved."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+from ui_support import PAID, act, hidden, pay
+
+from miniagent import ScriptedModel
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_inbox_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    PAID.clear()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", README.read_text("utf-8"),
+                                       re.DOTALL) if "inbox = app(agent)" in b)
+    model = ScriptedModel([act("pay", {"to": "Alice", "amount": 30}), "Final Answer: paid"])
+    names: dict[str, object] = {"model": model, "pay": pay}
+    exec(block, names)
+    agent = names["agent"]
+    sid = agent.run("Pay Alice 30 euros").session_id  # type: ignore[attr-defined]
+    base = "http://127.0.0.1:8321"
+    with TestClient(names["inbox"], base_url=base,  # type: ignore[arg-type]
+                    headers={"Origin": base}) as http:
+        page = http.get("/").text
+        http.post(f"/sessions/{sid}/decide", data={
+            name: hidden(page, name) for name in ("csrf", "version", "call_id")
+        } | {"decision": "approve"})
+        for _ in range(500):  # bounded; not a timing assert
+            if "Final answer" in http.get(f"/sessions/{sid}").text:
+                break
+            time.sleep(0.02)
+    assert PAID == ["30 to Alice"] and (tmp_path / "sessions.db").exists()

@@ -1,0 +1,80 @@
+"""`miniagent ui` as a person starts it: a session left waiting by `miniagent run --detach` is
+approved in the inbox and runs on in the inbox's process with what it recorded; off loopback
+the inbox asks for a token."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import httpx2 as httpx
+from served import served, write_tools
+from typer.testing import CliRunner
+from ui_support import act, hidden
+
+from miniagent.cli import app
+from miniagent.store.sqlite import SQLiteStore
+from miniagent.testing.stub_server import StubServer
+
+TOKEN = "a-token-of-24-characters"
+
+
+def test_a_detached_session_is_approved_in_the_inbox_and_runs_on(tmp_path: Path) -> None:
+    store, tools = tmp_path / "s.db", write_tools(tmp_path)
+    script = [act("pay", {"to": "Bob", "amount": 5}), "Thought: done\nFinal Answer: Bob has 5"]
+    with StubServer(script).run_in_thread() as stub:
+        started = CliRunner().invoke(app, [
+            "run", "Pay Bob 5 euros", "--base-url", stub.base_url, "--model", "stub",
+            "--mode", "react", "--tools", str(tools), "--store", str(store), "--detach",
+            "--json"])
+        sid = json.loads(started.stdout)["session_id"]
+        assert json.loads(started.stdout)["status"] == "awaiting_approval"
+        with served("--store", str(store)) as url, httpx.Client(
+                base_url=url, headers={"Origin": url.rstrip("/")}) as http:
+            page = http.get("/").text
+            assert "Pay Bob 5 euros" in page and "pay" in page
+            form = {name: hidden(page, name) for name in ("csrf", "version", "call_id")}
+            done = http.post(f"/sessions/{sid}/decide",
+                             data={**form, "decision": "approve"}, follow_redirects=True)
+            assert done.status_code == 200 and "resumed in this server" in done.text
+            for _ in range(500):  # bounded; not a timing assert
+                if SQLiteStore(store).load(sid).status == "completed":
+                    break
+                time.sleep(0.02)
+            shown = http.get(f"/sessions/{sid}").text
+    assert "Bob has 5" in shown and 'data-status="completed"' in shown
+    assert (tmp_path / "paid.txt").read_text() == "5 to Bob\n"
+    assert len(stub.requests) == 2  # the question, then the observation
+
+
+def test_off_loopback_a_token_is_required(tmp_path: Path) -> None:
+    refused = CliRunner().invoke(app, ["ui", "--host", "0.0.0.0", "--store",
+                                       str(tmp_path / "s.db")])
+    assert refused.exit_code == 2 and "--token-env" in refused.stderr
+    short = CliRunner().invoke(app, ["ui", "--host", "0.0.0.0", "--token-env", "T"],
+                               env={"T": "short"})
+    assert short.exit_code == 2 and "at least 16" in short.stderr
+
+
+def test_with_a_token_a_person_logs_in_once(tmp_path: Path) -> None:
+    env = {"INBOX_TOKEN": TOKEN}
+    with served("--store", str(tmp_path / "s.db"), "--token-env", "INBOX_TOKEN",
+                env=env) as url, httpx.Client(base_url=url) as http:
+        first = http.get("/")
+        assert first.status_code == 303 and first.headers["location"] == "/login"
+        assert http.get("/sessions/x/part").status_code == 303
+        origin = {"Origin": url.rstrip("/")}
+        wrong = http.post("/login", data={"token": "not-the-token-at-all"}, headers=origin)
+        assert wrong.status_code == 403 and "miniagent_ui" not in wrong.headers.get(
+            "set-cookie", "")
+        right = http.post("/login", data={"token": TOKEN}, headers=origin)
+        assert right.status_code == 303
+        cookie = right.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert http.get("/").status_code == 200  # the cookie is enough from now on
+        http.cookies.clear()
+        by_link = http.get(f"/login?token={TOKEN}")
+        assert by_link.status_code == 303 and http.get("/sessions").status_code == 200
+        assert re.search(r"<h1>Sessions</h1>", http.get("/sessions").text)

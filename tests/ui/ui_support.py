@@ -1,0 +1,52 @@
+"""What the inbox tests share: a tool that needs approval, a session waiting on it, and a
+client that reads the CSRF token and the session's version off the page like a browser."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from miniagent import Agent, MemoryStore, ScriptedModel, SQLiteStore, tool
+
+HOSTILE = ("</script><script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
+           "<a href=\"javascript:window.pwned=3\">x</a>")
+"""What hostile text looks like (the trace report's red-team payload)."""
+
+PAID: list[str] = []
+
+
+@tool(requires_approval=True)
+def pay(to: str, amount: int) -> str:
+    """Pay someone.
+
+    Args:
+        to: who is paid
+        amount: how much, in euros
+    """
+    PAID.append(f"{amount} to {to}")
+    return f"paid {amount} euros to {to}"
+
+
+def act(name: str, args: dict[str, Any]) -> str:
+    return f"Thought: I pay\nAction: {name}\nAction Input: {json.dumps(args, ensure_ascii=False)}"
+
+
+def waiting_agent(path: Path | None, script: list[Any], question: str = "Pay Alice 30 euros"
+                  ) -> tuple[Agent, ScriptedModel, str]:
+    """An agent on a SQLite store at ``path`` (None: in memory) whose session waits for
+    approval of ``pay``."""
+    model = ScriptedModel(script)
+    store = SQLiteStore(path) if path is not None else MemoryStore()
+    agent = Agent(model=model, tools=[pay], store=store)
+    result = agent.run(question)
+    assert result.status == "awaiting_approval", result.reason
+    return agent, model, result.session_id
+
+
+def hidden(html: str, name: str) -> str:
+    """The value of the first hidden field ``name`` of a page."""
+    found = re.search(rf'name="{name}" value="([^"]*)"', html)
+    assert found is not None, f"no field {name}"
+    return found.group(1)
