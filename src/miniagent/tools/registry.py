@@ -84,9 +84,13 @@ class Tool:
             must approve a call before it runs.
         retry: how a call is tried again after a transient failure (``None``: the run's
             default, ``Agent(tool_retry=...)``; see :mod:`miniagent.retry`).
+        max_concurrency: at most this many calls of the tool run at once in the process,
+            across all its sessions and agents (``None``: no limit; see :mod:`miniagent.limits`).
         checker: validates a call's arguments and binds them to ``fn``'s parameters.
         spec: what was derived from a function tool's signature; ``None`` for a schema tool.
     """
+
+    max_concurrency: int | None = None
 
     def __init__(
         self,
@@ -98,13 +102,16 @@ class Tool:
         idempotent: bool = False,
         requires_approval: ApprovalRule = False,
         retry: RetrySetting = None,
+        max_concurrency: int | None = None,
     ) -> None:
         _check_timeout(timeout)
+        _check_concurrency(max_concurrency)
         policy = RetryPolicy.of(retry)
         spec = build_tool_spec(fn, name=name, description=description)
         self.spec: ToolSpec | None = spec
         self._setup(fn, spec.name, spec.description, spec.parameters, FunctionArguments(spec))
         self._set_options(timeout, idempotent, requires_approval, policy)
+        self.max_concurrency = max_concurrency
         functools.update_wrapper(self, fn, updated=())
 
     @classmethod
@@ -119,6 +126,7 @@ class Tool:
         idempotent: bool = False,
         requires_approval: ApprovalRule = False,
         retry: RetrySetting = None,
+        max_concurrency: int | None = None,
     ) -> Tool:
         """A tool defined by a JSON Schema; ``fn`` gets the validated arguments dict.
 
@@ -138,6 +146,7 @@ class Tool:
             idempotent: the tool may run again when a crash left a call's outcome unknown.
             requires_approval: ``True`` or a predicate on the validated arguments dict.
             retry: a :class:`~miniagent.retry.RetryPolicy`, or a number of attempts.
+            max_concurrency: at most this many calls at once in the process.
 
         Raises:
             ToolDefinitionError: an invalid name, a schema that is not valid JSON Schema or
@@ -156,6 +165,7 @@ class Tool:
         """
         check_tool_name(name)
         _check_timeout(timeout)
+        _check_concurrency(max_concurrency)
         policy = RetryPolicy.of(retry)
         if not isinstance(description, str):
             raise ToolDefinitionError(f"Tool {name!r}: description must be a string.")
@@ -166,6 +176,7 @@ class Tool:
         self.spec = None
         self._setup(fn, name, description, checker.schema, checker)
         self._set_options(timeout, idempotent, requires_approval, policy)
+        self.max_concurrency = max_concurrency
         return self
 
     def _setup(
@@ -191,12 +202,13 @@ class Tool:
     def with_options(self, *, name: str | None = None, timeout: float | None = None,
                      idempotent: bool | None = None,
                      requires_approval: ApprovalRule | None = None,
-                     retry: RetrySetting = None) -> Tool:
+                     retry: RetrySetting = None, max_concurrency: int | None = None) -> Tool:
         """A copy of this tool with other options (what the source wrappers list); ``None``
         keeps an option as it is."""
         if name is not None:
             check_tool_name(name)
         _check_timeout(timeout)
+        _check_concurrency(max_concurrency)
         policy = RetryPolicy.of(retry)
         other = copy.copy(self)
         if name is not None:
@@ -209,6 +221,8 @@ class Tool:
             other.requires_approval = requires_approval
         if policy is not None:
             other.retry = policy
+        if max_concurrency is not None:
+            other.max_concurrency = max_concurrency
         return other
 
     def needs_approval(self, arguments: dict[str, Any]) -> bool:
@@ -256,6 +270,13 @@ def _check_timeout(timeout: float | None) -> None:
         raise ToolDefinitionError(f"Tool timeout must be a positive number, got {timeout!r}.")
 
 
+def _check_concurrency(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or limit < 1):
+        raise ToolDefinitionError(
+            f"Tool max_concurrency must be a positive integer, got {limit!r}.")
+
+
 @overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 
@@ -269,6 +290,7 @@ def tool(
     idempotent: bool = False,
     requires_approval: ApprovalRule = False,
     retry: RetrySetting = None,
+    max_concurrency: int | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -282,6 +304,7 @@ def tool(
     idempotent: bool = False,
     requires_approval: ApprovalRule = False,
     retry: RetrySetting = None,
+    max_concurrency: int | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`; use bare or with options.
 
@@ -296,6 +319,8 @@ def tool(
         retry: a :class:`~miniagent.retry.RetryPolicy`, or a number of attempts (the
             default backoff), for transient failures (``ToolError(..., retryable=True)``;
             timeouts and connection errors too, if idempotent).
+        max_concurrency: at most this many calls of the tool run at once in this process,
+            across all sessions and agents; more wait their turn (first come, first served).
 
     Raises:
         ToolDefinitionError: the function cannot become a tool (``*args``, ``**kwargs``,
@@ -315,9 +340,10 @@ def tool(
             return Tool(
                 target, name=name, description=description, timeout=timeout,
                 idempotent=idempotent, requires_approval=requires_approval, retry=retry,
+                max_concurrency=max_concurrency,
             )
         if name is None and description is None and timeout is None and retry is None and not (
-            idempotent or requires_approval
+            idempotent or requires_approval or max_concurrency
         ):
             return target
         options: dict[str, Any] = {
@@ -327,6 +353,7 @@ def tool(
             "idempotent": idempotent or target.idempotent,
             "requires_approval": requires_approval or target.requires_approval,
             "retry": retry if retry is not None else target.retry,
+            "max_concurrency": max_concurrency or target.max_concurrency,
         }
         if target.spec is None:
             return Tool.from_schema(parameters=target.parameters, fn=target.fn, **options)
