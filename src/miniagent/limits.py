@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 from miniagent.errors import ConfigError
 from miniagent.waits import report_wait
+from miniagent.wording import counted
 
 __all__ = ["Admission", "Endpoint", "EndpointLimits", "RateWindow", "Slots", "endpoint",
            "tool_slots"]
@@ -239,6 +240,9 @@ class RateWindow:
 
 # -- model endpoints ---------------------------------------------------------------------------
 
+WINDOW_SECONDS = 60.0
+"""The window of ``requests_per_minute`` and ``tokens_per_minute`` (tests shorten it)."""
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EndpointLimits:
@@ -302,8 +306,8 @@ class Endpoint:
     def __init__(self, name: str) -> None:
         self.name = name
         self.slots = Slots()
-        self.requests = RateWindow()
-        self.tokens = RateWindow()
+        self.requests = RateWindow(WINDOW_SECONDS)
+        self.tokens = RateWindow(WINDOW_SECONDS)
         self._paused_until = 0.0  # monotonic
         self._lock = threading.Lock()
 
@@ -323,7 +327,7 @@ class Endpoint:
         what = f"model {self.name}"
         try:
             if limits is not None and limits.max_concurrency is not None:
-                reason = f"{limits.max_concurrency} requests in flight (max_concurrency)"
+                reason = f"{counted(limits.max_concurrency, 'request')} in flight (max_concurrency)"
                 await self.slots.acquire(limits.max_concurrency,
                                          on_wait=lambda: report_wait(what, reason))
                 admission.slot = True

@@ -34,7 +34,10 @@ def reporting_waits(reporter: WaitReporter | None) -> Iterator[None]:
     try:
         yield
     finally:
-        _REPORTER.reset(token)
+        # a coroutine closed from another context (a Temporal workflow evicted from the cache,
+        # closed when collected) has nothing to restore there
+        with contextlib.suppress(ValueError):
+            _REPORTER.reset(token)
 
 
 def current_reporter() -> WaitReporter | None:

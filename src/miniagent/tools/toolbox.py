@@ -52,6 +52,7 @@ from miniagent.tools.registry import Tool
 from miniagent.tools.runner import Failure, describe, failure_text, guarded, within
 from miniagent.tools.source import ToolSource
 from miniagent.types import Observation, ToolCall
+from miniagent.wording import counted
 
 __all__ = ["Toolbox"]
 
@@ -219,7 +220,7 @@ class Toolbox:
         if limit is None:
             return await self._run(tool, source, checked, context)
         slots, what = tool_slots(tool.name), f"tool {tool.name}"
-        reason = f"{limit} calls at once (max_concurrency)"
+        reason = f"{counted(limit, 'call')} at once (max_concurrency)"
         deadline = context.deadline if context is not None else None
         if not await slots.acquire(limit, until=deadline,
                                    on_wait=lambda: report_wait(what, reason)):
