@@ -34,7 +34,7 @@ from miniagent import (
     tool_context,
 )
 from miniagent.errors import TurnRefused
-from miniagent.limits import tool_slots
+from miniagent.limits import endpoint, tool_slots
 from miniagent.protocol.native import NativeProtocol
 from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import INTERRUPTED_NOTE
@@ -408,6 +408,23 @@ async def test_a_tool_limit_holds_and_the_wait_is_an_event(drivers: list[Driver]
         kinds = [e.kind for e in events]
         assert kinds.index("tool_started") < kinds.index("slot_waiting") < len(kinds) - 1 - \
             kinds[::-1].index("tool_finished")
+
+
+async def test_a_model_call_waits_out_its_endpoints_back_off(drivers: list[Driver],
+                                                             tmp_path: Path) -> None:
+    """Another session's 429 paused the endpoint: the model call waits (in a Temporal worker
+    too) and says so with ``slot_waiting`` in its span, before the reply."""
+    async with StubServer(lambda request, n: "Final Answer: fine") as stub:
+        def model() -> OpenAICompatibleModel:
+            return OpenAICompatibleModel(base_url=stub.base_url, model="m", tool_mode="react")
+
+        async def act(handle: Handle) -> RunResult:
+            endpoint(stub.base_url, "m").pause(0.3)  # as after a 429 with Retry-After
+            return await handle.run("how are you?")
+
+        got = await across(drivers, tmp_path, Setup(model=model), act)
+    assert (got.status, got.final_answer) == ("completed", "fine")
+    assert got.events[got.events.index("model_started") + 1] == "slot_waiting"
 
 
 # -- guards -----------------------------------------------------------------------------------

@@ -128,8 +128,8 @@ class WaitRelay:
     ahead of the result in the workflow's history, so the event comes before ``tool_finished``.
     """
 
-    def __init__(self, key: str, handle: Any) -> None:
-        self.key, self.handle = key, handle
+    def __init__(self, key: str, client: Any, workflow_id: str, run_id: str | None) -> None:
+        self.key, self.client, self.workflow = key, client, (workflow_id, run_id)
         self.loop = asyncio.get_running_loop()
         self.sent: list[concurrent.futures.Future[None]] = []
 
@@ -143,12 +143,12 @@ class WaitRelay:
             return None
         if info.workflow_id is None:  # a standalone activity: no workflow to tell
             return None
-        return cls(key, client.get_workflow_handle(info.workflow_id,
-                                                   run_id=info.workflow_run_id))
+        return cls(key, client, info.workflow_id, info.workflow_run_id)
 
     def __call__(self, what: str, reason: str) -> None:
-        signal = self.handle.signal(SLOT_WAITING, SlotWait(key=self.key, what=what,
-                                                           reason=reason))
+        workflow_id, run_id = self.workflow
+        handle = self.client.get_workflow_handle(workflow_id, run_id=run_id)
+        signal = handle.signal(SLOT_WAITING, SlotWait(key=self.key, what=what, reason=reason))
         self.sent.append(asyncio.run_coroutine_threadsafe(signal, self.loop))
 
     async def flush(self, timeout: float = 5.0) -> None:

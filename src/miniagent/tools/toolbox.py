@@ -25,7 +25,9 @@ sessions and agents (:func:`miniagent.limits.tool_slots`, keyed by the tool's na
 takes a slot before step 3 (first come, first served) and gives it back after step 4. The wait
 is not part of the tool's timeout (that is for the tool's work), but the run's deadline bounds
 it: a call still waiting then is not run and gets an error observation. A call that has to
-wait is reported (:func:`miniagent.limits.report_wait`: a ``slot_waiting`` event).
+wait is reported (:func:`miniagent.waits.report_wait`: a ``slot_waiting`` event). A call that
+timed out gives its slot back at once, even though a sync tool's thread may run on (Python
+cannot stop a thread; holding the slot would let one hung call starve the tool).
 
 Approval is judged here too (:meth:`needs_approval`), on the validated arguments, where the
 tool lives: a Temporal workflow asks its worker's toolbox, so a predicate that says no never
@@ -44,7 +46,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from miniagent.errors import ToolDefinitionError
-from miniagent.limits import report_wait, tool_slots
+from miniagent.limits import tool_slots
 from miniagent.retry import RetryPolicy
 from miniagent.tool_context import ToolContext, using_context
 from miniagent.tools.arguments import check_arguments, preview
@@ -52,6 +54,7 @@ from miniagent.tools.registry import Tool
 from miniagent.tools.runner import Failure, describe, failure_text, guarded, within
 from miniagent.tools.source import ToolSource
 from miniagent.types import Observation, ToolCall
+from miniagent.waits import report_wait
 from miniagent.wording import counted
 
 __all__ = ["Toolbox"]
