@@ -1,6 +1,7 @@
 """What a tool's ``max_concurrency`` costs: concurrent in-process runs whose tool has no limit,
 a limit no call ever waits for (the bookkeeping alone), and a limit most calls queue for,
-measured in the same process and interleaved round by round (a noisy machine slows them alike).
+measured in the same process and interleaved round by round, each configuration first in turn
+(a noisy machine slows them alike).
 
 Each run is a ReAct run over a :class:`ScriptedModel` (no network): STEPS - 1 calls of an async
 tool that yields once, then a final answer; SESSIONS runs at once on one loop. The figure to
@@ -75,8 +76,9 @@ async def main() -> None:
     configs = {"none": None, "never waits": 1_000_000, "queued (8)": 8}
     times: dict[str, list[float]] = {label: [] for label in configs}
     most: dict[str, int] = {}
-    for _ in range(args.rounds):
-        for label, limit in configs.items():
+    order = list(configs.items())
+    for round_ in range(args.rounds):
+        for label, limit in order[round_ % 3:] + order[:round_ % 3]:  # each goes first in turn
             per_run, seen = await timed(args.sessions, args.steps, limit)
             times[label].append(per_run)
             most[label] = max(most.get(label, 0), seen)
