@@ -288,6 +288,7 @@ class Admission:
 
     endpoint: Endpoint
     slot: bool = False
+    request: _Entry | None = None
     tokens: _Entry | None = None
 
     def used(self, tokens: int) -> None:
@@ -334,15 +335,17 @@ class Endpoint:
             await self._unpaused(what)
             if limits is not None and limits.requests_per_minute is not None:
                 reason = f"{limits.requests_per_minute} requests a minute (requests_per_minute)"
-                await self.requests.take(1, limits.requests_per_minute,
-                                         on_wait=lambda: report_wait(what, reason))
+                admission.request = await self.requests.take(
+                    1, limits.requests_per_minute, on_wait=lambda: report_wait(what, reason))
             if limits is not None and limits.tokens_per_minute is not None:
                 reason = f"{limits.tokens_per_minute} tokens a minute (tokens_per_minute)"
                 admission.tokens = await self.tokens.take(
                     tokens, limits.tokens_per_minute, on_wait=lambda: report_wait(what, reason))
             await self._unpaused(what)  # a 429 may have come in meanwhile
-        except BaseException:
+        except BaseException:  # cancelled: nothing was sent, nothing is counted
             admission.done()
+            if admission.request is not None:
+                self.requests.cancel(admission.request)
             if admission.tokens is not None:
                 self.tokens.cancel(admission.tokens)
             raise

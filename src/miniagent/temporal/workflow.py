@@ -76,6 +76,9 @@ WORKFLOW_NAME = "MiniAgentSession"
 TOOL_MARGIN = 30.0
 """Seconds a tool activity gets beyond the tool's own timeout (the toolbox enforces that one
 and answers with an error observation; this bounds a worker that hangs)."""
+SLOT_WAIT = 3600.0
+"""Seconds a call of a tool with ``max_concurrency`` may wait for a slot in its worker, on top
+of its own time, when the run has no deadline."""
 
 
 def check_size(value: Any, what: str) -> None:
@@ -143,12 +146,12 @@ class WorkflowEffects:
                          steps_left=context.steps_left, default_retry=context.default_retry)
         check_size(work, f"the arguments of call {call.id}")
         key = f"step{context.step}-{call.id}"
+        budget = tool_time(own, retry) + TOOL_MARGIN + self._slot_wait(call, context)
         try:
             with self.flow.relaying_waits(key):
                 return await workflow.execute_activity(
                     RUN_TOOL, work, result_type=Observation, activity_id=key,
-                    start_to_close_timeout=timedelta(seconds=tool_time(own, retry)
-                                                     + TOOL_MARGIN),
+                    start_to_close_timeout=timedelta(seconds=budget),
                     heartbeat_timeout=timedelta(seconds=self.options.heartbeat_timeout),
                     retry_policy=tool_retry(idempotent, retry))
         except ActivityError as exc:
@@ -161,6 +164,17 @@ class WorkflowEffects:
                                    output=f"The tool '{call.name}' could not be run: its "
                                           f"workers kept failing ({exc.cause or exc}).")
             raise ToolInterrupted(call.id) from None
+
+    def _slot_wait(self, call: ToolCall, context: ToolContext) -> float:
+        """How long a call of a tool with ``max_concurrency`` may wait for a slot in its worker
+        (the rest of the run, or :data:`SLOT_WAIT`): the wait is not the tool's time, and the
+        heartbeats that go on meanwhile still tell a dead worker apart."""
+        tool = self.tools.get(call.name)
+        if tool is None or tool.max_concurrency is None:
+            return 0.0
+        if context.deadline is None:
+            return SLOT_WAIT
+        return max(0.0, context.deadline - self.now())
 
     async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
         """The history is the checkpoint; at a step boundary, maybe continue as new."""
