@@ -48,6 +48,7 @@ class _Waiter:
     future: asyncio.Future[None]
     limit: int
     granted: bool = False
+    gone: bool = False  # gave up or was cancelled: skipped when its turn comes
 
 
 class Slots:
@@ -74,6 +75,7 @@ class Slots:
         self._lock = threading.Lock()
         self._busy = 0
         self._queue: deque[_Waiter] = deque()
+        self._waiting = 0  # waiters in the queue that have not gone
 
     @property
     def busy(self) -> int:
@@ -83,12 +85,12 @@ class Slots:
     @property
     def queued(self) -> int:
         """How many wait for one."""
-        return len(self._queue)
+        return self._waiting
 
     def try_acquire(self, limit: int) -> bool:
         """Take a slot if one is free and nobody waits; never waits."""
         with self._lock:
-            if self._busy < limit and not self._queue:
+            if self._busy < limit and not self._waiting:
                 self._busy += 1
                 return True
         return False
@@ -108,10 +110,11 @@ class Slots:
         loop = asyncio.get_running_loop()
         waiter = _Waiter(loop, loop.create_future(), max(1, limit))
         with self._lock:
-            if self._busy < limit and not self._queue:  # freed meanwhile
+            if self._busy < limit and not self._waiting:  # freed meanwhile
                 self._busy += 1
                 return True
             self._queue.append(waiter)
+            self._waiting += 1
         if on_wait is not None:
             on_wait()
         timeout = None if until is None else max(0.0, until - time.time())
@@ -132,12 +135,14 @@ class Slots:
             self._wake(waiter)
 
     def _leave(self, waiter: _Waiter) -> bool:
-        """Whether ``waiter`` holds a slot; if not, it leaves the queue."""
+        """Whether ``waiter`` holds a slot; if not, it leaves the queue (marked gone: O(1),
+        so that cancelling many waiters at once stays linear)."""
         with self._lock:
             if waiter.granted:
                 return True
-            with contextlib.suppress(ValueError):
-                self._queue.remove(waiter)
+            if not waiter.gone:
+                waiter.gone = True
+                self._waiting -= 1
             woken = self._admit()  # it may have held up waiters of a larger limit
         for other in woken:
             self._wake(other)
@@ -145,11 +150,18 @@ class Slots:
 
     def _admit(self) -> list[_Waiter]:
         woken = []
-        while self._queue and self._busy < self._queue[0].limit:
-            waiter = self._queue.popleft()
-            waiter.granted = True
+        while self._queue:
+            head = self._queue[0]
+            if head.gone:
+                self._queue.popleft()
+                continue
+            if self._busy >= head.limit:
+                break
+            self._queue.popleft()
+            head.granted = True
             self._busy += 1
-            woken.append(waiter)
+            self._waiting -= 1
+            woken.append(head)
         return woken
 
     def _wake(self, waiter: _Waiter) -> None:
