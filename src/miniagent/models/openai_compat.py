@@ -58,7 +58,7 @@ from miniagent.models.streaming import DeltaSink, StreamAccumulator, StreamIncom
 from miniagent.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
 from miniagent.protocol.native import MAX_BODY_DEPTH, normalize_completion
 from miniagent.protocol.tool_choice import wire_tool_choice
-from miniagent.runtime.estimate import tokens
+from miniagent.text import tokens
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 from miniagent.wording import counted
 
