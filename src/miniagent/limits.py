@@ -330,6 +330,11 @@ class Endpoint:
             self._paused_until = max(self._paused_until, time.monotonic() + max(0.0, seconds))
 
     @property
+    def paused_until(self) -> float:
+        """When the latest pause ends (:func:`time.monotonic`; 0: never paused)."""
+        return self._paused_until
+
+    @property
     def paused_for(self) -> float:
         """Seconds left of the pause (0: none)."""
         return max(0.0, self._paused_until - time.monotonic())

@@ -40,10 +40,10 @@ async def test_a_429_to_one_session_makes_every_session_of_the_endpoint_wait(
                                                tool_mode="react"), on_event=events.append)
     throttled = asyncio.ensure_future(first.arun("first"))
     for _ in range(1000):  # until the 429 has reached the first session's client
-        if shared.paused_for > 0:
+        if shared.paused_until > 0:
             break
         await asyncio.sleep(0.01)
-    assert shared.paused_for > 0  # the first session's 429 paused the endpoint
+    assert shared.paused_until > 0  # the first session's 429 paused the endpoint
     later = await second.arun("second")
     assert (await throttled).status == later.status == "completed"
     assert len(server.requests) == 3  # the 429, the first session's retry, the second's
