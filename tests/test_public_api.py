@@ -24,8 +24,8 @@ EXPECTED = {
     "PayloadTooLarge", "RunInterrupted", "ToolInterrupted", "Rollover",
     # long-term memory (its SQLite file, like SQLiteStore, loads sqlite3 on first use)
     "Memory", "MemoryItem",
-    # a tool's retry policy (issue 19)
-    "RetryPolicy",
+    # a tool's retry policy, and limits shared by the sessions of a process (issue 19)
+    "RetryPolicy", "EndpointLimits",
     # what Agent.start() warmed (issue 19)
     "WarmupReport",
 }

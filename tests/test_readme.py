@@ -54,6 +54,13 @@ def test_schema_tool_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == "A -> home with 2 stops\n"
 
 
+def test_limits_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    namespace: dict[str, Any] = {}
+    exec(block_with("@tool(max_concurrency=2)"), namespace)
+    assert capsys.readouterr().out == "{'completed'} 2 2 calls at once (max_concurrency)\n"
+    assert namespace["model"].limits.requests_per_minute == 60
+
+
 def test_retry_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     namespace: dict[str, Any] = {}
     exec(block_with("@tool(retry=RetryPolicy("), namespace)

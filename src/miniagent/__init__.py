@@ -43,6 +43,7 @@ from miniagent.errors import (
     ToolsNotSupported,
     UserError,
 )
+from miniagent.limits import EndpointLimits
 from miniagent.memory.items import MemoryItem
 from miniagent.models.base import Capabilities, Model
 from miniagent.models.openai_compat import OpenAICompatibleModel
@@ -105,6 +106,7 @@ __all__ = [
     "ConfigError",
     "Decision",
     "DecisionError",
+    "EndpointLimits",
     "Event",
     "Filtered",
     "Limits",

@@ -1,4 +1,5 @@
-"""Text that can be stored and shown: one definition of "storable", used at every boundary."""
+"""Text that can be stored and shown: one definition of "storable", used at every boundary; and
+the one estimate of a text's tokens (:func:`tokens`, see :mod:`miniagent.runtime.estimate`)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,16 @@ def storable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+def tokens(text: str) -> int:
+    """The estimated tokens of ``text``: ASCII at 4 characters a token, any other character 1.
+
+    Example:
+        >>> tokens("a" * 40), tokens("北京天气" * 10)
+        (10, 40)
+    """
+    if text.isascii():
+        return (len(text) + 3) // 4
+    other = len(text) - len(text.encode("ascii", "ignore"))
+    return (len(text) - other + 3) // 4 + other

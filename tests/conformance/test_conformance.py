@@ -34,7 +34,9 @@ from miniagent import (
     tool_context,
 )
 from miniagent.errors import TurnRefused
+from miniagent.limits import endpoint, tool_slots
 from miniagent.protocol.native import NativeProtocol
+from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import INTERRUPTED_NOTE
 from miniagent.testing.stub_server import StubServer
 from miniagent.types import Message, ModelRequest, ParsedOutput, RunResult, TokenUsage, ToolLike
@@ -353,6 +355,76 @@ async def test_a_flaky_tool_is_retried_and_has_its_effect_once(drivers: list[Dri
     got = await across(drivers, tmp_path, setup, run("Book room A1"))
     assert (got.status, got.observations, got.attempts) == ("completed", ["booked A1"], [3])
     assert effects == ["A1"] * len(drivers)  # once per driver
+
+
+async def test_a_tool_limit_holds_and_the_wait_is_an_event(drivers: list[Driver],
+                                                           tmp_path: Path) -> None:
+    """``max_concurrency=1``: two calls of one step run one after the other (in a Temporal
+    worker too: the executor runs there), and the second's wait is a ``slot_waiting`` event
+    in its span, on every driver (a worker relays it to the workflow)."""
+    most: list[int] = []
+    seen: list[list[ev.Event]] = []
+
+    def tools() -> list[Any]:
+        state = {"now": 0, "most": 0, "done": 0}
+        most.append(0)
+
+        @tool(max_concurrency=1)
+        async def book_seat(seat: str) -> str:
+            """Book a seat (one booking at a time)."""
+            state["now"] += 1
+            most[-1] = max(most[-1], state["now"])
+            try:  # the first call holds its slot until the second waits for it (at most 10 s)
+                for _ in range(1000):
+                    if tool_slots("book_seat").queued or state["done"]:
+                        break
+                    await asyncio.sleep(0.01)
+                return f"booked {seat}"
+            finally:
+                state["now"] -= 1
+                state["done"] += 1
+
+        return [book_seat]
+
+    async def act(handle: Handle) -> RunResult:
+        result = await handle.run("book 1A and 1B")
+        seen.append([e for e in handle.events if e.session_id == result.session_id])
+        return result
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [native(("c1", "book_seat", {"seat": "1A"}), ("c2", "book_seat", {"seat": "1B"})),
+         {"content": "both booked"}], tool_mode="native"), tools=tools)
+    got = await across(drivers, tmp_path, setup, act,
+                       compare=("status", "final_answer", "observations", "calls"))
+    assert (got.status, got.observations) == ("completed", ["booked 1A", "booked 1B"])
+    assert most == [1] * len(drivers)
+    reference = sorted(e.kind for e in seen[0])
+    for events in seen:
+        assert sorted(e.kind for e in events) == reference  # the same events, in any order
+        (wait,) = [e for e in events if isinstance(e, ev.SlotWaiting)]
+        assert (wait.what, wait.reason) == ("tool book_seat", "1 call at once (max_concurrency)")
+        started = {e.span_id: e.call.id for e in events if isinstance(e, ev.ToolStarted)}
+        assert started[wait.span_id] == wait.call_id  # in the span of the call that waited
+        kinds = [e.kind for e in events]
+        assert kinds.index("tool_started") < kinds.index("slot_waiting") < len(kinds) - 1 - \
+            kinds[::-1].index("tool_finished")
+
+
+async def test_a_model_call_waits_out_its_endpoints_back_off(drivers: list[Driver],
+                                                             tmp_path: Path) -> None:
+    """Another session's 429 paused the endpoint: the model call waits (in a Temporal worker
+    too) and says so with ``slot_waiting`` in its span, before the reply."""
+    async with StubServer(lambda request, n: "Final Answer: fine") as stub:
+        def model() -> OpenAICompatibleModel:
+            return OpenAICompatibleModel(base_url=stub.base_url, model="m", tool_mode="react")
+
+        async def act(handle: Handle) -> RunResult:
+            endpoint(stub.base_url, "m").pause(0.3)  # as after a 429 with Retry-After
+            return await handle.run("how are you?")
+
+        got = await across(drivers, tmp_path, Setup(model=model), act)
+    assert (got.status, got.final_answer) == ("completed", "fine")
+    assert got.events[got.events.index("model_started") + 1] == "slot_waiting"
 
 
 # -- guards -----------------------------------------------------------------------------------

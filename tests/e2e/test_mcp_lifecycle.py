@@ -22,6 +22,7 @@ from miniagent.mcp import MCPServer, ToolRule
 from miniagent.store.sqlite import SQLiteStore
 from miniagent.tools.toolbox import Toolbox
 from miniagent.types import ToolCall
+from miniagent.waits import reporting_waits
 
 __all__ = ["no_orphans"]  # fixture
 
@@ -109,6 +110,23 @@ async def test_rules_set_approval_idempotency_and_timeout_per_tool() -> None:
     assert tools["count"].needs_approval({}) and not tools["pid"].needs_approval({})
     assert tools["sleep"].idempotent and not tools["count"].idempotent
     assert tools["count"].timeout is not None and tools["count"].timeout < tools["pid"].timeout
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_a_rule_limits_an_mcp_tool_to_one_call_at_once() -> None:
+    server = lab(rules={"sleep": ToolRule(max_concurrency=1)})
+    waits: list[tuple[str, str]] = []
+    try:
+        box = await Toolbox.gather([server])
+        assert box.get("sleep").max_concurrency == 1  # type: ignore[union-attr]
+        with reporting_waits(lambda what, why: waits.append((what, why))):
+            observations = await asyncio.gather(*(
+                box.execute(ToolCall(id=f"c{i}", name="sleep", arguments={"seconds": 0.05}))
+                for i in range(3)))
+    finally:
+        await server.aclose()
+    assert [o.output for o in observations] == ["slept 0.05"] * 3
+    assert waits == [("tool sleep", "1 call at once (max_concurrency)")] * 2
 
 
 # -- failures -----------------------------------------------------------------------------

@@ -165,6 +165,30 @@ def test_guards_are_span_events() -> None:
         ("miniagent.guard", "format_error")]
 
 
+async def test_a_wait_for_a_slot_is_an_event_of_the_waiting_calls_span() -> None:
+    import asyncio
+    import uuid
+
+    name = f"lookup_{uuid.uuid4().hex[:6]}"
+
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        await asyncio.sleep(0.05)
+        return key
+
+    calls = {"content": None, "tool_calls": [
+        {"id": f"c{i}", "type": "function",
+         "function": {"name": name, "arguments": json.dumps({"key": str(i)})}}
+        for i in range(2)]}
+    model = ScriptedModel([calls, {"content": "done"}], tool_mode="native")
+    tracer, exporter = memory_tracer(model)
+    await Agent(model=model, tools=[tool(name=name, max_concurrency=1)(lookup)],
+                on_event=tracer).arun("q")
+    waited = [(s.attributes or {}).get("gen_ai.tool.call.id") for s in
+              exporter.get_finished_spans() for e in s.events if e.name == "miniagent.slot_waiting"]
+    assert waited == ["c1"]  # the second call waited for the first
+
+
 def test_a_real_otlp_http_receiver_gets_the_spans() -> None:
     with otlp_receiver() as receiver:
         provider = otlp_provider(receiver.url)  # the base URL: /v1/traces is added

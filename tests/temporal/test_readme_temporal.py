@@ -50,4 +50,5 @@ def test_the_queries_and_handlers_it_names_are_the_workflows() -> None:
     assert named is not None
     assert set(re.findall(r"`(\w+)`", named.group(1))) == set(registered.queries)
     assert set(registered.updates) == {"decide"} and "`decide` update" in part
-    assert set(registered.signals) == {"decide_signal"} and "`decide_signal`" in part
+    assert set(registered.signals) == {"decide_signal", "slot_waiting"}
+    assert "`decide_signal`" in part and "`slot_waiting` signal" in part

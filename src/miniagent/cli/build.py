@@ -9,7 +9,7 @@ import shlex
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 
 import typer
 
@@ -17,6 +17,7 @@ from miniagent import defaults
 from miniagent.agent import Agent
 from miniagent.cli.loading import load_tools
 from miniagent.errors import ConfigError, ModelError
+from miniagent.limits import EndpointLimits
 from miniagent.models.base import Model
 from miniagent.models.openai_compat import GrammarField
 from miniagent.observe.redact import redact_command, redact_url
@@ -64,6 +65,9 @@ class RunConfig:
     mcp_approve: list[str] = field(default_factory=list)
     memory: str | None = None  # a long-term memory file (absolute path)
     memory_namespace: str = "default"
+    model_concurrency: int | None = None  # the endpoint's limits (miniagent.limits)
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -201,8 +205,21 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         api_key=api_key or env("MINIAGENT_API_KEY", "OPENAI_API_KEY"),
         tool_mode=cast(ToolMode, config.mode), timeout=config.request_timeout,
         grammar_field=cast(GrammarField | None, config.grammar_field) if config.grammar else None,
-        stream=config.stream,
+        stream=config.stream, limits=EndpointLimits(
+            max_concurrency=config.model_concurrency,
+            requests_per_minute=config.requests_per_minute,
+            tokens_per_minute=config.tokens_per_minute),
     )
+
+
+ModelConcurrencyOption = Annotated[int | None, typer.Option(
+    min=1, help="At most this many requests to the model endpoint at once, shared by every "
+    "session of this process (a worker: all its activities).")]
+RequestsPerMinuteOption = Annotated[int | None, typer.Option(
+    min=1, help="At most this many requests to the model endpoint a minute (retries count).")]
+TokensPerMinuteOption = Annotated[int | None, typer.Option(
+    min=1, help="At most this many tokens a minute to the model endpoint: each request "
+    "reserves its estimated prompt plus its max_tokens, corrected to the usage reported.")]
 
 
 def ask_in_terminal(pending: PendingApproval, *, stream: TextIO | None = None) -> bool | None:

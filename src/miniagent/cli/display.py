@@ -71,6 +71,8 @@ class TraceDisplay:
             self._run_finished(event)
         elif isinstance(event, ev.MemoryRecalled):
             self._recalled(event)
+        elif isinstance(event, ev.SlotWaiting):
+            self._slot_waiting(event)
         elif isinstance(event, ev.ContextCompacted):
             done = event.compaction
             self.console.print(f"[dim]context compacted: rounds 1-{done.rounds} summarised "
@@ -138,6 +140,12 @@ class TraceDisplay:
                                f"{_short(args, 300)}")
         self.console.print(f"[dim]model {event.elapsed:.2f} s · "
                            f"{call_tokens(response.usage)}[/dim]")
+
+    def _slot_waiting(self, event: ev.SlotWaiting) -> None:
+        what, reason = markup(event.what, 200), markup(event.reason, 200)
+        self.console.print(f"[yellow]waiting for a slot:[/yellow] [dim]{what} ({reason})[/dim]")
+        if event.what.startswith("model"):  # the model spinner goes on
+            self._wait(f"step {event.step}: waiting for a slot ({what})")
 
     def _recalled(self, event: ev.MemoryRecalled) -> None:
         if event.error:

@@ -23,7 +23,15 @@ from typer.models import ArgumentInfo
 
 from miniagent import defaults
 from miniagent.agent import Agent
-from miniagent.cli.build import RunConfig, build_agent, env, open_store
+from miniagent.cli.build import (
+    ModelConcurrencyOption,
+    RequestsPerMinuteOption,
+    RunConfig,
+    TokensPerMinuteOption,
+    build_agent,
+    env,
+    open_store,
+)
 from miniagent.cli.common import Mode, StoreOption, positive_seconds
 from miniagent.cli.mcp_cmd import (
     McpApproveOption,
@@ -60,6 +68,9 @@ class RunOptions:
     max_tools: Annotated[int | None, typer.Option(min=1, help="Offer each model request only the K tools most relevant to the conversation (plus those already used).")] = None  # noqa: E501
     stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the server's answers: thought and answer are shown as they are written (--base-url servers).")] = False  # noqa: E501
     tool_choice: Annotated[str | None, typer.Option(help="auto, required (call a tool before answering), none, or a tool's name [default: auto]")] = None  # noqa: E501
+    model_concurrency: ModelConcurrencyOption = None
+    requests_per_minute: RequestsPerMinuteOption = None
+    tokens_per_minute: TokensPerMinuteOption = None
     mcp: McpOption = None
     mcp_url: McpUrlOption = None
     mcp_header: McpHeaderOption = None
@@ -91,7 +102,9 @@ class RunOptions:
             keep_last=self.keep_last, compress=self.compress, stream=self.stream,
             tool_choice=self.tool_choice, mcp=list(self.mcp or []),
             mcp_urls=list(self.mcp_url or []), mcp_approve=list(self.mcp_approve or []),
-            max_tools=self.max_tools,
+            max_tools=self.max_tools, model_concurrency=self.model_concurrency,
+            requests_per_minute=self.requests_per_minute,
+            tokens_per_minute=self.tokens_per_minute,
             memory=str(self.memory.resolve()) if self.memory else None,
             memory_namespace=self.memory_namespace,
         )

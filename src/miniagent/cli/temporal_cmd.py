@@ -18,7 +18,13 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from miniagent.cli.build import RunConfig, build_model
+from miniagent.cli.build import (
+    ModelConcurrencyOption,
+    RequestsPerMinuteOption,
+    RunConfig,
+    TokensPerMinuteOption,
+    build_model,
+)
 from miniagent.cli.common import (
     SessionTracker,
     asks_in_terminal,
@@ -112,12 +118,18 @@ def worker(
     otlp: WorkerOtlpOption = None,
     memory: MemoryFileOption = None,
     memory_namespace: MemoryNamespaceOption = "default",
+    max_concurrent_activities: Annotated[int | None, typer.Option(min=1, help="At most this many model calls and tool calls at once in this worker (Temporal's max_concurrent_activities) [default: Temporal's, 100].")] = None,  # noqa: E501
+    task_queue_activities_per_second: Annotated[float | None, typer.Option(min=0.001, help="At most this many activities a second started on the whole task queue, by all its workers (Temporal's max_task_queue_activities_per_second; the server enforces it).")] = None,  # noqa: E501
+    model_concurrency: ModelConcurrencyOption = None,
+    requests_per_minute: RequestsPerMinuteOption = None,
+    tokens_per_minute: TokensPerMinuteOption = None,
 ) -> None:
     """Serve sessions of TASK_QUEUE on a Temporal cluster: model calls and tool calls run here.
 
     With --metrics, the model calls and tool calls made here are served for Prometheus; with
     --otlp, sent to an OpenTelemetry collector; with --memory, the memory tools of agents that
-    run with --memory (the same file).
+    run with --memory (the same file). A tool's max_concurrency and the model endpoint's limits
+    hold within this worker process.
     """
     from miniagent.cli.build import env
     from miniagent.cli.loading import load_tools
@@ -127,7 +139,9 @@ def worker(
             raise ConfigError(f"--mode must be react, native or auto, got {mode!r}")
         config = RunConfig(base_url=base_url or env("MINIAGENT_BASE_URL", "OPENAI_BASE_URL"),
                            model=model or env("MINIAGENT_MODEL"), mode=mode,
-                           request_timeout=request_timeout)
+                           request_timeout=request_timeout, model_concurrency=model_concurrency,
+                           requests_per_minute=requests_per_minute,
+                           tokens_per_minute=tokens_per_minute)
         sources: list[Any] = [load_tools([str(Path(t).resolve()) if t.endswith(".py") else t
                                           for t in tools or []], workspace.resolve())]
         sources += mcp_servers(list(mcp or []), list(mcp_url or []),  # MCP servers too
@@ -135,10 +149,14 @@ def worker(
         if memory is not None:
             sources.append(_memory_source(memory, memory_namespace))
         llm = build_model(config, api_key)
+        options = {name: value for name, value in (
+            ("max_concurrent_activities", max_concurrent_activities),
+            ("max_task_queue_activities_per_second", task_queue_activities_per_second))
+            if value is not None}
         meter_provider = otlp_meters(otlp)
         try:
             with serving_metrics(llm, metrics, meter_provider) as counting:
-                _run(lambda: _serve(temporal, task_queue, llm, sources, counting))
+                _run(lambda: _serve(temporal, task_queue, llm, sources, counting, options))
         finally:
             if meter_provider is not None:
                 meter_provider.shutdown()  # sends the last figures
@@ -152,7 +170,7 @@ def _memory_source(path: Path, namespace: str) -> Any:
 
 
 async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],
-                 metrics: Any = None) -> None:
+                 metrics: Any = None, options: dict[str, Any] | None = None) -> None:
     from miniagent.cli.warming import shown
     from miniagent.temporal import connect, session_worker
     from miniagent.temporal.worker import warm_served
@@ -160,7 +178,7 @@ async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],
     client = await connect(address)
     await shown(lambda: warm_served(sources, llm))  # before polling, with a status line
     serving = await session_worker(client, task_queue=task_queue, model=llm, sources=sources,
-                                   metrics=metrics, warm_up=False)
+                                   metrics=metrics, warm_up=False, **(options or {}))
     listed = [await source.list_tools() for source in sources]
     names = ", ".join(t.name for tools in listed for t in tools) or "none"
     typer.echo(visible(f"miniagent worker: serving task queue {task_queue} at {address} "
@@ -184,9 +202,11 @@ def run_remote(question: str, config: RunConfig, address: str, task_queue: str, 
         if given:
             typer.echo(f"miniagent: warning: {flag} is ignored with --temporal: the workers' "
                        f"tools are used (miniagent worker {flag} ...)", err=True)
-    if config.stream:
-        typer.echo("miniagent: warning: --stream is ignored with --temporal: the workers' model "
-                   "settings are used", err=True)
+    limits = (config.model_concurrency, config.requests_per_minute, config.tokens_per_minute)
+    for ignored, what in ((config.stream, "--stream"), (any(limits), "the model's limits")):
+        if ignored:
+            typer.echo(f"miniagent: warning: {what} is ignored with --temporal: the workers' "
+                       "model settings are used", err=True)
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     with leaving():
         result = _run(lambda: _remote(address, task_queue, config, interactive, as_json,

@@ -262,7 +262,8 @@ class MCPServer:
             parameters=dict(item.input_schema or {"type": "object"}), fn=run,
             # the registry's limit backs ours up: connecting may come first
             timeout=timeout + self.config.connect_timeout + 5.0,
-            idempotent=idempotent, requires_approval=approval, retry=retry)
+            idempotent=idempotent, requires_approval=approval, retry=retry,
+            max_concurrency=rule.max_concurrency)
 
     # -- calling ----------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ through miniagent's own :class:`~miniagent.models.http.HttpClient` (stdlib only,
 ``import miniagent`` stays fast).
 
 Transport faults, timeouts, 429 and 5xx answers are retried with exponential backoff and
-full jitter (``Retry-After`` is honoured); other 4xx answers are not, and neither is a 5xx whose
+full jitter (``Retry-After`` is honoured; a 429 pauses every request of the process to the same
+endpoint, see :mod:`miniagent.limits`); other 4xx answers are not, and neither is a 5xx whose
 body names the request as invalid (llama-cpp-python's server answers a request it cannot
 validate with 500: asking again would get the same answer). A 4xx that blames the
 ``tools`` field raises :class:`~miniagent.errors.ToolsNotSupported`, so the ``auto`` protocol
@@ -43,6 +44,7 @@ from miniagent.errors import (
     ModelTimeout,
     ToolsNotSupported,
 )
+from miniagent.limits import Admission, EndpointLimits, endpoint
 from miniagent.models.base import Capabilities
 from miniagent.models.http import (
     DEFAULT_MAX_BODY_BYTES,
@@ -56,6 +58,7 @@ from miniagent.models.streaming import DeltaSink, StreamAccumulator, StreamIncom
 from miniagent.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
 from miniagent.protocol.native import MAX_BODY_DEPTH, normalize_completion
 from miniagent.protocol.tool_choice import wire_tool_choice
+from miniagent.text import tokens
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 from miniagent.wording import counted
 
@@ -170,6 +173,11 @@ class OpenAICompatibleModel:
         stream: Stream each answer (``stream: true``); text deltas reach ``on_delta``.
         stream_usage: Ask for usage in the stream (``stream_options.include_usage``); a
             server that refuses the field is asked again without it.
+        limits: Requests in flight, requests and tokens per minute
+            (:class:`~miniagent.limits.EndpointLimits`), shared by every session and model
+            object of the process that use the same ``base_url`` and ``model``. Whatever the
+            limits, a 429 makes every request to that endpoint wait out its ``Retry-After``
+            (or the backoff), not only the one that got it.
 
     Raises:
         ConfigError: ``base_url``, ``api_key``, ``timeout`` or ``grammar_field`` cannot work.
@@ -197,6 +205,7 @@ class OpenAICompatibleModel:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         stream: bool = False,
         stream_usage: bool = True,
+        limits: EndpointLimits | None = None,
     ) -> None:
         self.base_url = _checked_base_url(base_url)
         self.model = model
@@ -219,6 +228,8 @@ class OpenAICompatibleModel:
         self.stream_usage = stream_usage
         self._client = client
         self._owns_client = client is None
+        self.limits = limits if limits is not None and limits.any else None
+        self._endpoint = endpoint(self.base_url, model)
         self._auto_choice = True
         """Send ``tool_choice: "auto"`` with tools when a request sets none (False once this
         server refused the field)."""
@@ -270,8 +281,9 @@ class OpenAICompatibleModel:
                 if on_delta is not None:
                     on_delta("restart", "")
         payload = json.dumps(self._body(request), ensure_ascii=False).encode()
-        response = await self._post(payload, with_tools=bool(request.tools))
-        return self._completion(response)
+        spend = self._spend(request, payload)
+        response = await self._post(payload, with_tools=bool(request.tools), spend=spend)
+        return spend.settled(self._completion(response))
 
     async def _streamed(self, request: ModelRequest, on_delta: DeltaSink | None
                         ) -> ModelResponse:
@@ -285,9 +297,11 @@ class OpenAICompatibleModel:
         if self.stream_usage:
             body["stream_options"] = {"include_usage": True}
         state = _StreamState(request.stop, on_delta)
+        payload = _encode(body)
+        spend = self._spend(request, payload)
         try:
-            response = await self._post(_encode(body), with_tools=bool(request.tools),
-                                        stream=state)
+            response = await self._post(payload, with_tools=bool(request.tools),
+                                        stream=state, spend=spend)
         except ToolsNotSupported:
             raise
         except ModelHTTPError as exc:
@@ -299,7 +313,15 @@ class OpenAICompatibleModel:
                 return await self._streamed(request, on_delta)
             self.stream = False  # it refuses streaming itself
             raise StreamIncomplete(f"the server refused streaming ({exc.status})") from None
-        return state.response(response, self._completion)
+        return spend.settled(state.response(response, self._completion))
+
+    def _spend(self, request: ModelRequest, payload: bytes) -> _Spend:
+        """What a request is counted as in ``tokens_per_minute`` before it is sent: its
+        estimated prompt plus the tokens it may generate."""
+        if self.limits is None or self.limits.tokens_per_minute is None:
+            return _Spend(0)
+        generated = request.max_tokens if request.max_tokens is not None else 0
+        return _Spend(tokens(payload.decode("utf-8", "replace")) + generated)
 
     def _refused_auto_choice(self, exc: ModelHTTPError, request: ModelRequest) -> bool:
         """Whether ``exc`` is a 4xx naming the ``tool_choice: "auto"`` this model sent."""
@@ -353,17 +375,23 @@ class OpenAICompatibleModel:
         return body
 
     async def _post(self, payload: bytes, *, with_tools: bool,
-                    stream: _StreamState | None = None) -> HttpResponse:
+                    stream: _StreamState | None = None, spend: _Spend | None = None
+                    ) -> HttpResponse:
         """POST with retries; return the first 2xx answer.
 
-        With ``stream``, a 2xx body goes to it as it arrives; a transport fault or timeout
-        after its first byte is no reason to retry the stream (:class:`StreamIncomplete`)."""
+        Each attempt is let through the endpoint's shared limits first (and waits out a
+        429's pause); a 429 pauses every request to the endpoint. With ``stream``, a 2xx body
+        goes to it as it arrives; a transport fault or timeout after its first byte is no
+        reason to retry the stream (:class:`StreamIncomplete`)."""
         if self._client is None:
             self._client = HttpClient(max_body_bytes=self.max_body_bytes)
         attempts = self.max_retries + 1
         last: ModelError | None = None
         for attempt in range(1, attempts + 1):
             retry_after: float | None = None
+            admission = await self._endpoint.admit(self.limits, spend.tokens if spend else 0)
+            if spend is not None:
+                spend.admission = admission
             try:
                 response = await self._client.post_json(
                     self.url, payload, self._headers, self.timeout,
@@ -383,8 +411,14 @@ class OpenAICompatibleModel:
                                                         and _blames_request(response)):
                     raise last
                 retry_after = _retry_after(response)
+            finally:
+                admission.done()
+            delay = self._delay(attempt, retry_after)
+            if isinstance(last, ModelHTTPError) and last.status == 429:
+                # every session sharing the endpoint backs off, not only this one
+                self._endpoint.pause(delay)
             if attempt < attempts:
-                await asyncio.sleep(self._delay(attempt, retry_after))
+                await asyncio.sleep(delay)
         assert last is not None
         raise _exhausted(last, self.url, attempts)
 
@@ -408,6 +442,21 @@ class OpenAICompatibleModel:
             f"POST {self.url} answered {status}: {detail}{_root_hint(self.base_url, status)}",
             status=status, body=text, retry_after=_retry_after(response),
         )
+
+
+class _Spend:
+    """A request's tokens as reserved in ``tokens_per_minute``, corrected to its reported
+    usage once it is answered."""
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+        self.admission: Admission | None = None
+
+    def settled(self, response: ModelResponse) -> ModelResponse:
+        total = response.usage.total_tokens
+        if self.admission is not None and total is not None:
+            self.admission.used(total)
+        return response
 
 
 _VERSIONED_ROOT = re.compile(r"/v[0-9]+[a-z0-9]*$", re.IGNORECASE)

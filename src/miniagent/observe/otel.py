@@ -257,6 +257,15 @@ class OtelTracer:
             attributes["gen_ai.tool.call.id"] = event.call_id
         span.add_event("miniagent.guard", self._bounded(attributes), timestamp=_ns(event.at))
 
+    def _on_slot_waiting(self, event: ev.SlotWaiting) -> None:
+        run = self._runs.get(event.session_id)
+        if run is None:
+            return
+        span = run.spans.get(event.span_id, run.agent)  # the waiting call's span
+        span.add_event("miniagent.slot_waiting", self._bounded(
+            {"miniagent.waiting_for": self.redact.text(event.what),
+             "miniagent.reason": event.reason}), timestamp=_ns(event.at))
+
     def _on_approval_requested(self, event: ev.ApprovalRequested) -> None:
         run = self._runs.get(event.session_id)
         if run is not None:

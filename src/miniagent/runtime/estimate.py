@@ -23,17 +23,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from miniagent.text import tokens
 from miniagent.types import ModelRequest, ModelResponse
 
 __all__ = ["tokens", "with_estimate"]
-
-
-def tokens(text: str) -> int:
-    """The estimated tokens of ``text``: ASCII at 4 characters a token, any other character 1."""
-    if text.isascii():
-        return (len(text) + 3) // 4
-    other = len(text) - len(text.encode("ascii", "ignore"))
-    return (len(text) - other + 3) // 4 + other
 
 
 def with_estimate(response: ModelResponse, request: ModelRequest) -> ModelResponse:

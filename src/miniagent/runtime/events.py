@@ -24,6 +24,12 @@ per-step limit (``call_limit``), a call not run because the reply was cut off be
 complete (``cut_off``: ``finish_reason: length``, or arguments whose JSON was never closed),
 output that was neither an action nor an answer (``format_error``), a truncated observation
 (``truncated``), and ``max_steps`` / ``token_budget``.
+
+A ``slot_waiting`` event is no span of its own either: its ``span_id`` is the tool call or the
+model call that waits for a slot under a limit shared by the process (:mod:`miniagent.limits`:
+a tool's ``max_concurrency``, a model endpoint's limits or its 429 back-off). It comes from the
+executor or the model through the step logic's reporter, on every driver (a Temporal worker
+relays it to the workflow).
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ EventKind = Literal[
     "model_failed",
     "tool_started", "tool_finished", "approval_requested", "step_finished", "run_finished",
     "context_compacted", "memory_recalled",
-    "guard_intervened",
+    "guard_intervened", "slot_waiting",
 ]
 
 
@@ -173,4 +179,15 @@ class GuardIntervened(Event):
     kind: ClassVar[EventKind] = "guard_intervened"
     guard: GuardName
     detail: str
+    call_id: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class SlotWaiting(Event):
+    """A tool call or a model call waits for a slot: ``what`` is ``tool NAME`` or
+    ``model NAME at URL``; ``reason`` names the limit (or the 429 back-off)."""
+
+    kind: ClassVar[EventKind] = "slot_waiting"
+    what: str
+    reason: str
     call_id: str | None = None

@@ -56,6 +56,7 @@ from miniagent.types import (
     Step,
     ToolLike,
 )
+from miniagent.waits import WaitReporter, reporting_waits
 from miniagent.wording import token_count
 
 __all__ = ["CallTools", "Finish", "NextStep", "RetryFormat", "StepLogic", "Stop", "ToModel",
@@ -237,11 +238,13 @@ class StepLogic:
         self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
                    request=request)
         try:
-            response, sent = await self._ask(request, turn)
+            with reporting_waits(self._waits(session, span, step_span, index)):
+                response, sent = await self._ask(request, turn)
             parsed = protocol.parse(response, sent)
             if parsed.kind == "retry":  # the endpoint ignored part of the request: anew
                 spent = response.usage
-                response, sent = await self._ask(self._render(turn), turn)
+                with reporting_waits(self._waits(session, span, step_span, index)):
+                    response, sent = await self._ask(self._render(turn), turn)
                 response = dataclasses.replace(response, usage=spent + response.usage)
                 parsed = _no_retry(protocol.parse(response, sent))
         except ModelError as exc:
@@ -385,8 +388,10 @@ class StepLogic:
                                            deadline=self._deadline(),
                                            steps_left=self._steps_share(session, step),
                                            default_retry=self.spec.tool_retry)
-            observation = incoming.observation(await self.effects.run_tool(record.call,
-                                                                           context))
+            with reporting_waits(self._waits(session, span, parent, step.index,
+                                             record.call.id)):
+                observation = incoming.observation(await self.effects.run_tool(record.call,
+                                                                               context))
         finally:
             if slots is not None:
                 slots.release()
@@ -533,6 +538,19 @@ class StepLogic:
         self._emit(ev.GuardIntervened, session, span=span,
                    parent=self.run_span if index else None, step=index, guard=guard,
                    detail=detail, call_id=call_id)
+
+    def _waits(self, session: AgentSession, span: str, parent: str | None, step: int,
+               call_id: str | None = None) -> WaitReporter | None:
+        """What reports a wait for a slot inside this call as ``slot_waiting`` (the driver's
+        executor or model calls it; :mod:`miniagent.limits`)."""
+        if not self.effects.observed:
+            return None
+
+        def report(what: str, reason: str) -> None:
+            self._emit(ev.SlotWaiting, session, span=span, parent=parent, step=step,
+                       what=what, reason=reason, call_id=call_id)
+
+        return report
 
     def _emit(self, kind: type[ev.Event], session: AgentSession, *, span: str,
               parent: str | None, step: int = 0, **fields: object) -> None:

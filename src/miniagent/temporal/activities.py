@@ -21,6 +21,7 @@ approvals and guards are the workflow's, counted where its events are followed.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import dataclasses
 import time
@@ -34,16 +35,21 @@ from temporalio.exceptions import ApplicationError
 from miniagent import errors
 from miniagent.models.base import Model
 from miniagent.observe.describe import describe_model
-from miniagent.temporal.contracts import ToolInput
+from miniagent.temporal.contracts import SlotWait, ToolInput
 from miniagent.temporal.faults import PAYLOAD_LIMIT, PAYLOAD_TOO_LARGE, model_failure
 from miniagent.tool_context import ToolContext
 from miniagent.tools.toolbox import Toolbox
 from miniagent.types import ModelRequest, ModelResponse, Observation
+from miniagent.waits import reporting_waits
 
 MODEL_NAME_CHARS = 200
 """The most characters of a model's name a reply keeps in the workflow's history."""
 
 GENERATE, RUN_TOOL = "miniagent.generate", "miniagent.run_tool"
+SLOT_WAITING = "slot_waiting"
+"""The signal by which an activity tells its workflow that a call waits for a slot."""
+MODEL_WAIT = "model"
+"""The key of a model call's waits (a tool call's is its activity id)."""
 
 
 def without_retries(model: Model) -> Model:
@@ -85,13 +91,17 @@ class SessionActivities:
 
     @activity.defn(name=GENERATE)
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        started = time.perf_counter()
+        started, relay = time.perf_counter(), WaitRelay.here(MODEL_WAIT)
         try:
-            response = await self.model.generate(request)
+            with reporting_waits(relay):
+                response = await self.model.generate(request)
         except errors.ModelError as exc:
             if self.metrics is not None:
                 self.metrics.model_call(elapsed=time.perf_counter() - started, error=exc)
             raise model_failure(exc) from None
+        finally:
+            if relay is not None:
+                await relay.flush()
         if self.metrics is not None:
             self.metrics.model_call(elapsed=time.perf_counter() - started,
                                     usage=response.usage)
@@ -110,18 +120,63 @@ class SessionActivities:
             attempt=info.attempt, metadata=dict(work.metadata), decision=work.decision,
             tokens_left=work.tokens_left, deadline=work.deadline, steps_left=work.steps_left,
             default_retry=work.default_retry)
-        task = asyncio.ensure_future(self.tools.execute(work.call, context))
+        relay = WaitRelay.here(info.activity_id)
+        with reporting_waits(relay):  # the task inherits it
+            task = asyncio.ensure_future(self.tools.execute(work.call, context))
         try:
             while not (await asyncio.wait({task}, timeout=self.heartbeat_every))[0]:
                 activity.heartbeat()
         except asyncio.CancelledError:
             task.cancel()
             raise
+        if relay is not None:
+            await relay.flush()
         observation: Observation = task.result()
         if self.metrics is not None:
             self.metrics.tool_call(session_id=work.session_id, observation=observation)
         _fits(observation, f"the result of call {work.call.id} ({work.call.name})")
         return observation
+
+
+class WaitRelay:
+    """Tells the workflow of this activity that its call waits for a slot (a
+    ``slot_waiting`` signal); :meth:`flush` before the activity returns keeps the signal
+    ahead of the result in the workflow's history, so the event comes before ``tool_finished``.
+    """
+
+    def __init__(self, key: str, client: Any, workflow_id: str, run_id: str | None) -> None:
+        self.key, self.client, self.workflow = key, client, (workflow_id, run_id)
+        self.loop = asyncio.get_running_loop()
+        self.sent: list[concurrent.futures.Future[None]] = []
+
+    @classmethod
+    def here(cls, key: str) -> WaitRelay | None:
+        """The relay of the activity running now (None where it has no client to signal)."""
+        info = activity.info()
+        try:
+            client = activity.client()
+        except RuntimeError:  # an activity run outside a worker (a test environment)
+            return None
+        if info.workflow_id is None:  # a standalone activity: no workflow to tell
+            return None
+        return cls(key, client, info.workflow_id, info.workflow_run_id)
+
+    def __call__(self, what: str, reason: str) -> None:
+        workflow_id, run_id = self.workflow
+        handle = self.client.get_workflow_handle(workflow_id, run_id=run_id)
+        signal = handle.signal(SLOT_WAITING, SlotWait(key=self.key, what=what, reason=reason))
+        self.sent.append(asyncio.run_coroutine_threadsafe(signal, self.loop))
+
+    async def flush(self, timeout: float = 5.0) -> None:
+        """Wait (boundedly) until the signals sent so far were delivered; failures are only
+        logged: a wait that could not be shown never fails the call."""
+        if not self.sent:
+            return
+        waiting = [asyncio.wrap_future(sent) for sent in self.sent]
+        done, _ = await asyncio.wait(waiting, timeout=timeout)
+        for item in done:
+            if item.exception() is not None:
+                activity.logger.info("slot_waiting signal not delivered: %s", item.exception())
 
 
 def _fits(value: Any, what: str) -> None:

@@ -64,6 +64,17 @@ class ToolInput:
 
 
 @dataclass(kw_only=True)
+class SlotWait:
+    """An activity's call waits for a slot (:mod:`miniagent.limits`): the worker tells the
+    workflow, which emits ``slot_waiting`` in the call's span. ``key`` is the tool activity's
+    id, or ``model`` for the model call."""
+
+    key: str
+    what: str
+    reason: str
+
+
+@dataclass(kw_only=True)
 class DecisionInput:
     """A person's decision, sent as an update (validated) or a signal (fire and forget).
 

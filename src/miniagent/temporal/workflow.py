@@ -22,6 +22,8 @@ through, and nothing here runs at import time beyond definitions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -36,13 +38,14 @@ with workflow.unsafe.imports_passed_through():
     from miniagent.runtime.run import run_session
     from miniagent.runtime.spec import rules_for
     from miniagent.session import AgentSession
-    from miniagent.temporal.activities import GENERATE, RUN_TOOL
+    from miniagent.temporal.activities import GENERATE, MODEL_WAIT, RUN_TOOL, SLOT_WAITING
     from miniagent.temporal.contracts import (
         DecisionInput,
         DecisionOutcome,
         EventPage,
         SessionInput,
         SessionView,
+        SlotWait,
         ToolInput,
     )
     from miniagent.temporal.converter import encoded_size
@@ -67,11 +70,15 @@ with workflow.unsafe.imports_passed_through():
         RunResult,
         ToolCall,
     )
+    from miniagent.waits import WaitReporter, current_reporter
 
 WORKFLOW_NAME = "MiniAgentSession"
 TOOL_MARGIN = 30.0
 """Seconds a tool activity gets beyond the tool's own timeout (the toolbox enforces that one
 and answers with an error observation; this bounds a worker that hangs)."""
+SLOT_WAIT = 3600.0
+"""Seconds a call of a tool with ``max_concurrency`` may wait for a slot in its worker, on top
+of its own time, when the run has no deadline."""
 
 
 def check_size(value: Any, what: str) -> None:
@@ -117,10 +124,11 @@ class WorkflowEffects:
     async def generate(self, request: ModelRequest) -> ModelResponse:
         check_size(request, "the model request (the whole transcript)")
         try:
-            return await workflow.execute_activity(
-                GENERATE, request, result_type=ModelResponse,
-                start_to_close_timeout=timedelta(seconds=self.options.model_timeout),
-                retry_policy=model_retry(self.options.model_attempts))
+            with self.flow.relaying_waits(MODEL_WAIT):
+                return await workflow.execute_activity(
+                    GENERATE, request, result_type=ModelResponse,
+                    start_to_close_timeout=timedelta(seconds=self.options.model_timeout),
+                    retry_policy=model_retry(self.options.model_attempts))
         except ActivityError as exc:
             cause = exc.cause
             _reraise_cancellation(exc)
@@ -137,13 +145,15 @@ class WorkflowEffects:
                          tokens_left=context.tokens_left, deadline=context.deadline,
                          steps_left=context.steps_left, default_retry=context.default_retry)
         check_size(work, f"the arguments of call {call.id}")
+        key = f"step{context.step}-{call.id}"
+        budget = tool_time(own, retry) + TOOL_MARGIN + self._slot_wait(call, context)
         try:
-            return await workflow.execute_activity(
-                RUN_TOOL, work, result_type=Observation,
-                activity_id=f"step{context.step}-{call.id}",
-                start_to_close_timeout=timedelta(seconds=tool_time(own, retry) + TOOL_MARGIN),
-                heartbeat_timeout=timedelta(seconds=self.options.heartbeat_timeout),
-                retry_policy=tool_retry(idempotent, retry))
+            with self.flow.relaying_waits(key):
+                return await workflow.execute_activity(
+                    RUN_TOOL, work, result_type=Observation, activity_id=key,
+                    start_to_close_timeout=timedelta(seconds=budget),
+                    heartbeat_timeout=timedelta(seconds=self.options.heartbeat_timeout),
+                    retry_policy=tool_retry(idempotent, retry))
         except ActivityError as exc:
             _reraise_cancellation(exc)
             cause = exc.cause
@@ -154,6 +164,17 @@ class WorkflowEffects:
                                    output=f"The tool '{call.name}' could not be run: its "
                                           f"workers kept failing ({exc.cause or exc}).")
             raise ToolInterrupted(call.id) from None
+
+    def _slot_wait(self, call: ToolCall, context: ToolContext) -> float:
+        """How long a call of a tool with ``max_concurrency`` may wait for a slot in its worker
+        (the rest of the run, or :data:`SLOT_WAIT`): the wait is not the tool's time, and the
+        heartbeats that go on meanwhile still tell a dead worker apart."""
+        tool = self.tools.get(call.name)
+        if tool is None or tool.max_concurrency is None:
+            return 0.0
+        if context.deadline is None:
+            return SLOT_WAIT
+        return max(0.0, context.deadline - self.now())
 
     async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
         """The history is the checkpoint; at a step boundary, maybe continue as new."""
@@ -206,6 +227,8 @@ class SessionWorkflow:
         self.early: dict[str, Decision] = {}
         """Signalled decisions on calls not yet waiting (kept, used when they are)."""
         self.log = EventLog(self.options.event_log)
+        self.waits: dict[str, WaitReporter] = {}
+        """The step logic's wait reporters of the activities under way, by activity key."""
 
     @workflow.run
     async def run(self, start: SessionInput) -> RunResult:
@@ -302,6 +325,28 @@ class SessionWorkflow:
         for item in chosen:
             self.decisions[item.call_id] = Decision(approved=decision.approved,
                                                     reason=decision.reason)
+
+    @contextlib.contextmanager
+    def relaying_waits(self, key: str) -> Iterator[None]:
+        """While an activity runs, its worker's ``slot_waiting`` signals reach the reporter the
+        step logic installed around the call (:mod:`miniagent.limits`)."""
+        reporter = current_reporter()
+        if reporter is None:
+            yield
+            return
+        self.waits[key] = reporter
+        try:
+            yield
+        finally:
+            self.waits.pop(key, None)
+
+    @workflow.signal(name=SLOT_WAITING)
+    def slot_waiting(self, wait: SlotWait) -> None:
+        """A call under way waits for a slot in its worker: emitted as ``slot_waiting`` (a
+        signal for a call already over is dropped)."""
+        reporter = self.waits.get(wait.key)
+        if reporter is not None:
+            reporter(wait.what, wait.reason)
 
     # -- queries --------------------------------------------------------------------------
 

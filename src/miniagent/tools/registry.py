@@ -90,9 +90,13 @@ class Tool:
         warmup: called once per process when an agent starts (``Agent.start()``), before the
             first call: a function with no arguments, sync or async (see
             :mod:`miniagent.tools.warmup`); ``None``: nothing to warm.
+        max_concurrency: at most this many calls of the tool run at once in the process,
+            across all its sessions and agents (``None``: no limit; see :mod:`miniagent.limits`).
         checker: validates a call's arguments and binds them to ``fn``'s parameters.
         spec: what was derived from a function tool's signature; ``None`` for a schema tool.
     """
+
+    max_concurrency: int | None = None
 
     def __init__(
         self,
@@ -105,14 +109,17 @@ class Tool:
         requires_approval: ApprovalRule = False,
         retry: RetrySetting = None,
         warmup: WarmupFunction | None = None,
+        max_concurrency: int | None = None,
     ) -> None:
         _check_timeout(timeout)
+        _check_concurrency(max_concurrency)
         policy = RetryPolicy.of(retry)
         spec = build_tool_spec(fn, name=name, description=description)
         self.spec: ToolSpec | None = spec
         self._setup(fn, spec.name, spec.description, spec.parameters, FunctionArguments(spec))
         self._set_options(timeout, idempotent, requires_approval, policy)
         self.warmup = _checked_warmup(spec.name, warmup)
+        self.max_concurrency = max_concurrency
         functools.update_wrapper(self, fn, updated=())
 
     @classmethod
@@ -128,6 +135,7 @@ class Tool:
         requires_approval: ApprovalRule = False,
         retry: RetrySetting = None,
         warmup: WarmupFunction | None = None,
+        max_concurrency: int | None = None,
     ) -> Tool:
         """A tool defined by a JSON Schema; ``fn`` gets the validated arguments dict.
 
@@ -148,6 +156,7 @@ class Tool:
             requires_approval: ``True`` or a predicate on the validated arguments dict.
             retry: a :class:`~miniagent.retry.RetryPolicy`, or a number of attempts.
             warmup: run once per process when an agent starts (see :func:`tool`).
+            max_concurrency: at most this many calls at once in the process.
 
         Raises:
             ToolDefinitionError: an invalid name, a schema that is not valid JSON Schema or
@@ -166,6 +175,7 @@ class Tool:
         """
         check_tool_name(name)
         _check_timeout(timeout)
+        _check_concurrency(max_concurrency)
         policy = RetryPolicy.of(retry)
         if not isinstance(description, str):
             raise ToolDefinitionError(f"Tool {name!r}: description must be a string.")
@@ -177,6 +187,7 @@ class Tool:
         self._setup(fn, name, description, checker.schema, checker)
         self._set_options(timeout, idempotent, requires_approval, policy)
         self.warmup = _checked_warmup(name, warmup)
+        self.max_concurrency = max_concurrency
         return self
 
     def _setup(
@@ -202,12 +213,14 @@ class Tool:
     def with_options(self, *, name: str | None = None, timeout: float | None = None,
                      idempotent: bool | None = None,
                      requires_approval: ApprovalRule | None = None,
-                     retry: RetrySetting = None, warmup: WarmupFunction | None = None) -> Tool:
+                     retry: RetrySetting = None, warmup: WarmupFunction | None = None,
+                     max_concurrency: int | None = None) -> Tool:
         """A copy of this tool with other options (what the source wrappers list); ``None``
         keeps an option as it is."""
         if name is not None:
             check_tool_name(name)
         _check_timeout(timeout)
+        _check_concurrency(max_concurrency)
         policy = RetryPolicy.of(retry)
         other = copy.copy(self)
         if name is not None:
@@ -222,6 +235,8 @@ class Tool:
             other.retry = policy
         if warmup is not None:
             other.warmup = _checked_warmup(other.name, warmup)
+        if max_concurrency is not None:
+            other.max_concurrency = max_concurrency
         return other
 
     def needs_approval(self, arguments: dict[str, Any]) -> bool:
@@ -275,6 +290,13 @@ def _check_timeout(timeout: float | None) -> None:
         raise ToolDefinitionError(f"Tool timeout must be a positive number, got {timeout!r}.")
 
 
+def _check_concurrency(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or limit < 1):
+        raise ToolDefinitionError(
+            f"Tool max_concurrency must be a positive integer, got {limit!r}.")
+
+
 @overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 
@@ -289,6 +311,7 @@ def tool(
     requires_approval: ApprovalRule = False,
     retry: RetrySetting = None,
     warmup: WarmupFunction | None = None,
+    max_concurrency: int | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -303,6 +326,7 @@ def tool(
     requires_approval: ApprovalRule = False,
     retry: RetrySetting = None,
     warmup: WarmupFunction | None = None,
+    max_concurrency: int | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`; use bare or with options.
 
@@ -320,6 +344,8 @@ def tool(
         warmup: a function with no arguments (sync or async) that makes the first call fast
             (opens a connection pool, loads an index); ``Agent.start()`` runs it once per
             process, under the agent's ``warmup_timeout`` (see :mod:`miniagent.tools.warmup`).
+        max_concurrency: at most this many calls of the tool run at once in this process,
+            across all sessions and agents; more wait their turn (first come, first served).
 
     Raises:
         ToolDefinitionError: the function cannot become a tool (``*args``, ``**kwargs``,
@@ -339,10 +365,10 @@ def tool(
             return Tool(
                 target, name=name, description=description, timeout=timeout,
                 idempotent=idempotent, requires_approval=requires_approval, retry=retry,
-                warmup=warmup,
+                warmup=warmup, max_concurrency=max_concurrency,
             )
         if name is None and description is None and timeout is None and retry is None and not (
-            idempotent or requires_approval or warmup
+            idempotent or requires_approval or warmup or max_concurrency
         ):
             return target
         options: dict[str, Any] = {
@@ -353,6 +379,7 @@ def tool(
             "requires_approval": requires_approval or target.requires_approval,
             "retry": retry if retry is not None else target.retry,
             "warmup": warmup if warmup is not None else target.warmup,
+            "max_concurrency": max_concurrency or target.max_concurrency,
         }
         if target.spec is None:
             return Tool.from_schema(parameters=target.parameters, fn=target.fn, **options)

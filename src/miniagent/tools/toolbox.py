@@ -20,6 +20,15 @@ that listed it. A call is judged and run here, the same way whatever its source:
    :mod:`miniagent.retry` for what is transient, and when a tool that is not idempotent
    is tried again). The observation records the attempts made.
 
+A tool with ``max_concurrency`` runs at most that many calls at once in the process, across all
+sessions and agents (:func:`miniagent.limits.tool_slots`, keyed by the tool's name): each attempt
+takes a slot before step 3 (first come, first served) and gives it back after step 4. The wait
+is not part of the tool's timeout (that is for the tool's work), but the run's deadline bounds
+it: a call still waiting then is not run and gets an error observation. A call that has to
+wait is reported (:func:`miniagent.waits.report_wait`: a ``slot_waiting`` event). A call that
+timed out gives its slot back at once, even though a sync tool's thread may run on (Python
+cannot stop a thread; holding the slot would let one hung call starve the tool).
+
 Approval is judged here too (:meth:`needs_approval`), on the validated arguments, where the
 tool lives: a Temporal workflow asks its worker's toolbox, so a predicate that says no never
 makes a person wait.
@@ -37,6 +46,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from miniagent.errors import ToolDefinitionError
+from miniagent.limits import tool_slots
 from miniagent.retry import RetryPolicy
 from miniagent.tool_context import ToolContext, using_context
 from miniagent.tools.arguments import check_arguments, preview
@@ -44,6 +54,8 @@ from miniagent.tools.registry import Tool
 from miniagent.tools.runner import Failure, describe, failure_text, guarded, within
 from miniagent.tools.source import ToolSource
 from miniagent.types import Observation, ToolCall
+from miniagent.waits import report_wait
+from miniagent.wording import counted
 
 __all__ = ["Toolbox"]
 
@@ -205,6 +217,25 @@ class Toolbox:
 
     async def _attempt(self, tool: Tool, source: ToolSource, checked: ToolCall,
                        context: ToolContext | None) -> Observation | str:
+        """One attempt, within the tool's ``max_concurrency`` (a slot per attempt: a call
+        waiting to be tried again holds none)."""
+        limit = tool.max_concurrency
+        if limit is None:
+            return await self._run(tool, source, checked, context)
+        slots, what = tool_slots(tool.name), f"tool {tool.name}"
+        reason = f"{counted(limit, 'call')} at once (max_concurrency)"
+        deadline = context.deadline if context is not None else None
+        if not await slots.acquire(limit, until=deadline,
+                                   on_wait=lambda: report_wait(what, reason)):
+            return (f"Tool {tool.name!r} was not run: the run's deadline passed while the call "
+                    f"waited for a slot ({reason}).")
+        try:
+            return await self._run(tool, source, checked, context)
+        finally:
+            slots.release()
+
+    async def _run(self, tool: Tool, source: ToolSource, checked: ToolCall,
+                   context: ToolContext | None) -> Observation | str:
         timeout = self.timeout_of(tool.name)
         with using_context(context) if context is not None else contextlib.nullcontext():
             if timeout is None:  # tasks and threads it starts inherit the context

@@ -46,16 +46,24 @@ class ToolRule:
         timeout: seconds one call may take.
         retry: how a call is tried again after a transient failure: a
             :class:`~miniagent.retry.RetryPolicy` or a number of attempts.
+        max_concurrency: at most this many calls of each matching tool at once in the
+            process (see :mod:`miniagent.limits`).
     """
 
     requires_approval: ApprovalRule | None = None
     idempotent: bool | None = None
     timeout: float | None = None
     retry: RetrySetting = None
+    max_concurrency: int | None = None
 
     def __post_init__(self) -> None:
         if self.timeout is not None and not self.timeout > 0:
             raise ConfigError(f"ToolRule timeout must be positive, got {self.timeout!r}")
+        limit = self.max_concurrency
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 1):
+            raise ConfigError(f"ToolRule max_concurrency must be a positive integer, "
+                              f"got {limit!r}")
         try:
             object.__setattr__(self, "retry", RetryPolicy.of(self.retry))
         except ToolDefinitionError as exc:
@@ -83,7 +91,7 @@ def apply_rule(tool: Tool, rule: ToolRule) -> Tool:
         return tool
     return tool.with_options(requires_approval=rule.requires_approval,
                              idempotent=rule.idempotent, timeout=rule.timeout,
-                             retry=rule.retry)
+                             retry=rule.retry, max_concurrency=rule.max_concurrency)
 
 
 def exposed_name(name: str, prefix: str | None) -> str:

@@ -1,0 +1,105 @@
+"""The process-wide limits themselves: first come first served, safe across loops and threads,
+and a slot never lost to a waiter that gave up or was cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from miniagent.limits import Endpoint, EndpointLimits, Slots
+from miniagent.waits import reporting_waits
+
+
+async def test_waiters_are_served_in_arrival_order() -> None:
+    slots, order = Slots(), []
+    assert await slots.acquire(1)
+
+    async def wait(i: int) -> None:
+        await slots.acquire(1)
+        order.append(i)
+        slots.release()
+
+    waiters = []
+    for i in range(5):
+        waiters.append(asyncio.ensure_future(wait(i)))
+        while slots.queued < i + 1:  # queued in this order
+            await asyncio.sleep(0)
+    slots.release()
+    await asyncio.gather(*waiters)
+    assert order == [0, 1, 2, 3, 4]
+    assert (slots.busy, slots.queued) == (0, 0)
+
+
+async def test_a_cancelled_waiter_loses_no_slot_even_when_it_was_just_handed_one() -> None:
+    slots = Slots()
+    assert await slots.acquire(1)
+    gone = asyncio.ensure_future(slots.acquire(1))
+    while not slots.queued:
+        await asyncio.sleep(0)
+    slots.release()  # the slot goes to the waiter...
+    gone.cancel()  # ...which is cancelled before it wakes up: it gives the slot back
+    await asyncio.gather(gone, return_exceptions=True)
+    assert slots.busy == 0
+    assert slots.try_acquire(1)
+
+
+async def test_a_waiter_gives_up_at_its_time_and_holds_nothing() -> None:
+    slots = Slots()
+    assert await slots.acquire(1)
+    assert await slots.acquire(1, until=time.time() + 0.05) is False
+    assert (slots.busy, slots.queued) == (1, 0)
+    slots.release()
+    assert await slots.acquire(1, until=time.time() + 0.05) is True
+
+
+def test_a_slot_freed_on_one_loop_wakes_a_waiter_on_another() -> None:
+    slots, woke = Slots(), threading.Event()
+    holding = threading.Event()
+    release = threading.Event()
+
+    def holder() -> None:
+        async def main() -> None:
+            await slots.acquire(1)
+            holding.set()
+            while not release.is_set():  # bounded by the test's join
+                await asyncio.sleep(0.01)
+            slots.release()
+        asyncio.run(main())
+
+    def waiter() -> None:
+        async def main() -> None:
+            assert await slots.acquire(1, until=time.time() + 30)
+            woke.set()
+            slots.release()
+        asyncio.run(main())
+
+    first = threading.Thread(target=holder)
+    first.start()
+    assert holding.wait(10)
+    second = threading.Thread(target=waiter)
+    second.start()
+    for _ in range(1000):
+        if slots.queued:
+            break
+        time.sleep(0.01)
+    assert slots.queued == 1 and not woke.is_set()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert woke.is_set() and slots.busy == 0
+
+
+async def test_an_endpoint_reports_why_a_request_waits() -> None:
+    shared, reported = Endpoint("m at http://127.0.0.1:1/v1"), []
+    limits = EndpointLimits(max_concurrency=1)
+    first = await shared.admit(limits)
+    with reporting_waits(lambda what, why: reported.append((what, why))):
+        second = asyncio.ensure_future(shared.admit(limits))
+        while not shared.slots.queued:
+            await asyncio.sleep(0)
+    first.done()
+    (await second).done()
+    assert reported == [("model m at http://127.0.0.1:1/v1", "1 request in flight "
+                         "(max_concurrency)")]
+    assert shared.slots.busy == 0
