@@ -19,6 +19,7 @@ from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.protocol.tool_choice import check_choice
 from miniagent.retry import RetryPolicy
+from miniagent.runtime import gcload
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.compress import Compression
@@ -310,7 +311,8 @@ class Agent:
             effects = InProcessEffects(
                 model=self.model, tools=toolbox, store=self.store, bus=self.bus, owner=owner,
                 approver=self.approver, subscribers=(on_event,) if on_event else ())
-            result = await run_session(session, rules, effects)
+            with gcload.load.run():
+                result = await run_session(session, rules, effects)
             await self.bus.flush()  # run_finished has reached the subscribers on return
             return result
         finally:
