@@ -46,3 +46,17 @@ def test_import_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_import_leaves_optional_parts_unloaded() -> None:
+    """Tracing, grammars, MCP, Temporal, reports, memory and SQLite load on first use."""
+    code = (
+        "import sys, miniagent; "
+        "lazy = ('miniagent.observe', 'miniagent.protocol.grammar', "
+        "'miniagent.protocol.json_grammar', 'miniagent.mcp', 'miniagent.temporal', "
+        "'miniagent.report', 'miniagent.memory.store', 'miniagent.store.sqlite', 'sqlite3', "
+        "'pathlib', 'pydantic'); "
+        "print(sorted(m for m in sys.modules if m.startswith(lazy)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -13,13 +13,11 @@ from miniagent import defaults
 from miniagent.errors import SessionNotFound, UserError
 from miniagent.ids import random_id
 from miniagent.models.base import Model
-from miniagent.observe.describe import describe_model
-from miniagent.observe.jsonl import JsonlTracer
-from miniagent.observe.redact import model_secrets
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.protocol.tool_choice import check_choice
 from miniagent.retry import RetryPolicy
+from miniagent.runtime import gcload
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.compress import Compression
@@ -40,6 +38,7 @@ from miniagent.tools.toolbox import Toolbox
 from miniagent.types import RunResult
 
 if TYPE_CHECKING:
+    from miniagent.observe.jsonl import JsonlTracer
     from miniagent.tools.warmup import WarmupReport
 
 T = TypeVar("T")
@@ -218,9 +217,7 @@ class Agent:
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver = approver
         self.bus = EventBus([on_event] if on_event else ())
-        self.tracer = None if trace is None else JsonlTracer(
-            trace, secrets=model_secrets(model) if model else (),
-            model=describe_model(model).name if model else None)
+        self.tracer = None if trace is None else _tracer(trace, model)
         if self.tracer is not None:
             self.bus.subscribe(self.tracer)
         self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see temporal
@@ -329,7 +326,8 @@ class Agent:
             effects = InProcessEffects(
                 model=self.model, tools=toolbox, store=self.store, bus=self.bus, owner=owner,
                 approver=self.approver, subscribers=(on_event,) if on_event else ())
-            result = await run_session(session, rules, effects)
+            with gcload.load.run():
+                result = await run_session(session, rules, effects)
             await self.bus.flush()  # run_finished has reached the subscribers on return
             return result
         finally:
@@ -535,6 +533,16 @@ class Agent:
         if self.tracer is not None:
             await self.bus.flush()  # what was emitted is written before the file closes
             self.tracer.close()
+
+
+def _tracer(trace: str | os.PathLike[str], model: Model | None) -> JsonlTracer:
+    """The JSONL trace file's subscriber (its modules load only for an agent that traces)."""
+    from miniagent.observe.describe import describe_model
+    from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.observe.redact import model_secrets
+
+    return JsonlTracer(trace, secrets=model_secrets(model) if model else (),
+                       model=describe_model(model).name if model else None)
 
 
 def _within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:

@@ -280,7 +280,7 @@ class OpenAICompatibleModel:
                          self.url, exc)
                 if on_delta is not None:
                     on_delta("restart", "")
-        payload = json.dumps(self._body(request), ensure_ascii=False).encode()
+        payload = _encode(self._body(request))
         spend = self._spend(request, payload)
         response = await self._post(payload, with_tools=bool(request.tools), spend=spend)
         return spend.settled(self._completion(response))
@@ -471,7 +471,13 @@ def _root_hint(base_url: str, status: int) -> str:
 
 
 def _encode(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, ensure_ascii=False).encode()
+    """The request body as UTF-8 JSON (what ``json.dumps(body, ensure_ascii=False)`` writes)."""
+    return _BODY_ENCODER.encode(body).encode()
+
+
+_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False)
+"""One encoder for every request: ``json.dumps`` with an option builds a new one per call,
+half the cost of encoding a 2 KB body."""
 
 
 class _StreamState:

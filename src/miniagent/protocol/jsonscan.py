@@ -209,19 +209,25 @@ def deeper_than(value: Any, limit: int) -> bool:
     Iterative, so any depth is safe to check; it stops at the first path past ``limit``
     (a value that contains itself is deeper than any limit).
     """
+    if not isinstance(value, _NESTING):
+        return False
+    if limit >= 1:  # the common case, flat arguments: one pass, no stack
+        for child in value.values() if isinstance(value, dict) else value:
+            if isinstance(child, _NESTING):
+                break
+        else:
+            return False
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
         if depth >= limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, _NESTING))
     return False
+
+
+_NESTING = (dict, list, tuple)
 
 
 def excerpt(value: Any, limit: int = 200) -> str:

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from miniagent.errors import ModelError
-from miniagent.protocol.grammar import react_grammar
 from miniagent.protocol.react_parser import parse_react
 from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, ToolCall, ToolLike
 
@@ -269,6 +268,8 @@ class ReactProtocol:
         if hit is not None:
             self._grammars.move_to_end(key)
             return hit[0]
+        from miniagent.protocol.grammar import react_grammar  # only where a grammar is sent
+
         grammar = react_grammar(tools, max_tokens=self.max_tokens)
         self._grammars[key] = (grammar, list(tools))
         if len(self._grammars) > self._cache_size:

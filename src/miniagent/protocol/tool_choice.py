@@ -24,7 +24,6 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from miniagent.protocol.grammar import react_grammar
 from miniagent.types import ModelRequest, ParsedOutput, Step, ToolLike
 
 __all__ = ["KEYWORDS", "check_choice", "constrain", "enforce", "for_step", "wire_tool_choice"]
@@ -79,6 +78,8 @@ def constrain(request: ModelRequest, choice: str | None,
         if choice == "none":
             allowed = []
         if allowed or choice == "none":  # else no grammar is left: the check below tells
+            from miniagent.protocol.grammar import react_grammar  # loads with the first one
+
             request.grammar = react_grammar(allowed, final=choice == "none",
                                             max_tokens=request.max_tokens)
     return request

@@ -18,7 +18,6 @@ import json
 from typing import Any
 
 from miniagent.errors import ToolDefinitionError
-from miniagent.protocol.json_grammar import MISSING, local_ref
 from miniagent.protocol.jsonscan import deeper_than
 
 __all__ = ["MAX_EXPANDED_NODES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_DEPTH", "check_schema_cost"]
@@ -97,7 +96,9 @@ def _children(node: Any, root: Any) -> list[Any]:
     if not isinstance(node, dict):
         return []
     children = list(node.values())
-    if "$ref" in node:
+    if "$ref" in node:  # rare: the grammar module loads only for a schema with references
+        from miniagent.protocol.json_grammar import MISSING, local_ref
+
         target = local_ref(root, node["$ref"])
         if target is not MISSING:
             children.append(target)
