@@ -305,3 +305,71 @@ async def test_the_record_does_not_keep_a_warmed_source_alive() -> None:
     del source
     gc.collect()
     assert gone() is None  # a model's weights, a server's pipes: freed with their owner
+
+
+# -- a warm-up left behind (timeout, cancelled start) runs once, and settles the record ------
+
+async def test_a_sync_warm_up_past_its_timeout_is_waited_for_not_started_again() -> None:
+    release, runs = threading.Event(), []
+
+    def load() -> None:  # a thread cannot be stopped: it runs on past the timeout
+        runs.append("load")
+        release.wait(30)
+
+    shared = Warmup(name="weights", key=load, run=load)
+    try:
+        first = await run_warmups([shared], timeout=0.1)
+        second = await run_warmups([shared], timeout=0.1)  # the first one still runs
+        assert [first.outcomes[0].status, second.outcomes[0].status] == ["timed_out"] * 2
+        assert second.outcomes[0].error == (
+            "waited 0.1 s for the warm-up in flight (warm-up timeout)")
+        assert runs == ["load"]  # one thread at a time per warm-up, never a second load
+    finally:
+        release.set()
+    third = await run_warmups([shared], timeout=None)  # waits for the thread left behind
+    assert (third.outcomes[0].status, runs) == ("already_warm", ["load"])
+
+
+async def test_an_async_warm_up_that_ignores_cancellation_is_left_behind_once() -> None:
+    gate, runs = asyncio.Event(), []
+
+    async def stubborn() -> None:
+        runs.append("open")
+        for _ in range(3):  # swallows the timeout's cancellation, then waits on
+            try:
+                await gate.wait()
+                return
+            except asyncio.CancelledError:
+                continue
+
+    shared = Warmup(name="pool", key=stubborn, run=stubborn)
+    first = await run_warmups([shared], timeout=0.1)
+    second = await run_warmups([shared], timeout=0.1)
+    assert [first.outcomes[0].status, second.outcomes[0].status] == ["timed_out"] * 2
+    assert runs == ["open"]
+    gate.set()
+    third = await run_warmups([shared], timeout=None)
+    assert (third.outcomes[0].status, runs) == ("already_warm", ["open"])
+
+
+async def test_a_cancelled_start_leaves_its_thread_to_settle_the_record() -> None:
+    started, release, runs = threading.Event(), threading.Event(), []
+
+    def load() -> None:
+        runs.append("load")
+        started.set()
+        release.wait(30)
+
+    shared = Warmup(name="index", key=load, run=load)
+    start = asyncio.ensure_future(run_warmups([shared], timeout=None))
+    try:
+        await asyncio.to_thread(started.wait, 30)
+        start.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await start
+        again = await run_warmups([shared], timeout=0.1)  # the thread still loads
+        assert (again.outcomes[0].status, runs) == ("timed_out", ["load"])
+    finally:
+        release.set()
+    last = await run_warmups([shared], timeout=None)
+    assert (last.outcomes[0].status, runs) == ("already_warm", ["load"])

@@ -19,7 +19,11 @@ model) remembers the warm-ups that succeeded, so a second agent sharing a tool o
 not warm it again, and a start that meets a warm-up in flight (another agent's, on any thread)
 waits for that one. A warm-up that failed or timed out is not recorded: it is reported, the
 tool stays usable (its first call pays the cold start, as without warm-up), and the next start
-tries again. Closing an agent (:meth:`Agent.aclose <miniagent.agent.Agent.aclose>`) makes its
+tries again. A warm-up cut at its timeout, or whose start was cancelled, may go on: a sync one
+cannot be stopped (its thread runs until the function returns), an async one may ignore its
+cancellation. It is left behind, at most one per warm-up: until it ends, later starts wait for
+it (within their own timeout) instead of running it a second time, and if it then succeeds the
+thing is warm. Closing an agent (:meth:`Agent.aclose <miniagent.agent.Agent.aclose>`) makes its
 sources cold again (:func:`forget`): a closed MCP server's connection is gone.
 
 Nothing here raises on a warm-up's failure: the :class:`WarmupReport` says what warmed, how long
@@ -31,17 +35,20 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
+import inspect
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from miniagent.errors import ToolError
-from miniagent.tools.runner import Failure, describe, is_async_callable, run_with_timeout
+from miniagent.threads import run_in_daemon_thread
+from miniagent.tools.runner import describe, is_async_callable
 
 if TYPE_CHECKING:
     from miniagent.tools.registry import Tool
@@ -290,25 +297,75 @@ async def _once(warmup: Warmup, timeout: float | None) -> WarmupOutcome:
 
 async def _run(warmup: Warmup, outcome: concurrent.futures.Future[None],
                timeout: float | None) -> tuple[WarmupStatus, str | None]:
+    """Start ``warmup`` as a task of its own that settles ``outcome`` when it ends, and wait
+    for it like any start does. Past the timeout, or when this start is cancelled, an async
+    warm-up is cancelled and a sync one cannot be: either is left behind until it ends, and
+    the record stays in flight until then, so later starts wait for it instead of running a
+    second copy (at most one thread or task per warm-up, however often starts give up)."""
     token = _warming.set(_warming.get() | {id(warmup.key)})
     try:
-        result = await run_with_timeout(warmup.run, is_async_callable(warmup.run), [], {},
-                                        timeout)
-    except asyncio.TimeoutError:
-        error = f"did not finish within {timeout:g} s (warm-up timeout)"
-        outcome.set_exception(_Cut(error))
-        return "timed_out", error
-    except BaseException:  # cancelled: whoever waits for it must not wait forever
-        outcome.set_exception(_Cut("the warm-up was cancelled"))
-        raise
+        work = asyncio.ensure_future(_settling(warmup.run, outcome))
     finally:
         _warming.reset(token)
-    if isinstance(result, Failure):  # anything it raised, SystemExit too, is its failure
-        error = describe(result.error)
-        outcome.set_exception(_Failed(error))
-        return "failed", error
-    outcome.set_result(None)
-    return "warmed", None
+    _LEFT.add(work)  # a task left behind must not be collected before it ends
+    work.add_done_callback(_LEFT.discard)
+    try:
+        status, error = await _wait(outcome, timeout)
+    except BaseException:  # this start was cancelled: do not wait for the warm-up to agree
+        work.cancel()
+        raise
+    if status == "already_warm":  # this start ran it
+        return "warmed", None
+    if status == "timed_out" and not outcome.done():
+        work.cancel()
+        return status, f"did not finish within {timeout:g} s (warm-up timeout)"
+    return status, error
+
+
+_LEFT: set[asyncio.Future[None]] = set()
+
+
+async def _settling(run: Callable[[], Any], outcome: concurrent.futures.Future[None]) -> None:
+    """Run a warm-up and settle ``outcome`` with how it ended. A sync one settles it from its
+    own thread, so that a thread that outlives its start (or its event loop) still does."""
+    in_thread = False
+    try:
+        if is_async_callable(run):
+            await run()
+        else:
+            in_thread = True
+            pending = await run_in_daemon_thread(_in_thread, run, outcome)
+            in_thread = False
+            if pending is not None:  # a sync function that returned an awaitable
+                await pending
+        _settle(outcome, None)
+    except asyncio.CancelledError:
+        if not in_thread:  # a thread goes on, and settles it itself
+            _settle(outcome, _Cut("the warm-up was cancelled"))
+        raise
+    except BaseException as exc:  # anything it raised, SystemExit too, is its failure
+        _settle(outcome, _Failed(describe(exc)))
+
+
+def _in_thread(run: Callable[[], Any], outcome: concurrent.futures.Future[None]
+               ) -> Awaitable[Any] | None:
+    try:
+        result = run()
+    except BaseException as exc:  # on a worker thread: whatever it raised is the warm-up's
+        _settle(outcome, _Failed(describe(exc)))
+        return None
+    if inspect.isawaitable(result):
+        return result
+    _settle(outcome, None)
+    return None
+
+
+def _settle(outcome: concurrent.futures.Future[None], error: Exception | None) -> None:
+    with contextlib.suppress(concurrent.futures.InvalidStateError):  # settled already
+        if error is None:
+            outcome.set_result(None)
+        else:
+            outcome.set_exception(error)
 
 
 async def _wait(outcome: concurrent.futures.Future[None], timeout: float | None
