@@ -373,3 +373,37 @@ async def test_a_cancelled_start_leaves_its_thread_to_settle_the_record() -> Non
         release.set()
     last = await run_warmups([shared], timeout=None)
     assert (last.outcomes[0].status, runs) == ("already_warm", ["load"])
+
+
+# -- what is the same thing to warm: bound methods, wrapped sources ------------------------
+
+async def test_a_bound_method_given_to_two_tools_warms_once() -> None:
+    index = Index()  # index.load is a new bound method object at each access
+
+    @tool(warmup=index.load)
+    def search(query: str) -> str:
+        """Search the index."""
+        return index.search(query)
+
+    @tool(warmup=index.load)
+    def count(query: str) -> int:
+        """Count the hits."""
+        return len(query)
+
+    report = await Agent(model=model(), tools=[search, count]).start()
+    assert [o.status for o in report.outcomes] == ["warmed", "already_warm"]
+    assert index.loads == 1
+
+
+async def test_a_source_and_its_wrapper_are_one_thing_to_warm_and_to_close() -> None:
+    source = CountingSource()
+    bare = Agent(model=model(), tools=[source])
+    wrapped = Agent(model=model(), tools=[Prefixed(Filtered(source, deny=["x"]), "p")])
+    await bare.start()
+    report = await wrapped.start()
+    assert (source.warmups, report.outcomes[0].status) == (1, "already_warm")
+    await bare.aclose()  # the source's connection is gone for the wrapped agent too
+    again = await wrapped.start()
+    assert (source.warmups, again.outcomes[0].status) == (2, "warmed")
+    await wrapped.aclose()
+    assert (await bare.start()).outcomes[0].status == "warmed"

@@ -71,7 +71,8 @@ class Warmup:
 
     Attributes:
         name: what the report calls it (``tool search``, ``MCPServer('time')``, ...).
-        key: the object whose warm-up this is: it is warmed once per process.
+        key: the object whose warm-up this is: it is warmed once per process (a bound method
+            is its function on its object; a wrapped source is the source it wraps).
         run: the warm-up, called with no arguments; sync (run on a worker thread) or async.
     """
 
@@ -146,7 +147,8 @@ class WarmupReport:
 
 def tool_warmups(tools: Iterable[Tool]) -> list[Warmup]:
     """The warm-ups of ``tools`` that declare one, keyed by the warm-up function (so copies of
-    a tool, made by a wrapper's options, share it)."""
+    a tool, made by a wrapper's options, share it, and so do tools given the same method of
+    one object)."""
     return [Warmup(name=f"tool {tool.name}", key=tool.warmup, run=tool.warmup)
             for tool in tools if tool.warmup is not None]
 
@@ -155,11 +157,12 @@ def source_warmups(sources: Iterable[ToolSource]) -> list[Warmup]:
     """What ``sources`` declare: each tool's warm-up for a registry of functions, the source's
     own ``warmup()`` for any other source that has one."""
     from miniagent.tools.registry import ToolRegistry
+    from miniagent.tools.wrappers import innermost
 
     found: list[Warmup] = []
     for source in sources:
-        if isinstance(source, ToolRegistry):
-            found += tool_warmups(source.listed())
+        if isinstance(innermost(source), ToolRegistry):
+            found += tool_warmups(innermost(source).listed())  # type: ignore[attr-defined]
             continue
         warmup = getattr(source, "warmup", None)
         if callable(warmup):
@@ -231,41 +234,60 @@ class _Failed(Exception):
 
 
 _lock = threading.RLock()  # reentrant: a key collected while it is held drops its entry
-_record: dict[int, tuple[Callable[[], object], concurrent.futures.Future[None]]] = {}
-"""id(key) -> (a reference to the key, the warm-up's outcome). The reference is weak where
-the key allows it: a model or a source nobody else holds is freed, and its entry with it."""
+_record: dict[tuple[int, ...], tuple[Callable[[], object], concurrent.futures.Future[None]]] = {}
+"""The key's identity (:func:`_identity`) -> (a reference to what it belongs to, the warm-up's
+outcome). The reference is weak where the object allows it: a model or a source nobody else
+holds is freed, and its entry with it."""
 
-_warming: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+_warming: contextvars.ContextVar[frozenset[tuple[int, ...]]] = contextvars.ContextVar(
     "miniagent_warming", default=frozenset())
 """The keys whose warm-up the current task runs inside: an agent among its own tools does not
 wait for itself."""
 
 
+def _identity(key: object) -> tuple[tuple[int, ...], object]:
+    """What makes two keys the same warm-up, and the object whose life the entry follows.
+
+    A bound method is a new object at each attribute access (``pool.open`` given to two
+    tools is two objects): it is the same warm-up as another of the same function on the same
+    object, and lives as long as that object. A wrapped source is the source it wraps: the
+    connection warmed, and closed, is that one's.
+    """
+    from miniagent.tools.wrappers import innermost
+
+    if inspect.ismethod(key):
+        return (id(key.__self__), id(key.__func__)), key.__self__
+    key = innermost(key)
+    return (id(key),), key
+
+
 def forget(*keys: object) -> None:
-    """Make ``keys`` cold again: their next start warms them anew (a closed source)."""
+    """Make ``keys`` cold again: their next start warms them anew (a closed source, or a
+    wrapper of it)."""
     with _lock:
         for key in keys:
-            held = _record.get(id(key))
-            if held is not None and held[0]() is key and held[1].done():
-                del _record[id(key)]
+            number, anchor = _identity(key)
+            held = _record.get(number)
+            if held is not None and held[0]() is anchor and held[1].done():
+                del _record[number]
 
 
 def _claim(key: object) -> tuple[concurrent.futures.Future[None], bool]:
     """The record of ``key``'s warm-up, and whether this caller must run it (it never ran,
     or it failed last time)."""
+    number, anchor = _identity(key)
     with _lock:
-        held = _record.get(id(key))
-        if held is not None and held[0]() is key and not _failed(held[1]):
+        held = _record.get(number)
+        if held is not None and held[0]() is anchor and not _failed(held[1]):
             return held[1], False
         outcome: concurrent.futures.Future[None] = concurrent.futures.Future()
-        _record[id(key)] = (_reference(key), outcome)
+        _record[number] = (_reference(number, anchor), outcome)
         return outcome, True
 
 
-def _reference(key: object) -> Callable[[], object]:
-    """A weak reference to ``key`` that drops its entry when the key is freed; the key itself
+def _reference(number: tuple[int, ...], anchor: object) -> Callable[[], object]:
+    """A weak reference to ``anchor`` that drops its entry when it is freed; the object itself
     (held: its id stays its own) when it cannot be referenced weakly."""
-    number = id(key)
 
     def dropped(ref: object) -> None:
         with _lock:
@@ -273,9 +295,9 @@ def _reference(key: object) -> Callable[[], object]:
                 del _record[number]
 
     try:
-        return weakref.ref(key, dropped)
+        return weakref.ref(anchor, dropped)
     except TypeError:
-        return lambda: key
+        return lambda: anchor
 
 
 def _failed(outcome: concurrent.futures.Future[None]) -> bool:
@@ -284,7 +306,7 @@ def _failed(outcome: concurrent.futures.Future[None]) -> bool:
 
 async def _once(warmup: Warmup, timeout: float | None) -> WarmupOutcome:
     started = time.perf_counter()
-    if id(warmup.key) in _warming.get():  # inside its own warm-up: nothing to wait for
+    if _identity(warmup.key)[0] in _warming.get():  # inside its own warm-up: no waiting
         return WarmupOutcome(name=warmup.name, status="already_warm", seconds=0.0)
     outcome, mine = _claim(warmup.key)
     if mine:
@@ -302,7 +324,7 @@ async def _run(warmup: Warmup, outcome: concurrent.futures.Future[None],
     warm-up is cancelled and a sync one cannot be: either is left behind until it ends, and
     the record stays in flight until then, so later starts wait for it instead of running a
     second copy (at most one thread or task per warm-up, however often starts give up)."""
-    token = _warming.set(_warming.get() | {id(warmup.key)})
+    token = _warming.set(_warming.get() | {_identity(warmup.key)[0]})
     try:
         work = asyncio.ensure_future(_settling(warmup.run, outcome))
     finally:
