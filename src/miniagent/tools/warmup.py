@@ -19,12 +19,16 @@ model) remembers the warm-ups that succeeded, so a second agent sharing a tool o
 not warm it again, and a start that meets a warm-up in flight (another agent's, on any thread)
 waits for that one. A warm-up that failed or timed out is not recorded: it is reported, the
 tool stays usable (its first call pays the cold start, as without warm-up), and the next start
-tries again. A warm-up cut at its timeout, or whose start was cancelled, may go on: a sync one
-cannot be stopped (its thread runs until the function returns), an async one may ignore its
-cancellation. It is left behind, at most one per warm-up: until it ends, later starts wait for
-it (within their own timeout) instead of running it a second time, and if it then succeeds the
-thing is warm. Closing an agent (:meth:`Agent.aclose <miniagent.agent.Agent.aclose>`) makes its
-sources cold again (:func:`forget`): a closed MCP server's connection is gone.
+tries again. Closing an agent (:meth:`Agent.aclose <miniagent.agent.Agent.aclose>`) makes its
+sources cold again (:func:`forget`): a closed MCP server's connection is gone. A source may
+also say it went cold (``is_warm()``: an MCP server whose process has ended since): its next
+start warms it again.
+
+A warm-up cut at its timeout, or whose start was cancelled, may go on: a sync one cannot be
+stopped (its thread runs until the function returns), an async one may ignore its cancellation.
+It is left behind, at most one per warm-up: until it ends, later starts wait for it (within
+their own timeout) instead of running it a second time, and if it then succeeds the thing is
+warm.
 
 Nothing here raises on a warm-up's failure: the :class:`WarmupReport` says what warmed, how long
 it took, and what failed and why; each failure is also logged as a warning (logger
@@ -79,6 +83,9 @@ class Warmup:
     name: str
     key: object
     run: Callable[[], Any]
+    still_warm: Callable[[], bool] | None = None
+    """Asked before a start counts it as warm already: False makes it run again (a source
+    whose server died since: ``MCPServer.is_warm``). None: once warm, warm for the process."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,9 +171,11 @@ def source_warmups(sources: Iterable[ToolSource]) -> list[Warmup]:
         if isinstance(innermost(source), ToolRegistry):
             found += tool_warmups(innermost(source).listed())  # type: ignore[attr-defined]
             continue
-        warmup = getattr(source, "warmup", None)
+        warmup, still_warm = getattr(source, "warmup", None), getattr(
+            innermost(source), "is_warm", None)
         if callable(warmup):
-            found.append(Warmup(name=_label(source), key=source, run=warmup))
+            found.append(Warmup(name=_label(source), key=source, run=warmup,
+                                still_warm=still_warm if callable(still_warm) else None))
     return found
 
 
@@ -272,13 +281,15 @@ def forget(*keys: object) -> None:
                 del _record[number]
 
 
-def _claim(key: object) -> tuple[concurrent.futures.Future[None], bool]:
+def _claim(key: object, still_warm: Callable[[], bool] | None = None
+           ) -> tuple[concurrent.futures.Future[None], bool]:
     """The record of ``key``'s warm-up, and whether this caller must run it (it never ran,
-    or it failed last time)."""
+    it failed last time, or ``still_warm`` says it went cold)."""
     number, anchor = _identity(key)
     with _lock:
         held = _record.get(number)
-        if held is not None and held[0]() is anchor and not _failed(held[1]):
+        if held is not None and held[0]() is anchor and not _failed(held[1]) and (
+                not held[1].done() or still_warm is None or still_warm()):
             return held[1], False
         outcome: concurrent.futures.Future[None] = concurrent.futures.Future()
         _record[number] = (_reference(number, anchor), outcome)
@@ -308,7 +319,7 @@ async def _once(warmup: Warmup, timeout: float | None) -> WarmupOutcome:
     started = time.perf_counter()
     if _identity(warmup.key)[0] in _warming.get():  # inside its own warm-up: no waiting
         return WarmupOutcome(name=warmup.name, status="already_warm", seconds=0.0)
-    outcome, mine = _claim(warmup.key)
+    outcome, mine = _claim(warmup.key, warmup.still_warm)
     if mine:
         status, error = await _run(warmup, outcome, timeout)
     else:
