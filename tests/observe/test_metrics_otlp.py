@@ -294,3 +294,38 @@ def test_the_option_is_offered(command: list[str], tmp_path: Path) -> None:
     found = re.search(r"^  --otlp URL\s+(.*?)\n  --", done.stdout, re.MULTILINE | re.DOTALL)
     assert found is not None, done.stdout
     assert "metrics" in found.group(1)
+
+
+class _BrokenMeterProvider:
+    """A meter provider whose instruments raise when used (a broken third-party SDK)."""
+
+    def get_meter(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def __getattr__(self, name: str) -> Any:  # create_counter, create_histogram, ...
+        return lambda *args, **kwargs: self
+
+    def add(self, *args: Any) -> None:
+        raise RuntimeError("the meter is broken")
+
+    record = set = add
+
+
+def test_a_meter_that_raises_never_reaches_the_call_and_spares_the_other_backend(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from miniagent.types import Observation
+
+    metrics = Metrics(model=describe_model(ScriptedModel([])), registry=new_registry(),
+                      meter_provider=_BrokenMeterProvider())
+    for n in range(3):  # what a Temporal worker's activity calls after each tool call
+        metrics.tool_call(session_id="s", observation=Observation(
+            call_id=str(n), tool_name="weather", output="sunny"))
+    metrics.model_call(elapsed=0.2)
+    assert metrics.registry.get_sample_value(
+        "miniagent_tool_calls_total", {"tool": "weather", "outcome": "ok"}) == 3
+    assert metrics.registry.get_sample_value(
+        "gen_ai_client_operation_duration_seconds_count",
+        {"gen_ai_operation_name": "chat", "gen_ai_provider_name": "miniagent",
+         "gen_ai_request_model": "ScriptedModel", "error_type": ""}) == 1
+    said = [r.getMessage() for r in caplog.records if "the meter is broken" in r.getMessage()]
+    assert len(said) == 1  # once, not per figure
