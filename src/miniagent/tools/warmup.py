@@ -21,8 +21,8 @@ waits for that one. A warm-up that failed or timed out is not recorded: it is re
 tool stays usable (its first call pays the cold start, as without warm-up), and the next start
 tries again. Closing an agent (:meth:`Agent.aclose <miniagent.agent.Agent.aclose>`) makes its
 sources cold again (:func:`forget`): a closed MCP server's connection is gone. A source may
-also say it went cold (``is_warm()``: an MCP server whose process has ended since): its next
-start warms it again.
+also say it went cold (``is_warm()``: an MCP server whose process has ended since), and so may
+a model (the embedded model after ``unload()``): its next start warms it again.
 
 A warm-up cut at its timeout, or whose start was cancelled, may go on: a sync one cannot be
 stopped (its thread runs until the function returns), an async one may ignore its cancellation.
@@ -181,13 +181,15 @@ def source_warmups(sources: Iterable[ToolSource]) -> list[Warmup]:
 
 def model_warmups(model: object, run: Callable[[], Any] | None = None) -> list[Warmup]:
     """The warm-up of ``model`` if it has one (a ``warmup`` method): ``run``, or its own
-    ``warmup()`` called without a request (the embedded model then only loads)."""
-    warmup = getattr(model, "warmup", None)
+    ``warmup()`` called without a request (the embedded model then only loads); its
+    ``is_warm()``, if it has one, says when it went cold (an unloaded model)."""
+    warmup, still_warm = getattr(model, "warmup", None), getattr(model, "is_warm", None)
     if model is None or not callable(warmup):
         return []
     from miniagent.observe.describe import describe_model
 
-    return [Warmup(name=f"model {describe_model(model).name}", key=model, run=run or warmup)]
+    return [Warmup(name=f"model {describe_model(model).name}", key=model, run=run or warmup,
+                   still_warm=still_warm if callable(still_warm) else None)]
 
 
 def _label(source: object) -> str:
