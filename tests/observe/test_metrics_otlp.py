@@ -3,10 +3,14 @@ opentelemetry-proto, equal hand-computed values and what the Prometheus backend 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -329,3 +333,44 @@ def test_a_meter_that_raises_never_reaches_the_call_and_spares_the_other_backend
          "gen_ai_request_model": "ScriptedModel", "error_type": ""}) == 1
     said = [r.getMessage() for r in caplog.records if "the meter is broken" in r.getMessage()]
     assert len(said) == 1  # once, not per figure
+
+
+@contextlib.contextmanager
+def _silent_collector() -> Iterator[str]:
+    """A collector that accepts connections and reads requests, and never answers."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # the listener closed: the test is over
+            while True:
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+        thread.join(10)
+
+
+@pytest.mark.parametrize("signal", ["metrics", "spans"])
+def test_shutdown_ends_when_the_collector_accepts_and_never_answers(signal: str) -> None:
+    from miniagent.observe.otel import otlp_provider
+
+    with _silent_collector() as url:
+        if signal == "metrics":
+            provider = otlp_meter_provider(url, interval=3600, timeout=1.0, shutdown_timeout=0.2)
+            Metrics(model=describe_model(ScriptedModel([])), meter_provider=provider
+                    ).model_call(elapsed=0.1)
+        else:
+            provider = otlp_provider(url, timeout=1.0, shutdown_timeout=0.2)
+            with provider.get_tracer("test").start_as_current_span("step"):
+                pass
+        stopping = threading.Thread(target=provider.shutdown, daemon=True)
+        stopping.start()
+        stopping.join(60)  # bounded by the exporter's timeout (1 s): never 60 s
+        assert not stopping.is_alive()

@@ -393,8 +393,8 @@ def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: f
     URL (``/v1/metrics`` is added), or its traces endpoint (``.../v1/traces`` becomes
     ``.../v1/metrics``), so the URL given for spans serves. Sending never affects a run: the
     first failure of the process is one line on the ``miniagent`` logger, and ``shutdown()``
-    waits at most ``shutdown_timeout`` seconds for a collector that does not answer
-    (:mod:`miniagent.observe.otlp_metrics`).
+    waits at most ``shutdown_timeout`` seconds for a collector that is down, ``timeout`` for one
+    that accepted the last request and does not answer (:mod:`miniagent.observe.otlp_metrics`).
 
     Raises:
         ConfigError: ``url`` is not an http(s) URL, or the OTLP exporter is not installed.
