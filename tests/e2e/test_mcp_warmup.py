@@ -94,3 +94,8 @@ async def test_a_server_that_died_after_its_warm_up_is_started_again_at_the_next
         assert result.steps[0].observations[0].output == str(alive)  # the first call is warm
     finally:
         await agent.aclose()
+
+
+def test_a_server_never_started_is_cold_outside_an_event_loop() -> None:
+    server = MCPServer.stdio(sys.executable, args=[str(LAB_SERVER)], errlog=subprocess.DEVNULL)
+    assert server.is_warm() is False

@@ -205,9 +205,12 @@ class MCPServer:
         loop to a server still running (as far as its output tells), its tools listed. The
         warm-up record asks, so a server that died since is started again at the next start."""
         connection = self._connection
+        try:
+            loop = _running_loop()
+        except RuntimeError:  # no event loop runs here: no connection can serve it
+            return False
         return (connection is not None and connection.alive and not connection.exited
-                and connection.loop is _running_loop() and self._tools is not None
-                and not self._stale)
+                and connection.loop is loop and self._tools is not None and not self._stale)
 
     async def aclose(self) -> None:
         """Stop the server (or leave it); the next use starts it again."""
