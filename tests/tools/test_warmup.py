@@ -407,3 +407,32 @@ async def test_a_source_and_its_wrapper_are_one_thing_to_warm_and_to_close() -> 
     assert (source.warmups, again.outcomes[0].status) == (2, "warmed")
     await wrapped.aclose()
     assert (await bare.start()).outcomes[0].status == "warmed"
+
+
+async def test_what_a_sync_warm_up_returns_after_its_start_gave_up_is_dropped() -> None:
+    started, release, closed = threading.Event(), threading.Event(), threading.Event()
+
+    class Opening:
+        """What a sync wrapper returns for its caller to await; its close() is seen."""
+
+        def __await__(self) -> Any:
+            yield from asyncio.sleep(0).__await__()
+
+        def close(self) -> None:
+            closed.set()
+
+    def open_later() -> Opening:
+        started.set()
+        release.wait(30)
+        return Opening()
+
+    shared = Warmup(name="pool", key=open_later, run=open_later)
+    start = asyncio.ensure_future(run_warmups([shared], timeout=None))
+    await asyncio.to_thread(started.wait, 30)
+    start.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await start
+    release.set()  # it returns its awaitable now: nobody is left to await it
+    assert await asyncio.to_thread(closed.wait, 30)  # dropped, and the record settled
+    again = await run_warmups([shared], timeout=None)  # not waiting forever for it
+    assert again.outcomes[0].status == "warmed"

@@ -363,35 +363,64 @@ _LEFT: set[asyncio.Future[None]] = set()
 async def _settling(run: Callable[[], Any], outcome: concurrent.futures.Future[None]) -> None:
     """Run a warm-up and settle ``outcome`` with how it ended. A sync one settles it from its
     own thread, so that a thread that outlives its start (or its event loop) still does."""
-    in_thread = False
+    handoff = _Handoff()
     try:
         if is_async_callable(run):
             await run()
         else:
-            in_thread = True
-            pending = await run_in_daemon_thread(_in_thread, run, outcome)
-            in_thread = False
+            handoff.waiting = True
+            pending = await run_in_daemon_thread(_in_thread, run, outcome, handoff)
+            handoff.waiting = False
             if pending is not None:  # a sync function that returned an awaitable
                 await pending
         _settle(outcome, None)
     except asyncio.CancelledError:
-        if not in_thread:  # a thread goes on, and settles it itself
+        if handoff.give_up():  # else a thread goes on, and settles it itself
             _settle(outcome, _Cut("the warm-up was cancelled"))
         raise
     except BaseException as exc:  # anything it raised, SystemExit too, is its failure
         _settle(outcome, _Failed(describe(exc)))
 
 
-def _in_thread(run: Callable[[], Any], outcome: concurrent.futures.Future[None]
-               ) -> Awaitable[Any] | None:
+class _Handoff:
+    """Between a sync warm-up's thread and its task: an awaitable the function returned is
+    handed to the task only while the task still waits for the thread."""
+
+    def __init__(self) -> None:
+        self.waiting = False  # the task waits for the thread
+        self.handed = False  # the thread handed it an awaitable
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        """In the thread: whether the task will await what the function returned."""
+        with self._lock:
+            self.handed = self.waiting
+            return self.handed
+
+    def give_up(self) -> bool:
+        """In the cancelled task: whether it must settle the outcome itself (no thread will:
+        it was not in one, or the thread handed over an awaitable that nobody awaits now)."""
+        with self._lock:
+            in_thread, self.waiting = self.waiting, False
+            return not in_thread or self.handed
+
+
+def _in_thread(run: Callable[[], Any], outcome: concurrent.futures.Future[None],
+               handoff: _Handoff) -> Awaitable[Any] | None:
     try:
         result = run()
     except BaseException as exc:  # on a worker thread: whatever it raised is the warm-up's
         _settle(outcome, _Failed(describe(exc)))
         return None
-    if inspect.isawaitable(result):
+    if not inspect.isawaitable(result):
+        _settle(outcome, None)
+        return None
+    if handoff.take():
         return result
-    _settle(outcome, None)
+    _settle(outcome, _Cut("the warm-up was cancelled"))  # its start gave up on it
+    close = getattr(result, "close", None)
+    if callable(close):  # a coroutine nobody will await: no "never awaited" warning
+        close()
     return None
 
 
