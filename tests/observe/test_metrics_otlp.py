@@ -374,3 +374,13 @@ def test_shutdown_ends_when_the_collector_accepts_and_never_answers(signal: str)
         stopping.start()
         stopping.join(60)  # bounded by the exporter's timeout (1 s): never 60 s
         assert not stopping.is_alive()
+
+
+@pytest.mark.parametrize(("interval", "env"), [(None, "0"), (None, "-5"), (0.0, None)])
+def test_an_export_interval_that_is_not_positive_is_a_config_error(
+        interval: float | None, env: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    if env is not None:
+        monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", env)
+    given = "OTEL_METRIC_EXPORT_INTERVAL=" if env is not None else "interval="
+    with pytest.raises(ConfigError, match=f"must be above 0, got {given}"):
+        otlp_meter_provider("http://127.0.0.1:4318", interval=interval)

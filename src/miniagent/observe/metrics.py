@@ -397,7 +397,9 @@ def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: f
     that accepted the last request and does not answer (:mod:`miniagent.observe.otlp_metrics`).
 
     Raises:
-        ConfigError: ``url`` is not an http(s) URL, or the OTLP exporter is not installed.
+        ConfigError: ``url`` is not an http(s) URL, the export interval (``interval`` or
+            ``OTEL_METRIC_EXPORT_INTERVAL``) is not above 0, or the OTLP exporter is not
+            installed.
     """
     try:
         from miniagent.observe import otlp_metrics

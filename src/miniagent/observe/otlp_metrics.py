@@ -11,6 +11,7 @@ not answer) still ends within the exporter's ``timeout``.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 from urllib.parse import urlsplit
@@ -118,14 +119,20 @@ def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: f
     seconds and at shutdown (see :func:`miniagent.observe.metrics.otlp_meter_provider`).
 
     Raises:
-        ConfigError: ``url`` is not an http(s) URL.
+        ConfigError: ``url`` is not an http(s) URL, or the export interval is not above 0.
     """
     endpoint = metrics_endpoint(url)
     _hold_back_exporter_logs()
     exporter = _Exporter(OTLPMetricExporter(endpoint=endpoint, timeout=timeout),
                          endpoint=endpoint)
-    reader = PeriodicExportingMetricReader(
-        exporter, export_interval_millis=None if interval is None else interval * 1000)
+    try:
+        reader = PeriodicExportingMetricReader(
+            exporter, export_interval_millis=None if interval is None else interval * 1000)
+    except ValueError:  # the SDK refuses an interval that is not above 0
+        given = (f"OTEL_METRIC_EXPORT_INTERVAL={os.environ.get('OTEL_METRIC_EXPORT_INTERVAL')!r}"
+                 if interval is None else f"interval={interval!r}")
+        raise ConfigError(f"the metrics' export interval must be above 0, got {given}"
+                          ) from None
     return _Provider(exporter, SHUTDOWN_TIMEOUT if shutdown_timeout is None
                      else shutdown_timeout, metric_readers=[reader],
                      resource=Resource.create({"service.name": service_name}))
