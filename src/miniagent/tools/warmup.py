@@ -78,14 +78,15 @@ class Warmup:
         key: the object whose warm-up this is: it is warmed once per process (a bound method
             is its function on its object; a wrapped source is the source it wraps).
         run: the warm-up, called with no arguments; sync (run on a worker thread) or async.
+        still_warm: asked before a start counts it as warm already: False makes it run again
+            (an MCP server whose process died since, an unloaded model: their ``is_warm``);
+            None: once warm, warm for the process.
     """
 
     name: str
     key: object
     run: Callable[[], Any]
     still_warm: Callable[[], bool] | None = None
-    """Asked before a start counts it as warm already: False makes it run again (a source
-    whose server died since: ``MCPServer.is_warm``). None: once warm, warm for the process."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -358,6 +359,7 @@ async def _run(warmup: Warmup, outcome: concurrent.futures.Future[None],
 
 
 _LEFT: set[asyncio.Future[None]] = set()
+"""Warm-up tasks under way, held so that one left behind is not collected before it ends."""
 
 
 async def _settling(run: Callable[[], Any], outcome: concurrent.futures.Future[None]) -> None:
