@@ -6,6 +6,7 @@ asserts (a hanging warm-up is cut by a short warm-up timeout, and the report say
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -436,3 +437,24 @@ async def test_what_a_sync_warm_up_returns_after_its_start_gave_up_is_dropped() 
     assert await asyncio.to_thread(closed.wait, 30)  # dropped, and the record settled
     again = await run_warmups([shared], timeout=None)  # not waiting forever for it
     assert again.outcomes[0].status == "warmed"
+
+
+def test_an_async_warm_up_abandoned_with_its_event_loop_is_run_again_in_the_next() -> None:
+    from miniagent.sync import run_coroutine
+
+    runs: list[str] = []
+
+    async def stubborn() -> None:
+        runs.append("open")
+        if len(runs) > 1:  # the second time, it opens at once
+            return
+        for _ in range(3):  # swallows the cancellations of its start and of the loop's end
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(3600)
+
+    shared = Warmup(name="pool", key=stubborn, run=stubborn)
+    first = run_coroutine(run_warmups([shared], timeout=0.1))  # left behind, then abandoned
+    assert first.outcomes[0].status == "timed_out"
+    # its loop is closed: nothing will ever settle it, so the next loop runs it again
+    again = asyncio.run(run_warmups([shared], timeout=5.0))
+    assert [again.outcomes[0].status, len(runs)] == ["warmed", 2]

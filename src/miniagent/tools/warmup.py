@@ -28,7 +28,9 @@ A warm-up cut at its timeout, or whose start was cancelled, may go on: a sync on
 stopped (its thread runs until the function returns), an async one may ignore its cancellation.
 It is left behind, at most one per warm-up: until it ends, later starts wait for it (within
 their own timeout) instead of running it a second time, and if it then succeeds the thing is
-warm.
+warm. A thread settles the record whenever it ends; an async warm-up still running when its
+event loop is closed (it ignored that cancellation too) never will, so a start in another loop
+runs it anew.
 
 Nothing here raises on a warm-up's failure: the :class:`WarmupReport` says what warmed, how long
 it took, and what failed and why; each failure is also logged as a warning (logger
@@ -246,10 +248,33 @@ class _Failed(Exception):
 
 
 _lock = threading.RLock()  # reentrant: a key collected while it is held drops its entry
-_record: dict[tuple[int, ...], tuple[Callable[[], object], concurrent.futures.Future[None]]] = {}
-"""The key's identity (:func:`_identity`) -> (a reference to what it belongs to, the warm-up's
-outcome). The reference is weak where the object allows it: a model or a source nobody else
-holds is freed, and its entry with it."""
+
+
+@dataclass(kw_only=True)
+class _Entry:
+    """A warm-up in the record: what it belongs to, how it ended, and who runs it."""
+
+    reference: Callable[[], object]
+    """Weak where the object allows it: a model or a source nobody else holds is freed, and
+    its entry with it."""
+    outcome: concurrent.futures.Future[None]
+    loop: asyncio.AbstractEventLoop
+    """The event loop of the start that runs it."""
+    handoff: _Handoff
+
+    def holds(self, anchor: object, still_warm: Callable[[], bool] | None) -> bool:
+        """Whether a start finds it warm, or in flight and worth waiting for; else the start
+        runs it anew (it failed, went cold, or its event loop ended with it unsettled: an
+        async warm-up that ignored its cancellation, which nothing will ever finish)."""
+        if self.reference() is not anchor or _failed(self.outcome):
+            return False
+        if not self.outcome.done():
+            return self.handoff.in_thread or not self.loop.is_closed()
+        return still_warm is None or still_warm()
+
+
+_record: dict[tuple[int, ...], _Entry] = {}
+"""The key's identity (:func:`_identity`) -> its warm-up."""
 
 _warming: contextvars.ContextVar[frozenset[tuple[int, ...]]] = contextvars.ContextVar(
     "miniagent_warming", default=frozenset())
@@ -280,23 +305,23 @@ def forget(*keys: object) -> None:
         for key in keys:
             number, anchor = _identity(key)
             held = _record.get(number)
-            if held is not None and held[0]() is anchor and held[1].done():
+            if held is not None and held.reference() is anchor and held.outcome.done():
                 del _record[number]
 
 
 def _claim(key: object, still_warm: Callable[[], bool] | None = None
-           ) -> tuple[concurrent.futures.Future[None], bool]:
-    """The record of ``key``'s warm-up, and whether this caller must run it (it never ran,
-    it failed last time, or ``still_warm`` says it went cold)."""
+           ) -> tuple[_Entry, bool]:
+    """The record of ``key``'s warm-up, and whether this caller must run it (see
+    :meth:`_Entry.holds`)."""
     number, anchor = _identity(key)
     with _lock:
         held = _record.get(number)
-        if held is not None and held[0]() is anchor and not _failed(held[1]) and (
-                not held[1].done() or still_warm is None or still_warm()):
-            return held[1], False
-        outcome: concurrent.futures.Future[None] = concurrent.futures.Future()
-        _record[number] = (_reference(number, anchor), outcome)
-        return outcome, True
+        if held is not None and held.holds(anchor, still_warm):
+            return held, False
+        entry = _record[number] = _Entry(
+            reference=_reference(number, anchor), outcome=concurrent.futures.Future(),
+            loop=asyncio.get_running_loop(), handoff=_Handoff())
+        return entry, True
 
 
 def _reference(number: tuple[int, ...], anchor: object) -> Callable[[], object]:
@@ -305,7 +330,8 @@ def _reference(number: tuple[int, ...], anchor: object) -> Callable[[], object]:
 
     def dropped(ref: object) -> None:
         with _lock:
-            if _record.get(number, (None,))[0] is ref:
+            held = _record.get(number)
+            if held is not None and held.reference is ref:
                 del _record[number]
 
     try:
@@ -322,17 +348,17 @@ async def _once(warmup: Warmup, timeout: float | None) -> WarmupOutcome:
     started = time.perf_counter()
     if _identity(warmup.key)[0] in _warming.get():  # inside its own warm-up: no waiting
         return WarmupOutcome(name=warmup.name, status="already_warm", seconds=0.0)
-    outcome, mine = _claim(warmup.key, warmup.still_warm)
+    entry, mine = _claim(warmup.key, warmup.still_warm)
     if mine:
-        status, error = await _run(warmup, outcome, timeout)
+        status, error = await _run(warmup, entry, timeout)
     else:
-        status, error = await _wait(outcome, timeout)
+        status, error = await _wait(entry.outcome, timeout)
     return WarmupOutcome(name=warmup.name, status=status, error=error,
                          seconds=time.perf_counter() - started)
 
 
-async def _run(warmup: Warmup, outcome: concurrent.futures.Future[None],
-               timeout: float | None) -> tuple[WarmupStatus, str | None]:
+async def _run(warmup: Warmup, entry: _Entry, timeout: float | None
+               ) -> tuple[WarmupStatus, str | None]:
     """Start ``warmup`` as a task of its own that settles ``outcome`` when it ends, and wait
     for it like any start does. Past the timeout, or when this start is cancelled, an async
     warm-up is cancelled and a sync one cannot be: either is left behind until it ends, and
@@ -340,9 +366,10 @@ async def _run(warmup: Warmup, outcome: concurrent.futures.Future[None],
     second copy (at most one thread or task per warm-up, however often starts give up)."""
     token = _warming.set(_warming.get() | {_identity(warmup.key)[0]})
     try:
-        work = asyncio.ensure_future(_settling(warmup.run, outcome))
+        work = asyncio.ensure_future(_settling(warmup.run, entry.outcome, entry.handoff))
     finally:
         _warming.reset(token)
+    outcome = entry.outcome
     _LEFT.add(work)  # a task left behind must not be collected before it ends
     work.add_done_callback(_LEFT.discard)
     try:
@@ -362,15 +389,15 @@ _LEFT: set[asyncio.Future[None]] = set()
 """Warm-up tasks under way, held so that one left behind is not collected before it ends."""
 
 
-async def _settling(run: Callable[[], Any], outcome: concurrent.futures.Future[None]) -> None:
+async def _settling(run: Callable[[], Any], outcome: concurrent.futures.Future[None],
+                    handoff: _Handoff) -> None:
     """Run a warm-up and settle ``outcome`` with how it ended. A sync one settles it from its
     own thread, so that a thread that outlives its start (or its event loop) still does."""
-    handoff = _Handoff()
     try:
         if is_async_callable(run):
             await run()
         else:
-            handoff.waiting = True
+            handoff.waiting = handoff.in_thread = True
             pending = await run_in_daemon_thread(_in_thread, run, outcome, handoff)
             handoff.waiting = False
             if pending is not None:  # a sync function that returned an awaitable
@@ -390,6 +417,7 @@ class _Handoff:
 
     def __init__(self) -> None:
         self.waiting = False  # the task waits for the thread
+        self.in_thread = False  # the function runs on its thread (which settles the outcome)
         self.handed = False  # the thread handed it an awaitable
         self._lock = threading.Lock()
 
@@ -409,6 +437,14 @@ class _Handoff:
 
 def _in_thread(run: Callable[[], Any], outcome: concurrent.futures.Future[None],
                handoff: _Handoff) -> Awaitable[Any] | None:
+    try:
+        return _run_sync(run, outcome, handoff)
+    finally:  # only once the outcome is settled, or an awaitable handed to its task
+        handoff.in_thread = False
+
+
+def _run_sync(run: Callable[[], Any], outcome: concurrent.futures.Future[None],
+              handoff: _Handoff) -> Awaitable[Any] | None:
     try:
         result = run()
     except BaseException as exc:  # on a worker thread: whatever it raised is the warm-up's
