@@ -21,36 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from miniagent import Agent, ScriptedModel, tool
+from trace_cost import add, script, timed_runs  # the same runs as the tracing figures
+
+from miniagent import Agent, ScriptedModel
 from miniagent.observe.describe import ModelInfo
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: first addend
-        b: second addend
-    """
-    return a + b
-
-
-def script(steps: int) -> list[str]:
-    calls = [f'Thought: step {i}\nAction: add\nAction Input: {{"a": {i}, "b": 1}}'
-             for i in range(steps - 1)]
-    return [*calls, "Thought: done\nFinal Answer: ok"]
-
-
-def timed_runs(runs: int, steps: int, subscriber: Callable[[Any], None] | None) -> float:
-    """Seconds per run."""
-    start = time.perf_counter()
-    for _ in range(runs):
-        agent = Agent(model=ScriptedModel(script(steps)), tools=[add], max_steps=steps + 1,
-                      repeat_limit=steps + 1, on_event=subscriber)
-        result = agent.run("Count up.")
-        assert result.status == "completed", result.reason
-    return (time.perf_counter() - start) / runs
 
 
 def subscribers() -> dict[str, Callable[[Any], None] | None]:

@@ -4,6 +4,9 @@ reported, not raised. Real server processes (the lab server, mcp-server-time).""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import subprocess
 import sys
 
@@ -67,3 +70,32 @@ async def test_a_server_that_cannot_start_is_reported_not_raised() -> None:
         assert "MCP server broken" in (failed.error or "")
     finally:
         await agent.aclose()
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_a_server_that_died_after_its_warm_up_is_started_again_at_the_next_start() -> None:
+    server = MCPServer.stdio(sys.executable, args=[str(LAB_SERVER)], errlog=subprocess.DEVNULL)
+    model = ScriptedModel(['Thought: ask\nAction: pid\nAction Input: {}',
+                           "Thought: known\nFinal Answer: done"])
+    agent = Agent(model=model, tools=[server])
+    before = descendants()
+    try:
+        assert (await agent.start()).warmed == [repr(server)]
+        [dead] = descendants() - before
+        os.kill(dead, signal.SIGKILL)
+        for _ in range(200):  # until its end shows (its stderr closes), 10 s at most
+            if server._connection is not None and server._connection.exited:
+                break
+            await asyncio.sleep(0.05)
+        report = await agent.start()
+        assert [o.status for o in report.outcomes] == ["warmed"]  # not "already_warm"
+        [alive] = descendants() - before - {dead}
+        result = await agent.arun("Which process are you?")
+        assert result.steps[0].observations[0].output == str(alive)  # the first call is warm
+    finally:
+        await agent.aclose()
+
+
+def test_a_server_never_started_is_cold_outside_an_event_loop() -> None:
+    server = MCPServer.stdio(sys.executable, args=[str(LAB_SERVER)], errlog=subprocess.DEVNULL)
+    assert server.is_warm() is False

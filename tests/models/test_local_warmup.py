@@ -44,3 +44,16 @@ async def test_the_first_step_after_start_hits_the_prompt_cache(tool_mode: str) 
     assert 0 < first.cached_tokens < first.prompt_tokens  # the system prompt, not the question
     model.unload()
     cold.model.unload()  # type: ignore[union-attr]
+
+
+async def test_an_unloaded_model_is_cold_again_at_the_next_start() -> None:
+    model = LocalModel(_model_path())
+    agent = Agent(model=model, tools=[calculator])
+    try:
+        assert (await agent.start()).warmed == [f"model {model.model_path.name}"]
+        model.unload()
+        report = await agent.start()
+        assert [o.status for o in report.outcomes] == ["warmed"]  # not "already_warm"
+        assert model.loaded
+    finally:
+        model.unload()

@@ -3,10 +3,14 @@ opentelemetry-proto, equal hand-computed values and what the Prometheus backend 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -294,3 +298,89 @@ def test_the_option_is_offered(command: list[str], tmp_path: Path) -> None:
     found = re.search(r"^  --otlp URL\s+(.*?)\n  --", done.stdout, re.MULTILINE | re.DOTALL)
     assert found is not None, done.stdout
     assert "metrics" in found.group(1)
+
+
+class _BrokenMeterProvider:
+    """A meter provider whose instruments raise when used (a broken third-party SDK)."""
+
+    def get_meter(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def __getattr__(self, name: str) -> Any:  # create_counter, create_histogram, ...
+        return lambda *args, **kwargs: self
+
+    def add(self, *args: Any) -> None:
+        raise RuntimeError("the meter is broken")
+
+    record = set = add
+
+
+def test_a_meter_that_raises_never_reaches_the_call_and_spares_the_other_backend(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from miniagent.types import Observation
+
+    metrics = Metrics(model=describe_model(ScriptedModel([])), registry=new_registry(),
+                      meter_provider=_BrokenMeterProvider())
+    for n in range(3):  # what a Temporal worker's activity calls after each tool call
+        metrics.tool_call(session_id="s", observation=Observation(
+            call_id=str(n), tool_name="weather", output="sunny"))
+    metrics.model_call(elapsed=0.2)
+    assert metrics.registry.get_sample_value(
+        "miniagent_tool_calls_total", {"tool": "weather", "outcome": "ok"}) == 3
+    assert metrics.registry.get_sample_value(
+        "gen_ai_client_operation_duration_seconds_count",
+        {"gen_ai_operation_name": "chat", "gen_ai_provider_name": "miniagent",
+         "gen_ai_request_model": "ScriptedModel", "error_type": ""}) == 1
+    said = [r.getMessage() for r in caplog.records if "the meter is broken" in r.getMessage()]
+    assert len(said) == 1  # once, not per figure
+
+
+@contextlib.contextmanager
+def _silent_collector() -> Iterator[str]:
+    """A collector that accepts connections and reads requests, and never answers."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # the listener closed: the test is over
+            while True:
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+        thread.join(10)
+
+
+@pytest.mark.parametrize("signal", ["metrics", "spans"])
+def test_shutdown_ends_when_the_collector_accepts_and_never_answers(signal: str) -> None:
+    from miniagent.observe.otel import otlp_provider
+
+    with _silent_collector() as url:
+        if signal == "metrics":
+            provider = otlp_meter_provider(url, interval=3600, timeout=1.0, shutdown_timeout=0.2)
+            Metrics(model=describe_model(ScriptedModel([])), meter_provider=provider
+                    ).model_call(elapsed=0.1)
+        else:
+            provider = otlp_provider(url, timeout=1.0, shutdown_timeout=0.2)
+            with provider.get_tracer("test").start_as_current_span("step"):
+                pass
+        stopping = threading.Thread(target=provider.shutdown, daemon=True)
+        stopping.start()
+        stopping.join(60)  # bounded by the exporter's timeout (1 s): never 60 s
+        assert not stopping.is_alive()
+
+
+@pytest.mark.parametrize(("interval", "env"), [(None, "0"), (None, "-5"), (0.0, None)])
+def test_an_export_interval_that_is_not_positive_is_a_config_error(
+        interval: float | None, env: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    if env is not None:
+        monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", env)
+    given = "OTEL_METRIC_EXPORT_INTERVAL=" if env is not None else "interval="
+    with pytest.raises(ConfigError, match=f"must be above 0, got {given}"):
+        otlp_meter_provider("http://127.0.0.1:4318", interval=interval)

@@ -1,5 +1,6 @@
 """``first_request`` (what the embedded model warms its prompt cache with) is the request a new
-session's first step really sends: the same renderer, byte for byte, for each protocol."""
+session's first step really sends: the same renderer, byte for byte, for each protocol (react,
+native, hybrid, auto) with tool choice and tool selection, and the same on every call."""
 
 from __future__ import annotations
 
@@ -29,17 +30,23 @@ def weather(city: str) -> str:
     ("react", {}),
     ("react", {"tool_selection": 2, "tool_choice": "required", "worked_example": True}),
     ("native", {"tool_choice": "add"}),
+    ("native", {"tool_selection": 1}),
+    ("hybrid", {}),
+    ("hybrid", {"tool_choice": "required", "tool_selection": 2}),
+    ("auto", {}),
+    ("auto", {"tool_choice": "weather", "temperature": 0.3, "max_tokens": 64}),
 ])
 async def test_the_first_request_is_what_the_first_step_sends(
         tool_mode: str, options: dict[str, object]) -> None:
-    reply = ({"content": "Paris is sunny."} if tool_mode == "native"
-             else "Thought: known\nFinal Answer: sunny")
+    reply = ("Thought: known\nFinal Answer: sunny" if tool_mode == "react"
+             else {"content": "Paris is sunny."})
     model = ScriptedModel([reply], tool_mode=tool_mode)  # type: ignore[arg-type]
     agent = Agent(model=model, tools=[add, weather], instructions="Be brief. 简短回答。",
                   **options)  # type: ignore[arg-type]
     question = "What is the weather in Paris?"
     rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
     expected = first_request(rules, question)
+    assert first_request(rules, question) == expected  # deterministic: no clock, no ids
     await agent.arun(question)
     assert model.requests[0] == expected
     prefix = first_request(rules)  # no question: what a warm-up renders

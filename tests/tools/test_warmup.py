@@ -6,6 +6,7 @@ asserts (a hanging warm-up is cut by a short warm-up timeout, and the report say
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -305,3 +306,155 @@ async def test_the_record_does_not_keep_a_warmed_source_alive() -> None:
     del source
     gc.collect()
     assert gone() is None  # a model's weights, a server's pipes: freed with their owner
+
+
+# -- a warm-up left behind (timeout, cancelled start) runs once, and settles the record ------
+
+async def test_a_sync_warm_up_past_its_timeout_is_waited_for_not_started_again() -> None:
+    release, runs = threading.Event(), []
+
+    def load() -> None:  # a thread cannot be stopped: it runs on past the timeout
+        runs.append("load")
+        release.wait(30)
+
+    shared = Warmup(name="weights", key=load, run=load)
+    try:
+        first = await run_warmups([shared], timeout=0.1)
+        second = await run_warmups([shared], timeout=0.1)  # the first one still runs
+        assert [first.outcomes[0].status, second.outcomes[0].status] == ["timed_out"] * 2
+        assert second.outcomes[0].error == (
+            "waited 0.1 s for the warm-up in flight (warm-up timeout)")
+        assert runs == ["load"]  # one thread at a time per warm-up, never a second load
+    finally:
+        release.set()
+    third = await run_warmups([shared], timeout=None)  # waits for the thread left behind
+    assert (third.outcomes[0].status, runs) == ("already_warm", ["load"])
+
+
+async def test_an_async_warm_up_that_ignores_cancellation_is_left_behind_once() -> None:
+    gate, runs = asyncio.Event(), []
+
+    async def stubborn() -> None:
+        runs.append("open")
+        for _ in range(3):  # swallows the timeout's cancellation, then waits on
+            try:
+                await gate.wait()
+                return
+            except asyncio.CancelledError:
+                continue
+
+    shared = Warmup(name="pool", key=stubborn, run=stubborn)
+    first = await run_warmups([shared], timeout=0.1)
+    second = await run_warmups([shared], timeout=0.1)
+    assert [first.outcomes[0].status, second.outcomes[0].status] == ["timed_out"] * 2
+    assert runs == ["open"]
+    gate.set()
+    third = await run_warmups([shared], timeout=None)
+    assert (third.outcomes[0].status, runs) == ("already_warm", ["open"])
+
+
+async def test_a_cancelled_start_leaves_its_thread_to_settle_the_record() -> None:
+    started, release, runs = threading.Event(), threading.Event(), []
+
+    def load() -> None:
+        runs.append("load")
+        started.set()
+        release.wait(30)
+
+    shared = Warmup(name="index", key=load, run=load)
+    start = asyncio.ensure_future(run_warmups([shared], timeout=None))
+    try:
+        await asyncio.to_thread(started.wait, 30)
+        start.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await start
+        again = await run_warmups([shared], timeout=0.1)  # the thread still loads
+        assert (again.outcomes[0].status, runs) == ("timed_out", ["load"])
+    finally:
+        release.set()
+    last = await run_warmups([shared], timeout=None)
+    assert (last.outcomes[0].status, runs) == ("already_warm", ["load"])
+
+
+# -- what is the same thing to warm: bound methods, wrapped sources ------------------------
+
+async def test_a_bound_method_given_to_two_tools_warms_once() -> None:
+    index = Index()  # index.load is a new bound method object at each access
+
+    @tool(warmup=index.load)
+    def search(query: str) -> str:
+        """Search the index."""
+        return index.search(query)
+
+    @tool(warmup=index.load)
+    def count(query: str) -> int:
+        """Count the hits."""
+        return len(query)
+
+    report = await Agent(model=model(), tools=[search, count]).start()
+    assert [o.status for o in report.outcomes] == ["warmed", "already_warm"]
+    assert index.loads == 1
+
+
+async def test_a_source_and_its_wrapper_are_one_thing_to_warm_and_to_close() -> None:
+    source = CountingSource()
+    bare = Agent(model=model(), tools=[source])
+    wrapped = Agent(model=model(), tools=[Prefixed(Filtered(source, deny=["x"]), "p")])
+    await bare.start()
+    report = await wrapped.start()
+    assert (source.warmups, report.outcomes[0].status) == (1, "already_warm")
+    await bare.aclose()  # the source's connection is gone for the wrapped agent too
+    again = await wrapped.start()
+    assert (source.warmups, again.outcomes[0].status) == (2, "warmed")
+    await wrapped.aclose()
+    assert (await bare.start()).outcomes[0].status == "warmed"
+
+
+async def test_what_a_sync_warm_up_returns_after_its_start_gave_up_is_dropped() -> None:
+    started, release, closed = threading.Event(), threading.Event(), threading.Event()
+
+    class Opening:
+        """What a sync wrapper returns for its caller to await; its close() is seen."""
+
+        def __await__(self) -> Any:
+            yield from asyncio.sleep(0).__await__()
+
+        def close(self) -> None:
+            closed.set()
+
+    def open_later() -> Opening:
+        started.set()
+        release.wait(30)
+        return Opening()
+
+    shared = Warmup(name="pool", key=open_later, run=open_later)
+    start = asyncio.ensure_future(run_warmups([shared], timeout=None))
+    await asyncio.to_thread(started.wait, 30)
+    start.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await start
+    release.set()  # it returns its awaitable now: nobody is left to await it
+    assert await asyncio.to_thread(closed.wait, 30)  # dropped, and the record settled
+    again = await run_warmups([shared], timeout=None)  # not waiting forever for it
+    assert again.outcomes[0].status == "warmed"
+
+
+def test_an_async_warm_up_abandoned_with_its_event_loop_is_run_again_in_the_next() -> None:
+    from miniagent.sync import run_coroutine
+
+    runs: list[str] = []
+
+    async def stubborn() -> None:
+        runs.append("open")
+        if len(runs) > 1:  # the second time, it opens at once
+            return
+        for _ in range(3):  # swallows the cancellations of its start and of the loop's end
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(3600)
+
+    shared = Warmup(name="pool", key=stubborn, run=stubborn)
+    first = run_coroutine(run_warmups([shared], timeout=0.1))  # left behind, then abandoned
+    assert first.outcomes[0].status == "timed_out"
+    # its loop is closed: nothing will ever settle it, so the next loop runs it again
+    again = asyncio.run(run_warmups([shared], timeout=5.0))
+    assert [again.outcomes[0].status, len(runs)] == ["warmed", 2]

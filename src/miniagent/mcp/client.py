@@ -188,12 +188,29 @@ class MCPServer:
         """Start (or reach) the server and list its tools now, so that the first call pays no
         connection (``Agent.start()`` calls it; see :mod:`miniagent.tools.warmup`).
 
+        A stdio server whose process has ended since the last warm-up is started again.
+
         Raises:
             ToolError: the server cannot be started or reached in ``connect_timeout``.
             ToolDefinitionError: its listing fails.
         """
+        connection = self._connection
+        if connection is not None and connection.exited:  # it died since: start it again
+            await self._drop(connection.client)
         await self._client_or_error()
         await self.list_tools()
+
+    def is_warm(self) -> bool:
+        """Whether :meth:`warmup` would find nothing to do: connected on the running event
+        loop to a server still running (as far as its output tells), its tools listed. The
+        warm-up record asks, so a server that died since is started again at the next start."""
+        connection = self._connection
+        try:
+            loop = _running_loop()
+        except RuntimeError:  # no event loop runs here: no connection can serve it
+            return False
+        return (connection is not None and connection.alive and not connection.exited
+                and connection.loop is loop and self._tools is not None and not self._stale)
 
     async def aclose(self) -> None:
         """Stop the server (or leave it); the next use starts it again."""

@@ -56,6 +56,12 @@ class Connection:
     def alive(self) -> bool:
         return self._task is not None and not self._task.done() and not self._stop.is_set()
 
+    @property
+    def exited(self) -> bool:
+        """Whether a stdio server's process has ended (its stderr closed), though the session
+        may not have noticed yet; False for a server reached over HTTP (nothing tells)."""
+        return self._stderr is not None and self._stderr.ended
+
     async def open(self) -> Any:
         """Start the server (or reach it) and shake hands, within ``connect_timeout``.
 

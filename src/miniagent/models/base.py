@@ -8,7 +8,8 @@ its :class:`Capabilities`, not by the model.
 
 A model may also have an ``async warmup(request)`` method (the embedded model has one): what
 :meth:`Agent.start <miniagent.agent.Agent.start>` calls with the first request of a run, or a
-worker with ``None``, to pay a load or a prompt evaluation before the first step.
+worker with ``None``, to pay a load or a prompt evaluation before the first step; and an
+``is_warm()`` saying whether it still is (False after the embedded model's ``unload()``).
 """
 
 from __future__ import annotations

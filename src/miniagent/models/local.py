@@ -214,6 +214,11 @@ class LocalModel:
         """Whether the weights are in memory (the next generate starts at once)."""
         return self._server is not None
 
+    def is_warm(self) -> bool:
+        """Whether a start would find it loaded (:meth:`unload` makes it cold: the next
+        :meth:`~miniagent.agent.Agent.start` warms it again)."""
+        return self.loaded
+
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Run one chat completion in a worker thread.
 

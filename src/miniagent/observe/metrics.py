@@ -77,6 +77,7 @@ over 5% of model calls failing with 429 or a 5xx.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -92,6 +93,8 @@ from miniagent.types import Observation, TokenUsage
 
 __all__ = ["ALERT_RULES", "MAX_TOOLS", "UNKNOWN_TOOL", "Metrics", "MetricsServer",
            "otlp_meter_provider", "parse_address", "serve_metrics", "tool_outcome"]
+
+log = logging.getLogger("miniagent")
 
 ALERT_RULES = Path(__file__).with_name("alerts.yml")
 """Prometheus alert rules over these metrics (for ``rule_files`` in ``prometheus.yml``)."""
@@ -189,6 +192,7 @@ class Metrics:
         self._tools: set[str] = set()
         self._models: set[str] = set()
         self._failures: dict[str, int] = {}  # by tool label: at most MAX_TOOLS + 2
+        self._failed_sinks: list[Any] = []
         self._lock = threading.Lock()
         self._handlers = {name.removeprefix("_on_"): getattr(self, name) for name in dir(self)
                           if name.startswith("_on_")}
@@ -234,7 +238,17 @@ class Metrics:
     def _put(self, key: str, value: float, attributes: dict[str, Any] = _NO_ATTRIBUTES
              ) -> None:
         for sink in self.sinks:
-            sink.put(key, value, attributes)
+            try:
+                sink.put(key, value, attributes)
+            except Exception as exc:  # a broken meter never fails a run or an activity
+                self._sink_failed(sink, exc)
+
+    def _sink_failed(self, sink: Any, error: Exception) -> None:
+        """Say a backend's first failure (one line per backend); its figures are lost."""
+        if sink not in self._failed_sinks:
+            self._failed_sinks.append(sink)
+            log.warning("metrics: %s failed (%s: %s); its later failures are not reported",
+                        type(sink).__name__, type(error).__name__, error)
 
     def _count_call(self, tool: str, outcome: str, count: int = 1) -> None:
         self._put("tool_calls", count, {"gen_ai.tool.name": tool,
@@ -379,11 +393,13 @@ def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: f
     URL (``/v1/metrics`` is added), or its traces endpoint (``.../v1/traces`` becomes
     ``.../v1/metrics``), so the URL given for spans serves. Sending never affects a run: the
     first failure of the process is one line on the ``miniagent`` logger, and ``shutdown()``
-    waits at most ``shutdown_timeout`` seconds for a collector that does not answer
-    (:mod:`miniagent.observe.otlp_metrics`).
+    waits at most ``shutdown_timeout`` seconds for a collector that is down, ``timeout`` for one
+    that accepted the last request and does not answer (:mod:`miniagent.observe.otlp_metrics`).
 
     Raises:
-        ConfigError: ``url`` is not an http(s) URL, or the OTLP exporter is not installed.
+        ConfigError: ``url`` is not an http(s) URL, the export interval (``interval`` or
+            ``OTEL_METRIC_EXPORT_INTERVAL``) is not above 0, or the OTLP exporter is not
+            installed.
     """
     try:
         from miniagent.observe import otlp_metrics

@@ -425,7 +425,8 @@ def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float =
     at most ``max_request_bytes`` (:data:`~miniagent.observe.otlp.MAX_REQUEST_BYTES`), each
     retried for up to ``timeout`` seconds; the first failure of the process is logged as one
     line, and ``shutdown()`` waits at most ``shutdown_timeout`` seconds
-    (:data:`~miniagent.observe.otlp.SHUTDOWN_TIMEOUT`) for a collector that does not answer.
+    (:data:`~miniagent.observe.otlp.SHUTDOWN_TIMEOUT`) for a collector that is down, and at
+    most ``timeout`` for one that accepted the last request and does not answer.
 
     Raises:
         ConfigError: ``url`` is not an http(s) URL, an OpenTelemetry limit in the environment

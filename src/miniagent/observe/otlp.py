@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -182,15 +182,23 @@ class _Provider(TracerProvider):
         self._exporter, self._shutdown_timeout = exporter, shutdown_timeout
 
     def shutdown(self) -> None:
-        # The batch processor waits up to 30 s for its last export, which the exporter retries
-        # for up to its timeout; past the shutdown timeout the exporter is shut down instead.
-        stop = threading.Timer(self._shutdown_timeout, self._exporter.shutdown)
-        stop.daemon = True
-        stop.start()
-        try:
-            super().shutdown()
-        finally:
-            stop.cancel()
+        # The batch processor waits up to 30 s for its last export
+        shut_down_within(super().shutdown, self._exporter.shutdown, self._shutdown_timeout)
+
+
+def shut_down_within(shutdown: Callable[[], object], stop_exporter: Callable[[], object],
+                     timeout: float) -> None:
+    """Run a provider's ``shutdown`` (its last export, which the exporter retries for up to its
+    own timeout); past ``timeout`` seconds, stop the exporter instead, which ends its retries.
+    A request already on the wire (a collector that accepted it and does not answer) still ends
+    within the exporter's ``timeout``: nothing can cut a blocking HTTP request short."""
+    stop = threading.Timer(timeout, stop_exporter)
+    stop.daemon = True
+    stop.start()
+    try:
+        shutdown()
+    finally:
+        stop.cancel()
 
 
 def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float = 5.0,

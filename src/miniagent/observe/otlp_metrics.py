@@ -5,11 +5,13 @@ OTLP/HTTP (protobuf) metric exporter, with the span exporter's two changes: the 
 log records are held back and the first failure of the process (spans or metrics) is one line
 on the ``miniagent`` logger; and at shutdown the last export waits at most
 ``shutdown_timeout`` seconds before the exporter is shut down, ending its retries against a
-collector that is down.
+collector that is down; a request already on the wire (a collector that accepted it and does
+not answer) still ends within the exporter's ``timeout``.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +32,7 @@ from miniagent.observe.otlp import (
     SHUTDOWN_TIMEOUT,
     _hold_back_exporter_logs,
     _report_once,
+    shut_down_within,
 )
 
 __all__ = ["metrics_endpoint", "otlp_meter_provider"]
@@ -104,15 +107,9 @@ class _Provider(MeterProvider):
         self._exporter, self._shutdown_timeout = exporter, shutdown_timeout
 
     def shutdown(self, timeout_millis: float = 30_000) -> None:
-        # The reader's last collection exports once more, which the exporter retries for up
-        # to its timeout; past the shutdown timeout the exporter is shut down instead.
-        stop = threading.Timer(self._shutdown_timeout, self._exporter.shutdown)
-        stop.daemon = True
-        stop.start()
-        try:
-            super().shutdown(timeout_millis)
-        finally:
-            stop.cancel()
+        # the reader's last collection exports once more
+        shut_down_within(lambda: super(_Provider, self).shutdown(timeout_millis),
+                         self._exporter.shutdown, self._shutdown_timeout)
 
 
 def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: float = 5.0,
@@ -122,14 +119,20 @@ def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: f
     seconds and at shutdown (see :func:`miniagent.observe.metrics.otlp_meter_provider`).
 
     Raises:
-        ConfigError: ``url`` is not an http(s) URL.
+        ConfigError: ``url`` is not an http(s) URL, or the export interval is not above 0.
     """
     endpoint = metrics_endpoint(url)
     _hold_back_exporter_logs()
     exporter = _Exporter(OTLPMetricExporter(endpoint=endpoint, timeout=timeout),
                          endpoint=endpoint)
-    reader = PeriodicExportingMetricReader(
-        exporter, export_interval_millis=None if interval is None else interval * 1000)
+    try:
+        reader = PeriodicExportingMetricReader(
+            exporter, export_interval_millis=None if interval is None else interval * 1000)
+    except ValueError:  # the SDK refuses an interval that is not above 0
+        given = (f"OTEL_METRIC_EXPORT_INTERVAL={os.environ.get('OTEL_METRIC_EXPORT_INTERVAL')!r}"
+                 if interval is None else f"interval={interval!r}")
+        raise ConfigError(f"the metrics' export interval must be above 0, got {given}"
+                          ) from None
     return _Provider(exporter, SHUTDOWN_TIMEOUT if shutdown_timeout is None
                      else shutdown_timeout, metric_readers=[reader],
                      resource=Resource.create({"service.name": service_name}))

@@ -14,8 +14,9 @@ validates every call the same way and hands it to the source that listed the too
 A source may also have an ``async warmup()`` method (not part of the protocol, which it does
 not need): what makes its first call fast, run once per process by :meth:`Agent.start
 <miniagent.agent.Agent.start>` (an MCP server connects and lists its tools; a registry runs its
-tools' warm-ups). It raises when warming fails; the source must stay usable then. See
-:mod:`miniagent.tools.warmup`.
+tools' warm-ups). It raises when warming fails; the source must stay usable then. A source
+with a connection may add ``is_warm()`` (False once it is lost: the next start warms it again).
+See :mod:`miniagent.tools.warmup`.
 """
 
 from __future__ import annotations

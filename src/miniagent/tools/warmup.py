@@ -20,7 +20,19 @@ not warm it again, and a start that meets a warm-up in flight (another agent's, 
 waits for that one. A warm-up that failed or timed out is not recorded: it is reported, the
 tool stays usable (its first call pays the cold start, as without warm-up), and the next start
 tries again. Closing an agent (:meth:`Agent.aclose <miniagent.agent.Agent.aclose>`) makes its
-sources cold again (:func:`forget`): a closed MCP server's connection is gone.
+sources cold again (:func:`forget`): a closed MCP server's connection is gone. A source may
+also say it went cold (``is_warm()``: an MCP server whose process has ended since), and so may
+a model (the embedded model after ``unload()``): its next start warms it again.
+
+A warm-up cut at its timeout, or whose start was cancelled, may go on: a sync one cannot be
+stopped (its thread runs until the function returns), an async one may ignore its cancellation.
+It is left behind, at most one per warm-up: until it ends, later starts wait for it (within
+their own timeout) instead of running it a second time, and if it then succeeds the thing is
+warm. A thread settles the record whenever it ends; an async warm-up still running when its
+event loop is closed (it ignored that cancellation too) never will, so a start in another loop
+runs it anew.
+
+The record itself (keys, waiting, what is left behind) is :mod:`miniagent.tools.warmup_record`.
 
 Nothing here raises on a warm-up's failure: the :class:`WarmupReport` says what warmed, how long
 it took, and what failed and why; each failure is also logged as a warning (logger
@@ -30,32 +42,23 @@ it took, and what failed and why; each failure is also logged as a warning (logg
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
 import logging
-import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from miniagent.errors import ToolError
-from miniagent.tools.runner import Failure, describe, is_async_callable, run_with_timeout
+from miniagent.tools.warmup_record import WarmupStatus, forget, once
 
 if TYPE_CHECKING:
     from miniagent.tools.registry import Tool
     from miniagent.tools.source import ToolSource
 
-__all__ = ["Warmup", "WarmupOutcome", "WarmupReport", "forget", "model_warmups", "run_warmups",
-           "source_warmups", "tool_warmups", "warm_all"]
+__all__ = ["Warmup", "WarmupOutcome", "WarmupReport", "WarmupStatus", "forget", "model_warmups",
+           "run_warmups", "source_warmups", "tool_warmups", "warm_all"]
 
 log = logging.getLogger("miniagent")
-
-WarmupStatus = Literal["warmed", "already_warm", "failed", "timed_out"]
-"""``warmed``: this start ran it; ``already_warm``: an earlier or concurrent start did (this
-one waited for it if it was in flight); ``failed``: it raised; ``timed_out``: cut at the
-timeout."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,13 +67,18 @@ class Warmup:
 
     Attributes:
         name: what the report calls it (``tool search``, ``MCPServer('time')``, ...).
-        key: the object whose warm-up this is: it is warmed once per process.
+        key: the object whose warm-up this is: it is warmed once per process (a bound method
+            is its function on its object; a wrapped source is the source it wraps).
         run: the warm-up, called with no arguments; sync (run on a worker thread) or async.
+        still_warm: asked before a start counts it as warm already: False makes it run again
+            (an MCP server whose process died since, an unloaded model: their ``is_warm``);
+            None: once warm, warm for the process.
     """
 
     name: str
     key: object
     run: Callable[[], Any]
+    still_warm: Callable[[], bool] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +147,8 @@ class WarmupReport:
 
 def tool_warmups(tools: Iterable[Tool]) -> list[Warmup]:
     """The warm-ups of ``tools`` that declare one, keyed by the warm-up function (so copies of
-    a tool, made by a wrapper's options, share it)."""
+    a tool, made by a wrapper's options, share it, and so do tools given the same method of
+    one object)."""
     return [Warmup(name=f"tool {tool.name}", key=tool.warmup, run=tool.warmup)
             for tool in tools if tool.warmup is not None]
 
@@ -148,27 +157,32 @@ def source_warmups(sources: Iterable[ToolSource]) -> list[Warmup]:
     """What ``sources`` declare: each tool's warm-up for a registry of functions, the source's
     own ``warmup()`` for any other source that has one."""
     from miniagent.tools.registry import ToolRegistry
+    from miniagent.tools.wrappers import innermost
 
     found: list[Warmup] = []
     for source in sources:
-        if isinstance(source, ToolRegistry):
-            found += tool_warmups(source.listed())
+        if isinstance(innermost(source), ToolRegistry):
+            found += tool_warmups(innermost(source).listed())  # type: ignore[attr-defined]
             continue
-        warmup = getattr(source, "warmup", None)
+        warmup, still_warm = getattr(source, "warmup", None), getattr(
+            innermost(source), "is_warm", None)
         if callable(warmup):
-            found.append(Warmup(name=_label(source), key=source, run=warmup))
+            found.append(Warmup(name=_label(source), key=source, run=warmup,
+                                still_warm=still_warm if callable(still_warm) else None))
     return found
 
 
 def model_warmups(model: object, run: Callable[[], Any] | None = None) -> list[Warmup]:
     """The warm-up of ``model`` if it has one (a ``warmup`` method): ``run``, or its own
-    ``warmup()`` called without a request (the embedded model then only loads)."""
-    warmup = getattr(model, "warmup", None)
+    ``warmup()`` called without a request (the embedded model then only loads); its
+    ``is_warm()``, if it has one, says when it went cold (an unloaded model)."""
+    warmup, still_warm = getattr(model, "warmup", None), getattr(model, "is_warm", None)
     if model is None or not callable(warmup):
         return []
     from miniagent.observe.describe import describe_model
 
-    return [Warmup(name=f"model {describe_model(model).name}", key=model, run=run or warmup)]
+    return [Warmup(name=f"model {describe_model(model).name}", key=model, run=run or warmup,
+                   still_warm=still_warm if callable(still_warm) else None)]
 
 
 def _label(source: object) -> str:
@@ -215,113 +229,8 @@ async def _report(warmups: Sequence[Warmup], timeout: float | None) -> WarmupRep
     return WarmupReport(outcomes=tuple(outcomes), seconds=time.perf_counter() - started)
 
 
-class _Cut(Exception):
-    """What the waiters of a warm-up see when its owner cut it at the timeout."""
-
-
-class _Failed(Exception):
-    """What the waiters of a warm-up see when it raised (its description)."""
-
-
-_lock = threading.RLock()  # reentrant: a key collected while it is held drops its entry
-_record: dict[int, tuple[Callable[[], object], concurrent.futures.Future[None]]] = {}
-"""id(key) -> (a reference to the key, the warm-up's outcome). The reference is weak where
-the key allows it: a model or a source nobody else holds is freed, and its entry with it."""
-
-_warming: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
-    "miniagent_warming", default=frozenset())
-"""The keys whose warm-up the current task runs inside: an agent among its own tools does not
-wait for itself."""
-
-
-def forget(*keys: object) -> None:
-    """Make ``keys`` cold again: their next start warms them anew (a closed source)."""
-    with _lock:
-        for key in keys:
-            held = _record.get(id(key))
-            if held is not None and held[0]() is key and held[1].done():
-                del _record[id(key)]
-
-
-def _claim(key: object) -> tuple[concurrent.futures.Future[None], bool]:
-    """The record of ``key``'s warm-up, and whether this caller must run it (it never ran,
-    or it failed last time)."""
-    with _lock:
-        held = _record.get(id(key))
-        if held is not None and held[0]() is key and not _failed(held[1]):
-            return held[1], False
-        outcome: concurrent.futures.Future[None] = concurrent.futures.Future()
-        _record[id(key)] = (_reference(key), outcome)
-        return outcome, True
-
-
-def _reference(key: object) -> Callable[[], object]:
-    """A weak reference to ``key`` that drops its entry when the key is freed; the key itself
-    (held: its id stays its own) when it cannot be referenced weakly."""
-    number = id(key)
-
-    def dropped(ref: object) -> None:
-        with _lock:
-            if _record.get(number, (None,))[0] is ref:
-                del _record[number]
-
-    try:
-        return weakref.ref(key, dropped)
-    except TypeError:
-        return lambda: key
-
-
-def _failed(outcome: concurrent.futures.Future[None]) -> bool:
-    return outcome.done() and outcome.exception() is not None
-
-
 async def _once(warmup: Warmup, timeout: float | None) -> WarmupOutcome:
     started = time.perf_counter()
-    if id(warmup.key) in _warming.get():  # inside its own warm-up: nothing to wait for
-        return WarmupOutcome(name=warmup.name, status="already_warm", seconds=0.0)
-    outcome, mine = _claim(warmup.key)
-    if mine:
-        status, error = await _run(warmup, outcome, timeout)
-    else:
-        status, error = await _wait(outcome, timeout)
+    status, error = await once(warmup, timeout)
     return WarmupOutcome(name=warmup.name, status=status, error=error,
                          seconds=time.perf_counter() - started)
-
-
-async def _run(warmup: Warmup, outcome: concurrent.futures.Future[None],
-               timeout: float | None) -> tuple[WarmupStatus, str | None]:
-    token = _warming.set(_warming.get() | {id(warmup.key)})
-    try:
-        result = await run_with_timeout(warmup.run, is_async_callable(warmup.run), [], {},
-                                        timeout)
-    except asyncio.TimeoutError:
-        error = f"did not finish within {timeout:g} s (warm-up timeout)"
-        outcome.set_exception(_Cut(error))
-        return "timed_out", error
-    except BaseException:  # cancelled: whoever waits for it must not wait forever
-        outcome.set_exception(_Cut("the warm-up was cancelled"))
-        raise
-    finally:
-        _warming.reset(token)
-    if isinstance(result, Failure):  # anything it raised, SystemExit too, is its failure
-        error = describe(result.error)
-        outcome.set_exception(_Failed(error))
-        return "failed", error
-    outcome.set_result(None)
-    return "warmed", None
-
-
-async def _wait(outcome: concurrent.futures.Future[None], timeout: float | None
-                ) -> tuple[WarmupStatus, str | None]:
-    """Wait for a warm-up that another start runs (or ran); shielded, so that giving up here
-    leaves it running for its owner."""
-    try:
-        await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(outcome)), timeout)
-    except asyncio.TimeoutError:
-        return "timed_out", f"waited {timeout:g} s for the warm-up in flight (warm-up timeout)"
-    except _Cut as exc:
-        return "timed_out", str(exc)
-    except _Failed as exc:
-        return "failed", str(exc)
-    return "already_warm", None
-

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from miniagent.tool_context import ToolContext
 
 __all__ = ["Filtered", "Prefixed", "ToolRule", "WithRules", "apply_rule", "exposed_name",
-           "first_rule", "is_offered"]
+           "first_rule", "innermost", "is_offered"]
 
 _VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -116,6 +116,13 @@ def check_prefix(prefix: str) -> str:
     if not _VALID_NAME.match(prefix):
         raise ConfigError(f"tool prefix {prefix!r} may only hold letters, digits, '_' and '-'")
     return prefix
+
+
+def innermost(source: object) -> object:
+    """What ``source`` wraps, through any number of wrappers (``source`` itself if none)."""
+    while isinstance(source, _Wrapper):
+        source = source.source
+    return source
 
 
 class _Wrapper:
