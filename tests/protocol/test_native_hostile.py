@@ -193,11 +193,17 @@ def test_hostile_bodies_from_the_wire(value: Any, slot: str) -> None:
         return  # no JSON form (an integer past the digit limit, too deep to encode here)
     try:
         body = loads_limited(text, max_depth=MAX_BODY_DEPTH)
-        response = normalize_completion(body)
-    except ModelResponseError:
-        return
     except ValueError:  # refused at decoding: OpenAICompatibleModel turns it into the same
         return
+    try:
+        response = normalize_completion(body)
+    except ModelResponseError as exc:
+        # the client skips the second depth walk (loads_limited bounded the body): same error
+        with pytest.raises(ModelResponseError) as skipped:
+            normalize_completion(body, depth_checked=True)
+        assert str(skipped.value) == str(exc)
+        return
+    assert repr(normalize_completion(body, depth_checked=True)) == repr(response)
     check(response)
     for parsed in response.tool_calls:
         assert not deeper_than(parsed.arguments, MAX_DEPTH)

@@ -348,7 +348,7 @@ class OpenAICompatibleModel:
             raise ModelResponseError(
                 f"POST {self.url} answered {response.status} with an error: {_error_text(body)}"
             )
-        return normalize_completion(body)
+        return normalize_completion(body, depth_checked=True)  # loads_limited bounded it
 
     async def aclose(self) -> None:
         """Close the HTTP connections (only those of the model's own client)."""

@@ -167,16 +167,22 @@ def strip_think(text: str) -> str:
     return text
 
 
-def normalize_completion(body: dict[str, Any]) -> ModelResponse:
+def normalize_completion(body: dict[str, Any], *, depth_checked: bool = False) -> ModelResponse:
     """Turn a ``/v1/chat/completions`` response body into a :class:`ModelResponse`.
 
     Odd shapes are tolerated (see the module docstring); only a body without
     ``choices[0]``, or one nested deeper than :data:`MAX_BODY_DEPTH`, is an error.
 
+    Args:
+        body: The decoded response body.
+        depth_checked: ``body`` was decoded by
+            :func:`~miniagent.protocol.jsonscan.loads_limited` with ``max_depth`` at most
+            :data:`MAX_BODY_DEPTH`, so it cannot nest too deeply and is not walked again.
+
     Raises:
         ModelResponseError: There is no ``choices[0]``, or the body nests too deeply.
     """
-    if deeper_than(body, MAX_BODY_DEPTH):
+    if not depth_checked and deeper_than(body, MAX_BODY_DEPTH):
         raise ModelResponseError(
             f"the response body nests deeper than {MAX_BODY_DEPTH} levels: {excerpt(body)}")
     choices = body.get("choices") if isinstance(body, dict) else None

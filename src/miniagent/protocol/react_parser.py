@@ -84,6 +84,17 @@ _FINAL_IN_NAME = re.compile(r"\bfinal[ \t-]*answer\b", re.IGNORECASE)
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
+# The plain shapes most replies take, read without the label search (see :func:`_fast`). A
+# tool name starting with a letter cannot open a blob, a bold marker or a wrapper; a label
+# followed by ``*`` or ``_`` may close bold (``Thought:** x``), so it takes the full path.
+_FAST_THOUGHT = r"[ \t\n]*(?:Thought:(?![*_])[ \t]*(?P<thought>[^\n]*)\n)?"
+_FAST_ACTION = re.compile(
+    _FAST_THOUGHT + r"Action:[ \t]*(?P<name>[A-Za-z][A-Za-z0-9_-]*)[ \t\r]*\n"
+    r"Action Input:[ \t]*(?=\{)"
+)
+_FAST_FINAL = re.compile(_FAST_THOUGHT + r"Final Answer:(?![*_])[ \t]*")
+_JSON_SPACE = " \t\r\n"
+
 
 class _Label(NamedTuple):
     """One label found in the text: its kind, where it starts and where its value starts."""
@@ -122,6 +133,68 @@ def parse_react(text: str) -> ParsedOutput:
 
 
 def _parse(raw: str) -> ParsedOutput:
+    fast = _fast(raw)
+    return fast if fast is not None else _parse_full(raw)
+
+
+def _fast(text: str) -> ParsedOutput | None:
+    """The plain shapes, ``Thought: ...`` (optional, one line) then ``Action: name`` and
+    ``Action Input: {json}`` with nothing after the object, or ``Final Answer: ...`` with no
+    ``Action`` line after it; ``None`` for anything else, which :func:`_parse_full` reads.
+
+    What it returns is exactly what :func:`_parse_full` returns for the same text (a property
+    test compares them): it only skips the label search, the bracket scan and the checks that
+    cannot apply to these shapes.
+    """
+    if _THINK_CLOSE in text:
+        return None
+    m = _FAST_ACTION.match(text)
+    if m is not None:
+        return _fast_action(text, m)
+    m = _FAST_FINAL.match(text)
+    return _fast_final(text, m) if m is not None else None
+
+
+def _fast_action(text: str, m: re.Match[str]) -> ParsedOutput | None:
+    name = m.group("name")
+    if is_final_name(name) or name.lower() in NO_ACTION_NAMES:
+        return None
+    # One JSON object and JSON whitespace to the end: the bracket scan would end it exactly
+    # where the decoder does, and no label or ``Observation`` can follow it.
+    raw = text[m.end() :].rstrip(_JSON_SPACE)
+    try:
+        arguments = loads_limited(raw, max_depth=MAX_DEPTH)
+    except ValueError:
+        return None
+    if not isinstance(arguments, dict):
+        return None
+    call = ToolCall(id="", name=name, arguments=arguments, raw_arguments=raw)
+    return ParsedOutput(kind="action", thought=_fast_thought(m), tool_calls=[call],
+                        text=text.strip())
+
+
+def _fast_final(text: str, m: re.Match[str]) -> ParsedOutput | None:
+    start = m.end()
+    if "\n" in text[start:] and any(
+        lb.kind in ("action", "input")
+        for lb in map(_to_label, _LINE_LABEL.finditer(text, start))
+    ):
+        return None  # the answer stops before a line-start Action
+    answer = text[start:].strip()
+    if answer.endswith("**") and answer.count("**") == 1:
+        answer = answer[:-2].rstrip()
+    if not answer:
+        return None
+    return ParsedOutput(kind="final", thought=_fast_thought(m), final_answer=answer,
+                        text=text.strip())
+
+
+def _fast_thought(m: re.Match[str]) -> str | None:
+    thought = m.group("thought")
+    return (thought.strip() or None) if thought is not None else None
+
+
+def _parse_full(raw: str) -> ParsedOutput:
     body, think = _strip_think(raw)
     if not body.strip():
         return ParsedOutput(

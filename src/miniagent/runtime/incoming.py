@@ -76,16 +76,24 @@ def _storable_copy(value: Any) -> Any:
 
 
 def _storable_value(value: Any) -> bool:
-    """Whether every string (keys too) in a JSON-like value encodes as UTF-8."""
+    """Whether every string (keys too) in a JSON-like value encodes as UTF-8.
+
+    The strings are gathered and encoded as one: UTF-8 refuses any surrogate, paired or
+    lone, so the joined text encodes exactly when each string does (one encoder call instead
+    of one per string)."""
+    strings: list[str] = []
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if storable(item) is not item:
-                return False
+            strings.append(item)
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
+    try:
+        "".join(strings).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True
