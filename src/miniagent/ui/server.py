@@ -23,6 +23,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from miniagent.errors import MiniAgentError, SessionNotFound
 from miniagent.session import FINAL, AgentSession
@@ -299,20 +300,7 @@ class Inbox:
 
     def _streamed(self, events: AsyncIterator[str]) -> Response:
         """An event stream, counted against ``MAX_STREAMS`` while it is open."""
-        if self.streams >= MAX_STREAMS:
-            return Response("too many pages follow sessions; reload by hand", 503,
-                            media_type="text/plain")
-        self.streams += 1
-
-        async def counted() -> AsyncIterator[str]:
-            try:
-                async for event in events:
-                    yield event
-            finally:
-                self.streams -= 1
-
-        return StreamingResponse(counted(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})
+        return _CountedStream(self, events)
 
     async def report(self, request: Request) -> Response:
         from miniagent.report.html import csp
@@ -441,6 +429,33 @@ class Inbox:
         from miniagent.ui.reports import has_runs
 
         return has_runs(self.trace, session_id)
+
+
+class _CountedStream(StreamingResponse):
+    """An event stream counted in ``inbox.streams`` from its start until it ends, however it
+    ends: a client gone before the first byte, a broken connection, the server stopping.
+    (Counting in the stream's generator would miss a generator never started.)"""
+
+    def __init__(self, inbox: Inbox, events: AsyncIterator[str]) -> None:
+        super().__init__(events, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-store"})
+        self.inbox = inbox
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.inbox.streams >= MAX_STREAMS:
+            with contextlib.suppress(Exception):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+            refused = Response("too many pages follow sessions; reload by hand", 503,
+                               media_type="text/plain")
+            await refused(scope, receive, send)
+            return
+        self.inbox.streams += 1
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.inbox.streams -= 1
+            with contextlib.suppress(Exception):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
 
 
 def _after(text: str | None) -> tuple[float, str] | None:
