@@ -64,7 +64,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         agent_for: Callable[[AgentSession], Agent] | None = None,
         temporal: str | TemporalSessions | None = None, task_queue: str = "miniagent",
         token: str | None = None, allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
-        trace: str | os.PathLike[str] | None = None, where: str | None = None) -> Starlette:
+        trace: str | os.PathLike[str] | None = None, where: str | None = None,
+        evals: str | os.PathLike[str] | None = None) -> Starlette:
     """The browser inbox as an ASGI application.
 
     Args:
@@ -84,6 +85,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
             page links to its trace report when the file holds runs of that session
             (default: the ``agent``'s own trace file, if it has one).
         where: Where the sessions are, for the pages' header.
+        evals: A folder holding eval output folders (``miniagent eval --out``): their reports
+            and traces are shown at ``/evals`` (see :mod:`miniagent.ui.evals`).
 
     Example:
         >>> from miniagent import Agent, ScriptedModel
@@ -113,7 +116,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
                                  shared_agent=agent is not None, trace=tracer)
         where = where or _describe(store)
     inbox = Inbox(sessions, Gate(token=token, allowed_hosts=allowed_hosts),
-                  trace=Path(trace) if trace is not None else None, where=where)
+                  trace=Path(trace) if trace is not None else None, where=where,
+                  evals=Path(evals) if evals is not None else None)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -137,6 +141,9 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         Route("/sessions/{sid}/resume", inbox.resume, methods=["POST"]),
         Route("/sessions/{sid}/cancel", inbox.cancel, methods=["POST"]),
         Route("/sessions/{sid}/ask", inbox.ask, methods=["POST"]),
+        Route("/evals", inbox.evals_page),
+        Route("/evals/report", inbox.eval_report),
+        Route("/evals/trace", inbox.eval_trace),
         Route("/login", inbox.login, methods=["GET", "POST"]),
         Route("/static/ui.css", _static(STYLESHEET, "text/css")),
         Route("/static/ui.js", _static(SCRIPT, "text/javascript")),
@@ -179,8 +186,9 @@ class Inbox:
     """The routes' handlers, over one driver's sessions (:class:`Sessions`)."""
 
     def __init__(self, sessions: Sessions, gate: Gate, *, trace: Path | None,
-                 where: str) -> None:
+                 where: str, evals: Path | None = None) -> None:
         self.sessions, self.gate, self.trace, self.where = sessions, gate, trace, where
+        self.evals = evals
         self.throttle = LoginThrottle()
         self.notes: OrderedDict[str, str] = OrderedDict()  # what a request did, shown once
         self.streams = 0  # event streams open
@@ -189,7 +197,8 @@ class Inbox:
         cookie = request.state.cookie
         return views.Ctx(base=request.scope.get("root_path", ""),
                          csrf=self.gate.csrf(cookie) if cookie else "", now=time.time(),
-                         where=self.where, runs_here=self.sessions.runs_here)
+                         where=self.where, runs_here=self.sessions.runs_here,
+                         evals=self.evals is not None)
 
     # -- pages ----------------------------------------------------------------------------
 
@@ -313,9 +322,59 @@ class Inbox:
             return HTMLResponse(views.message_page(
                 self.ctx(request), "No trace report",
                 f"The trace file holds no run of session {sid}."), status_code=404)
-        # the report's own policy (its script by hash), never framed
-        policy = csp(REPORT_SCRIPT) + "; frame-ancestors 'none'"
-        return HTMLResponse(html, headers={"Content-Security-Policy": policy})
+        return _report_page(html, csp(REPORT_SCRIPT))
+
+    # -- eval reports ---------------------------------------------------------------------
+
+    async def evals_page(self, request: Request) -> Response:
+        from miniagent.ui.evals import listed
+
+        ctx = self.ctx(request)
+        if self.evals is None:
+            return HTMLResponse(views.message_page(
+                ctx, "No eval reports", "This server shows no eval reports: start it with "
+                "miniagent ui --evals DIR."), status_code=404)
+        return HTMLResponse(views.evals_page(ctx, listed(self.evals)))
+
+    async def eval_report(self, request: Request) -> Response:
+        from miniagent.report.html import csp
+        from miniagent.ui.evals import report_html
+
+        run = self._eval_run(request)
+        if isinstance(run, Response):
+            return run
+        ctx = self.ctx(request)
+        html = report_html(run, lambda key: ctx.url("/evals/trace", run=run.name, key=key))
+        return _report_page(html, csp())
+
+    async def eval_trace(self, request: Request) -> Response:
+        from miniagent.report.html import csp
+        from miniagent.report.trace_html import SCRIPT as REPORT_SCRIPT
+        from miniagent.ui.evals import trace_html
+
+        run = self._eval_run(request)
+        if isinstance(run, Response):
+            return run
+        key = request.query_params.get("key", "")
+        html = trace_html(run, key)
+        if html is None:
+            return HTMLResponse(views.message_page(
+                self.ctx(request), "No trace", f"The report {run.name} has no trace for {key}."),
+                status_code=404)
+        return _report_page(html, csp(REPORT_SCRIPT))
+
+    def _eval_run(self, request: Request) -> Any:
+        """The listed eval folder the request names (``run``), or the page saying there is
+        none."""
+        from miniagent.ui.evals import find
+
+        name = request.query_params.get("run", "")
+        run = find(self.evals, name) if self.evals is not None else None
+        if run is None:
+            return HTMLResponse(views.message_page(
+                self.ctx(request), "No such eval report",
+                f"There is no eval report {name!r} here."), status_code=404)
+        return run
 
     # -- what a person does ---------------------------------------------------------------
 
@@ -456,6 +515,13 @@ class _CountedStream(StreamingResponse):
             self.inbox.streams -= 1
             with contextlib.suppress(Exception):
                 await self.body_iterator.aclose()  # type: ignore[attr-defined]
+
+
+def _report_page(html: str, policy: str) -> Response:
+    """A report rendered by the report's code, under its own policy (its script by hash),
+    never framed."""
+    return HTMLResponse(html, headers={"Content-Security-Policy":
+                                       policy + "; frame-ancestors 'none'"})
 
 
 def _after(text: str | None) -> tuple[float, str] | None:
