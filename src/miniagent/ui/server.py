@@ -17,7 +17,6 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -28,7 +27,7 @@ from starlette.types import Receive, Scope, Send
 from miniagent.errors import MiniAgentError, SessionNotFound
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
-from miniagent.ui import views
+from miniagent.ui import paths, views
 from miniagent.ui.backend import Done, LocalSessions, Refusal, Sessions, parent_of, version
 from miniagent.ui.guard import Guarded, read_form
 from miniagent.ui.security import (
@@ -128,19 +127,20 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
             if tracer is not None:
                 tracer.close()
 
+    assert paths.MARK  # {sid:session_id}: registered by miniagent.ui.paths
     routes = [
         Route("/", inbox.inbox_page),
         Route("/part", inbox.inbox_part),
         Route("/events", inbox.inbox_events),
         Route("/sessions", inbox.sessions_page),
-        Route("/sessions/{sid}", inbox.session_page),
-        Route("/sessions/{sid}/part", inbox.session_part),
-        Route("/sessions/{sid}/events", inbox.events),
-        Route("/sessions/{sid}/report", inbox.report),
-        Route("/sessions/{sid}/decide", inbox.decide, methods=["POST"]),
-        Route("/sessions/{sid}/resume", inbox.resume, methods=["POST"]),
-        Route("/sessions/{sid}/cancel", inbox.cancel, methods=["POST"]),
-        Route("/sessions/{sid}/ask", inbox.ask, methods=["POST"]),
+        Route("/sessions/{sid:session_id}", inbox.session_page),
+        Route("/sessions/{sid:session_id}/part", inbox.session_part),
+        Route("/sessions/{sid:session_id}/events", inbox.events),
+        Route("/sessions/{sid:session_id}/report", inbox.report),
+        Route("/sessions/{sid:session_id}/decide", inbox.decide, methods=["POST"]),
+        Route("/sessions/{sid:session_id}/resume", inbox.resume, methods=["POST"]),
+        Route("/sessions/{sid:session_id}/cancel", inbox.cancel, methods=["POST"]),
+        Route("/sessions/{sid:session_id}/ask", inbox.ask, methods=["POST"]),
         Route("/evals", inbox.evals_page),
         Route("/evals/report", inbox.eval_report),
         Route("/evals/trace", inbox.eval_trace),
@@ -426,7 +426,7 @@ class Inbox:
         while len(self.notes) > 500:
             self.notes.popitem(last=False)
         root = request.scope.get("root_path", "")
-        return RedirectResponse(f"{root}/sessions/{quote(sid, safe='')}?done={note}",
+        return RedirectResponse(f"{root}{views.path_of(sid)}?done={note}",
                                 status_code=303)
 
     async def login(self, request: Request) -> Response:

@@ -13,13 +13,14 @@ import json
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from miniagent.report.html import details, esc, pre, status_class
 from miniagent.session import FINAL, TURN_ENDED, AgentSession
 from miniagent.store.base import SessionQuery, SessionSummary
 from miniagent.types import CallRecord, Step
 from miniagent.ui.backend import RunHere, parent_of, version
+from miniagent.ui.paths import segment
 from miniagent.wording import counted, token_count
 
 FOLD_CHARS = 160
@@ -73,8 +74,8 @@ def shell(ctx: Ctx, title: str, body: str, *, notice: str = "", error: str = "")
 
 
 def path_of(session_id: str, tail: str = "") -> str:
-    """The path of a session's page (or of ``tail`` under it): its id quoted whole."""
-    return f"/sessions/{quote(session_id, safe='')}{tail}"
+    """The path of a session's page (or of ``tail`` under it): its id as one segment."""
+    return f"/sessions/{segment(session_id)}{tail}"
 
 
 def ago(seconds: float) -> str:
