@@ -431,14 +431,18 @@ class Inbox:
 
     async def login(self, request: Request) -> Response:
         ctx = self.ctx(request)
-        given = request.query_params.get("token")
-        if request.method == "POST":
-            form = await read_form(request)
-            if isinstance(form, Response):
-                return form
-            given = form.get("token")
-        if given is None:
-            return HTMLResponse(views.login_page(ctx))
+        if request.method != "POST":
+            # never from the URL: a token there stays in the browser's history and in the
+            # access logs of whatever server or proxy the inbox runs behind
+            linked = "token" in request.query_params
+            return HTMLResponse(views.login_page(ctx, error=(
+                "A token in a link is not accepted (it would stay in the browser's history "
+                "and in server logs): type it here." if linked else "")),
+                status_code=400 if linked else 200)
+        form = await read_form(request)
+        if isinstance(form, Response):
+            return form
+        given = form.get("token", "")
         if not self.throttle.allowed():
             return HTMLResponse(views.login_page(ctx, error="Too many wrong tokens; wait a "
                                                  "minute."), status_code=429)
