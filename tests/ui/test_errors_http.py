@@ -34,3 +34,13 @@ def test_a_damaged_store_gives_a_clear_page_under_the_csp(tmp_path: Path) -> Non
             assert page.headers["content-type"].startswith("text/html")
             assert f"session store {tmp_path / 's.db'} cannot be read" in page.text, url
             assert "Traceback" not in page.text
+
+
+def test_an_unreachable_temporal_gives_a_clear_page() -> None:
+    with TestClient(app(temporal="127.0.0.1:1"), base_url=BASE,
+                    raise_server_exceptions=False) as http:
+        pages = [http.get(url) for url in ("/", "/sessions", "/sessions/s1")]
+    for page in pages:
+        assert page.status_code == 500
+        assert page.headers["content-security-policy"] == CSP
+        assert "cannot reach Temporal at 127.0.0.1:1" in page.text
