@@ -30,6 +30,7 @@ from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
 from miniagent.ui import paths, views
 from miniagent.ui.backend import Done, LocalSessions, Refusal, Sessions, parent_of, version
 from miniagent.ui.guard import Guarded, read_form
+from miniagent.ui.report_pages import ReportPages
 from miniagent.ui.security import (
     LOOPBACK_HOSTS,
     Gate,
@@ -128,6 +129,7 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
                 tracer.close()
 
     assert paths.MARK  # {sid:session_id}: registered by miniagent.ui.paths
+    pages = ReportPages(ctx=inbox.ctx, trace=inbox.trace, evals=inbox.evals)
     routes = [
         Route("/", inbox.inbox_page),
         Route("/part", inbox.inbox_part),
@@ -136,14 +138,14 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         Route("/sessions/{sid:session_id}", inbox.session_page),
         Route("/sessions/{sid:session_id}/part", inbox.session_part),
         Route("/sessions/{sid:session_id}/events", inbox.events),
-        Route("/sessions/{sid:session_id}/report", inbox.report),
+        Route("/sessions/{sid:session_id}/report", pages.session_report),
         Route("/sessions/{sid:session_id}/decide", inbox.decide, methods=["POST"]),
         Route("/sessions/{sid:session_id}/resume", inbox.resume, methods=["POST"]),
         Route("/sessions/{sid:session_id}/cancel", inbox.cancel, methods=["POST"]),
         Route("/sessions/{sid:session_id}/ask", inbox.ask, methods=["POST"]),
-        Route("/evals", inbox.evals_page),
-        Route("/evals/report", inbox.eval_report),
-        Route("/evals/trace", inbox.eval_trace),
+        Route("/evals", pages.evals_page),
+        Route("/evals/report", pages.eval_report),
+        Route("/evals/trace", pages.eval_trace),
         Route("/login", inbox.login, methods=["GET", "POST"]),
         Route("/static/ui.css", _static(STYLESHEET, "text/css")),
         Route("/static/ui.js", _static(SCRIPT, "text/javascript")),
@@ -311,71 +313,6 @@ class Inbox:
         """An event stream, counted against ``MAX_STREAMS`` while it is open."""
         return _CountedStream(self, events)
 
-    async def report(self, request: Request) -> Response:
-        from miniagent.report.html import csp
-        from miniagent.report.trace_html import SCRIPT as REPORT_SCRIPT
-        from miniagent.ui.reports import session_report
-
-        sid = request.path_params["sid"]
-        html = session_report(self.trace, sid) if self.trace is not None else None
-        if html is None:
-            return HTMLResponse(views.message_page(
-                self.ctx(request), "No trace report",
-                f"The trace file holds no run of session {sid}."), status_code=404)
-        return _report_page(html, csp(REPORT_SCRIPT))
-
-    # -- eval reports ---------------------------------------------------------------------
-
-    async def evals_page(self, request: Request) -> Response:
-        from miniagent.ui.evals import listed
-
-        ctx = self.ctx(request)
-        if self.evals is None:
-            return HTMLResponse(views.message_page(
-                ctx, "No eval reports", "This server shows no eval reports: start it with "
-                "miniagent ui --evals DIR."), status_code=404)
-        return HTMLResponse(views.evals_page(ctx, listed(self.evals)))
-
-    async def eval_report(self, request: Request) -> Response:
-        from miniagent.report.html import csp
-        from miniagent.ui.evals import report_html
-
-        run = self._eval_run(request)
-        if isinstance(run, Response):
-            return run
-        ctx = self.ctx(request)
-        html = report_html(run, lambda key: ctx.url("/evals/trace", run=run.name, key=key))
-        return _report_page(html, csp())
-
-    async def eval_trace(self, request: Request) -> Response:
-        from miniagent.report.html import csp
-        from miniagent.report.trace_html import SCRIPT as REPORT_SCRIPT
-        from miniagent.ui.evals import trace_html
-
-        run = self._eval_run(request)
-        if isinstance(run, Response):
-            return run
-        key = request.query_params.get("key", "")
-        html = trace_html(run, key)
-        if html is None:
-            return HTMLResponse(views.message_page(
-                self.ctx(request), "No trace", f"The report {run.name} has no trace for {key}."),
-                status_code=404)
-        return _report_page(html, csp(REPORT_SCRIPT))
-
-    def _eval_run(self, request: Request) -> Any:
-        """The listed eval folder the request names (``run``), or the page saying there is
-        none."""
-        from miniagent.ui.evals import find
-
-        name = request.query_params.get("run", "")
-        run = find(self.evals, name) if self.evals is not None else None
-        if run is None:
-            return HTMLResponse(views.message_page(
-                self.ctx(request), "No such eval report",
-                f"There is no eval report {name!r} here."), status_code=404)
-        return run
-
     # -- what a person does ---------------------------------------------------------------
 
     async def decide(self, request: Request) -> Response:
@@ -519,13 +456,6 @@ class _CountedStream(StreamingResponse):
             self.inbox.streams -= 1
             with contextlib.suppress(Exception):
                 await self.body_iterator.aclose()  # type: ignore[attr-defined]
-
-
-def _report_page(html: str, policy: str) -> Response:
-    """A report rendered by the report's code, under its own policy (its script by hash),
-    never framed."""
-    return HTMLResponse(html, headers={"Content-Security-Policy":
-                                       policy + "; frame-ancestors 'none'"})
 
 
 def _after(text: str | None) -> tuple[float, str] | None:
