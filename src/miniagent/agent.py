@@ -582,13 +582,22 @@ def _checked_choice(choice: str | None, names: list[str] | None) -> str | None:
 
 
 def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,
-                   force: bool = False) -> None:
-    """End a session that no live process is running; it cannot be resumed afterwards."""
+                   force: bool = False,
+                   check: Callable[[AgentSession], None] | None = None) -> None:
+    """End a session that no live process is running; it cannot be resumed afterwards.
+
+    ``check`` sees the session as it is saved, under its lease, just before it is cancelled,
+    and may raise to leave it as it is (the inbox checks that its page is not stale)."""
     owner = new_owner()
     store.acquire(session_id, owner, force=force)
+
+    def cancel(session: AgentSession) -> None:
+        if check is not None:
+            check(session)
+        session.transition("cancelled", reason, at=time.time())
+
     try:
-        store.update(session_id, lambda s: s.transition("cancelled", reason, at=time.time()),
-                     owner=owner)
+        store.update(session_id, cancel, owner=owner)
     finally:
         store.release(session_id, owner)
 

@@ -70,3 +70,24 @@ async def test_the_inbox_connects_by_address(
         page = (await http.get(f"/sessions/{session_id}")).text
     assert "Cancel the session" in page and "Resume" not in page and "Ask" not in page
     await sessions.cancel(session_id, "done testing")
+
+
+async def test_approve_all_decides_the_calls_the_page_showed(
+        dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
+    """Approving every call sends one update per call the page showed (by id), so a call that
+    began to wait after the page's version was checked is never decided unseen."""
+    procs.worker(task_queue)
+    sessions = TemporalSessions(dev_env.client, task_queue)
+    session_id = await sessions.start("transfer money")
+    await wait_status(sessions, session_id, "awaiting_approval")
+    waiting = [p.call_id for p in (await sessions.session(session_id)).pending_approvals()]
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app(temporal=sessions)),
+                                 base_url=BASE, headers={"Origin": BASE}) as http:
+        page = (await http.get(f"/sessions/{session_id}")).text
+        form = {"csrf": field(page, "csrf"), "version": field(page, "version"), "call_id": "",
+                "decision": "approve"}
+        done = await http.post(f"/sessions/{session_id}/decide", data=form,
+                               follow_redirects=True)
+    assert done.status_code == 200 and f"Approved {', '.join(waiting)}" in done.text
+    result = await sessions.result(session_id)
+    assert (result.status, result.final_answer) == ("completed", "done")

@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from starlette.testclient import TestClient
 from ui_support import act, hidden, pay, waiting_agent
 
@@ -148,16 +147,3 @@ def test_the_event_stream_of_an_ended_session_says_so_and_ends(tmp_path: Path) -
     assert version is not None
     assert body == f"retry: 3000\n\nevent: changed\ndata: {version.group(1)}\n\n" \
                    "event: end\ndata: ended\n\n"
-
-
-def test_open_event_streams_are_bounded(tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from miniagent.ui import server
-
-    monkeypatch.setattr(server, "MAX_STREAMS", 1)
-    agent, _, sid = waiting_agent(tmp_path / "s.db", [act("pay", {"to": "A", "amount": 1})])
-    with client(app(agent)) as http, http.stream("GET", f"/sessions/{sid}/events") as first:
-        assert first.status_code == 200
-        assert next(first.iter_lines()) == "retry: 3000"
-        refused = http.get("/events")
-    assert refused.status_code == 503

@@ -5,7 +5,6 @@ the inbox asks for a token."""
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
@@ -75,6 +74,24 @@ def test_with_a_token_a_person_logs_in_once(tmp_path: Path) -> None:
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
         assert http.get("/").status_code == 200  # the cookie is enough from now on
         http.cookies.clear()
-        by_link = http.get(f"/login?token={TOKEN}")
-        assert by_link.status_code == 303 and http.get("/sessions").status_code == 200
-        assert re.search(r"<h1>Sessions</h1>", http.get("/sessions").text)
+        by_link = http.get(f"/login?token={TOKEN}")  # a token in a URL: history, logs
+        assert by_link.status_code == 400 and "not accepted" in by_link.text
+        assert TOKEN not in by_link.text and "miniagent_ui" not in by_link.headers.get(
+            "set-cookie", "")
+        assert http.get("/sessions").status_code == 303  # still not logged in
+
+
+def test_eval_reports_are_served_from_the_folder_given(tmp_path: Path) -> None:
+    (tmp_path / "evals" / "nightly").mkdir(parents=True)
+    report = {"tasks": 0, "runs": 0, "modes": [], "by_mode": {}, "results": []}
+    (tmp_path / "evals" / "nightly" / "report.json").write_text(json.dumps(report),
+                                                                 encoding="utf-8")
+    missing = CliRunner().invoke(app, ["ui", "--store", str(tmp_path / "s.db"), "--evals",
+                                       str(tmp_path / "nowhere")])
+    assert missing.exit_code != 0 and "no such folder" in missing.output + missing.stderr
+    with served("--store", str(tmp_path / "s.db"), "--evals", str(tmp_path / "evals")) as url, \
+            httpx.Client(base_url=url) as http:
+        listing = http.get("/evals").text
+        shown = http.get("/evals/report", params={"run": "nightly"})
+    assert ">nightly</a>" in listing
+    assert shown.status_code == 200 and "miniagent eval: 0 tasks" in shown.text

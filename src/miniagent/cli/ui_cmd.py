@@ -31,6 +31,7 @@ def ui(
     trace: Annotated[Path | None, typer.Option("--trace", help="A JSONL trace file: runs started in the inbox are appended to it, and sessions with runs in it link to their trace report.")] = None,  # noqa: E501
     temporal: TemporalOption = None,
     task_queue: TaskQueueOption = "miniagent",
+    evals: Annotated[Path | None, typer.Option("--evals", metavar="DIR", help="A folder holding eval output folders (miniagent eval --out): their reports and traces are shown under /evals.")] = None,  # noqa: E501
 ) -> None:
     """Serve the browser inbox: approve or deny waiting calls, follow and inspect sessions.
 
@@ -51,12 +52,15 @@ def ui(
         if temporal:
             where = f"sessions on Temporal {temporal}"
             inbox = app(temporal=temporal, task_queue=task_queue, token=token,
-                        allowed_hosts=hosts, where=where)
+                        allowed_hosts=hosts, where=where, evals=evals)
         else:
             sessions = open_store(store)
             where = f"sessions in {sessions.path}"
             inbox = app(store=sessions, agent_for=lambda s: _agent_for(s, sessions),
-                        token=token, allowed_hosts=hosts, trace=trace, where=where)
+                        token=token, allowed_hosts=hosts, trace=trace, where=where,
+                        evals=evals)
+        if evals is not None and not evals.is_dir():
+            raise fail(f"--evals {evals}: no such folder")
         listener = _listen(host, port)
     bound = listener.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]

@@ -3,8 +3,12 @@
 Built from the shared report pieces (:mod:`miniagent.report.html`): a table of the metrics per
 mode, charts (accuracy per category and mode, the steps histogram, tokens per task), faults
 injected beside faults met, the changes against an earlier report when there is one, and every
-failed run with its answer, status and a link to its trace. Each linked trace is rendered as its
-own HTML page next to the JSONL file.
+failed run with its answer, status and a link to its trace.
+
+Rendering (:func:`render`) writes nothing: it asks a :data:`TraceLink` for each failed run's
+link. :func:`write_html` first writes each linked trace as its own HTML page next to its JSONL
+file, then the report with relative links to them; the browser inbox serves the same pages
+from its own routes (:mod:`miniagent.ui.evals`).
 
 A result's ``trace`` comes from ``results.jsonl``, which anyone who can write the folder may
 have edited: it is used only as a ``.jsonl`` file inside the output folder (symbolic links
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -46,13 +51,30 @@ STYLE = """
 """
 
 
+TraceLink = Callable[[dict[str, Any]], "str | None"]
+"""The link of a result's trace page (None: no trace); raises :class:`TraceRefused` to show
+why there is none."""
+
+
+class TraceRefused(Exception):
+    """A result's trace that the report does not use, and why."""
+
+
 def write_html(report: dict[str, Any], path: Path, *, traces_root: Path | None = None) -> None:
-    """Write the page for ``report`` to ``path``; trace links are relative to the page."""
+    """Write the page for ``report`` to ``path`` and, next to each failed run's JSONL trace
+    inside ``traces_root``, its trace page; the report links to them relatively."""
     private_dir(path.parent)
-    write_private(path, render(report, page_dir=path.parent, traces_root=traces_root))
+    links = _write_trace_pages(report, path.parent, traces_root) if traces_root else {}
+    write_private(path, render(report, trace_link=_looked_up(links)))
 
 
-def render(report: dict[str, Any], *, page_dir: Path, traces_root: Path | None) -> str:
+def no_trace_links(_result: dict[str, Any]) -> None:
+    """A :data:`TraceLink` for a report shown without its traces."""
+    return None
+
+
+def render(report: dict[str, Any], *, trace_link: TraceLink = no_trace_links) -> str:
+    """The report's page; writes nothing (``trace_link`` gives each failed run's link)."""
     modes = report["modes"]
     body = [f"<h1>miniagent eval: {esc(counted(report['tasks'], 'task'))}, "
             f"{esc(counted(report['runs'], 'run'))}</h1>",
@@ -64,8 +86,13 @@ def render(report: dict[str, Any], *, page_dir: Path, traces_root: Path | None) 
             "<h2>Faults: injected and met</h2>", _faults_table(report)]
     if report.get("compare"):
         body += ["<h2>Changes against the earlier report</h2>", _compare(report["compare"])]
-    body += [_failures(report, page_dir, traces_root)]
+    body += [_failures(report, trace_link)]
     return page("miniagent eval report", "".join(body), style=STYLE)
+
+
+def failed(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The results the report lists as failures (with a trace link each)."""
+    return [r for r in report["results"] if not r["correct"]]
 
 
 def _config_line(config: dict[str, Any]) -> str:
@@ -178,11 +205,11 @@ def _compare(changes: dict[str, Any]) -> str:
             + table(["task run", "before", "after", "status"], moved))
 
 
-def _failures(report: dict[str, Any], page_dir: Path, traces_root: Path | None) -> str:
-    failed = [r for r in report["results"] if not r["correct"]]
+def _failures(report: dict[str, Any], trace_link: TraceLink) -> str:
+    failures = failed(report)
     items = []
-    for r in failed:
-        anchor = _trace_anchor(r.get("trace"), page_dir, traces_root)
+    for r in failures:
+        anchor = _trace_anchor(r, trace_link)
         summary = (f'<span class="id">{esc(r["key"])}</span>'
                    f'<span class="tag {status_class(r["status"])}">{esc(r["status"])}</span> '
                    f'{esc(r["category"])}{anchor}')
@@ -192,43 +219,41 @@ def _failures(report: dict[str, Any], page_dir: Path, traces_root: Path | None) 
                 f"({esc(r['invalid_calls'])} invalid); tool calls correct: "
                 f"{esc(r['tool_calls_correct'])}; reason: {esc(r['reason'])}</p>")
         items.append(details(summary, body, cls="failure", attrs=f'id="{esc(r["key"])}"'))
-    return (f"<h2>Failures ({len(failed)} of {counted(len(report['results']), 'run')})</h2>"
+    return (f"<h2>Failures ({len(failures)} of {counted(len(report['results']), 'run')})</h2>"
             + ("".join(items) or '<p class="ok">none</p>'))
 
 
-def _trace_anchor(trace: object, page_dir: Path, traces_root: Path | None) -> str:
+def _trace_anchor(result: dict[str, Any], trace_link: TraceLink) -> str:
     """The summary's link to the run's trace page, or why there is none."""
     try:
-        href = _trace_link(trace, page_dir, traces_root) if trace and traces_root else None
-    except _Refused as refused:
+        href = trace_link(result)
+    except TraceRefused as refused:
         return f' <span class="tag bad trace-refused">trace refused: {esc(refused)}</span>'
     if href is None:
         return ' <span class="muted">no trace</span>'
     return f' <a class="trace-link" href="{esc(href)}">trace</a>'
 
 
-class _Refused(Exception):
-    """A result's trace that the report does not use, and why."""
-
-
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-def _confined(trace: object, root: Path) -> Path | None:
+def confined(trace: object, root: Path) -> Path | None:
     """The trace file ``trace`` names if it is a ``.jsonl`` file inside ``root``, None if
-    there is no such file.
+    there is no such file (or no trace).
 
     Raises:
-        _Refused: ``trace`` is a URL, an absolute path, or leads (by ``..`` or a symbolic
+        TraceRefused: ``trace`` is a URL, an absolute path, or leads (by ``..`` or a symbolic
             link) outside ``root``, or its page would.
     """
+    if not trace:
+        return None
     shown = repr(trace)[:200]
     if not isinstance(trace, str) or "\0" in trace:
-        raise _Refused(f"{shown} is not a file name")
+        raise TraceRefused(f"{shown} is not a file name")
     if _SCHEME.match(trace) or Path(trace).is_absolute():  # a URL, or a file elsewhere
-        raise _Refused(f"{shown} is not a path inside the output folder")
+        raise TraceRefused(f"{shown} is not a path inside the output folder")
     if not trace.endswith(".jsonl"):
-        raise _Refused(f"{shown} is not a .jsonl file")
+        raise TraceRefused(f"{shown} is not a .jsonl file")
     try:
         home = root.resolve()
         jsonl = (home / trace).resolve()  # symbolic links and .. resolved
@@ -236,24 +261,44 @@ def _confined(trace: object, root: Path) -> Path | None:
         inside = jsonl.is_relative_to(home) and page.is_relative_to(home)
         exists = inside and jsonl.is_file()
     except (OSError, RuntimeError) as exc:  # a name too long, a loop of links
-        raise _Refused(f"{shown} cannot be resolved ({exc})") from None
+        raise TraceRefused(f"{shown} cannot be resolved ({exc})") from None
     if not inside:
-        raise _Refused(f"{shown} is outside the output folder")
+        raise TraceRefused(f"{shown} is outside the output folder")
     return jsonl if exists else None
 
 
-def _trace_link(trace: object, page_dir: Path, traces_root: Path) -> str | None:
-    """A relative link to the run's trace page, rendered now next to its JSONL file."""
+def _write_trace_pages(report: dict[str, Any], page_dir: Path, traces_root: Path
+                       ) -> dict[str, str | TraceRefused | None]:
+    """Each failed run's trace page, written next to its JSONL file: its link relative to
+    ``page_dir`` by the run's key (or why there is none)."""
     from miniagent.report.trace_html import write_trace_html
 
-    jsonl = _confined(trace, traces_root)
-    if jsonl is None:
-        return None
-    target = jsonl.with_suffix(".html")
-    try:
-        write_trace_html(jsonl, target)
-    except (UserError, OSError) as exc:  # a damaged trace costs its link, not the report
-        raise _Refused(f"unreadable ({exc})") from None
-    relative = Path(os.path.relpath(target, page_dir.resolve())).as_posix()
-    # percent-encoded, so a file named "javascript:..." is a relative path, never a scheme
-    return quote(relative)
+    links: dict[str, str | TraceRefused | None] = {}
+    for result in failed(report):
+        try:
+            jsonl = confined(result.get("trace"), traces_root)
+        except TraceRefused as refused:
+            links[result["key"]] = refused
+            continue
+        if jsonl is None:
+            links[result["key"]] = None
+            continue
+        target = jsonl.with_suffix(".html")
+        try:
+            write_trace_html(jsonl, target)
+        except (UserError, OSError) as exc:  # a damaged trace costs its link, not the report
+            links[result["key"]] = TraceRefused(f"unreadable ({exc})")
+            continue
+        relative = Path(os.path.relpath(target, page_dir.resolve())).as_posix()
+        # percent-encoded, so a file named "javascript:..." is a relative path, never a scheme
+        links[result["key"]] = quote(relative)
+    return links
+
+
+def _looked_up(links: dict[str, str | TraceRefused | None]) -> TraceLink:
+    def link(result: dict[str, Any]) -> str | None:
+        found = links.get(result["key"])
+        if isinstance(found, TraceRefused):
+            raise found
+        return found
+    return link

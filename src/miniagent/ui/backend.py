@@ -24,7 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from miniagent.errors import MiniAgentError, SessionBusy, TurnRefused, UserError
+from miniagent.errors import (
+    MiniAgentError,
+    SessionBusy,
+    SessionNotFound,
+    TurnRefused,
+    UserError,
+)
 from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import decide
 from miniagent.session import FINAL, TURN_ENDED, AgentSession
@@ -255,15 +261,20 @@ class LocalSessions:
         from miniagent.agent import cancel_session
 
         self._not_running_here(session_id)
-        session = self.store.load(session_id)
-        check_version(session, seen)
-        not_a_sub_run(session, "cancel")
-        if session.status in FINAL:
-            raise Refusal(f"session {session_id} has ended ({session.status}); there is "
-                          "nothing to cancel")
         reason = storable(reason.strip()) if reason and reason.strip() else None
+
+        def check(session: AgentSession) -> None:  # as saved, under the lease
+            check_version(session, seen)
+            not_a_sub_run(session, "cancel")
+            if session.status in FINAL:
+                raise Refusal(f"session {session_id} has ended ({session.status}); there is "
+                              "nothing to cancel")
+
         try:
-            cancel_session(self.store, session_id, reason or "cancelled in the inbox")
+            cancel_session(self.store, session_id, reason or "cancelled in the inbox",
+                           check=check)
+        except (Refusal, SessionNotFound):
+            raise
         except MiniAgentError as exc:
             raise Refusal(f"not cancelled: {exc}") from None
         return Done(message=f"Cancelled session {session_id}.")

@@ -4,11 +4,16 @@ rules themselves are in :mod:`miniagent.ui.security`)."""
 
 from __future__ import annotations
 
+import logging
+import time
+
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from miniagent.errors import MiniAgentError, SessionNotFound
+from miniagent.ui import views
 from miniagent.ui.security import (
     MAX_FORM_BYTES,
     Gate,
@@ -17,6 +22,8 @@ from miniagent.ui.security import (
     parse_form,
     set_cookie,
 )
+
+log = logging.getLogger("miniagent")
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -59,9 +66,12 @@ class Guarded:
                          scope, receive, send)
             return
         scope.setdefault("state", {})["cookie"] = cookie
+        started = False
 
         async def send_guarded(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 out = MutableHeaders(scope=message)
                 secure(out)
                 if issued is not None:
@@ -69,7 +79,28 @@ class Guarded:
                         issued, secure=scope.get("scheme") == "https"))
             await send(message)
 
-        await self.app(scope, receive, send_guarded)
+        try:
+            await self.app(scope, receive, send_guarded)
+        except Exception as exc:
+            if started:  # a stream broke off: nothing more can be said to the browser
+                raise
+            await plain(error_page(exc, root), scope, receive, send)
+
+
+def error_page(exc: Exception, root: str) -> Response:
+    """The page of a request that failed: a damaged store, a session that cannot be read, an
+    unreachable Temporal (miniagent's own errors say what and what to do), else a short
+    note; never a traceback, and under the same headers as every page."""
+    if isinstance(exc, MiniAgentError):
+        status = 404 if isinstance(exc, SessionNotFound) else 500
+        title, message = "Cannot show this page", str(exc)
+    else:
+        log.error("the inbox failed on a request", exc_info=exc)
+        status = 500
+        title = "Internal error"
+        message = (f"The server failed ({type(exc).__name__}); its log has the details.")
+    ctx = views.Ctx(base=root, csrf="", now=time.time(), where="", runs_here=False)
+    return HTMLResponse(views.message_page(ctx, title, message), status_code=status)
 
 
 def secure(out: MutableHeaders) -> None:

@@ -17,7 +17,9 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from miniagent.errors import MiniAgentError
+from temporalio.service import RPCError
+
+from miniagent.errors import MiniAgentError, SessionError
 from miniagent.session import AgentSession
 from miniagent.store.base import SessionQuery, SessionSummary
 from miniagent.ui.backend import Done, Refusal, RunHere, Signal, check_version, not_a_sub_run
@@ -68,7 +70,10 @@ class TemporalInbox:
         return f"sessions on Temporal {self.address or ''}".rstrip()
 
     async def page(self, query: SessionQuery) -> list[SessionSummary]:
-        rows: list[dict[str, Any]] = await (await self._remote()).list(WINDOW)
+        try:
+            rows: list[dict[str, Any]] = await (await self._remote()).list(WINDOW)
+        except RPCError as exc:  # the cluster went away, or refused the listing
+            raise SessionError(f"cannot list the sessions on Temporal: {exc}") from None
         summaries = [SessionSummary(session_id=r["session_id"], status=r["status"],
                                     steps=UNKNOWN, question=r["question"],
                                     created_at=r["started_at"], updated_at=r["started_at"])
@@ -93,10 +98,20 @@ class TemporalInbox:
         check_version(session, seen)
         not_a_sub_run(session, "decide on")
         reason = reason.strip() if reason and reason.strip() else None
+        # "all" means the calls the page showed, decided by id: a call that began to wait
+        # after the version check is not decided unseen
+        ids = [call_id] if call_id else [p.call_id for p in session.pending_approvals()]
+        if not ids:
+            raise Refusal(f"nothing was decided: session {session_id} waits for no decision")
+        decided: list[str] = []
+        remote = await self._remote()
         try:
-            decided = await (await self._remote()).decide(session_id, approved, call_id, reason)
-        except MiniAgentError as exc:
-            raise Refusal(f"nothing was decided: {exc}") from None
+            for one in ids:
+                decided += await remote.decide(session_id, approved, one, reason)
+        except (MiniAgentError, RPCError) as exc:
+            before = f" (decided before that: {', '.join(decided)})" if decided else ""
+            raise Refusal(f"nothing {'more ' if decided else ''}was decided: {exc}"
+                          f"{before}") from None
         verb = "Approved" if approved else "Denied"
         said = f" (reason: {reason})" if reason else ""
         return Done(message=f"{verb} {', '.join(decided)}{said}; the session goes on in the "
@@ -118,7 +133,7 @@ class TemporalInbox:
             how = await (await self._remote()).cancel(
                 session_id, reason.strip() if reason and reason.strip() else
                 "cancelled in the inbox")
-        except MiniAgentError as exc:
+        except (MiniAgentError, RPCError) as exc:
             raise Refusal(f"not cancelled: {exc}") from None
         return Done(message=f"Session {session_id}: {how}.")
 

@@ -2,9 +2,10 @@
 
 - **Host**: every request must name an allowed host (loopback names by default), so a page on
   another site that rebinds its DNS name to 127.0.0.1 is refused.
-- **Token** (any address but loopback): given once, at ``/login`` (a form, or
-  ``/login?token=...``), compared with :func:`hmac.compare_digest`; the browser then holds a
-  cookie (``HttpOnly``, ``SameSite=Strict``) signed with a key this process drew at start.
+- **Token** (any address but loopback): given once, in the form at ``/login`` (never in a
+  URL, where history and access logs would keep it), compared with
+  :func:`hmac.compare_digest`; the browser then holds a cookie (``HttpOnly``,
+  ``SameSite=Strict``) signed with a key this process drew at start.
 - **CSRF**: every POST carries a token derived from that cookie (an HMAC, checked in constant
   time), and an ``Origin`` (or, without one, a ``Referer``) of this very host.
 

@@ -17,19 +17,20 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from miniagent.errors import MiniAgentError, SessionNotFound
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
-from miniagent.ui import views
+from miniagent.ui import paths, views
 from miniagent.ui.backend import Done, LocalSessions, Refusal, Sessions, parent_of, version
 from miniagent.ui.guard import Guarded, read_form
+from miniagent.ui.report_pages import ReportPages
 from miniagent.ui.security import (
     LOOPBACK_HOSTS,
     Gate,
@@ -63,7 +64,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         agent_for: Callable[[AgentSession], Agent] | None = None,
         temporal: str | TemporalSessions | None = None, task_queue: str = "miniagent",
         token: str | None = None, allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
-        trace: str | os.PathLike[str] | None = None, where: str | None = None) -> Starlette:
+        trace: str | os.PathLike[str] | None = None, where: str | None = None,
+        evals: str | os.PathLike[str] | None = None) -> Starlette:
     """The browser inbox as an ASGI application.
 
     Args:
@@ -83,6 +85,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
             page links to its trace report when the file holds runs of that session
             (default: the ``agent``'s own trace file, if it has one).
         where: Where the sessions are, for the pages' header.
+        evals: A folder holding eval output folders (``miniagent eval --out``): their reports
+            and traces are shown at ``/evals`` (see :mod:`miniagent.ui.evals`).
 
     Example:
         >>> from miniagent import Agent, ScriptedModel
@@ -112,7 +116,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
                                  shared_agent=agent is not None, trace=tracer)
         where = where or _describe(store)
     inbox = Inbox(sessions, Gate(token=token, allowed_hosts=allowed_hosts),
-                  trace=Path(trace) if trace is not None else None, where=where)
+                  trace=Path(trace) if trace is not None else None, where=where,
+                  evals=Path(evals) if evals is not None else None)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -123,19 +128,24 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
             if tracer is not None:
                 tracer.close()
 
+    assert paths.MARK  # {sid:session_id}: registered by miniagent.ui.paths
+    pages = ReportPages(ctx=inbox.ctx, trace=inbox.trace, evals=inbox.evals)
     routes = [
         Route("/", inbox.inbox_page),
         Route("/part", inbox.inbox_part),
         Route("/events", inbox.inbox_events),
         Route("/sessions", inbox.sessions_page),
-        Route("/sessions/{sid}", inbox.session_page),
-        Route("/sessions/{sid}/part", inbox.session_part),
-        Route("/sessions/{sid}/events", inbox.events),
-        Route("/sessions/{sid}/report", inbox.report),
-        Route("/sessions/{sid}/decide", inbox.decide, methods=["POST"]),
-        Route("/sessions/{sid}/resume", inbox.resume, methods=["POST"]),
-        Route("/sessions/{sid}/cancel", inbox.cancel, methods=["POST"]),
-        Route("/sessions/{sid}/ask", inbox.ask, methods=["POST"]),
+        Route("/sessions/{sid:session_id}", inbox.session_page),
+        Route("/sessions/{sid:session_id}/part", inbox.session_part),
+        Route("/sessions/{sid:session_id}/events", inbox.events),
+        Route("/sessions/{sid:session_id}/report", pages.session_report),
+        Route("/sessions/{sid:session_id}/decide", inbox.decide, methods=["POST"]),
+        Route("/sessions/{sid:session_id}/resume", inbox.resume, methods=["POST"]),
+        Route("/sessions/{sid:session_id}/cancel", inbox.cancel, methods=["POST"]),
+        Route("/sessions/{sid:session_id}/ask", inbox.ask, methods=["POST"]),
+        Route("/evals", pages.evals_page),
+        Route("/evals/report", pages.eval_report),
+        Route("/evals/trace", pages.eval_trace),
         Route("/login", inbox.login, methods=["GET", "POST"]),
         Route("/static/ui.css", _static(STYLESHEET, "text/css")),
         Route("/static/ui.js", _static(SCRIPT, "text/javascript")),
@@ -178,8 +188,9 @@ class Inbox:
     """The routes' handlers, over one driver's sessions (:class:`Sessions`)."""
 
     def __init__(self, sessions: Sessions, gate: Gate, *, trace: Path | None,
-                 where: str) -> None:
+                 where: str, evals: Path | None = None) -> None:
         self.sessions, self.gate, self.trace, self.where = sessions, gate, trace, where
+        self.evals = evals
         self.throttle = LoginThrottle()
         self.notes: OrderedDict[str, str] = OrderedDict()  # what a request did, shown once
         self.streams = 0  # event streams open
@@ -188,7 +199,8 @@ class Inbox:
         cookie = request.state.cookie
         return views.Ctx(base=request.scope.get("root_path", ""),
                          csrf=self.gate.csrf(cookie) if cookie else "", now=time.time(),
-                         where=self.where, runs_here=self.sessions.runs_here)
+                         where=self.where, runs_here=self.sessions.runs_here,
+                         evals=self.evals is not None)
 
     # -- pages ----------------------------------------------------------------------------
 
@@ -299,35 +311,7 @@ class Inbox:
 
     def _streamed(self, events: AsyncIterator[str]) -> Response:
         """An event stream, counted against ``MAX_STREAMS`` while it is open."""
-        if self.streams >= MAX_STREAMS:
-            return Response("too many pages follow sessions; reload by hand", 503,
-                            media_type="text/plain")
-        self.streams += 1
-
-        async def counted() -> AsyncIterator[str]:
-            try:
-                async for event in events:
-                    yield event
-            finally:
-                self.streams -= 1
-
-        return StreamingResponse(counted(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})
-
-    async def report(self, request: Request) -> Response:
-        from miniagent.report.html import csp
-        from miniagent.report.trace_html import SCRIPT as REPORT_SCRIPT
-        from miniagent.ui.reports import session_report
-
-        sid = request.path_params["sid"]
-        html = session_report(self.trace, sid) if self.trace is not None else None
-        if html is None:
-            return HTMLResponse(views.message_page(
-                self.ctx(request), "No trace report",
-                f"The trace file holds no run of session {sid}."), status_code=404)
-        # the report's own policy (its script by hash), never framed
-        policy = csp(REPORT_SCRIPT) + "; frame-ancestors 'none'"
-        return HTMLResponse(html, headers={"Content-Security-Policy": policy})
+        return _CountedStream(self, events)
 
     # -- what a person does ---------------------------------------------------------------
 
@@ -379,19 +363,23 @@ class Inbox:
         while len(self.notes) > 500:
             self.notes.popitem(last=False)
         root = request.scope.get("root_path", "")
-        return RedirectResponse(f"{root}/sessions/{quote(sid, safe='')}?done={note}",
+        return RedirectResponse(f"{root}{views.path_of(sid)}?done={note}",
                                 status_code=303)
 
     async def login(self, request: Request) -> Response:
         ctx = self.ctx(request)
-        given = request.query_params.get("token")
-        if request.method == "POST":
-            form = await read_form(request)
-            if isinstance(form, Response):
-                return form
-            given = form.get("token")
-        if given is None:
-            return HTMLResponse(views.login_page(ctx))
+        if request.method != "POST":
+            # never from the URL: a token there stays in the browser's history and in the
+            # access logs of whatever server or proxy the inbox runs behind
+            linked = "token" in request.query_params
+            return HTMLResponse(views.login_page(ctx, error=(
+                "A token in a link is not accepted (it would stay in the browser's history "
+                "and in server logs): type it here." if linked else "")),
+                status_code=400 if linked else 200)
+        form = await read_form(request)
+        if isinstance(form, Response):
+            return form
+        given = form.get("token", "")
         if not self.throttle.allowed():
             return HTMLResponse(views.login_page(ctx, error="Too many wrong tokens; wait a "
                                                  "minute."), status_code=429)
@@ -441,6 +429,33 @@ class Inbox:
         from miniagent.ui.reports import has_runs
 
         return has_runs(self.trace, session_id)
+
+
+class _CountedStream(StreamingResponse):
+    """An event stream counted in ``inbox.streams`` from its start until it ends, however it
+    ends: a client gone before the first byte, a broken connection, the server stopping.
+    (Counting in the stream's generator would miss a generator never started.)"""
+
+    def __init__(self, inbox: Inbox, events: AsyncIterator[str]) -> None:
+        super().__init__(events, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-store"})
+        self.inbox = inbox
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.inbox.streams >= MAX_STREAMS:
+            with contextlib.suppress(Exception):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+            refused = Response("too many pages follow sessions; reload by hand", 503,
+                               media_type="text/plain")
+            await refused(scope, receive, send)
+            return
+        self.inbox.streams += 1
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.inbox.streams -= 1
+            with contextlib.suppress(Exception):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
 
 
 def _after(text: str | None) -> tuple[float, str] | None:

@@ -13,13 +13,14 @@ import json
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from miniagent.report.html import details, esc, pre, status_class
 from miniagent.session import FINAL, TURN_ENDED, AgentSession
 from miniagent.store.base import SessionQuery, SessionSummary
 from miniagent.types import CallRecord, Step
 from miniagent.ui.backend import RunHere, parent_of, version
+from miniagent.ui.paths import segment
 from miniagent.wording import counted, token_count
 
 FOLD_CHARS = 160
@@ -41,6 +42,8 @@ class Ctx:
     """Where the sessions are (a store file), shown in the header."""
     runs_here: bool = True
     """Whether sessions go on in this server (else Resume and new questions are not offered)."""
+    evals: bool = False
+    """Whether this server shows eval reports (a link in the header)."""
 
     def url(self, path: str, **query: str) -> str:
         """An escaped-ready URL of this app (``esc`` it in an attribute)."""
@@ -63,14 +66,16 @@ def shell(ctx: Ctx, title: str, body: str, *, notice: str = "", error: str = "")
             '<header class="top"><nav aria-label="pages">'
             f'<a class="brand" href="{esc(ctx.url("/"))}">miniagent</a>'
             f'<a href="{esc(ctx.url("/"))}">Inbox</a>'
-            f'<a href="{esc(ctx.url("/sessions"))}">Sessions</a></nav>'
+            f'<a href="{esc(ctx.url("/sessions"))}">Sessions</a>'
+            + (f'<a href="{esc(ctx.url("/evals"))}">Evals</a>' if ctx.evals else "")
+            + "</nav>"
             f'<span class="where muted">{esc(ctx.where)}</span></header>'
             f"<main>{banner}{body}</main></body></html>\n")
 
 
 def path_of(session_id: str, tail: str = "") -> str:
-    """The path of a session's page (or of ``tail`` under it): its id quoted whole."""
-    return f"/sessions/{quote(session_id, safe='')}{tail}"
+    """The path of a session's page (or of ``tail`` under it): its id as one segment."""
+    return f"/sessions/{segment(session_id)}{tail}"
 
 
 def ago(seconds: float) -> str:
@@ -389,6 +394,21 @@ def _transitions(session: AgentSession) -> str:
         return '<p class="muted">None yet.</p>'
     return ('<div class="scroll"><table class="transitions"><thead><tr><th>When</th>'
             f"<th>Move</th><th>Why</th></tr></thead><tbody>{rows}</tbody></table></div>")
+
+
+def evals_page(ctx: Ctx, runs: list[Any]) -> str:
+    """The eval folders (:class:`~miniagent.ui.evals.EvalRun`), newest first."""
+    if not runs:
+        listing = ('<p class="muted empty">No eval report here yet: <code>miniagent eval '
+                   "--out DIR</code> writes one into a folder under this one.</p>")
+    else:
+        rows = "".join(
+            f'<tr><td><a class="id" href="{esc(ctx.url("/evals/report", run=r.name))}">'
+            f'{esc(r.name)}</a></td><td>{esc(ago(ctx.now - r.written))} ago</td></tr>'
+            for r in runs)
+        listing = ('<div class="scroll"><table class="evals"><thead><tr><th>Eval</th>'
+                   f"<th>Written</th></tr></thead><tbody>{rows}</tbody></table></div>")
+    return shell(ctx, "Eval reports", f"<h1>Eval reports</h1>{listing}")
 
 
 def login_page(ctx: Ctx, *, error: str = "") -> str:
