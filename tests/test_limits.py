@@ -103,3 +103,23 @@ async def test_an_endpoint_reports_why_a_request_waits() -> None:
     assert reported == [("model m at http://127.0.0.1:1/v1", "1 request in flight "
                          "(max_concurrency)")]
     assert shared.slots.busy == 0
+
+
+async def test_a_slot_handed_over_after_the_waiters_time_is_given_back_not_used() -> None:
+    # The slot comes free (from another thread) only once the waiter's time has passed, and
+    # before its loop could run its timeout: it must not come back holding a slot it would
+    # then use after its deadline.
+    slots = Slots()
+    assert slots.try_acquire(1)
+    until = time.time() + 0.05
+    waiting = asyncio.ensure_future(slots.acquire(1, until=until))
+    while not slots.queued:
+        await asyncio.sleep(0)
+    while time.time() <= until:  # the loop is held past the waiter's time...
+        time.sleep(0.01)
+    freeing = threading.Thread(target=slots.release)  # ...while another thread frees the slot
+    freeing.start()
+    freeing.join(10)
+    assert await waiting is False
+    assert (slots.busy, slots.queued) == (0, 0)
+

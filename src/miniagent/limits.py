@@ -102,7 +102,8 @@ class Slots:
         Args:
             limit: At most this many hold a slot while this caller is admitted.
             until: Give up at this time (seconds since the epoch): then False, and no slot
-                is held.
+                is held (nor is one handed over once this time has passed: a caller past
+                its deadline never goes on to use the slot).
             on_wait: Called once if the caller has to wait.
         """
         if self.try_acquire(limit):
@@ -124,7 +125,11 @@ class Slots:
             if self._leave(waiter):
                 self.release()
             raise
-        return self._leave(waiter)
+        held = self._leave(waiter)
+        if held and until is not None and time.time() >= until:  # handed over too late
+            self.release()
+            return False
+        return held
 
     def release(self) -> None:
         """Give a slot back; the next waiter that fits gets it."""
