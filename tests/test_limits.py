@@ -123,3 +123,24 @@ async def test_a_slot_handed_over_after_the_waiters_time_is_given_back_not_used(
     assert await waiting is False
     assert (slots.busy, slots.queued) == (0, 0)
 
+
+def test_a_loop_closed_with_many_waiters_queued_loses_no_slot() -> None:
+    # Waiters of a loop that closed without cancelling them can never take their slot: each
+    # one handed a slot gives it back to the next, however many there are (no recursion).
+    slots, waiting = Slots(), 3000
+    assert slots.try_acquire(1)
+    loop = asyncio.new_event_loop()
+
+    async def queue_up() -> list[asyncio.Task[bool]]:
+        tasks = [asyncio.ensure_future(slots.acquire(1)) for _ in range(waiting)]
+        while slots.queued < waiting:
+            await asyncio.sleep(0)
+        return tasks
+
+    tasks = loop.run_until_complete(queue_up())
+    loop.set_exception_handler(lambda _loop, _context: None)  # "destroyed but pending"
+    loop.close()  # the tasks are left pending: never cancelled, never resumed
+    slots.release()
+    assert (slots.busy, slots.queued) == (0, 0)
+    assert slots.try_acquire(1)
+    del tasks

@@ -136,8 +136,7 @@ class Slots:
         with self._lock:
             self._busy = max(0, self._busy - 1)
             woken = self._admit()
-        for waiter in woken:
-            self._wake(waiter)
+        self._wake(woken)
 
     def _leave(self, waiter: _Waiter) -> bool:
         """Whether ``waiter`` holds a slot; if not, it leaves the queue (marked gone: O(1),
@@ -149,8 +148,7 @@ class Slots:
                 waiter.gone = True
                 self._waiting -= 1
             woken = self._admit()  # it may have held up waiters of a larger limit
-        for other in woken:
-            self._wake(other)
+        self._wake(woken)
         return False
 
     def _admit(self) -> list[_Waiter]:
@@ -169,11 +167,22 @@ class Slots:
             woken.append(head)
         return woken
 
-    def _wake(self, waiter: _Waiter) -> None:
-        try:
-            waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
-        except RuntimeError:  # its loop has closed: nobody will use the slot
-            self.release()
+    def _wake(self, woken: list[_Waiter]) -> None:
+        """Tell each waiter handed a slot, on its loop. A waiter whose loop has closed will
+        never use its slot: it goes to the next waiters, in a loop rather than by recursion
+        (a closed loop may leave thousands queued)."""
+        while woken:
+            dead = 0
+            for waiter in woken:
+                try:
+                    waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
+                except RuntimeError:  # its loop has closed
+                    dead += 1
+            if not dead:
+                return
+            with self._lock:
+                self._busy = max(0, self._busy - dead)
+                woken = self._admit()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
