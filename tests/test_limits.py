@@ -7,6 +7,8 @@ import asyncio
 import threading
 import time
 
+import pytest
+
 from miniagent.limits import Endpoint, EndpointLimits, Slots
 from miniagent.waits import reporting_waits
 
@@ -144,3 +146,18 @@ def test_a_loop_closed_with_many_waiters_queued_loses_no_slot() -> None:
     assert (slots.busy, slots.queued) == (0, 0)
     assert slots.try_acquire(1)
     del tasks
+
+
+async def test_a_waiter_whose_on_wait_raises_leaves_the_queue() -> None:
+    slots = Slots()
+    assert slots.try_acquire(1)
+
+    def broken() -> None:
+        raise RuntimeError("display broke")
+
+    with pytest.raises(RuntimeError, match="display broke"):
+        await slots.acquire(1, on_wait=broken)
+    assert slots.queued == 0
+    slots.release()  # the slot is not handed to a waiter nobody awaits any more
+    assert (slots.busy, slots.queued) == (0, 0)
+    assert slots.try_acquire(1)

@@ -116,12 +116,14 @@ class Slots:
                 return True
             self._queue.append(waiter)
             self._waiting += 1
-        if on_wait is not None:
-            on_wait()
-        timeout = None if until is None else max(0.0, until - time.time())
         try:
+            if on_wait is not None:
+                on_wait()
+            timeout = None if until is None else max(0.0, until - time.time())
             await asyncio.wait({waiter.future}, timeout=timeout)
-        except BaseException:  # cancelled: a slot handed over meanwhile goes to the next
+        except BaseException:
+            # cancelled, or on_wait raised: it leaves the queue, and a slot handed over
+            # meanwhile goes to the next waiter
             if self._leave(waiter):
                 self.release()
             raise
