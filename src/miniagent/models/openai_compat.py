@@ -410,6 +410,7 @@ class OpenAICompatibleModel:
             else:
                 if 200 <= response.status < 300:
                     return response
+                admission.used(0)  # an error answer generated nothing: no tokens this minute
                 last = self._http_error(response, with_tools)
                 if not _retryable(response.status) or (response.status >= 500
                                                         and _blames_request(response)):
