@@ -282,7 +282,7 @@ class EndpointLimits:
         requests_per_minute: Requests started in any 60 seconds (each retry is a request).
         tokens_per_minute: Tokens in any 60 seconds: a request reserves an estimate of its
             prompt plus its ``max_tokens`` before it is sent, corrected to the usage the
-            server reports once it answers.
+            server reports once it answers (an error answer, a 429 included, counts none).
 
     Raises:
         ConfigError: A limit that is not a positive integer.
