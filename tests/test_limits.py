@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from miniagent.limits import Endpoint, EndpointLimits, Slots
+from miniagent.limits import Endpoint, EndpointLimits, RateWindow, Slots
 from miniagent.waits import reporting_waits
 
 
@@ -161,3 +161,17 @@ async def test_a_waiter_whose_on_wait_raises_leaves_the_queue() -> None:
     slots.release()  # the slot is not handed to a waiter nobody awaits any more
     assert (slots.busy, slots.queued) == (0, 0)
     assert slots.try_acquire(1)
+
+
+async def test_a_rate_window_take_whose_on_wait_raises_keeps_no_reservation() -> None:
+    window = RateWindow(60.0)
+    await window.take(1, 1)  # the minute is full: the next take would wait
+
+    def broken() -> None:
+        raise RuntimeError("display broke")
+
+    with pytest.raises(RuntimeError, match="display broke"):
+        await window.take(1, 1, on_wait=broken)
+    # the failed take reserved nothing: the next one is booked right after the first
+    again = window.reserve(1, 2, time.monotonic())
+    assert again.start <= time.monotonic()

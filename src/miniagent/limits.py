@@ -256,11 +256,11 @@ class RateWindow:
         entry = self.reserve(amount, limit, time.monotonic())
         delay = entry.start - time.monotonic()
         if delay > 0:
-            if on_wait is not None:
-                on_wait()
             try:
+                if on_wait is not None:
+                    on_wait()
                 await asyncio.sleep(delay)
-            except BaseException:
+            except BaseException:  # cancelled, or on_wait raised: the booking is freed
                 self.cancel(entry)
                 raise
         return entry
