@@ -175,3 +175,22 @@ async def test_a_rate_window_take_whose_on_wait_raises_keeps_no_reservation() ->
     # the failed take reserved nothing: the next one is booked right after the first
     again = window.reserve(1, 2, time.monotonic())
     assert again.start <= time.monotonic()
+
+
+async def test_waiters_that_gave_up_do_not_pile_up_behind_a_slot_held_for_long() -> None:
+    # one call holds the only slot for the whole test; thousands of others queue and give up
+    # at their deadline: what stays queued is bounded by those still waiting, not by all that
+    # ever gave up
+    slots = Slots()
+    assert slots.try_acquire(1)
+    still = asyncio.ensure_future(slots.acquire(1))  # one that waits on
+    while not slots.queued:
+        await asyncio.sleep(0)
+    for _ in range(5000):
+        assert await slots.acquire(1, until=time.time() - 1) is False
+    assert slots.queued == 1
+    assert len(slots._queue) <= 100
+    slots.release()
+    assert await still is True
+    slots.release()
+    assert (slots.busy, slots.queued) == (0, 0)

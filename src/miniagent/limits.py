@@ -51,6 +51,10 @@ class _Waiter:
     gone: bool = False  # gave up or was cancelled: skipped when its turn comes
 
 
+_GONE_KEPT = 64
+"""Waiters that gave up left in a queue before it is swept (see :meth:`Slots._leave`)."""
+
+
 class Slots:
     """At most N holders at once, over every event loop and thread of the process.
 
@@ -142,13 +146,17 @@ class Slots:
 
     def _leave(self, waiter: _Waiter) -> bool:
         """Whether ``waiter`` holds a slot; if not, it leaves the queue (marked gone: O(1),
-        so that cancelling many waiters at once stays linear)."""
+        so that cancelling many waiters at once stays linear; swept once most are gone)."""
         with self._lock:
             if waiter.granted:
                 return True
             if not waiter.gone:
                 waiter.gone = True
                 self._waiting -= 1
+                if len(self._queue) > 2 * self._waiting + _GONE_KEPT:
+                    # behind a slot held for long, those who gave up would pile up without
+                    # end: dropped once they are most of the queue (linear overall still)
+                    self._queue = deque(w for w in self._queue if not w.gone)
             woken = self._admit()  # it may have held up waiters of a larger limit
         self._wake(woken)
         return False
