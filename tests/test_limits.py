@@ -7,7 +7,9 @@ import asyncio
 import threading
 import time
 
-from miniagent.limits import Endpoint, EndpointLimits, Slots
+import pytest
+
+from miniagent.limits import Endpoint, EndpointLimits, RateWindow, Slots
 from miniagent.waits import reporting_waits
 
 
@@ -103,3 +105,92 @@ async def test_an_endpoint_reports_why_a_request_waits() -> None:
     assert reported == [("model m at http://127.0.0.1:1/v1", "1 request in flight "
                          "(max_concurrency)")]
     assert shared.slots.busy == 0
+
+
+async def test_a_slot_handed_over_after_the_waiters_time_is_given_back_not_used() -> None:
+    # The slot comes free (from another thread) only once the waiter's time has passed, and
+    # before its loop could run its timeout: it must not come back holding a slot it would
+    # then use after its deadline.
+    slots = Slots()
+    assert slots.try_acquire(1)
+    until = time.time() + 0.05
+    waiting = asyncio.ensure_future(slots.acquire(1, until=until))
+    while not slots.queued:
+        await asyncio.sleep(0)
+    while time.time() <= until:  # the loop is held past the waiter's time...
+        time.sleep(0.01)
+    freeing = threading.Thread(target=slots.release)  # ...while another thread frees the slot
+    freeing.start()
+    freeing.join(10)
+    assert await waiting is False
+    assert (slots.busy, slots.queued) == (0, 0)
+
+
+def test_a_loop_closed_with_many_waiters_queued_loses_no_slot() -> None:
+    # Waiters of a loop that closed without cancelling them can never take their slot: each
+    # one handed a slot gives it back to the next, however many there are (no recursion).
+    slots, waiting = Slots(), 3000
+    assert slots.try_acquire(1)
+    loop = asyncio.new_event_loop()
+
+    async def queue_up() -> list[asyncio.Task[bool]]:
+        tasks = [asyncio.ensure_future(slots.acquire(1)) for _ in range(waiting)]
+        while slots.queued < waiting:
+            await asyncio.sleep(0)
+        return tasks
+
+    tasks = loop.run_until_complete(queue_up())
+    loop.set_exception_handler(lambda _loop, _context: None)  # "destroyed but pending"
+    loop.close()  # the tasks are left pending: never cancelled, never resumed
+    slots.release()
+    assert (slots.busy, slots.queued) == (0, 0)
+    assert slots.try_acquire(1)
+    del tasks
+
+
+async def test_a_waiter_whose_on_wait_raises_leaves_the_queue() -> None:
+    slots = Slots()
+    assert slots.try_acquire(1)
+
+    def broken() -> None:
+        raise RuntimeError("display broke")
+
+    with pytest.raises(RuntimeError, match="display broke"):
+        await slots.acquire(1, on_wait=broken)
+    assert slots.queued == 0
+    slots.release()  # the slot is not handed to a waiter nobody awaits any more
+    assert (slots.busy, slots.queued) == (0, 0)
+    assert slots.try_acquire(1)
+
+
+async def test_a_rate_window_take_whose_on_wait_raises_keeps_no_reservation() -> None:
+    window = RateWindow(60.0)
+    await window.take(1, 1)  # the minute is full: the next take would wait
+
+    def broken() -> None:
+        raise RuntimeError("display broke")
+
+    with pytest.raises(RuntimeError, match="display broke"):
+        await window.take(1, 1, on_wait=broken)
+    # the failed take reserved nothing: the next one is booked right after the first
+    again = window.reserve(1, 2, time.monotonic())
+    assert again.start <= time.monotonic()
+
+
+async def test_waiters_that_gave_up_do_not_pile_up_behind_a_slot_held_for_long() -> None:
+    # one call holds the only slot for the whole test; thousands of others queue and give up
+    # at their deadline: what stays queued is bounded by those still waiting, not by all that
+    # ever gave up
+    slots = Slots()
+    assert slots.try_acquire(1)
+    still = asyncio.ensure_future(slots.acquire(1))  # one that waits on
+    while not slots.queued:
+        await asyncio.sleep(0)
+    for _ in range(5000):
+        assert await slots.acquire(1, until=time.time() - 1) is False
+    assert slots.queued == 1
+    assert len(slots._queue) <= 100
+    slots.release()
+    assert await still is True
+    slots.release()
+    assert (slots.busy, slots.queued) == (0, 0)

@@ -51,6 +51,10 @@ class _Waiter:
     gone: bool = False  # gave up or was cancelled: skipped when its turn comes
 
 
+_GONE_KEPT = 64
+"""Waiters that gave up left in a queue before it is swept (see :meth:`Slots._leave`)."""
+
+
 class Slots:
     """At most N holders at once, over every event loop and thread of the process.
 
@@ -102,7 +106,8 @@ class Slots:
         Args:
             limit: At most this many hold a slot while this caller is admitted.
             until: Give up at this time (seconds since the epoch): then False, and no slot
-                is held.
+                is held (nor is one handed over once this time has passed: a caller past
+                its deadline never goes on to use the slot).
             on_wait: Called once if the caller has to wait.
         """
         if self.try_acquire(limit):
@@ -115,37 +120,45 @@ class Slots:
                 return True
             self._queue.append(waiter)
             self._waiting += 1
-        if on_wait is not None:
-            on_wait()
-        timeout = None if until is None else max(0.0, until - time.time())
         try:
+            if on_wait is not None:
+                on_wait()
+            timeout = None if until is None else max(0.0, until - time.time())
             await asyncio.wait({waiter.future}, timeout=timeout)
-        except BaseException:  # cancelled: a slot handed over meanwhile goes to the next
+        except BaseException:
+            # cancelled, or on_wait raised: it leaves the queue, and a slot handed over
+            # meanwhile goes to the next waiter
             if self._leave(waiter):
                 self.release()
             raise
-        return self._leave(waiter)
+        held = self._leave(waiter)
+        if held and until is not None and time.time() >= until:  # handed over too late
+            self.release()
+            return False
+        return held
 
     def release(self) -> None:
         """Give a slot back; the next waiter that fits gets it."""
         with self._lock:
             self._busy = max(0, self._busy - 1)
             woken = self._admit()
-        for waiter in woken:
-            self._wake(waiter)
+        self._wake(woken)
 
     def _leave(self, waiter: _Waiter) -> bool:
         """Whether ``waiter`` holds a slot; if not, it leaves the queue (marked gone: O(1),
-        so that cancelling many waiters at once stays linear)."""
+        so that cancelling many waiters at once stays linear; swept once most are gone)."""
         with self._lock:
             if waiter.granted:
                 return True
             if not waiter.gone:
                 waiter.gone = True
                 self._waiting -= 1
+                if len(self._queue) > 2 * self._waiting + _GONE_KEPT:
+                    # behind a slot held for long, those who gave up would pile up without
+                    # end: dropped once they are most of the queue (linear overall still)
+                    self._queue = deque(w for w in self._queue if not w.gone)
             woken = self._admit()  # it may have held up waiters of a larger limit
-        for other in woken:
-            self._wake(other)
+        self._wake(woken)
         return False
 
     def _admit(self) -> list[_Waiter]:
@@ -164,11 +177,22 @@ class Slots:
             woken.append(head)
         return woken
 
-    def _wake(self, waiter: _Waiter) -> None:
-        try:
-            waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
-        except RuntimeError:  # its loop has closed: nobody will use the slot
-            self.release()
+    def _wake(self, woken: list[_Waiter]) -> None:
+        """Tell each waiter handed a slot, on its loop. A waiter whose loop has closed will
+        never use its slot: it goes to the next waiters, in a loop rather than by recursion
+        (a closed loop may leave thousands queued)."""
+        while woken:
+            dead = 0
+            for waiter in woken:
+                try:
+                    waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
+                except RuntimeError:  # its loop has closed
+                    dead += 1
+            if not dead:
+                return
+            with self._lock:
+                self._busy = max(0, self._busy - dead)
+                woken = self._admit()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
@@ -240,11 +264,11 @@ class RateWindow:
         entry = self.reserve(amount, limit, time.monotonic())
         delay = entry.start - time.monotonic()
         if delay > 0:
-            if on_wait is not None:
-                on_wait()
             try:
+                if on_wait is not None:
+                    on_wait()
                 await asyncio.sleep(delay)
-            except BaseException:
+            except BaseException:  # cancelled, or on_wait raised: the booking is freed
                 self.cancel(entry)
                 raise
         return entry
@@ -266,7 +290,7 @@ class EndpointLimits:
         requests_per_minute: Requests started in any 60 seconds (each retry is a request).
         tokens_per_minute: Tokens in any 60 seconds: a request reserves an estimate of its
             prompt plus its ``max_tokens`` before it is sent, corrected to the usage the
-            server reports once it answers.
+            server reports once it answers (an error answer, a 429 included, counts none).
 
     Raises:
         ConfigError: A limit that is not a positive integer.

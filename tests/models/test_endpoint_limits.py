@@ -104,6 +104,21 @@ async def test_tokens_per_minute_hold_over_a_burst_and_count_the_reported_usage(
     await model.aclose()
 
 
+async def test_a_refused_attempt_counts_no_tokens_in_tokens_per_minute(
+        stub: Callable[..., StubServer]) -> None:
+    # a 429 (or any error answer) generated nothing: only the answered retry counts, at its
+    # reported usage, so a 429 storm does not fill the window with estimates
+    server = stub([Fault(status=429, headers={"Retry-After": "0"}),
+                   Fault(status=503, headers={"Retry-After": "0"}), "ok"],
+                  usage={"prompt_tokens": 10, "completion_tokens": 5})
+    model = OpenAICompatibleModel(base_url=server.base_url, model="m",
+                                  limits=EndpointLimits(tokens_per_minute=100_000))
+    answer = await model.generate(_request(max_tokens=1000))
+    assert answer.content == "ok" and len(server.requests) == 3
+    assert endpoint(server.base_url, "m").tokens._total == 15
+    await model.aclose()
+
+
 async def test_max_concurrency_holds_between_model_objects(
         stub: Callable[..., StubServer]) -> None:
     server = stub(["ok"] * 12)

@@ -134,6 +134,23 @@ def test_retry_after_in_seconds_is_taken(value: str, seconds: float) -> None:
     assert retry_after(value) == seconds
 
 
+def test_retry_after_as_an_http_date_within_a_minute_is_taken() -> None:
+    from datetime import datetime, timedelta, timezone
+    from email.utils import format_datetime
+
+    def at(seconds: float) -> str:
+        return format_datetime(datetime.now(timezone.utc) + timedelta(seconds=seconds),
+                               usegmt=True)
+
+    soon = retry_after(at(30))
+    assert soon is not None and 0.0 < soon <= 30.0
+    # past, beyond the bound, or not the IMF-fixdate form RFC 9110 has servers send
+    for ignored in (at(-30), at(3600), at(30).replace("GMT", "+0000"),
+                    "Mon, 30 Feb 2026 10:00:00 GMT",
+                    at(30).replace(", ", " ") + " x" * 10_000):
+        assert retry_after(ignored) is None
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "1e9"])
 async def test_retry_after_nan_falls_back_to_the_backoff(
         stub: Callable[..., StubServer], value: str) -> None:

@@ -31,6 +31,7 @@ import logging
 import math
 import random
 import re
+import time
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
@@ -70,6 +71,9 @@ _RETRY_STATUSES = frozenset({408, 429})
 _RETRY_AFTER_MAX = 60.0
 _DELAY_SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,12})?")
 """``Retry-After`` as delay-seconds (RFC 9110: digits; a fraction tolerated)."""
+_HTTP_DATE = re.compile(
+    r"[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT")
+"""``Retry-After`` as an HTTP-date in the IMF-fixdate form RFC 9110 has servers send."""
 GrammarField = Literal["grammar", "guided_grammar", "structured_outputs"]
 """Where a server takes a GBNF grammar; sent only when set, since other servers reject it."""
 
@@ -406,6 +410,7 @@ class OpenAICompatibleModel:
             else:
                 if 200 <= response.status < 300:
                     return response
+                admission.used(0)  # an error answer generated nothing: no tokens this minute
                 last = self._http_error(response, with_tools)
                 if not _retryable(response.status) or (response.status >= 500
                                                         and _blames_request(response)):
@@ -550,15 +555,30 @@ def _blames_request(response: HttpResponse) -> bool:
 def _retry_after(response: HttpResponse) -> float | None:
     """``Retry-After`` in seconds, or None (then the usual backoff applies).
 
-    Only plain seconds from 0 to 60 are taken: the HTTP-date form, and anything ``float``
-    would read but no server means (``nan``, ``inf``, ``-1``, ``1e9``, ``5_0``, ``٣``), are
-    ignored, so a server cannot stall the retries until the run's deadline.
+    Only plain seconds from 0 to 60, or an HTTP-date (IMF-fixdate) from now to 60 seconds on,
+    are taken: a date already past, other date forms, and anything ``float`` would read but no
+    server means (``nan``, ``inf``, ``-1``, ``1e9``, ``5_0``, ``٣``), are ignored, so a server
+    cannot stall the retries (and, after a 429, every session of the endpoint) until the run's
+    deadline.
     """
     value = response.headers.get("retry-after", "").strip()
+    if _HTTP_DATE.fullmatch(value):
+        return _until_date(value)
     if not _DELAY_SECONDS.fullmatch(value):
         return None
     seconds = float(value)
     return seconds if math.isfinite(seconds) and 0.0 <= seconds <= _RETRY_AFTER_MAX else None
+
+
+def _until_date(value: str) -> float | None:
+    """Seconds from now until an IMF-fixdate, if it is in the next minute."""
+    from email.utils import parsedate_to_datetime  # only on a 429 that gives a date
+
+    try:
+        seconds = parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):  # e.g. "Feb 30"
+        return None
+    return seconds if 0.0 < seconds <= _RETRY_AFTER_MAX else None
 
 
 def _exhausted(last: ModelError, url: str, attempts: int) -> ModelError:

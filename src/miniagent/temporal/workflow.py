@@ -59,7 +59,9 @@ with workflow.unsafe.imports_passed_through():
         tool_time,
     )
     from miniagent.temporal.workers import Served, served
+    from miniagent.text import storable
     from miniagent.tool_context import ToolContext
+    from miniagent.tools.arguments import shorten
     from miniagent.types import (
         CallRecord,
         Decision,
@@ -76,6 +78,9 @@ WORKFLOW_NAME = "MiniAgentSession"
 TOOL_MARGIN = 30.0
 """Seconds a tool activity gets beyond the tool's own timeout (the toolbox enforces that one
 and answers with an error observation; this bounds a worker that hangs)."""
+SLOT_WAIT_CHARS = 300
+"""The most characters of a ``slot_waiting`` signal's ``what`` and ``reason`` kept (the worker
+sends far fewer: a tool's name or a model endpoint, and a limit)."""
 SLOT_WAIT = 3600.0
 """Seconds a call of a tool with ``max_concurrency`` may wait for a slot in its worker, on top
 of its own time, when the run has no deadline."""
@@ -343,10 +348,12 @@ class SessionWorkflow:
     @workflow.signal(name=SLOT_WAITING)
     def slot_waiting(self, wait: SlotWait) -> None:
         """A call under way waits for a slot in its worker: emitted as ``slot_waiting`` (a
-        signal for a call already over is dropped)."""
+        signal for a call already over is dropped). Any client may send this signal: its texts
+        are cut to :data:`SLOT_WAIT_CHARS` and made storable before they reach the event log."""
         reporter = self.waits.get(wait.key)
         if reporter is not None:
-            reporter(wait.what, wait.reason)
+            reporter(storable(shorten(wait.what, SLOT_WAIT_CHARS)),
+                     storable(shorten(wait.reason, SLOT_WAIT_CHARS)))
 
     # -- queries --------------------------------------------------------------------------
 
