@@ -65,6 +65,7 @@ def test_run_warms_up_first_and_warns_of_a_failed_warm_up(tmp_path: Path) -> Non
                   "--json", "--base-url", stub.base_url, "--model", "m")
     assert out.returncode == 0, out.stderr
     assert WARNING in out.stderr.splitlines()
+    assert out.stderr.count("warm-up of tool search failed") == 1, out.stderr  # one line
     result = json.loads(out.stdout)
     assert result["status"] == "completed"
     assert result["trace"][0]["observations"][0]["output"] == "k: index warm"

@@ -4,6 +4,7 @@ first call instead). See :mod:`miniagent.tools.warmup`."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -26,11 +27,16 @@ async def shown(start: Callable[[], Awaitable[WarmupReport]]) -> WarmupReport:
     from miniagent.cli.safe_text import visible
 
     console = Console(stderr=True, highlight=False)
-    if console.is_terminal:
-        with console.status(f"[dim]{STATUS}[/dim]", spinner="dots"):
+    library_log = logging.getLogger("miniagent.warmup")
+    was_disabled, library_log.disabled = library_log.disabled, True  # the line below says it
+    try:
+        if console.is_terminal:
+            with console.status(f"[dim]{STATUS}[/dim]", spinner="dots"):
+                report = await start()
+        else:
             report = await start()
-    else:
-        report = await start()
+    finally:
+        library_log.disabled = was_disabled
     for outcome in report.failed:
         typer.echo(visible(f"miniagent: warning: warm-up of {outcome.name} failed: "
                            f"{outcome.error}; it warms on first use instead"), err=True)

@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["Warmup", "WarmupOutcome", "WarmupReport", "WarmupStatus", "forget", "model_warmups",
            "run_warmups", "source_warmups", "tool_warmups", "warm_all"]
 
-log = logging.getLogger("miniagent")
+log = logging.getLogger("miniagent.warmup")
+"""Where a failed warm-up is logged (the CLI, which prints its own line, silences it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
