@@ -375,11 +375,13 @@ class Endpoint:
                 admission.slot = True
             await self._unpaused(what)
             if limits is not None and limits.requests_per_minute is not None:
-                reason = f"{limits.requests_per_minute} requests a minute (requests_per_minute)"
+                rate = counted(limits.requests_per_minute, "request")
+                reason = f"{rate} a minute (requests_per_minute)"
                 admission.request = await self.requests.take(
                     1, limits.requests_per_minute, on_wait=lambda: report_wait(what, reason))
             if limits is not None and limits.tokens_per_minute is not None:
-                reason = f"{limits.tokens_per_minute} tokens a minute (tokens_per_minute)"
+                rate = counted(limits.tokens_per_minute, "token")
+                reason = f"{rate} a minute (tokens_per_minute)"
                 admission.tokens = await self.tokens.take(
                     tokens, limits.tokens_per_minute, on_wait=lambda: report_wait(what, reason))
             await self._unpaused(what)  # a 429 may have come in meanwhile
