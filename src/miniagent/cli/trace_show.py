@@ -96,6 +96,8 @@ def _step_lines(step: StepView, full: bool) -> Iterator[str]:
               f"(call {visible(str(approval.get('call_id')))})"
     for guard in step.guards:
         yield f"  Guard [{visible(guard['guard'])}]: {_text(guard['detail'], full)}"
+    for wait in step.waits:
+        yield f"  Waited for a slot: {visible(wait['what'])} ({_text(wait['reason'], full)})"
 
 
 def _model_lines(call: ModelCall, full: bool) -> Iterator[str]:

@@ -115,7 +115,8 @@ class ToolRun:
 
 @dataclass
 class StepView:
-    """One step: its model call(s), the tools it ran, and what the guards did."""
+    """One step: its model call(s), the tools it ran, what the guards did, and the waits for a
+    slot (a tool's ``max_concurrency``, a model endpoint's limits)."""
 
     index: int
     started_at: float | None = None
@@ -124,6 +125,7 @@ class StepView:
     tools: list[ToolRun] = field(default_factory=list)
     guards: list[dict[str, Any]] = field(default_factory=list)
     approvals: list[dict[str, Any]] = field(default_factory=list)
+    waits: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def usage(self) -> TokenUsage:
@@ -322,6 +324,12 @@ class _Builder:
                  "call_id": r.get("call_id"), "at": at}
         (step.guards if step is not None else run.guards).append(guard)
 
+    def _slot_waiting(self, r: dict[str, Any], run: RunView, step: StepView | None,
+                      at: float) -> None:
+        if step is not None:
+            step.waits.append({"what": str(r.get("what", "")), "reason": str(r.get("reason", "")),
+                               "call_id": r.get("call_id"), "at": at})
+
     def _approval_requested(self, r: dict[str, Any], run: RunView, step: StepView | None,
                             at: float) -> None:
         if step is not None:
@@ -345,6 +353,7 @@ _HANDLERS: dict[str, _Handler] = {
     "tool_started": _Builder._tool_started,
     "tool_finished": _Builder._tool_finished,
     "guard_intervened": _Builder._guard_intervened,
+    "slot_waiting": _Builder._slot_waiting,
     "approval_requested": _Builder._approval_requested,
     "run_finished": _Builder._run_finished,
 }

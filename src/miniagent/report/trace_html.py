@@ -214,6 +214,7 @@ def _step(run: RunView, step: StepView, run_number: int) -> str:
         body += (f'<p class="warn">Waiting for approval: {esc(approval.get("tool"))} '
                  f"(call {esc(approval.get('call_id'))})</p>")
     body += "".join(_guard(g) for g in step.guards)
+    body += "".join(_wait(w) for w in step.waits)
     anchor = f'id="run-{run_number}-step-{step.index}" data-step="{step.index}"'
     return f"<li>{details(summary, body, cls='step', attrs=anchor)}</li>"
 
@@ -296,6 +297,12 @@ def _args_full(call: dict[str, Any]) -> str:
     if args:
         return _json(args)
     return str(call.get("raw_arguments") or "{}")
+
+
+def _wait(wait: dict[str, Any]) -> str:
+    call = f" (call {wait['call_id']})" if wait.get("call_id") else ""
+    return (f'<p class="warn wait">Waited for a slot: {esc(wait.get("what"))}{esc(call)}: '
+            f"{esc(wait.get('reason'))}</p>")
 
 
 def _guard(guard: dict[str, Any]) -> str:
