@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from embedded_model import model_path
 from miniagent import Agent, tool
 from miniagent.cli.local import TINY_MODEL_NOTICE, local_model, local_notice
 from miniagent.errors import ConfigError, ModelError
@@ -106,17 +107,9 @@ def test_importing_miniagent_does_not_import_the_runtime() -> None:
 # -- real generation -------------------------------------------------------------------
 
 
-def _model_path() -> Path:
-    pytest.importorskip("xllamacpp")
-    try:
-        return resolve_model_path()
-    except ConfigError as exc:
-        pytest.skip(str(exc))
-
-
 @pytest.fixture(scope="module")
 def react_model() -> LocalModel:
-    model = LocalModel(_model_path(), tool_mode="react")
+    model = LocalModel(model_path(), tool_mode="react")
     model.load()
     return model
 
@@ -164,7 +157,7 @@ async def test_agent_run_with_grammar_has_no_parse_failures(react_model: LocalMo
 async def test_grammar_off_ignores_the_request_grammar(react_model: LocalModel) -> None:
     request = _request("Say hi.")
     request.grammar = "root ::= [0-9]{1,3}"
-    off = LocalModel(_model_path(), tool_mode="react", grammar=False)
+    off = LocalModel(model_path(), tool_mode="react", grammar=False)
     assert "grammar" not in off.completion_body(request)
     assert "grammar" in react_model.completion_body(request)
     request.max_tokens = 24
@@ -174,7 +167,7 @@ async def test_grammar_off_ignores_the_request_grammar(react_model: LocalModel) 
 
 
 async def test_prompt_longer_than_context_is_a_model_error() -> None:
-    model = LocalModel(_model_path(), n_ctx=256)
+    model = LocalModel(model_path(), n_ctx=256)
     request = _request("word " * 600)
     with pytest.raises(ModelError):
         await model.generate(request)
@@ -183,7 +176,7 @@ async def test_prompt_longer_than_context_is_a_model_error() -> None:
 
 @pytest.fixture
 async def native_model() -> AsyncIterator[LocalModel]:
-    model = LocalModel(_model_path(), tool_mode="native")
+    model = LocalModel(model_path(), tool_mode="native")
     yield model
     await model.aclose()
 
@@ -201,7 +194,7 @@ async def test_native_mode_runs_the_loop(native_model: LocalModel) -> None:
 
 
 def test_cli_factory_and_notice() -> None:
-    model = local_model(str(_model_path()), "auto", True)
+    model = local_model(str(model_path()), "auto", True)
     assert model.tool_mode == "auto" and model.capabilities.native_tools is False
     notice = local_notice(model)
     assert model.model_path.name in notice and TINY_MODEL_NOTICE in notice

@@ -5,27 +5,17 @@ Real llama.cpp (xllamacpp) with the packaged SmolLM2; skipped when either is mis
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from embedded_model import model_path
 from miniagent import Agent
-from miniagent.errors import ConfigError
-from miniagent.models.local import LocalModel, resolve_model_path
+from miniagent.models.local import LocalModel
 from miniagent.tools.builtin import calculator
-
-
-def _model_path() -> Path:
-    pytest.importorskip("xllamacpp")
-    try:
-        return resolve_model_path()
-    except ConfigError as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.mark.parametrize("tool_mode", ["react", "native"])
 async def test_the_first_step_after_start_hits_the_prompt_cache(tool_mode: str) -> None:
-    path = _model_path()
+    path = model_path()
     options = dict(tools=[calculator], max_steps=1, max_tokens=24,
                    instructions="Answer arithmetic questions with the calculator.")
 
@@ -47,7 +37,7 @@ async def test_the_first_step_after_start_hits_the_prompt_cache(tool_mode: str) 
 
 
 async def test_an_unloaded_model_is_cold_again_at_the_next_start() -> None:
-    model = LocalModel(_model_path())
+    model = LocalModel(model_path())
     agent = Agent(model=model, tools=[calculator])
     try:
         assert (await agent.start()).warmed == [f"model {model.model_path.name}"]

@@ -14,7 +14,6 @@ import asyncio
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +21,10 @@ from gbnf_match import accepts, parse_gbnf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from embedded_model import model_path
 from miniagent import Agent, Tool, ToolRegistry
-from miniagent.errors import ConfigError, ModelError
-from miniagent.models.local import LocalModel, resolve_model_path
+from miniagent.errors import ModelError
+from miniagent.models.local import LocalModel
 from miniagent.protocol.grammar import react_grammar
 from miniagent.protocol.react import ReactProtocol
 from miniagent.protocol.react_parser import parse_react
@@ -33,18 +33,10 @@ from miniagent.types import Message, ModelRequest, ToolCall
 # -- the real parser -----------------------------------------------------------------------
 
 
-def _model_path() -> Path:
-    pytest.importorskip("xllamacpp")
-    try:
-        return resolve_model_path()
-    except ConfigError as exc:
-        pytest.skip(str(exc))
-
-
 @pytest.fixture(scope="module")
 def vocab() -> Any:
     """The embedded model with a small context: it loads in about a second."""
-    model = LocalModel(_model_path(), n_ctx=512)
+    model = LocalModel(model_path(), n_ctx=512)
     model.load()
     yield model
     model.unload()
@@ -411,7 +403,7 @@ DIRECTIONS = Tool.from_schema(
 
 @pytest.fixture(scope="module")
 def local_model() -> Any:
-    model = LocalModel(_model_path(), tool_mode="react")
+    model = LocalModel(model_path(), tool_mode="react")
     model.load()
     yield model
     model.unload()
