@@ -71,6 +71,24 @@ def test_each_react_request_offers_k_tools_and_the_grammar_follows() -> None:
     assert set(result.steps[0].offered_tools) == offered
 
 
+@pytest.mark.parametrize("choice", ["required", "weather_tool"])
+def test_a_tool_choice_narrows_the_grammar_to_the_offered_tools(choice: str) -> None:
+    """``required`` (or a name) rebuilds the ReAct grammar: from the tools this step offers,
+    never from every registered tool the selection left out."""
+    ran: list[str] = []
+    model = ScriptedModel([react("weather_tool", "Paris"), "Final Answer: sunny"])
+    agent = Agent(model=model, tools=make_tools(ran), tool_selection=2, tool_choice=choice)
+    result = agent.run("What is the weather forecast in Paris?")
+    assert (result.status, result.final_answer, ran) == ("completed", "sunny", ["weather_tool"])
+    first = model.requests[0]
+    offered = offered_in_prompt(first)
+    assert first.grammar is not None and "Final Answer" not in first.grammar
+    in_grammar = {f"{name}_tool" for name, _ in SUBJECTS
+                  if f'"{name}_tool\\nAction Input: "' in first.grammar}
+    assert in_grammar == ({"weather_tool"} if choice == "weather_tool" else offered)
+    assert len(offered) == 2
+
+
 def test_native_requests_list_only_the_selected_tools() -> None:
     model = ScriptedModel([
         {"content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {

@@ -277,11 +277,8 @@ class StepLogic:
                                                 self.spec.instructions)
             if retry is None:
                 raise
-            request = self._settings(retry, turn.choice)
+            request = _settled(self.rules, retry, turn)
             return await self._reply(request), request
-
-    def _settings(self, request: ModelRequest, choice: str | None) -> ModelRequest:
-        return _settled(self.rules, request, choice)
 
     def _with_ids(self, parsed: ParsedOutput, session: AgentSession) -> ParsedOutput:
         """The parsed reply made safe to keep, its calls given ids from the driver where the
@@ -582,12 +579,14 @@ def first_request(rules: Rules, question: str = "") -> ModelRequest:
 
 def _rendered(rules: Rules, turn: _Turn) -> ModelRequest:
     request = rules.protocol.render(turn.history, turn.tools, rules.spec.instructions)
-    return _settled(rules, request, turn.choice)
+    return _settled(rules, request, turn)
 
 
-def _settled(rules: Rules, request: ModelRequest, choice: str | None) -> ModelRequest:
+def _settled(rules: Rules, request: ModelRequest, turn: _Turn) -> ModelRequest:
+    """``request`` with the agent's sampling settings and the step's tool choice applied to
+    the tools this step offers (a narrowed grammar never names a tool the selection left out)."""
     request.temperature, request.max_tokens = rules.spec.temperature, rules.spec.max_tokens
-    return tool_choice.constrain(request, choice, rules.tools.listed())
+    return tool_choice.constrain(request, turn.choice, turn.tools)
 
 
 def _no_retry(parsed: ParsedOutput) -> ParsedOutput:
