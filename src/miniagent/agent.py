@@ -86,7 +86,12 @@ class Agent:
     models unless told otherwise: ``tool_selection`` defaults to
     :data:`~miniagent.defaults.SMALL_MODEL_TOOLS` and ``worked_example`` (a worked example of
     one round with the first offered tool in the ReAct prompt) to True; for other models
-    ``worked_example`` defaults to False. After an intervention on a repeated call, the next
+    ``worked_example`` defaults to False. Three more aids default to True for a small model and
+    False otherwise: ``strict_selection`` (the selection offers only tools the conversation
+    matches, none when nothing does, so a question no tool is about gets a direct answer),
+    ``act_first`` (while the turn has called no tool, a step that offers tools must call one)
+    and ``quote_answers`` (after a tool result, a ReAct Final Answer is a quote of a result:
+    see :mod:`miniagent.protocol.quotes`). After an intervention on a repeated call, the next
     step must answer (``answer_after_repeat``, default True: see
     :class:`~miniagent.runtime.guards.Limits`).
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
@@ -154,6 +159,9 @@ class Agent:
         tool_selection: int | None = None,
         tool_choice: str | None = None,
         worked_example: bool | None = None,
+        strict_selection: bool | None = None,
+        act_first: bool | None = None,
+        quote_answers: bool | None = None,
         approval_timeout: float | None = None,
         trace: str | os.PathLike[str] | None = None,
         temporal: Any = None,
@@ -188,6 +196,9 @@ class Agent:
         """Where the agent's tools come from: its own functions first, then the others."""
         small = model is not None and model.capabilities.small_model
         tool_selection, worked_example = _small_model_aids(small, tool_selection, worked_example)
+        aids = {name: small if given is None else given for name, given in (
+            ("strict_selection", strict_selection), ("act_first", act_first),
+            ("quote_answers", quote_answers))}
         if protocol is None and model is not None:
             caps = model.capabilities
             protocol = default_protocol(caps.tool_mode, native_tools=caps.native_tools,
@@ -209,7 +220,7 @@ class Agent:
             on_interrupted=on_interrupted,
             compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
                          if compress_at is not None else None),
-            tool_selection=tool_selection, approval_timeout=approval_timeout,
+            tool_selection=tool_selection, approval_timeout=approval_timeout, **aids,
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
             recall="recall" if memory is not None and memory_recall else None,
             tool_retry=RetryPolicy.of(tool_retry))

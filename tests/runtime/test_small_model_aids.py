@@ -5,8 +5,8 @@ small, each one can be set either way."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
+from typing import Literal
 
 import pytest
 
@@ -46,10 +46,23 @@ class SmallModel(ScriptedModel):
 def test_the_example_is_built_from_the_tool_and_matches_its_schema() -> None:
     text = worked_example(convert)
     assert "Action: convert\n" in text
+    assert "Thought: I should call convert with value=..., unit=...\n" in text  # names inputs
     (line,) = [ln for ln in text.splitlines() if ln.startswith("Action Input: ")]
-    args = json.loads(line.removeprefix("Action Input: "))
-    assert args == {"value": 1.5, "unit": "..."}  # the required ones, placeholders by type
+    # the required ones, placeholders by type: no sample number a small model would copy
+    assert line == 'Action Input: {"value":<number>,"unit":"..."}'
     assert text.endswith("Final Answer: the answer, taken from the Observation")
+
+
+@tool
+def pick(mode: Literal["fast", "exact"], count: int, flag: bool) -> str:
+    """Pick."""
+    return mode
+
+
+def test_the_example_shows_an_enum_value_and_json_literals() -> None:
+    (line,) = [ln for ln in worked_example(pick).splitlines()
+               if ln.startswith("Action Input: ")]
+    assert line == 'Action Input: {"mode":"fast","count":<integer>,"flag":true}'
 
 
 def test_the_prompt_has_the_example_only_when_asked() -> None:
@@ -59,32 +72,67 @@ def test_the_prompt_has_the_example_only_when_asked() -> None:
     assert "Example" not in render_system_prompt([], example=True)  # no tool, no example
 
 
+OSLO = 'Thought: look it up\nAction: weather\nAction Input: {"city": "Oslo"}'
+
+
 async def test_a_small_model_gets_the_aids_by_default() -> None:
-    model = SmallModel(["Final Answer: sunny"])
+    model = SmallModel([OSLO, "Final Answer: Oslo: 18 °C"])
     agent = Agent(model=model, tools=[weather, recipe, calculator, convert])
     assert agent.spec.tool_selection == 2
-    await agent.arun("What is the weather in Oslo?")
-    system = model.requests[0].messages[0]["content"]
+    assert (agent.spec.strict_selection, agent.spec.act_first, agent.spec.quote_answers) == (
+        True, True, True)
+    result = await agent.arun("What is the weather in Oslo?")
+    assert (result.status, result.final_answer) == ("completed", "Oslo: 18 °C")
+    first, second = model.requests
+    system = first.messages[0]["content"]
     offered = re.findall(r"^- (\w+):", system, re.MULTILINE)
-    assert len(offered) == 2 and "weather" in offered
+    assert offered == ["weather"]  # strict: only what the question matches, no filling up
     assert "Example (only the format" in system
+    assert first.grammar is not None and "Final Answer" not in first.grammar  # act first
+    assert second.grammar is not None
+    assert 'final ::= "Final Answer: " (quote-0-0 | quote-0-1' in second.grammar  # a quote
+    assert 'quote-0-1 ::= "18" (" " quote-0-2)?' in second.grammar
 
 
-@pytest.mark.parametrize("options", [{"tool_selection": 0, "worked_example": False}])
+async def test_a_question_no_tool_matches_gets_no_tool_and_a_free_answer() -> None:
+    model = SmallModel(["Final Answer: Rome"])
+    agent = Agent(model=model, tools=[weather, recipe, calculator, convert])
+    result = await agent.arun("What is the capital of Italy?")
+    assert (result.status, result.final_answer) == ("completed", "Rome")
+    request = model.requests[0]
+    assert "Tools: none." in request.messages[0]["content"]
+    assert request.grammar is not None and "Action: " not in request.grammar
+    assert result.steps[0].offered_tools == []
+
+
+@pytest.mark.parametrize("options", [{"tool_selection": 0, "worked_example": False,
+                                      "act_first": False, "quote_answers": False}])
 async def test_each_aid_can_be_turned_off(options: dict[str, object]) -> None:
     model = SmallModel(["Final Answer: sunny"])
     agent = Agent(model=model, tools=[weather, recipe, calculator], **options)
     assert agent.spec.tool_selection is None
     await agent.arun("What is the weather in Oslo?")
-    system = model.requests[0].messages[0]["content"]
+    request = model.requests[0]
+    system = request.messages[0]["content"]
     assert len(re.findall(r"^- (\w+):", system, re.MULTILINE)) == 3
     assert "Example (only the format" not in system
+    assert "Final Answer" in (request.grammar or "")
+
+
+async def test_strict_selection_can_be_turned_off() -> None:
+    model = SmallModel(["Final Answer: Rome"])
+    agent = Agent(model=model, tools=[weather, recipe, calculator], strict_selection=False,
+                  act_first=False)
+    await agent.arun("What is the capital of Italy?")
+    system = model.requests[0].messages[0]["content"]
+    assert len(re.findall(r"^- (\w+):", system, re.MULTILINE)) == 2  # filled up to 2
 
 
 async def test_other_models_get_none_unless_asked() -> None:
     model = ScriptedModel(["Final Answer: sunny", "Final Answer: sunny"])
     plain = Agent(model=model, tools=[weather, recipe, calculator])
     assert plain.spec.tool_selection is None
+    assert not (plain.spec.strict_selection or plain.spec.act_first or plain.spec.quote_answers)
     await plain.arun("weather?")
     assert "Example (only the format" not in model.requests[0].messages[0]["content"]
     asked = Agent(model=model, tools=[weather, recipe], worked_example=True)

@@ -109,12 +109,18 @@ def render_system_prompt(tools: Sequence[ToolLike], instructions: str | None = N
 def worked_example(tool: ToolLike) -> str:
     """One whole round with ``tool``, from the question to the Final Answer taken from the
     Observation: what a small model copies best. The values are placeholders built from the
-    tool's schema, never from the user's question."""
-    arguments = _compact_json(_example_arguments(tool.parameters))
+    tool's schema, never from the user's question; the thought names the inputs, so a small
+    model writes the values it found there (``with expression=1234 * 5678``) before the Action
+    Input, which then copies them. Numbers are shown as ``<number>``, not as a sample value a
+    small model would copy instead of the question's."""
+    placeholders = _example_arguments(tool.parameters)
+    arguments = "{" + ",".join(f"{_compact_json(name)}:{text}"
+                               for name, text in placeholders.items()) + "}"
+    inputs = ", ".join(f"{name}=..." for name in placeholders)
     return (
         "Example (only the format; the values are made up):\n"
         f"Question: a question that {tool.name} can answer\n"
-        f"Thought: I should call {tool.name}.\n"
+        f"Thought: I should call {tool.name}{' with ' + inputs if inputs else ''}\n"
         f"Action: {tool.name}\n"
         f"Action Input: {arguments}\n"
         f"Observation: the result of {tool.name}\n"
@@ -123,12 +129,14 @@ def worked_example(tool: ToolLike) -> str:
     )
 
 
-_EXAMPLE_VALUES: dict[str, Any] = {"string": "...", "integer": 1, "number": 1.5,
-                                   "boolean": True, "array": [], "object": {}}
+_EXAMPLE_VALUES: dict[str, str] = {"string": '"..."', "integer": "<integer>",
+                                   "number": "<number>", "boolean": "true", "array": "[]",
+                                   "object": "{}"}
 
 
-def _example_arguments(schema: Any) -> dict[str, Any]:
-    """A placeholder value for each required property (all of them when none is required)."""
+def _example_arguments(schema: Any) -> dict[str, str]:
+    """A placeholder (as JSON text) for each required property (all of them when none is
+    required); an enum shows its first value."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
         return {}
@@ -139,8 +147,8 @@ def _example_arguments(schema: Any) -> dict[str, Any]:
         enum = prop.get("enum")
         kind = prop.get("type")
         kind = kind[0] if isinstance(kind, list) and kind else kind
-        values[name] = enum[0] if isinstance(enum, list) and enum else _EXAMPLE_VALUES.get(
-            kind if isinstance(kind, str) else "string", "...")
+        values[name] = _compact_json(enum[0]) if isinstance(enum, list) and enum else (
+            _EXAMPLE_VALUES.get(kind if isinstance(kind, str) else "string", '"..."'))
     return values
 
 

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from miniagent.errors import ModelError, ToolInterrupted
-from miniagent.protocol import tool_choice
+from miniagent.protocol import quotes, tool_choice
 from miniagent.runtime import compress, incoming, recall
 from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import apply_decision, denial, recover_interrupted
@@ -185,7 +185,8 @@ class StepLogic:
         self._emit(ev.StepStarted, session, span=span, parent=self.run_span, step=index)
         await self._compress(session, index, span)
         tools, offered = offer(self.rules.tools.listed(), self.spec.tool_selection,
-                               session.messages, session.steps, pinned=self.spec.tool_choice)
+                               session.messages, session.steps, pinned=self.spec.tool_choice,
+                               strict=self.spec.strict_selection)
         response, parsed, elapsed = await self._generate(session, index, tools)
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
                     usage=response.usage, model_time=elapsed, offered_tools=offered)
@@ -228,11 +229,7 @@ class StepLogic:
         """Render, call the model (once more if the protocol can recover, or if it asks for
         the turn again: a ``retry`` reply), parse."""
         protocol, step_span = self.rules.protocol, self._step_spans[index]
-        steps = session.turn_steps
-        choice = tool_choice.for_step(self.spec.tool_choice, steps)
-        if self.spec.limits.answer_after_repeat and (repeated_last(steps) or no_progress(steps)):
-            choice = "none"  # the model repeats itself: it answers now
-        turn = _Turn(compress.history(session), tools, choice)
+        turn = self._turn(session, tools)
         request = self._render(turn)
         span, started = self.effects.new_id(), self.effects.now()
         self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
@@ -258,6 +255,18 @@ class StepLogic:
                    response=response, parsed=parsed, elapsed=elapsed,
                    retried=None if sent is request else sent)
         return response, parsed, elapsed
+
+    def _turn(self, session: AgentSession, tools: Sequence[ToolLike]) -> _Turn:
+        """What the next request is rendered from: the history, the offered tools, the step's
+        tool choice, and the results a Final Answer must quote (a small-model aid)."""
+        spec, steps = self.spec, session.turn_steps
+        choice = tool_choice.for_step(spec.tool_choice, steps)
+        if choice is None and spec.act_first and tools and not any(s.calls for s in steps):
+            choice = "required"  # tools match the question: the first step acts
+        if spec.limits.answer_after_repeat and (repeated_last(steps) or no_progress(steps)):
+            choice = "none"  # the model repeats itself: it answers now
+        quoted = quotes.results(steps) if spec.quote_answers else []
+        return _Turn(compress.history(session), tools, choice, quoted)
 
     async def _reply(self, request: ModelRequest) -> ModelResponse:
         """The model's reply, made safe to keep; a usage its server did not report, estimated."""
@@ -564,6 +573,8 @@ class _Turn:
     history: Sequence[Message]
     tools: Sequence[ToolLike]
     choice: str | None
+    quoted: Sequence[str] = ()
+    """Tool results a Final Answer must quote (``quote_answers``); empty: a free answer."""
 
 
 def first_request(rules: Rules, question: str = "") -> ModelRequest:
@@ -586,7 +597,8 @@ def _settled(rules: Rules, request: ModelRequest, turn: _Turn) -> ModelRequest:
     """``request`` with the agent's sampling settings and the step's tool choice applied to
     the tools this step offers (a narrowed grammar never names a tool the selection left out)."""
     request.temperature, request.max_tokens = rules.spec.temperature, rules.spec.max_tokens
-    return tool_choice.constrain(request, turn.choice, turn.tools)
+    request = tool_choice.constrain(request, turn.choice, turn.tools)
+    return quotes.constrain(request, turn.quoted) if turn.quoted else request
 
 
 def _no_retry(parsed: ParsedOutput) -> ParsedOutput:

@@ -12,9 +12,10 @@ offered, then to the first tools registered: a lexical index misses paraphrases,
 given a few more tools can still find the right one.
 
 Tokens are lower-cased words split at ``snake_case`` and ``camelCase`` boundaries, with common
-English endings (plural, ``-ing``, ``-ed``, ``-er``) cut; a run of Chinese or Japanese
-characters gives its single characters and its overlapping pairs, which match words of one or
-two characters without a word segmenter.
+English endings (plural, ``-ing``, ``-ed``, ``-er``) cut, and without numbers (``10`` in a
+question is a value, and matched ``log10`` in a calculator's description); a run of Chinese or
+Japanese characters gives its single characters and its overlapping pairs, which match words of
+one or two characters without a word segmenter.
 
 Nothing here reads a clock or draws a random number: the same history and tools give the same
 choice, which the step logic records in the step (:attr:`~miniagent.types.Step.offered_tools`).
@@ -63,13 +64,14 @@ __all__ = ["ToolIndex", "offer", "offered_only", "select_tools", "tokenize", "us
 K1, B = 1.2, 0.75
 """The usual Okapi BM25 constants (term saturation, length normalisation)."""
 
-_WORD = re.compile(r"[^\W\d_]+|\d+")
+_WORD = re.compile(r"[^\W\d_]+")  # numbers are a question's data, not what a tool is about
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _STOP = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
     "i", "in", "into", "is", "it", "me", "my", "of", "on", "or", "please", "that", "the", "this",
-    "to", "use", "what", "when", "where", "which", "who", "will", "with", "you", "your"})
+    "to", "use", "what", "when", "where", "which", "who", "will", "with", "you", "your",
+    "many", "much", "there", "have", "has"})
 _CJK_STOP = frozenset("的了是吗呢吧啊我你请把在和与")
 
 
@@ -210,7 +212,8 @@ def used_tools(messages: Sequence[Message]) -> set[str]:
 
 
 def select_tools(tools: Sequence[ToolLike], k: int, messages: Sequence[Message],
-                 previous: Sequence[str] | None = None) -> list[ToolLike]:
+                 previous: Sequence[str] | None = None, *, strict: bool = False
+                 ) -> list[ToolLike]:
     """The tools to offer for the next request of this history.
 
     Args:
@@ -220,28 +223,38 @@ def select_tools(tools: Sequence[ToolLike], k: int, messages: Sequence[Message],
         previous: the names offered by the previous request: among tools the conversation
             matches equally (or not at all) these come first, so that the offer changes only
             when the evidence does (the first request then fills up with the first tools).
+        strict: Offer only tools the conversation matches, none when nothing does, instead
+            of filling the ``k`` places (a small model then answers a question no tool is
+            about without being tempted to call one), the most relevant first.
 
     Returns:
-        The ``k`` most relevant tools plus those already called, in registration order;
-        every tool when there are no more than ``k``.
+        The ``k`` most relevant tools plus those already called, in registration order
+        (strict: by relevance, then those called); every tool when there are no more than
+        ``k`` (every matching one, when strict).
     """
-    if len(tools) <= k:
+    if len(tools) <= k and not strict:
         return list(tools)
-    chosen = set(index_for(tools).top(conversation_text(messages), k, previous or ()))
-    called = used_tools(messages)
+    index, query = index_for(tools), conversation_text(messages)
+    top, called = index.top(query, k, previous or ()), used_tools(messages)
+    if strict:  # the best first: a worked example shows the first tool
+        scores = index.scores(query)
+        ranked = [i for i in top if scores[i] > 0]
+        return [tools[i] for i in ranked] + [t for i, t in enumerate(tools)
+                                             if t.name in called and i not in ranked]
+    chosen = set(top)
     return [t for i, t in enumerate(tools) if i in chosen or t.name in called]
 
 
 def offer(tools: Sequence[ToolLike], k: int | None, messages: Sequence[Message],
-          steps: Sequence[Step], *, pinned: str | None = None
+          steps: Sequence[Step], *, pinned: str | None = None, strict: bool = False
           ) -> tuple[list[ToolLike], list[str] | None]:
     """What the step logic offers the next request, and the names to record in its step
     (``None`` when there is no selection: every tool is offered). A ``pinned`` tool (the one
-    ``tool_choice`` names) is always among them."""
+    ``tool_choice`` names) is always among them; ``strict``: see :func:`select_tools`."""
     if k is None:
         return list(tools), None
     previous = steps[-1].offered_tools if steps else None
-    chosen = select_tools(tools, k, messages, previous)
+    chosen = select_tools(tools, k, messages, previous, strict=strict)
     if pinned is not None and all(t.name != pinned for t in chosen):
         chosen = [t for t in tools if t in chosen or t.name == pinned]
     return chosen, [t.name for t in chosen]

@@ -62,8 +62,17 @@ class AgentSpec:
     """Context compression (see :mod:`miniagent.runtime.compress`); ``None``: off."""
     tool_selection: int | None = None
     """Offer each request only this many tools, the most relevant (see runtime/selection.py)."""
+    strict_selection: bool = False
+    """With ``tool_selection``: offer only the tools the conversation matches, none when
+    nothing does (see :func:`~miniagent.runtime.selection.select_tools`)."""
     tool_choice: str | None = None
     """auto, required, none or a tool's name (see :mod:`miniagent.protocol.tool_choice`)."""
+    act_first: bool = False
+    """When a turn's step offers tools and none has been called yet in the turn, the step must
+    call one (``required``), unless ``tool_choice`` says otherwise."""
+    quote_answers: bool = False
+    """After a tool result in the turn, a ReAct grammar admits only a Final Answer quoted from
+    the results (see :mod:`miniagent.protocol.quotes`); the model may still act again."""
     approval_timeout: float | None = None
     """Seconds a call may wait for a person; past them it is denied (the model is told), as
     soon as the session runs (on Temporal: at that moment). ``None``: as long as it takes."""

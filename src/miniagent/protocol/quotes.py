@@ -1,0 +1,94 @@
+"""Quoted answers: after a tool result, a small model's Final Answer is a span of a result.
+
+A model of a few hundred million parameters calls the right tool, reads ``Sydney: 16 °C,
+windy, humidity 50%`` and then answers ``I should call Sydney.`` or ``16.5``: it copies far
+better than it writes. With ``Agent(quote_answers=True)`` (on for a small model) every ReAct
+request of a turn that has a tool result narrows the grammar's Final Answer to a quote: it
+starts at any word of one of the latest results and goes on word by word for as long as the
+model likes, so the model still chooses what to say (``50%``, ``humidity 50%``, the whole
+result), never a figure no tool gave. The model may still act again instead: only the answer
+branch changes, and a backend without a grammar is not affected.
+
+Words are runs of non-space characters; Chinese and Japanese text, written without spaces,
+gives one word per character, so a quote can start inside a sentence. Whitespace inside a
+quote becomes one space, so an answer stays on one line (no ``Action:`` line can appear in it).
+At most :data:`RESULTS` results of :data:`WORDS` words each are quoted: the grammar stays small.
+
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from miniagent.protocol.json_grammar import gbnf_literal
+from miniagent.types import ModelRequest, Step
+
+__all__ = ["RESULTS", "WORDS", "constrain", "quote_rules", "results"]
+
+RESULTS = 3
+"""How many of the turn's latest tool results a Final Answer may quote."""
+
+WORDS = 120
+"""How many words of each result a quote may use (from the start of the result)."""
+
+_UNIT = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\uff60]|"
+                   r"[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\uff60]+)(\s*)")
+_FINAL = re.compile(r"^final ::= .*$", re.MULTILINE)
+
+
+
+def results(steps: Sequence[Step]) -> list[str]:
+    """The outputs of the turn's tool calls that ran and succeeded, latest first (at most
+    :data:`RESULTS`); an error, a denial or a repeat intervention is never quoted."""
+    found: list[str] = []
+    for step in reversed(steps):
+        for record in reversed(step.calls):
+            seen = record.observation
+            ran = seen is not None and not seen.is_error and record.outcome == "ran"
+            if seen is None or not ran or not seen.output.strip():
+                continue
+            found.append(seen.output)
+            if len(found) == RESULTS:
+                return found
+    return found
+
+
+def quote_rules(texts: Sequence[str]) -> tuple[list[str], list[str]]:
+    """GBNF rules of the quotes of ``texts``: (rule lines, the rules a quote may start with).
+
+    Example:
+        >>> lines, starts = quote_rules(["18 °C, sunny"])
+        >>> starts
+        ['quote-0-0', 'quote-0-1', 'quote-0-2']
+        >>> lines[0]
+        'quote-0-0 ::= "18" (" " quote-0-1)?'
+    """
+    lines: list[str] = []
+    starts: list[str] = []
+    for t, text in enumerate(texts):
+        units = _UNIT.findall(text)[:WORDS]
+        for i, (word, space) in enumerate(units):
+            name = f"quote-{t}-{i}"
+            follow = ""
+            if i + 1 < len(units):
+                joint = gbnf_literal(" ") + " " if space else ""
+                follow = f" ({joint}quote-{t}-{i + 1})?"
+            lines.append(f"{name} ::= {gbnf_literal(word)}{follow}")
+            starts.append(name)
+    return lines, starts
+
+
+def constrain(request: ModelRequest, texts: Sequence[str]) -> ModelRequest:
+    """``request`` whose grammar admits, as a Final Answer, only a quote of ``texts``; as it
+    was when it has no grammar, no Final Answer branch, or nothing to quote."""
+    grammar = request.grammar
+    if not grammar or not texts or _FINAL.search(grammar) is None:
+        return request
+    lines, starts = quote_rules(texts)
+    if not starts:
+        return request
+    final = 'final ::= "Final Answer: " (' + " | ".join(starts) + ")"
+    request.grammar = _FINAL.sub(lambda _: final, grammar, count=1) + "\n".join(lines) + "\n"
+    return request
+
