@@ -591,6 +591,51 @@ async def test_tool_selection(drivers: list[Driver], tmp_path: Path) -> None:
     assert got.observations == ["Oslo: sunny"]
 
 
+async def test_the_small_model_aids(drivers: list[Driver], tmp_path: Path) -> None:
+    """Strict selection offers only the matching tool, the first step must act (a guess is
+    refused), and after the result the grammar's answer is a quote of it; a question no tool
+    matches gets no tool at all."""
+    @tool
+    def weather(city: str) -> str:
+        """Current weather and forecast of a city."""
+        return f"{city}: sunny, 18 °C"
+
+    @tool
+    def recipe(dish: str) -> str:
+        """A recipe for a dish."""
+        return "boil"
+
+    seen: list[ModelRequest] = []
+
+    class Recording(ScriptedModel):
+        async def generate(self, request: ModelRequest) -> ModelResponse:
+            seen.append(request)
+            return await super().generate(request)
+
+    aids = {"tool_selection": 2, "strict_selection": True, "act_first": True,
+            "quote_answers": True}
+    setup = Setup(model=lambda: Recording(
+        ["Final Answer: guess", react("look", "weather", {"city": "Oslo"}),
+         "Final Answer: sunny, 18 °C", "Final Answer: Rome"]),
+        tools=lambda: [weather, recipe, add, lookup], options=aids)
+
+    async def two_questions(handle: Handle) -> RunResult:
+        first = await handle.run("What is the weather forecast in Oslo?")
+        assert (first.status, first.final_answer) == ("completed", "sunny, 18 °C")
+        return await handle.run("What is the capital of Italy?")
+
+    got = await across(drivers, tmp_path, setup, two_questions)
+    assert (got.status, got.final_answer, got.observations) == ("completed", "Rome", [])
+    assert len(seen) == 4 * len(drivers)
+    for guess, act, answer, other in (seen[i:i + 4] for i in range(0, len(seen), 4)):
+        assert "Valid tool names: weather\n" in guess.messages[0]["content"]
+        assert guess.grammar is not None and "Final Answer" not in guess.grammar
+        assert act.grammar is not None and "Final Answer" not in act.grammar
+        assert answer.grammar is not None
+        assert 'final ::= "Final Answer: " (quote-0-0 | quote-0-1' in answer.grammar
+        assert "Tools: none." in other.messages[0]["content"]
+
+
 async def test_streaming(drivers: list[Driver], tmp_path: Path) -> None:
     def reply(request: dict[str, Any], _n: int) -> Any:
         if any(m["role"] == "tool" for m in request["messages"]):
