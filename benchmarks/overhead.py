@@ -19,7 +19,7 @@ fails prints its row anyway. Nothing but 127.0.0.1 is contacted; every stub is s
 Usage: python benchmarks/overhead.py [--rounds 5] [--runs 100]
        [--concurrency 1000 3000 10000] [--max-connections N] [--stub fast|full]
        [--size-timeout 60] [--repeat 1] [--only-concurrency] [--profile 3000 10000]
-       python benchmarks/overhead.py --only-import [--import-repeats 15]
+       python benchmarks/overhead.py --only-import [--import-repeats 15] [--instructions]
 """
 
 from __future__ import annotations
@@ -218,6 +218,21 @@ def import_time(repeats: int = 15) -> None:
     print(f"    modules loaded by the import: {count[0]} ({count[1]} in sys.modules after it)")
     print(f"    import + define a first @tool (loads pydantic): "
           f"{(statistics.median(first_tool) - bare_s) * 1e3:.0f} ms")
+
+
+def import_instructions() -> None:
+    """Print the CPU instructions ``import miniagent`` adds to a bare interpreter start, as
+    callgrind counts them: steady (well under 1%) where wall time moves by half on a busy
+    machine. Needs valgrind; run after :func:`import_time`, which writes the bytecode caches."""
+    def count(code: str) -> int:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+             "-c", code], capture_output=True, text=True, timeout=600, check=True)
+        return int(done.stderr.split("Collected : ")[1].split()[0])
+
+    bare, ours = count("pass"), count("import miniagent")
+    print(f"    instructions (callgrind): {(ours - bare) / 1e6:.0f} M over a bare start "
+          f"({bare / 1e6:.0f} M)")
 
 
 # -- (c) concurrency against the raw asyncio floor ------------------------------------------
@@ -481,6 +496,8 @@ def main() -> None:
                         help="bursts per side and size in (c); the median is shown")
     parser.add_argument("--only-concurrency", action="store_true", help="skip (a) and (b)")
     parser.add_argument("--only-import", action="store_true", help="run only (b)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="(b) also counts the import's CPU instructions (valgrind)")
     parser.add_argument("--import-repeats", type=int, default=15,
                         help="interpreters of each kind started in (b); the median is shown")
     parser.add_argument("--profile", type=int, nargs="*", default=None, metavar="N",
@@ -493,11 +510,15 @@ def main() -> None:
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     if args.only_import:
         import_time(max(1, args.import_repeats))
+        if args.instructions:
+            import_instructions()
         return
     if not args.only_concurrency:
         with stub_server(0.0) as stub:
             asyncio.run(overhead_per_step(stub.url, args.rounds, args.runs))
         import_time(max(1, args.import_repeats))
+        if args.instructions:
+            import_instructions()
     concurrency(args.concurrency, args.latency, args.max_connections, args.stub,
                 args.size_timeout, max(1, args.repeat))
     if args.profile is not None:
