@@ -54,10 +54,10 @@ LAZY_MODULES = (
     "miniagent.observe", "miniagent.protocol.grammar", "miniagent.protocol.json_grammar",
     "miniagent.mcp", "miniagent.temporal", "miniagent.report", "miniagent.memory",
     "miniagent.store.sqlite", "sqlite3", "pathlib", "pydantic",
-    # warm-up, tool-source wrappers, agents as tools, tools from a JSON schema, the hybrid
-    # protocol: each loads when it is used
+    # warm-up, tool-source wrappers, agents as tools, tools from a JSON schema: each loads
+    # when it is used
     "miniagent.tools.warmup", "miniagent.tools.wrappers", "miniagent.tools.agent_tool",
-    "miniagent.tools.schema_tool", "miniagent.protocol.hybrid",
+    "miniagent.tools.schema_tool",
     # stdlib modules of rare paths: "did you mean" (difflib), hashed names (hashlib), URL
     # checks at model construction (urllib.parse, ipaddress), name patterns (fnmatch)
     "difflib", "hashlib", "urllib", "ipaddress", "fnmatch",

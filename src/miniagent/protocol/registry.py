@@ -21,6 +21,7 @@ from typing import Any
 from miniagent.errors import UserError
 from miniagent.protocol.auto import AutoProtocol
 from miniagent.protocol.base import ActionProtocol
+from miniagent.protocol.hybrid import HybridProtocol
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
 
@@ -29,16 +30,9 @@ __all__ = ["ProtocolRef", "build_protocol", "default_protocol", "protocol_ref",
 
 Factory = Callable[..., ActionProtocol]
 
-
-def _hybrid(**options: Any) -> ActionProtocol:
-    """A :class:`~miniagent.protocol.hybrid.HybridProtocol`; its module loads on first use."""
-    from miniagent.protocol.hybrid import HybridProtocol
-
-    return HybridProtocol(**options)
-
-
 _FACTORIES: dict[str, Factory] = {
-    "react": ReactProtocol, "native": NativeProtocol, "hybrid": _hybrid, "auto": AutoProtocol,
+    "react": ReactProtocol, "native": NativeProtocol, "hybrid": HybridProtocol,
+    "auto": AutoProtocol,
 }
 
 
@@ -76,7 +70,7 @@ def default_protocol(tool_mode: str, *, native_tools: bool | None = None, gramma
     if tool_mode == "react":
         return ReactProtocol(grammar=grammar, max_tokens=max_tokens, example=example)
     if tool_mode == "hybrid":
-        return _hybrid()
+        return HybridProtocol()
     if tool_mode == "native":
         return NativeProtocol()
     return AutoProtocol(native_tools=native_tools, grammar=grammar, max_tokens=max_tokens,
