@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -48,15 +49,46 @@ def test_import_stays_light() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_import_leaves_optional_parts_unloaded() -> None:
-    """Tracing, grammars, MCP, Temporal, reports, memory and SQLite load on first use."""
+LAZY_MODULES = (
+    # tracing, grammars, MCP, Temporal, reports, memory, SQLite, pydantic
+    "miniagent.observe", "miniagent.protocol.grammar", "miniagent.protocol.json_grammar",
+    "miniagent.mcp", "miniagent.temporal", "miniagent.report", "miniagent.memory",
+    "miniagent.store.sqlite", "sqlite3", "pathlib", "pydantic",
+    # warm-up, tool-source wrappers, agents as tools, tools from a JSON schema: each loads
+    # when it is used
+    "miniagent.tools.warmup", "miniagent.tools.wrappers", "miniagent.tools.agent_tool",
+    "miniagent.tools.schema_tool",
+    # stdlib modules of rare paths: "did you mean" (difflib), hashed names (hashlib), URL
+    # checks at model construction (urllib.parse, ipaddress), name patterns (fnmatch)
+    "difflib", "hashlib", "urllib", "ipaddress", "fnmatch",
+)
+
+
+def _loaded_by_import(names: tuple[str, ...]) -> list[str]:
+    """The modules among ``names`` (or under them) that ``import miniagent`` loads."""
     code = (
-        "import sys, miniagent; "
-        "lazy = ('miniagent.observe', 'miniagent.protocol.grammar', "
-        "'miniagent.protocol.json_grammar', 'miniagent.mcp', 'miniagent.temporal', "
-        "'miniagent.report', 'miniagent.memory.store', 'miniagent.store.sqlite', 'sqlite3', "
-        "'pathlib', 'pydantic'); "
-        "print(sorted(m for m in sys.modules if m.startswith(lazy)))"
+        f"import json, sys; before = set(sys.modules); import miniagent; lazy = {names!r}; "
+        "print(json.dumps(sorted(m for m in set(sys.modules) - before if m in lazy "
+        "or m.startswith(tuple(n + '.' for n in lazy)))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    return list(json.loads(out.stdout))
+
+
+def test_import_leaves_optional_parts_unloaded() -> None:
+    """What only some agents use loads on first use, not with ``import miniagent``."""
+    assert _loaded_by_import(LAZY_MODULES) == []
+
+
+def test_lazy_names_load_on_first_use() -> None:
+    """Every public name a module ``__getattr__`` serves is the real class, and loads its module."""
+    code = (
+        "import sys, miniagent; "
+        "from miniagent import Filtered, Memory, MemoryItem, Prefixed, SQLiteStore, ToolRule, "
+        "WarmupReport, WithRules; "
+        "print(all(isinstance(c, type) for c in (Filtered, Memory, MemoryItem, Prefixed, "
+        "SQLiteStore, ToolRule, WarmupReport, WithRules)), "
+        "'miniagent.tools.wrappers' in sys.modules, miniagent.WarmupReport is WarmupReport)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]

@@ -44,7 +44,6 @@ from miniagent.errors import (
     UserError,
 )
 from miniagent.limits import EndpointLimits
-from miniagent.memory.items import MemoryItem
 from miniagent.models.base import Capabilities, Model
 from miniagent.models.openai_compat import OpenAICompatibleModel
 from miniagent.models.scripted import ScriptedModel
@@ -59,8 +58,6 @@ from miniagent.store import CheckpointStore, MemoryStore
 from miniagent.tool_context import ToolContext, tool_context
 from miniagent.tools.registry import Tool, ToolRegistry, tool
 from miniagent.tools.source import ToolSource
-from miniagent.tools.warmup import WarmupReport
-from miniagent.tools.wrappers import Filtered, Prefixed, ToolRule, WithRules
 from miniagent.types import (
     CallRecord,
     Decision,
@@ -77,23 +74,34 @@ from miniagent.types import (
 )
 
 if TYPE_CHECKING:
+    from miniagent.memory.items import MemoryItem
     from miniagent.memory.store import Memory
     from miniagent.store.sqlite import SQLiteStore
+    from miniagent.tools.warmup import WarmupReport
+    from miniagent.tools.wrappers import Filtered, Prefixed, ToolRule, WithRules
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "SQLiteStore": "miniagent.store.sqlite", "Memory": "miniagent.memory.store",
+    "MemoryItem": "miniagent.memory.items", "WarmupReport": "miniagent.tools.warmup",
+    "Filtered": "miniagent.tools.wrappers", "Prefixed": "miniagent.tools.wrappers",
+    "ToolRule": "miniagent.tools.wrappers", "WithRules": "miniagent.tools.wrappers",
+}
+"""Names whose module loads on first use, not with ``import miniagent``: sqlite3, memory,
+warm-up and the tool-source wrappers are not on every agent's path (``tests/test_public_api.py``
+pins what the import loads)."""
+
 
 def __getattr__(name: str) -> Any:
-    # sqlite3 loads on first use, not at import
-    if name == "SQLiteStore":
-        from miniagent.store.sqlite import SQLiteStore
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return SQLiteStore
-    if name == "Memory":
-        from miniagent.memory.store import Memory
-
-        return Memory
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
 
 __all__ = [
     "ActionProtocol",

@@ -31,7 +31,6 @@ from miniagent.store.memory import MemoryStore
 from miniagent.sync import run_coroutine
 from miniagent.text import storable
 from miniagent.tool_context import current_context
-from miniagent.tools.agent_tool import DEFAULT_MAX_DEPTH, AgentTool
 from miniagent.tools.registry import ApprovalRule, Tool, ToolRegistry
 from miniagent.tools.source import ToolSource, records
 from miniagent.tools.toolbox import Toolbox
@@ -39,6 +38,7 @@ from miniagent.types import RunResult
 
 if TYPE_CHECKING:
     from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.tools.agent_tool import AgentTool
     from miniagent.tools.warmup import WarmupReport
 
 T = TypeVar("T")
@@ -409,8 +409,8 @@ class Agent:
         await self.aclose()
 
     def as_tool(self, *, name: str, description: str,
-                max_depth: int = DEFAULT_MAX_DEPTH, requires_approval: ApprovalRule = False,
-                timeout: float | None = None) -> AgentTool:
+                max_depth: int = defaults.AGENT_TOOL_MAX_DEPTH,
+                requires_approval: ApprovalRule = False, timeout: float | None = None) -> AgentTool:
         """This agent as a tool of another agent: it answers the ``question`` argument.
 
         The sub-run goes through this agent's own loop and store; its steps, usage and status
@@ -428,6 +428,8 @@ class Agent:
             >>> result.final_answer, result.steps[0].calls[0].observation.sub_run.status
             ('the helper says 42', 'completed')
         """
+        from miniagent.tools.agent_tool import AgentTool  # agents as tools are a rare path
+
         return AgentTool(self, name=name, description=description, max_depth=max_depth,
                          requires_approval=requires_approval, timeout=timeout)
 

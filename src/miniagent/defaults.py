@@ -22,3 +22,6 @@ SMALL_MODEL_TOOLS = 2
 given ``tool_selection``: fewer tools, a shorter prompt and fewer wrong picks."""
 WARMUP_TIMEOUT = 30.0
 """Seconds each warm-up of ``Agent.start()`` may take (see :mod:`miniagent.tools.warmup`)."""
+AGENT_TOOL_MAX_DEPTH = 3
+"""How deep agents used as tools may nest by default (a direct sub-agent is depth 1; see
+:mod:`miniagent.tools.agent_tool`)."""

@@ -44,6 +44,8 @@ __all__ = ["Admission", "Endpoint", "EndpointLimits", "RateWindow", "Slots", "en
 
 @dataclasses.dataclass(eq=False, slots=True)
 class _Waiter:
+    """A caller queued for a slot, woken through a future of its own event loop."""
+
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[None]
     limit: int
@@ -205,6 +207,8 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 @dataclasses.dataclass(eq=False, slots=True)
 class _Entry:
+    """One reservation in a rate window: when it starts and how many units it takes."""
+
     start: float
     amount: int
 

@@ -40,7 +40,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit
 
 from miniagent.errors import ModelConnectionError, ModelResponseError, ModelTimeout
 
@@ -166,6 +165,8 @@ class _Pool:
 @lru_cache(maxsize=256)
 def _split_url(url: str) -> tuple[_Origin, str, str]:
     """``(origin, request target, Host header)`` of an http(s) URL."""
+    from urllib.parse import urlsplit  # once per URL (cached): not with ``import miniagent``
+
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:

@@ -34,7 +34,6 @@ import re
 import time
 from collections.abc import Callable
 from typing import Any, Literal, get_args
-from urllib.parse import urlsplit
 
 from miniagent.errors import (
     ConfigError,
@@ -69,10 +68,11 @@ log = logging.getLogger("miniagent")
 
 _RETRY_STATUSES = frozenset({408, 429})
 _RETRY_AFTER_MAX = 60.0
-_DELAY_SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,12})?")
+# The patterns of error paths and of construction are kept as text: ``re`` compiles each on
+# first use and caches it, instead of every ``import miniagent`` compiling them.
+_DELAY_SECONDS = r"[0-9]{1,12}(?:\.[0-9]{1,12})?"
 """``Retry-After`` as delay-seconds (RFC 9110: digits; a fraction tolerated)."""
-_HTTP_DATE = re.compile(
-    r"[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT")
+_HTTP_DATE = r"[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT"
 """``Retry-After`` as an HTTP-date in the IMF-fixdate form RFC 9110 has servers send."""
 GrammarField = Literal["grammar", "guided_grammar", "structured_outputs"]
 """Where a server takes a GBNF grammar; sent only when set, since other servers reject it."""
@@ -81,11 +81,10 @@ _TOOL_WORDS = ("tools", "tool_choice", "function call", "function_call", "tool c
                "tool_call", "functions")
 """Phrases of a 4xx that blame the tools field itself (not, say, one bad tool_call_id)."""
 
-_TOOL_CHOICE = re.compile(r"tool[ _-]?choice", re.IGNORECASE)
+_TOOL_CHOICE = r"(?i)tool[ _-]?choice"
 """How an error names the ``tool_choice`` field (vLLM: ``"auto" tool choice requires ...``)."""
 
-_INVALID_REQUEST = re.compile(
-    r"invalid_request|invalid request|validation error|unprocessable", re.IGNORECASE)
+_INVALID_REQUEST = r"(?i)invalid_request|invalid request|validation error|unprocessable"
 """Words of an error body that blame the request itself, whatever the status says."""
 
 
@@ -101,6 +100,8 @@ def _checked_base_url(base_url: str) -> str:
                           f"in its xn-- form): {url!r}")
     if any(c.isspace() or not c.isprintable() for c in url):
         raise ConfigError(f"base_url contains whitespace or control characters: {url!r}")
+    from urllib.parse import urlsplit  # once per model, not with ``import miniagent``
+
     try:
         parts = urlsplit(url)
         port = parts.port  # parsed lazily: this is where "99999" or "http" is refused
@@ -332,7 +333,7 @@ class OpenAICompatibleModel:
         chosen = "tool_choice" in self.extra_body or "tool_choice" in request.extra_body
         sent = bool(request.tools) and request.tool_choice in (None, "auto") and not chosen
         return (sent and self._auto_choice and 400 <= exc.status < 500
-                and _TOOL_CHOICE.search(_error_text(exc.body or "")) is not None)
+                and re.search(_TOOL_CHOICE, _error_text(exc.body or "")) is not None)
 
     def _completion(self, response: HttpResponse) -> ModelResponse:
         """The answer of a 2xx response read whole."""
@@ -464,13 +465,15 @@ class _Spend:
         return response
 
 
-_VERSIONED_ROOT = re.compile(r"/v[0-9]+[a-z0-9]*$", re.IGNORECASE)
+_VERSIONED_ROOT = r"(?i)/v[0-9]+[a-z0-9]*$"
 """A base URL path that ends in an API version: ``/v1``, ``/api/paas/v4``, ``/v1beta``."""
 
 
 def _root_hint(base_url: str, status: int) -> str:
     """A 404 from a root without a version is almost always a forgotten ``/v1``: say so."""
-    if status != 404 or _VERSIONED_ROOT.search(urlsplit(base_url).path):
+    from urllib.parse import urlsplit  # an error path: not loaded with miniagent
+
+    if status != 404 or re.search(_VERSIONED_ROOT, urlsplit(base_url).path):
         return ""
     return f" (did you mean {base_url}/v1?)"
 
@@ -549,7 +552,7 @@ def _retryable(status: int) -> bool:
 
 def _blames_request(response: HttpResponse) -> bool:
     """Whether an error body says the request is invalid (the start of it is enough)."""
-    return _INVALID_REQUEST.search(response.body[:4096].decode(errors="replace")) is not None
+    return re.search(_INVALID_REQUEST, response.body[:4096].decode(errors="replace")) is not None
 
 
 def _retry_after(response: HttpResponse) -> float | None:
@@ -562,9 +565,9 @@ def _retry_after(response: HttpResponse) -> float | None:
     deadline.
     """
     value = response.headers.get("retry-after", "").strip()
-    if _HTTP_DATE.fullmatch(value):
+    if re.fullmatch(_HTTP_DATE, value):
         return _until_date(value)
-    if not _DELAY_SECONDS.fullmatch(value):
+    if not re.fullmatch(_DELAY_SECONDS, value):
         return None
     seconds = float(value)
     return seconds if math.isfinite(seconds) and 0.0 <= seconds <= _RETRY_AFTER_MAX else None

@@ -52,6 +52,8 @@ class StreamIncomplete(Exception):
 
 @dataclass(slots=True)
 class _Call:
+    """One tool call as its pieces arrive: id, name and argument text."""
+
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)

@@ -80,9 +80,11 @@ TALLIED = "calls counted per tool, their arguments and results left out"
 """What the summary of a run too long to list its calls says (see :func:`_cut_summary`)."""
 CEILING = 2
 """The history sent stays under its question plus ``CEILING * compress_at``, or the run ends."""
-_SIZE = re.compile(r"\s*(\d[\d_,]*)\s*(c|chars?|characters|t|tokens?)?\s*", re.IGNORECASE)
-_ACTION_LINE = re.compile(r"^[ \t>#*_\-]*(?:action|行动|动作)\b", re.IGNORECASE | re.MULTILINE)
-_THOUGHT_LABEL = re.compile(r"^[ \t>#*_\-]*(?:thought|思考)[ \t*]*[:：][ \t*]*", re.IGNORECASE)
+# Patterns as text: ``re`` compiles them when an agent is configured or a history compacted,
+# and caches them, instead of every ``import miniagent`` compiling them.
+_SIZE = r"(?i)\s*(\d[\d_,]*)\s*(c|chars?|characters|t|tokens?)?\s*"
+_ACTION_LINE = r"(?im)^[ \t>#*_\-]*(?:action|行动|动作)\b"
+_THOUGHT_LABEL = r"(?i)^[ \t>#*_\-]*(?:thought|思考)[ \t*]*[:：][ \t*]*"
 _SUMMARY_PROMPT = (
     "You condense the earlier steps of an AI agent's work so that the agent can continue from "
     "your summary. Keep every fact the steps found (numbers, names, results, errors) and which "
@@ -137,7 +139,7 @@ def _threshold(value: int | str) -> tuple[int, Unit]:
     if isinstance(value, int):
         at, unit = value, "tokens"
     else:
-        m = _SIZE.fullmatch(value)
+        m = re.fullmatch(_SIZE, value)
         if m is None:
             raise UserError(f"compress_at {value!r} is not a size: write e.g. 8000 (tokens), "
                             "'8000t' or '12000c' (characters)")
@@ -424,10 +426,10 @@ def _thought(message: Message) -> str:
     """The assistant's text before its first Action line, without a Thought label."""
     text = message.content or ""
     if message.tool_calls:
-        m = _ACTION_LINE.search(text)
+        m = re.search(_ACTION_LINE, text)
         if m is not None:
             text = text[:m.start()]
-    return _THOUGHT_LABEL.sub("", text.strip(), count=1).strip()
+    return re.sub(_THOUGHT_LABEL, "", text.strip(), count=1).strip()
 
 
 def _arguments(arguments: object, raw: str) -> str:

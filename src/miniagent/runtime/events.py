@@ -57,9 +57,13 @@ EventKind = Literal[
 ]
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class Event:
-    """The fields every event has; each kind below adds its own."""
+    """The fields every event has; each kind below adds its own.
+
+    Events compare by identity (``eq=False``): each is one happening, and two with the same
+    fields are still two (a dataclass without generated ``__eq__`` is also cheaper to import).
+    """
 
     kind: ClassVar[EventKind]
     session_id: str
@@ -69,24 +73,30 @@ class Event:
     at: float = 0.0
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class RunStarted(Event):
+    """A run began, or went on after a wait or a crash, on the turn's question."""
+
     kind: ClassVar[EventKind] = "run_started"
     question: str
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class StepStarted(Event):
+    """A step began: its span holds the step's model call and tool calls."""
+
     kind: ClassVar[EventKind] = "step_started"
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class ModelStarted(Event):
+    """The step's request is on its way to the model."""
+
     kind: ClassVar[EventKind] = "model_started"
     request: ModelRequest
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class ModelDelta(Event):
     """A piece of a streamed answer, as it arrived.
 
@@ -100,8 +110,10 @@ class ModelDelta(Event):
     channel: Literal["content", "reasoning", "restart"] = "content"
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class ModelResponded(Event):
+    """The model answered, and the protocol read its reply (``parsed``)."""
+
     kind: ClassVar[EventKind] = "model_responded"
     response: ModelResponse
     parsed: ParsedOutput
@@ -111,8 +123,10 @@ class ModelResponded(Event):
     error, or a ``retry`` reply; its usage then counts both replies)."""
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class ModelFailed(Event):
+    """The model call raised a model error (a timeout, an HTTP error, a bad reply)."""
+
     kind: ClassVar[EventKind] = "model_failed"
     error: str
     elapsed: float
@@ -120,26 +134,32 @@ class ModelFailed(Event):
     """The exception's class name (``ModelTimeout``, ``ModelHTTPError``, ...)."""
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class ToolStarted(Event):
+    """A tool call began."""
+
     kind: ClassVar[EventKind] = "tool_started"
     call: ToolCall
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class ToolFinished(Event):
+    """A tool call ended, with its observation (an error is an observation too)."""
+
     kind: ClassVar[EventKind] = "tool_finished"
     call: ToolCall
     observation: Observation
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class ApprovalRequested(Event):
+    """The run waits for a person to approve or deny these calls."""
+
     kind: ClassVar[EventKind] = "approval_requested"
     pending: list[PendingApproval]
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class ContextCompacted(Event):
     """The oldest rounds were replaced by a summary before this step's model call."""
 
@@ -147,7 +167,7 @@ class ContextCompacted(Event):
     compaction: Compaction
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class MemoryRecalled(Event):
     """Before a turn's first step, the agent's memory was asked about its question: ``text``
     is the block the model sees with the question ("" when nothing was recalled; ``error``
@@ -159,13 +179,17 @@ class MemoryRecalled(Event):
     error: str | None = None
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class StepFinished(Event):
+    """A step ended."""
+
     kind: ClassVar[EventKind] = "step_finished"
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class RunFinished(Event):
+    """A run ended, with its result (status, answer, usage)."""
+
     kind: ClassVar[EventKind] = "run_finished"
     result: RunResult
 
@@ -174,15 +198,17 @@ GuardName = Literal["repeat", "loop_stop", "call_limit", "format_error", "trunca
                     "max_steps", "token_budget", "cut_off", "compress_at"]
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class GuardIntervened(Event):
+    """A guard changed what the model sees or how the run ends (see above)."""
+
     kind: ClassVar[EventKind] = "guard_intervened"
     guard: GuardName
     detail: str
     call_id: str | None = None
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(kw_only=True, slots=True, eq=False)
 class SlotWaiting(Event):
     """A tool call or a model call waits for a slot: ``what`` is ``tool NAME`` or
     ``model NAME at URL``; ``reason`` names the limit (or the 429 back-off)."""

@@ -64,9 +64,12 @@ __all__ = ["ToolIndex", "offer", "offered_only", "select_tools", "tokenize", "us
 K1, B = 1.2, 0.75
 """The usual Okapi BM25 constants (term saturation, length normalisation)."""
 
-_WORD = re.compile(r"[^\W\d_]+")  # numbers are a question's data, not what a tool is about
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# Patterns as text: ``re`` compiles them on a selection's first use and caches them (compiling
+# these Unicode classes at import cost more than anything else here, for agents that select
+# no tools). Numbers are a question's data, not what a tool is about.
+_WORD = r"[^\W\d_]+"
+_CAMEL = r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])"
+_CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
 _STOP = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
     "i", "in", "into", "is", "it", "me", "my", "of", "on", "or", "please", "that", "the", "this",
@@ -85,15 +88,15 @@ def tokenize(text: str) -> list[str]:
         ['北', '京', '天', '气', '北京', '京天', '天气']
     """
     terms: list[str] = []
-    for part in _CJK.split(_CAMEL.sub(" ", text)):
+    for part in re.split(_CJK, re.sub(_CAMEL, " ", text)):
         terms.extend(_latin_terms(part))
-    for run in _CJK.findall(text):
+    for run in re.findall(_CJK, text):
         terms.extend(_cjk_terms(run))
     return terms
 
 
 def _latin_terms(text: str) -> Iterable[str]:
-    for word in _WORD.findall(text):
+    for word in re.findall(_WORD, text):
         word = word.lower()
         if word in _STOP:
             continue

@@ -26,6 +26,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any
 
+from miniagent import defaults
 from miniagent.errors import DecisionError, SessionNotFound, ToolError, UserError
 from miniagent.ids import random_id
 from miniagent.text import storable
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_DEPTH", "AgentTool"]
 
-DEFAULT_MAX_DEPTH = 3
+DEFAULT_MAX_DEPTH = defaults.AGENT_TOOL_MAX_DEPTH
 """How deep agents used as tools may nest by default (a direct sub-agent is depth 1)."""
 
 DEPTH_KEY, PARENT_KEY = "agent_depth", "parent_session"

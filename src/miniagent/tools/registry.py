@@ -53,7 +53,6 @@ from miniagent.tools.runner import (
     run_function,
 )
 from miniagent.tools.schema import ToolSpec, build_tool_spec, check_tool_name
-from miniagent.tools.schema_tool import SchemaArguments
 from miniagent.types import Observation, ToolCall
 
 if TYPE_CHECKING:
@@ -181,6 +180,8 @@ class Tool:
             raise ToolDefinitionError(f"Tool {name!r}: description must be a string.")
         if not callable(fn):
             raise ToolDefinitionError(f"Tool {name!r}: fn {fn!r} is not callable.")
+        from miniagent.tools.schema_tool import SchemaArguments  # only tools made from a schema
+
         checker = SchemaArguments(name, parameters)
         self = cls.__new__(cls)
         self.spec = None

@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import difflib
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -259,6 +258,8 @@ class Toolbox:
             return f"Unknown tool {preview(name)}. No tools are available; answer directly."
         text = f"Unknown tool {preview(name)}. Available tools: {', '.join(self._entries)}."
         if isinstance(name, str):
+            import difflib  # only for a model that called a tool that does not exist
+
             close = difflib.get_close_matches(name, list(self._entries), n=1)
             if close:
                 text += f" Did you mean {close[0]!r}?"
