@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from miniagent.protocol.json_grammar import gbnf_literal
 from miniagent.types import ModelRequest, Step
 
 __all__ = ["RESULTS", "WORDS", "constrain", "quote_rules", "results"]
@@ -32,9 +31,10 @@ RESULTS = 3
 WORDS = 120
 """How many words of each result a quote may use (from the start of the result)."""
 
-_UNIT = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\uff60]|"
-                   r"[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\uff60]+)(\s*)")
-_FINAL = re.compile(r"^final ::= .*$", re.MULTILINE)
+# patterns as text: ``re`` compiles them on first use (not with ``import miniagent``)
+_UNIT = (r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\uff60]|"
+         r"[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\uff60]+)(\s*)")
+_FINAL = r"(?m)^final ::= .*$"
 
 
 
@@ -64,10 +64,12 @@ def quote_rules(texts: Sequence[str]) -> tuple[list[str], list[str]]:
         >>> lines[0]
         'quote-0-0 ::= "18" (" " quote-0-1)?'
     """
+    from miniagent.protocol.json_grammar import gbnf_literal  # loads with the grammars
+
     lines: list[str] = []
     starts: list[str] = []
     for t, text in enumerate(texts):
-        units = _UNIT.findall(text)[:WORDS]
+        units = re.findall(_UNIT, text)[:WORDS]
         for i, (word, space) in enumerate(units):
             name = f"quote-{t}-{i}"
             follow = ""
@@ -83,12 +85,12 @@ def constrain(request: ModelRequest, texts: Sequence[str]) -> ModelRequest:
     """``request`` whose grammar admits, as a Final Answer, only a quote of ``texts``; as it
     was when it has no grammar, no Final Answer branch, or nothing to quote."""
     grammar = request.grammar
-    if not grammar or not texts or _FINAL.search(grammar) is None:
+    if not grammar or not texts or re.search(_FINAL, grammar) is None:
         return request
     lines, starts = quote_rules(texts)
     if not starts:
         return request
     final = 'final ::= "Final Answer: " (' + " | ".join(starts) + ")"
-    request.grammar = _FINAL.sub(lambda _: final, grammar, count=1) + "\n".join(lines) + "\n"
+    request.grammar = re.sub(_FINAL, lambda _: final, grammar, count=1) + "\n".join(lines) + "\n"
     return request
 
