@@ -86,14 +86,18 @@ class Agent:
     models unless told otherwise: ``tool_selection`` defaults to
     :data:`~miniagent.defaults.SMALL_MODEL_TOOLS` and ``worked_example`` (a worked example of
     one round with the first offered tool in the ReAct prompt) to True; for other models
-    ``worked_example`` defaults to False. Three more aids default to True for a small model and
-    False otherwise: ``strict_selection`` (the selection offers only tools the conversation
-    matches, none when nothing does, so a question no tool is about gets a direct answer),
-    ``act_first`` (while the turn has called no tool, a step that offers tools must call one)
-    and ``quote_answers`` (after a tool result, a ReAct Final Answer is a quote of a result:
-    see :mod:`miniagent.protocol.quotes`). After an intervention on a repeated call, the next
-    step must answer (``answer_after_repeat``, default True: see
-    :class:`~miniagent.runtime.guards.Limits`).
+    ``worked_example`` defaults to False. Three more aids are on for a small model and off
+    otherwise: ``strict_selection`` (the selection offers only tools the conversation matches,
+    none when nothing does, so a question no tool is about gets a direct answer),
+    ``quote_answers`` (after a tool result, a ReAct Final Answer is a quote of a result: see
+    :mod:`miniagent.protocol.quotes`) and ``answer_after_results``
+    (:data:`~miniagent.defaults.SMALL_MODEL_ROUNDS`: after that many steps whose calls all
+    succeeded, the next step must answer; 0 or None: no such rule; see
+    :class:`~miniagent.runtime.guards.Limits`). ``act_first`` (off unless given: while the turn
+    has called no tool, a step that offers tools must call one; unlike
+    ``tool_choice="required"`` it asks nothing of a step that offers no tool). After an
+    intervention on a repeated call, the next step must answer (``answer_after_repeat``,
+    default True: see :class:`~miniagent.runtime.guards.Limits`).
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
     the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
     that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
@@ -143,6 +147,7 @@ class Agent:
         max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS,
         repeat_limit: int = defaults.REPEAT_LIMIT,
         answer_after_repeat: bool = True,
+        answer_after_results: int | None = None,
         max_calls_per_step: int = defaults.MAX_CALLS_PER_STEP,
         tool_concurrency: int = defaults.TOOL_CONCURRENCY,
         temperature: float | None = defaults.TEMPERATURE,
@@ -160,7 +165,7 @@ class Agent:
         tool_choice: str | None = None,
         worked_example: bool | None = None,
         strict_selection: bool | None = None,
-        act_first: bool | None = None,
+        act_first: bool = False,
         quote_answers: bool | None = None,
         approval_timeout: float | None = None,
         trace: str | os.PathLike[str] | None = None,
@@ -197,8 +202,9 @@ class Agent:
         small = model is not None and model.capabilities.small_model
         tool_selection, worked_example = _small_model_aids(small, tool_selection, worked_example)
         aids = {name: small if given is None else given for name, given in (
-            ("strict_selection", strict_selection), ("act_first", act_first),
-            ("quote_answers", quote_answers))}
+            ("strict_selection", strict_selection), ("quote_answers", quote_answers))}
+        if answer_after_results is None and small:
+            answer_after_results = defaults.SMALL_MODEL_ROUNDS
         if protocol is None and model is not None:
             caps = model.capabilities
             protocol = default_protocol(caps.tool_mode, native_tools=caps.native_tools,
@@ -211,6 +217,7 @@ class Agent:
             limits=Limits(max_steps=max_steps, token_budget=token_budget, timeout=timeout,
                           max_observation_chars=max_observation_chars,
                           repeat_limit=repeat_limit, answer_after_repeat=answer_after_repeat,
+                          answer_after_results=answer_after_results or None,
                           max_calls_per_step=max_calls_per_step,
                           tool_concurrency=tool_concurrency),
             protocol=protocol_ref(protocol) if protocol is not None else ProtocolRef(
@@ -221,6 +228,7 @@ class Agent:
             compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
                          if compress_at is not None else None),
             tool_selection=tool_selection, approval_timeout=approval_timeout, **aids,
+            act_first=act_first,
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
             recall="recall" if memory is not None and memory_recall else None,
             tool_retry=RetryPolicy.of(tool_retry))

@@ -17,6 +17,11 @@ MAX_CALLS_PER_STEP = 32
 """Tool calls run from one reply; the model is told when it sent more."""
 TOOL_CONCURRENCY = 8
 """Tool calls of one step that run at the same time."""
+SMALL_MODEL_ROUNDS = 1
+"""Steps with successful calls a small model makes per turn before it must answer, unless the
+agent is given ``answer_after_results``: one round of lookups, then the answer, instead of
+calling on with its own results until ``max_steps``."""
+
 SMALL_MODEL_TOOLS = 2
 """Tools offered per step to a small model (``Capabilities.small_model``) unless the agent is
 given ``tool_selection``: fewer tools, a shorter prompt and fewer wrong picks."""

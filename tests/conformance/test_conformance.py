@@ -593,8 +593,8 @@ async def test_tool_selection(drivers: list[Driver], tmp_path: Path) -> None:
 
 async def test_the_small_model_aids(drivers: list[Driver], tmp_path: Path) -> None:
     """Strict selection offers only the matching tool, the first step must act (a guess is
-    refused), and after the result the grammar's answer is a quote of it; a question no tool
-    matches gets no tool at all."""
+    refused), and after one round of results the next step must answer, with a quote of them;
+    a question no tool matches gets no tool at all."""
     @tool
     def weather(city: str) -> str:
         """Current weather and forecast of a city."""
@@ -613,7 +613,7 @@ async def test_the_small_model_aids(drivers: list[Driver], tmp_path: Path) -> No
             return await super().generate(request)
 
     aids = {"tool_selection": 2, "strict_selection": True, "act_first": True,
-            "quote_answers": True}
+            "quote_answers": True, "answer_after_results": 1}
     setup = Setup(model=lambda: Recording(
         ["Final Answer: guess", react("look", "weather", {"city": "Oslo"}),
          "Final Answer: sunny, 18 °C", "Final Answer: Rome"]),
@@ -631,7 +631,7 @@ async def test_the_small_model_aids(drivers: list[Driver], tmp_path: Path) -> No
         assert "Valid tool names: weather\n" in guess.messages[0]["content"]
         assert guess.grammar is not None and "Final Answer" not in guess.grammar
         assert act.grammar is not None and "Final Answer" not in act.grammar
-        assert answer.grammar is not None
+        assert answer.grammar is not None and "action ::=" not in answer.grammar  # one round
         assert 'final ::= "Final Answer: " (quote-0-0 | quote-0-1' in answer.grammar
         assert "Tools: none." in other.messages[0]["content"]
 

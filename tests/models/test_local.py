@@ -31,7 +31,7 @@ from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
 from miniagent.protocol.react_parser import parse_react
 from miniagent.tools.builtin import calculator
-from miniagent.types import Message, ModelRequest
+from miniagent.types import Message, ModelRequest, ToolCall
 
 ALLOWED = {"completed", "max_steps", "loop_detected"}
 
@@ -208,6 +208,19 @@ async def test_native_calls_follow_the_tool_schema(native_model: LocalModel) -> 
     assert [call.name for call in response.tool_calls] == ["calculator"]
     assert isinstance(response.tool_calls[0].arguments.get("expression"), str)
     assert "tools" not in native_model.completion_body(request)  # said in the prompt instead
+
+
+async def test_a_native_step_that_must_answer_answers(native_model: LocalModel) -> None:
+    """After a call shown in the history, ``tool_choice="none"`` gets an answer, not a copy of
+    the call (which the step would refuse as invalid until max_steps)."""
+    history = [Message(role="user", content="What is 12 * 7?"),
+               Message(role="assistant", content=None, tool_calls=[ToolCall(
+                   id="c1", name="calculator", arguments={"expression": "12 * 7"})]),
+               Message(role="tool", content="84", tool_call_id="c1")]
+    request = NativeProtocol().render(history, [calculator])
+    request.tool_choice, request.max_tokens = "none", 48
+    response = await native_model.generate(request)
+    assert response.tool_calls == [] and (response.content or "").strip()
 
 
 async def test_a_native_call_cut_off_by_max_tokens_never_runs(native_model: LocalModel) -> None:

@@ -79,8 +79,8 @@ async def test_a_small_model_gets_the_aids_by_default() -> None:
     model = SmallModel([OSLO, "Final Answer: Oslo: 18 °C"])
     agent = Agent(model=model, tools=[weather, recipe, calculator, convert])
     assert agent.spec.tool_selection == 2
-    assert (agent.spec.strict_selection, agent.spec.act_first, agent.spec.quote_answers) == (
-        True, True, True)
+    assert (agent.spec.strict_selection, agent.spec.quote_answers) == (True, True)
+    assert (agent.spec.limits.answer_after_results, agent.spec.act_first) == (1, False)
     result = await agent.arun("What is the weather in Oslo?")
     assert (result.status, result.final_answer) == ("completed", "Oslo: 18 °C")
     first, second = model.requests
@@ -88,10 +88,39 @@ async def test_a_small_model_gets_the_aids_by_default() -> None:
     offered = re.findall(r"^- (\w+):", system, re.MULTILINE)
     assert offered == ["weather"]  # strict: only what the question matches, no filling up
     assert "Example (only the format" in system
-    assert first.grammar is not None and "Final Answer" not in first.grammar  # act first
+    assert first.grammar is not None and "Final Answer" in first.grammar  # no act_first
     assert second.grammar is not None
+    assert "Action: " not in second.grammar  # one round of results: it answers now
     assert 'final ::= "Final Answer: " (quote-0-0 | quote-0-1' in second.grammar  # a quote
     assert 'quote-0-1 ::= "18" (" " quote-0-2)?' in second.grammar
+
+
+async def test_a_failed_call_is_no_round_and_the_model_may_repair_it() -> None:
+    wrong = 'Thought: look\nAction: weather\nAction Input: {"town": "Oslo"}'
+    model = SmallModel([wrong, OSLO, "Final Answer: 18 °C"])
+    result = await Agent(model=model, tools=[weather]).arun("What is the weather in Oslo?")
+    assert (result.status, result.final_answer) == ("completed", "18 °C")
+    assert "action ::=" in (model.requests[1].grammar or "")  # after the error: may act
+    assert "Action: " not in (model.requests[2].grammar or "x")  # after the result: answers
+
+
+async def test_more_rounds_or_none_when_asked() -> None:
+    model = SmallModel([OSLO, OSLO.replace("Oslo", "Rome"), "Final Answer: both 18 °C"])
+    agent = Agent(model=model, tools=[weather], answer_after_results=2)
+    assert (await agent.arun("Weather in Oslo and Rome?")).final_answer == "both 18 °C"
+    assert "action ::=" in (model.requests[1].grammar or "")
+    assert "Action: " not in (model.requests[2].grammar or "x")
+    unbounded = Agent(model=SmallModel([]), tools=[weather], answer_after_results=0)
+    assert unbounded.spec.limits.answer_after_results is None
+
+
+async def test_act_first_asks_for_a_call_only_where_a_tool_is_offered() -> None:
+    model = SmallModel([OSLO, "Final Answer: 18 °C", "Final Answer: Rome"])
+    agent = Agent(model=model, tools=[weather, recipe], act_first=True)
+    await agent.arun("What is the weather in Oslo?")
+    assert "Final Answer" not in (model.requests[0].grammar or "x")
+    result = await agent.arun("What is the capital of Italy?")  # no tool matches: answer
+    assert (result.status, result.final_answer) == ("completed", "Rome")
 
 
 async def test_a_question_no_tool_matches_gets_no_tool_and_a_free_answer() -> None:
@@ -106,7 +135,7 @@ async def test_a_question_no_tool_matches_gets_no_tool_and_a_free_answer() -> No
 
 
 @pytest.mark.parametrize("options", [{"tool_selection": 0, "worked_example": False,
-                                      "act_first": False, "quote_answers": False}])
+                                      "quote_answers": False}])
 async def test_each_aid_can_be_turned_off(options: dict[str, object]) -> None:
     model = SmallModel(["Final Answer: sunny"])
     agent = Agent(model=model, tools=[weather, recipe, calculator], **options)
@@ -121,8 +150,7 @@ async def test_each_aid_can_be_turned_off(options: dict[str, object]) -> None:
 
 async def test_strict_selection_can_be_turned_off() -> None:
     model = SmallModel(["Final Answer: Rome"])
-    agent = Agent(model=model, tools=[weather, recipe, calculator], strict_selection=False,
-                  act_first=False)
+    agent = Agent(model=model, tools=[weather, recipe, calculator], strict_selection=False)
     await agent.arun("What is the capital of Italy?")
     system = model.requests[0].messages[0]["content"]
     assert len(re.findall(r"^- (\w+):", system, re.MULTILINE)) == 2  # filled up to 2
@@ -133,6 +161,7 @@ async def test_other_models_get_none_unless_asked() -> None:
     plain = Agent(model=model, tools=[weather, recipe, calculator])
     assert plain.spec.tool_selection is None
     assert not (plain.spec.strict_selection or plain.spec.act_first or plain.spec.quote_answers)
+    assert plain.spec.limits.answer_after_results is None
     await plain.arun("weather?")
     assert "Example (only the format" not in model.requests[0].messages[0]["content"]
     asked = Agent(model=model, tools=[weather, recipe], worked_example=True)

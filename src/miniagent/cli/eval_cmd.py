@@ -45,7 +45,8 @@ def eval_command(
     tool_selection: Annotated[int | None, typer.Option(min=0, help="Tools offered per step, the most relevant; 0 = all [default: 2 for a small model, else all]")] = None,  # noqa: E501
     answer_after_repeat: Annotated[bool, typer.Option("--answer-after-repeat/--no-answer-after-repeat", help="After an intervention on a repeated call, the next step must answer.")] = True,  # noqa: E501
     strict_selection: Annotated[bool | None, typer.Option("--strict-selection/--no-strict-selection", help="Offer only the tools the question matches, none when nothing does [default: on for a small model]")] = None,  # noqa: E501
-    act_first: Annotated[bool | None, typer.Option("--act-first/--no-act-first", help="A step that offers tools must call one until the turn has called a tool [default: on for a small model]")] = None,  # noqa: E501
+    act_first: Annotated[bool, typer.Option("--act-first/--no-act-first", help="A step that offers tools must call one until the turn has called a tool.")] = False,  # noqa: E501
+    answer_after_results: Annotated[int | None, typer.Option(min=0, help="After N steps whose calls all succeeded, the next step must answer; 0 = never [default: 1 for a small model, else never]")] = None,  # noqa: E501
     quote_answers: Annotated[bool | None, typer.Option("--quote-answers/--no-quote-answers", help="After a tool result, a ReAct Final Answer quotes a result [default: on for a small model]")] = None,  # noqa: E501
     seed: Annotated[int, typer.Option(help="Seed of every injected fault.")] = 0,
     tool_failure_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of tool calls that fail with 'service unavailable'.")] = 0.0,  # noqa: E501
@@ -95,6 +96,7 @@ def eval_command(
                                          "answer_after_repeat": answer_after_repeat,
                                          "strict_selection": strict_selection,
                                          "act_first": act_first,
+                                         "answer_after_results": answer_after_results,
                                          "quote_answers": quote_answers},
                           label={"tasks": str(tasks or "builtin"),
                                  "tools": sources if tools else ["builtin"]})

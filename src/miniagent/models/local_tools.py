@@ -36,6 +36,7 @@ _INSTRUCTIONS = (
     '{"tool": "<tool name>", "arguments": {<the tool\'s arguments>}} to call a tool'
 )
 _ANSWER = ', or {"answer": "<your final answer>"} when you can answer.'
+_ANSWER_ONLY = '{"answer": "<your final answer>"}.'
 _ANSWER_HEAD = '{"answer": '
 _NAMED = re.compile(r'^\s*\{\s*"tool"\s*:\s*"(?P<name>[^"]*)"?(?P<rest>.*)$', re.DOTALL)
 _ARGUMENTS = re.compile(r'"arguments"\s*:\s*(?P<args>.*)$', re.DOTALL)
@@ -49,14 +50,15 @@ def ask_for_a_call(body: dict[str, Any], tools: list[dict[str, Any]],
     chosen = _chosen(tools, tool_choice)
     answer = tool_choice in (None, "auto", "none") or not chosen
     history = _text_history(body["messages"])
-    system = _system(chosen, answer)
+    system = _system(chosen, answer) if tool_choice != "none" else {
+        "role": "system", "content": "No tool may be called now. Reply with " + _ANSWER_ONLY}
     if history and history[0].get("role") == "system":  # the run's instructions come first
         system["content"] = f"{history.pop(0).get('content') or ''}\n\n{system['content']}"
     body["messages"] = [system, *history]
     body.pop("tools", None)
     body.pop("tool_choice", None)
-    if chosen:
-        body["grammar"] = call_grammar(chosen, answer, max_tokens)
+    if chosen or tool_choice == "none":  # none: the history shows calls as JSON text, which
+        body["grammar"] = call_grammar(chosen, answer, max_tokens)  # the reply must not copy
 
 
 def read_tool_reply(reply: dict[str, Any]) -> None:

@@ -39,6 +39,11 @@ class Limits:
             (``tool_choice`` ``none`` for that step): a small model that repeats a call it
             has the result of would otherwise repeat it until the run ends
             ``loop_detected`` or ``max_steps``.
+        answer_after_results: after this many steps of the turn whose calls all ran and
+            succeeded, the next step must be the Final Answer (``None``: no such rule). A
+            small model that has its result tends to go on calling (``17 * 23`` gives 391,
+            then ``391 * 23``, ...) until ``max_steps``; 1 stops it after one round of calls.
+            A failed call does not count, so the model can still repair its input.
     """
 
     max_steps: int = defaults.MAX_STEPS
@@ -49,6 +54,7 @@ class Limits:
     max_calls_per_step: int = defaults.MAX_CALLS_PER_STEP
     tool_concurrency: int = defaults.TOOL_CONCURRENCY
     answer_after_repeat: bool = True
+    answer_after_results: int | None = None
 
 
 REPEATED = "repeated: answered with an intervention"
@@ -67,6 +73,14 @@ def no_progress(steps: Sequence[Step]) -> bool:
         return False
     last, before = (_results(step) for step in steps[-2:])
     return last is not None and last == before
+
+
+def rounds_done(steps: Sequence[Step]) -> int:
+    """How many of ``steps`` had calls that all ran and succeeded (see
+    :attr:`Limits.answer_after_results`)."""
+    return sum(1 for step in steps if step.calls and all(
+        record.outcome == "ran" and record.observation is not None
+        and not record.observation.is_error for record in step.calls))
 
 
 def _results(step: Step) -> list[tuple[str, str]] | None:

@@ -36,6 +36,7 @@ from miniagent.runtime.guards import (
     earlier_result,
     no_progress,
     repeated_last,
+    rounds_done,
     too_many_calls,
     truncate_observation,
 )
@@ -265,6 +266,9 @@ class StepLogic:
             choice = "required"  # tools match the question: the first step acts
         if spec.limits.answer_after_repeat and (repeated_last(steps) or no_progress(steps)):
             choice = "none"  # the model repeats itself: it answers now
+        after = spec.limits.answer_after_results
+        if after is not None and rounds_done(steps) >= after:
+            choice = "none"  # it has its results: it answers now
         quoted = quotes.results(steps) if spec.quote_answers else []
         return _Turn(compress.history(session), tools, choice, quoted)
 
