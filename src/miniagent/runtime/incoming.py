@@ -78,9 +78,29 @@ def _storable_copy(value: Any) -> Any:
 def _storable_value(value: Any) -> bool:
     """Whether every string (keys too) in a JSON-like value encodes as UTF-8.
 
-    The strings are gathered and encoded as one: UTF-8 refuses any surrogate, paired or
-    lone, so the joined text encodes exactly when each string does (one encoder call instead
-    of one per string)."""
+    The value is written by the C JSON encoder (keeping every character) and encoded as one
+    text: UTF-8 refuses any surrogate, paired or lone, so it encodes exactly when each of its
+    strings does. A value the encoder cannot write (a type JSON has no form for, nesting past
+    the interpreter's limit) is walked instead."""
+    try:
+        text = _WRITER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return _walked_storable(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_WRITER = json.JSONEncoder(ensure_ascii=False)
+"""Writes a value's strings as they are (``json.dumps`` with an option builds an encoder per
+call)."""
+
+
+def _walked_storable(value: Any) -> bool:
+    """:func:`_storable_value` by a walk: the strings are gathered and encoded as one (one
+    encoder call instead of one per string)."""
     strings: list[str] = []
     stack = [value]
     while stack:
