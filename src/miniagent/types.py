@@ -161,17 +161,15 @@ class TokenUsage:
         return self.estimated_tokens if total is None else total
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        if not (self.known and other.known):
+        prompt, completion = self.prompt_tokens, self.completion_tokens
+        more_prompt, more_completion = other.prompt_tokens, other.completion_tokens
+        if prompt is None or completion is None or more_prompt is None or more_completion is None:
             return TokenUsage.unknown(estimated=self.counted_tokens + other.counted_tokens)
-        return TokenUsage(
-            prompt_tokens=_count(self.prompt_tokens) + _count(other.prompt_tokens),
-            completion_tokens=_count(self.completion_tokens) + _count(other.completion_tokens),
-            cached_tokens=_count(self.cached_tokens) + _count(other.cached_tokens),
+        return TokenUsage(  # counted on every model call and tool call: no property calls
+            prompt_tokens=prompt + more_prompt,
+            completion_tokens=completion + more_completion,
+            cached_tokens=(self.cached_tokens or 0) + (other.cached_tokens or 0),
         )
-
-
-def _count(value: int | None) -> int:
-    return value or 0
 
 
 @dataclass(kw_only=True, slots=True)

@@ -472,12 +472,29 @@ class HttpClient:
         origin, target, host = _split_url(url)
         head = _head(method, target, host, headers or {}, len(body))
         try:
-            if sys.version_info >= (3, 11):
-                # a timer on the caller's task; wait_for would start a task per request
-                async with asyncio.timeout(timeout):
-                    return await self._exchange(origin, method, head, body, sink)
-            return await asyncio.wait_for(
-                self._exchange(origin, method, head, body, sink), timeout)
+            if sys.version_info < (3, 11):
+                return await asyncio.wait_for(
+                    self._exchange(origin, method, head, body, sink), timeout)
+            # What asyncio.timeout does, without its state machine and its two coroutines: a
+            # timer on the caller's task (wait_for would start a task per request); the
+            # caller's own cancellations pass through, counted by Task.cancelling.
+            task = asyncio.current_task()
+            assert task is not None, "a request runs inside a task"
+            cancelling = task.cancelling()
+            expiry = _Expiry(task)
+            timer = asyncio.get_running_loop().call_later(timeout, expiry)
+            try:
+                return await self._exchange(origin, method, head, body, sink)
+            except asyncio.CancelledError:
+                if expiry.fired:
+                    expiry.fired = False  # its cancellation is taken back here, once
+                    if task.uncancel() <= cancelling:
+                        raise asyncio.TimeoutError from None  # nobody else asked to cancel
+                raise
+            finally:
+                timer.cancel()
+                if expiry.fired:  # it fired, but the work ended otherwise: take it back
+                    task.uncancel()
         except asyncio.TimeoutError:
             where = f"{origin[1]}:{origin[2]}"
             raise ModelTimeout(f"no answer from {where} within {timeout:g} s") from None
@@ -546,6 +563,19 @@ class HttpClient:
         for writer in writers:
             with contextlib.suppress(OSError, asyncio.TimeoutError, RuntimeError):
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+
+class _Expiry:
+    """The timer of one request: cancels its task once, when it fires."""
+
+    __slots__ = ("fired", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task, self.fired = task, False
+
+    def __call__(self) -> None:
+        self.fired = True
+        self.task.cancel()
 
 
 async def _send(conn: _Conn, head: bytes, body: bytes, *, reused: bool) -> bytes:
