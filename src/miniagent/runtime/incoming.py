@@ -10,13 +10,12 @@ gets an error observation instead of the run a crash.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
 from miniagent.protocol.jsonscan import MAX_DEPTH, deeper_than
 from miniagent.text import storable
-from miniagent.types import ModelResponse, Observation, ParsedOutput, ToolCall
+from miniagent.types import ModelResponse, Observation, ParsedOutput, ToolCall, replaced
 
 
 def response(reply: ModelResponse) -> ModelResponse:
@@ -33,7 +32,7 @@ def response(reply: ModelResponse) -> ModelResponse:
         meta = {k: v for k, v in raw.items() if k != "choices"}
         if not _storable_value(meta):
             changes["raw"] = {**_storable_copy(meta), "choices": raw.get("choices")}
-    return dataclasses.replace(reply, **changes) if changes else reply
+    return replaced(reply, **changes) if changes else reply
 
 
 def tool_call(call: ToolCall) -> ToolCall:
@@ -48,7 +47,7 @@ def tool_call(call: ToolCall) -> ToolCall:
     if (name, raw, error, call_id) == (call.name, call.raw_arguments, call.arguments_error,
                                        call.id) and arguments is call.arguments:
         return call
-    return dataclasses.replace(call, id=call_id, name=name, raw_arguments=raw,
+    return replaced(call, id=call_id, name=name, raw_arguments=raw,
                                arguments=arguments, arguments_error=error)
 
 
@@ -67,7 +66,7 @@ def parsed(output: ParsedOutput) -> ParsedOutput:
 def observation(result: Observation) -> Observation:
     """A tool's observation with storable text."""
     output = storable(result.output)
-    return result if output is result.output else dataclasses.replace(result, output=output)
+    return result if output is result.output else replaced(result, output=output)
 
 
 def _storable_copy(value: Any) -> Any:

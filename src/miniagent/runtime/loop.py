@@ -55,6 +55,7 @@ from miniagent.types import (
     SessionStatus,
     Step,
     ToolLike,
+    replaced,
 )
 from miniagent.waits import WaitReporter, reporting_waits
 from miniagent.wording import token_count
@@ -295,7 +296,7 @@ class StepLogic:
         calls = []
         for call in parsed.tool_calls:
             if not call.id or call.id in used:
-                call = dataclasses.replace(call, id=f"call_{self.effects.new_id()}")
+                call = replaced(call, id=f"call_{self.effects.new_id()}")
             used.add(call.id)
             calls.append(call)
         parsed.tool_calls = calls
