@@ -181,15 +181,25 @@ def _split_url(url: str) -> tuple[_Origin, str, str]:
 
 
 def _head(method: str, target: str, host: str, headers: dict[str, str], length: int) -> bytes:
-    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}", f"Content-Length: {length}"]
-    if "content-type" not in {k.lower() for k in headers}:
+    before, after = _head_around_length(method, target, host, tuple(headers.items()))
+    return before + str(length).encode() + after
+
+
+@lru_cache(maxsize=256)
+def _head_around_length(method: str, target: str, host: str, headers: tuple[tuple[str, str], ...]
+                        ) -> tuple[bytes, bytes]:
+    """A request's header block, before and after its length: the same on every request of a
+    model, so it is built once (a line break in a header is refused, every time)."""
+    lines = []
+    if "content-type" not in {k.lower() for k, _ in headers}:
         lines.append("Content-Type: application/json")
-    for name, value in headers.items():
+    for name, value in headers:
         if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
             raise ValueError(f"line break in HTTP header {name!r}")
         lines.append(f"{name}: {value}")
     lines.append("\r\n")
-    return "\r\n".join(lines).encode("latin-1")
+    before = f"{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: "
+    return before.encode("latin-1"), ("\r\n" + "\r\n".join(lines)).encode("latin-1")
 
 
 def _describe(exc: BaseException, origin: _Origin) -> str:
