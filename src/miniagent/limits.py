@@ -377,7 +377,8 @@ class Endpoint:
                 await self.slots.acquire(limits.max_concurrency,
                                          on_wait=lambda: report_wait(what, reason))
                 admission.slot = True
-            await self._unpaused(what)
+            if self.paused_for:  # checked before a coroutine is made: most requests pass
+                await self._unpaused(what)
             if limits is not None and limits.requests_per_minute is not None:
                 rate = counted(limits.requests_per_minute, "request")
                 reason = f"{rate} a minute (requests_per_minute)"
@@ -388,7 +389,8 @@ class Endpoint:
                 reason = f"{rate} a minute (tokens_per_minute)"
                 admission.tokens = await self.tokens.take(
                     tokens, limits.tokens_per_minute, on_wait=lambda: report_wait(what, reason))
-            await self._unpaused(what)  # a 429 may have come in meanwhile
+            if self.paused_for:  # a 429 may have come in meanwhile
+                await self._unpaused(what)
         except BaseException:  # cancelled: nothing was sent, nothing is counted
             admission.done()
             if admission.request is not None:

@@ -15,10 +15,8 @@ uses the workflow id and the activity id.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 from miniagent.retry import RetryPolicy
@@ -80,12 +78,17 @@ def current_context() -> ToolContext | None:
     return _CURRENT.get()
 
 
-@contextlib.contextmanager
-def using_context(context: ToolContext) -> Iterator[None]:
+class using_context:  # a context manager, used like a function
     """Install ``context`` for the code run inside (tasks and worker threads started there
-    inherit it)."""
-    token = _CURRENT.set(context)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+    inherit it). A class rather than a generator: it is entered around every tool call."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, context: ToolContext) -> None:
+        self._context = context
+
+    def __enter__(self) -> None:
+        self._token = _CURRENT.set(self._context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _CURRENT.reset(self._token)

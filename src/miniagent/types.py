@@ -15,8 +15,9 @@ an assistant message carries its raw text and the tool calls parsed from it, and
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from miniagent import defaults
 
@@ -161,17 +162,15 @@ class TokenUsage:
         return self.estimated_tokens if total is None else total
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        if not (self.known and other.known):
+        prompt, completion = self.prompt_tokens, self.completion_tokens
+        more_prompt, more_completion = other.prompt_tokens, other.completion_tokens
+        if prompt is None or completion is None or more_prompt is None or more_completion is None:
             return TokenUsage.unknown(estimated=self.counted_tokens + other.counted_tokens)
-        return TokenUsage(
-            prompt_tokens=_count(self.prompt_tokens) + _count(other.prompt_tokens),
-            completion_tokens=_count(self.completion_tokens) + _count(other.completion_tokens),
-            cached_tokens=_count(self.cached_tokens) + _count(other.cached_tokens),
+        return TokenUsage(  # counted on every model call and tool call: no property calls
+            prompt_tokens=prompt + more_prompt,
+            completion_tokens=completion + more_completion,
+            cached_tokens=(self.cached_tokens or 0) + (other.cached_tokens or 0),
         )
-
-
-def _count(value: int | None) -> int:
-    return value or 0
 
 
 @dataclass(kw_only=True, slots=True)
@@ -411,3 +410,38 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.status == "completed"
+
+
+_T = TypeVar("_T")
+_INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def replaced(obj: _T, /, **changes: Any) -> _T:
+    """A copy of the dataclass instance ``obj`` with ``changes``: what
+    :func:`dataclasses.replace` returns, at a third of its cost for the plain dataclasses of
+    the hot path (each field's kind is read once per class, not on every copy). A class with
+    fields outside ``__init__`` (or init-only ones) goes through ``dataclasses.replace``.
+
+    Example:
+        >>> replaced(ToolCall(id="a", name="add"), id="b")
+        ToolCall(id='b', name='add', arguments={}, raw_arguments='', arguments_error=None)
+    """
+    cls = type(obj)
+    names = _INIT_FIELDS.get(cls, ())
+    if names == ():
+        names = _INIT_FIELDS[cls] = _plain_fields(cls)
+    if names is None:
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    for name in names:
+        if name not in changes:
+            changes[name] = getattr(obj, name)
+    return cls(**changes)
+
+
+def _plain_fields(cls: type) -> tuple[str, ...] | None:
+    """The names of ``cls``'s fields, all given to ``__init__``; None when some are not, or
+    when it has init-only or class variables (``dataclasses.replace`` handles those)."""
+    fields = dataclasses.fields(cls)
+    if len(fields) != len(vars(cls)["__dataclass_fields__"]) or not all(f.init for f in fields):
+        return None
+    return tuple(f.name for f in fields)

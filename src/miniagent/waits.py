@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 __all__ = ["WaitReporter", "current_reporter", "report_wait", "reporting_waits"]
 
@@ -27,17 +27,30 @@ _REPORTER: contextvars.ContextVar[WaitReporter | None] = contextvars.ContextVar(
     "miniagent_wait_reporter", default=None)
 
 
-@contextlib.contextmanager
-def reporting_waits(reporter: WaitReporter | None) -> Iterator[None]:
-    """Have waits inside (tasks and threads started there too) reported to ``reporter``."""
-    token = _REPORTER.set(reporter)
-    try:
-        yield
-    finally:
+class reporting_waits:  # a context manager, used like a function
+    """Have waits inside (tasks and threads started there too) reported to ``reporter``.
+
+    A class rather than a generator: the step logic enters one around every model and tool
+    call, and with no reporter to install where none is installed it does nothing at all.
+    """
+
+    __slots__ = ("_reporter", "_token")
+
+    def __init__(self, reporter: WaitReporter | None) -> None:
+        self._reporter = reporter
+        self._token: contextvars.Token[WaitReporter | None] | None = None
+
+    def __enter__(self) -> None:
+        if self._reporter is not None or _REPORTER.get() is not None:
+            self._token = _REPORTER.set(self._reporter)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is None:
+            return
         # a coroutine closed from another context (a Temporal workflow evicted from the cache,
         # closed when collected) has nothing to restore there
         with contextlib.suppress(ValueError):
-            _REPORTER.reset(token)
+            _REPORTER.reset(self._token)
 
 
 def current_reporter() -> WaitReporter | None:

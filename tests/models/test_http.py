@@ -159,6 +159,35 @@ async def test_timeout(stub: Callable[..., StubServer]) -> None:
     assert server.connections == 2
 
 
+async def test_a_timeout_leaves_the_task_as_it_found_it(stub: Callable[..., StubServer]
+                                                       ) -> None:
+    """The request's timer takes its own cancellation back: the task is not left cancelling
+    (a later asyncio.timeout or TaskGroup in the same task would misread it)."""
+    server = stub([Fault(delay=5.0), "late"])
+    client = HttpClient()
+    task = asyncio.current_task()
+    assert task is not None
+    with pytest.raises(ModelTimeout):
+        await client.post_json(server.base_url + "/chat/completions", PAYLOAD, timeout=0.2)
+    assert task.cancelling() == 0
+    response = await client.post_json(server.base_url + "/chat/completions", PAYLOAD)
+    await client.aclose()
+    assert content_of(response.json()) == "late" and task.cancelling() == 0
+
+
+async def test_a_caller_cancelling_a_request_is_not_a_timeout(
+        stub: Callable[..., StubServer]) -> None:
+    server = stub([Fault(delay=5.0)])
+    client = HttpClient()
+    request = asyncio.ensure_future(
+        client.post_json(server.base_url + "/chat/completions", PAYLOAD, timeout=30))
+    await asyncio.sleep(0.2)
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    await client.aclose()
+
+
 async def test_error_status_is_returned_not_raised(stub: Callable[..., StubServer]) -> None:
     server = stub([Fault(status=503, headers={"Retry-After": "2"})])
     client = HttpClient()

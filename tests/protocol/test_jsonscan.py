@@ -17,7 +17,10 @@ from miniagent.protocol.jsonscan import (
     decode_arguments,
     deeper_than,
     excerpt,
+    incomplete,
     loads_limited,
+    scan_end,
+    strip_fences,
 )
 
 
@@ -172,3 +175,17 @@ def test_excerpt_of_hostile_values_is_short() -> None:
     assert excerpt({"n": 10**5000}) == '{"n": <an integer of 16610 bits>}'
     assert excerpt("\ud800 x") == '"\\ud800 x"'  # printable and storable
     assert excerpt(deep_value(3), 5) == "[[[1]..."
+
+
+_PIECES = st.sampled_from(['{', '}', '[', ']', '"', "'", '\\', ':', ',', ' ', 'a', '1', '"k"',
+                           '"v"', 'null', '\\"', "it's", '```', '```json\n', '\n', '{"a": ',
+                           '"}"', '巴'])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=12).map("".join))
+def test_incomplete_is_the_scan_whether_or_not_the_text_is_strict_json(text: str) -> None:
+    """The strict-JSON shortcut of :func:`incomplete` answers as the bracket scan alone."""
+    stripped = strip_fences(text)
+    scanned = stripped[:1] in ("{", "[", '"', "'") and scan_end(stripped, 0) is None
+    assert incomplete(text) == scanned

@@ -182,15 +182,25 @@ def _split_url(url: str) -> tuple[_Origin, str, str]:
 
 
 def _head(method: str, target: str, host: str, headers: dict[str, str], length: int) -> bytes:
-    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}", f"Content-Length: {length}"]
-    if "content-type" not in {k.lower() for k in headers}:
+    before, after = _head_around_length(method, target, host, tuple(headers.items()))
+    return before + str(length).encode() + after
+
+
+@lru_cache(maxsize=256)
+def _head_around_length(method: str, target: str, host: str, headers: tuple[tuple[str, str], ...]
+                        ) -> tuple[bytes, bytes]:
+    """A request's header block, before and after its length: the same on every request of a
+    model, so it is built once (a line break in a header is refused, every time)."""
+    lines = []
+    if "content-type" not in {k.lower() for k, _ in headers}:
         lines.append("Content-Type: application/json")
-    for name, value in headers.items():
+    for name, value in headers:
         if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
             raise ValueError(f"line break in HTTP header {name!r}")
         lines.append(f"{name}: {value}")
     lines.append("\r\n")
-    return "\r\n".join(lines).encode("latin-1")
+    before = f"{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: "
+    return before.encode("latin-1"), ("\r\n" + "\r\n".join(lines)).encode("latin-1")
 
 
 def _describe(exc: BaseException, origin: _Origin) -> str:
@@ -215,14 +225,22 @@ def _parse_head(block: bytes) -> tuple[int, str, dict[str, str]]:
     code = rest[:3]
     if not version.startswith("HTTP/1.") or not _DIGITS.fullmatch(code.encode()):
         raise _ProtocolError(f"bad status line {lines[0][:80]!r}")
-    values: dict[str, list[str]] = {}
+    headers: dict[str, str] = {}
+    repeated: dict[str, list[str]] = {}  # a header sent more than once: all its values
     for line in lines[1:]:
         name, sep, value = line.partition(":")
         if sep:
-            values.setdefault(name.strip().lower(), []).append(value.strip())
+            key, value = name.strip().lower(), value.strip()
+            if key not in headers:
+                headers[key] = value
+            elif key in repeated:
+                repeated[key].append(value)
+            else:
+                repeated[key] = [headers[key], value]
     # Joined once: appending to a growing string made 170,000 repeats of one header (a
     # 1 MiB head) cost 1.6 s of CPU, blocking the event loop.
-    headers = {key: ", ".join(parts) for key, parts in values.items()}
+    for key, parts in repeated.items():
+        headers[key] = ", ".join(parts)
     return int(code), version, headers
 
 
@@ -473,12 +491,29 @@ class HttpClient:
         origin, target, host = _split_url(url)
         head = _head(method, target, host, headers or {}, len(body))
         try:
-            if sys.version_info >= (3, 11):
-                # a timer on the caller's task; wait_for would start a task per request
-                async with asyncio.timeout(timeout):
-                    return await self._exchange(origin, method, head, body, sink)
-            return await asyncio.wait_for(
-                self._exchange(origin, method, head, body, sink), timeout)
+            if sys.version_info < (3, 11):
+                return await asyncio.wait_for(
+                    self._exchange(origin, method, head, body, sink), timeout)
+            # What asyncio.timeout does, without its state machine and its two coroutines: a
+            # timer on the caller's task (wait_for would start a task per request); the
+            # caller's own cancellations pass through, counted by Task.cancelling.
+            task = asyncio.current_task()
+            assert task is not None, "a request runs inside a task"
+            cancelling = task.cancelling()
+            expiry = _Expiry(task)
+            timer = asyncio.get_running_loop().call_later(timeout, expiry)
+            try:
+                return await self._exchange(origin, method, head, body, sink)
+            except asyncio.CancelledError:
+                if expiry.fired:
+                    expiry.fired = False  # its cancellation is taken back here, once
+                    if task.uncancel() <= cancelling:
+                        raise asyncio.TimeoutError from None  # nobody else asked to cancel
+                raise
+            finally:
+                timer.cancel()
+                if expiry.fired:  # it fired, but the work ended otherwise: take it back
+                    task.uncancel()
         except asyncio.TimeoutError:
             where = f"{origin[1]}:{origin[2]}"
             raise ModelTimeout(f"no answer from {where} within {timeout:g} s") from None
@@ -547,6 +582,19 @@ class HttpClient:
         for writer in writers:
             with contextlib.suppress(OSError, asyncio.TimeoutError, RuntimeError):
                 await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+
+class _Expiry:
+    """The timer of one request: cancels its task once, when it fires."""
+
+    __slots__ = ("fired", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task, self.fired = task, False
+
+    def __call__(self) -> None:
+        self.fired = True
+        self.task.cancel()
 
 
 async def _send(conn: _Conn, head: bytes, body: bytes, *, reused: bool) -> bytes:

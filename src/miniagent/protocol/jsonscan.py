@@ -152,7 +152,13 @@ def incomplete(raw: str) -> bool:
         (True, False)
     """
     text = strip_fences(raw)
-    return text[:1] in ("{", "[", '"', "'") and scan_end(text, 0) is None
+    if text[:1] not in ("{", "[", '"', "'"):
+        return False
+    try:  # strict JSON is closed (the scan below would find its end): one C pass instead
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return scan_end(text, 0) is None
+    return False
 
 
 class JSONLimitError(ValueError):

@@ -308,6 +308,8 @@ def _usage(usage: Any) -> TokenUsage:
 def _int(value: Any) -> int:
     """A token count; anything that is not one (null, "12k", NaN, 1e999, -5, true, 10**400)
     counts as 0, unreported."""
+    if type(value) is int and 0 <= value <= _MAX_COUNT:  # what servers send
+        return value
     if isinstance(value, bool):
         return 0
     try:

@@ -111,17 +111,20 @@ def cut_off(call: ToolCall, response: ModelResponse, max_tokens: int | None) -> 
     cut off whatever the server says (llama.cpp reports ``tool_calls`` even then). Such a call
     is never run, and never repaired into one: the model is told to send it again.
     """
-    limit = (f"the max_tokens limit ({counted(max_tokens, 'token')})" if max_tokens is not None
-             else "the server's token limit")
     if response.finish_reason == "length":
-        why = f"your reply was cut off at {limit} before the call was complete"
+        why = f"your reply was cut off at {_limit(max_tokens)} before the call was complete"
     elif incomplete(call.raw_arguments):
         why = (f"its arguments end before their JSON is closed: the reply was cut off (by "
-               f"{limit}, or the server stopped)")
+               f"{_limit(max_tokens)}, or the server stopped)")
     else:
         return None
     return (f"The call of '{call.name}' was not run: {why}. Send the whole call again, with "
             "shorter arguments (or fewer calls in one reply).")
+
+
+def _limit(max_tokens: int | None) -> str:
+    return (f"the max_tokens limit ({counted(max_tokens, 'token')})" if max_tokens is not None
+            else "the server's token limit")
 
 
 Verdict = Literal["ok", "intervene", "stop"]

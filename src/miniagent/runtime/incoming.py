@@ -10,13 +10,12 @@ gets an error observation instead of the run a crash.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
 from miniagent.protocol.jsonscan import MAX_DEPTH, deeper_than
 from miniagent.text import storable
-from miniagent.types import ModelResponse, Observation, ParsedOutput, ToolCall
+from miniagent.types import ModelResponse, Observation, ParsedOutput, ToolCall, replaced
 
 
 def response(reply: ModelResponse) -> ModelResponse:
@@ -33,7 +32,7 @@ def response(reply: ModelResponse) -> ModelResponse:
         meta = {k: v for k, v in raw.items() if k != "choices"}
         if not _storable_value(meta):
             changes["raw"] = {**_storable_copy(meta), "choices": raw.get("choices")}
-    return dataclasses.replace(reply, **changes) if changes else reply
+    return replaced(reply, **changes) if changes else reply
 
 
 def tool_call(call: ToolCall) -> ToolCall:
@@ -48,7 +47,7 @@ def tool_call(call: ToolCall) -> ToolCall:
     if (name, raw, error, call_id) == (call.name, call.raw_arguments, call.arguments_error,
                                        call.id) and arguments is call.arguments:
         return call
-    return dataclasses.replace(call, id=call_id, name=name, raw_arguments=raw,
+    return replaced(call, id=call_id, name=name, raw_arguments=raw,
                                arguments=arguments, arguments_error=error)
 
 
@@ -67,7 +66,7 @@ def parsed(output: ParsedOutput) -> ParsedOutput:
 def observation(result: Observation) -> Observation:
     """A tool's observation with storable text."""
     output = storable(result.output)
-    return result if output is result.output else dataclasses.replace(result, output=output)
+    return result if output is result.output else replaced(result, output=output)
 
 
 def _storable_copy(value: Any) -> Any:
@@ -78,9 +77,29 @@ def _storable_copy(value: Any) -> Any:
 def _storable_value(value: Any) -> bool:
     """Whether every string (keys too) in a JSON-like value encodes as UTF-8.
 
-    The strings are gathered and encoded as one: UTF-8 refuses any surrogate, paired or
-    lone, so the joined text encodes exactly when each string does (one encoder call instead
-    of one per string)."""
+    The value is written by the C JSON encoder (keeping every character) and encoded as one
+    text: UTF-8 refuses any surrogate, paired or lone, so it encodes exactly when each of its
+    strings does. A value the encoder cannot write (a type JSON has no form for, nesting past
+    the interpreter's limit) is walked instead."""
+    try:
+        text = _WRITER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return _walked_storable(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_WRITER = json.JSONEncoder(ensure_ascii=False)
+"""Writes a value's strings as they are (``json.dumps`` with an option builds an encoder per
+call)."""
+
+
+def _walked_storable(value: Any) -> bool:
+    """:func:`_storable_value` by a walk: the strings are gathered and encoded as one (one
+    encoder call instead of one per string)."""
     strings: list[str] = []
     stack = [value]
     while stack:

@@ -56,6 +56,7 @@ from miniagent.types import (
     SessionStatus,
     Step,
     ToolLike,
+    replaced,
 )
 from miniagent.waits import WaitReporter, reporting_waits
 from miniagent.wording import token_count
@@ -183,7 +184,8 @@ class StepLogic:
             return limit
         index = len(session.steps) + 1
         span = self._step_spans[index] = self.effects.new_id()
-        self._emit(ev.StepStarted, session, span=span, parent=self.run_span, step=index)
+        if self.effects.observed:  # the step's events are built only for a listener
+            self._emit(ev.StepStarted, session, span=span, parent=self.run_span, step=index)
         await self._compress(session, index, span)
         tools, offered = offer(self.rules.tools.listed(), self.spec.tool_selection,
                                session.messages, session.steps, pinned=self.spec.tool_choice,
@@ -233,8 +235,9 @@ class StepLogic:
         turn = self._turn(session, tools)
         request = self._render(turn)
         span, started = self.effects.new_id(), self.effects.now()
-        self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
-                   request=request)
+        if self.effects.observed:
+            self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
+                       request=request)
         try:
             with reporting_waits(self._waits(session, span, step_span, index)):
                 response, sent = await self._ask(request, turn)
@@ -252,9 +255,10 @@ class StepLogic:
             raise
         elapsed = self.effects.now() - started
         parsed = self._with_ids(tool_choice.enforce(parsed, turn.choice), session)
-        self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
-                   response=response, parsed=parsed, elapsed=elapsed,
-                   retried=None if sent is request else sent)
+        if self.effects.observed:
+            self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
+                       response=response, parsed=parsed, elapsed=elapsed,
+                       retried=None if sent is request else sent)
         return response, parsed, elapsed
 
     def _turn(self, session: AgentSession, tools: Sequence[ToolLike]) -> _Turn:
@@ -305,7 +309,7 @@ class StepLogic:
         calls = []
         for call in parsed.tool_calls:
             if not call.id or call.id in used:
-                call = dataclasses.replace(call, id=f"call_{self.effects.new_id()}")
+                call = replaced(call, id=f"call_{self.effects.new_id()}")
             used.add(call.id)
             calls.append(call)
         parsed.tool_calls = calls
@@ -389,8 +393,9 @@ class StepLogic:
         if slots is not None:
             await slots.acquire()  # the start event fires when the call really starts
         try:
-            self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
-                       call=record.call)
+            if self.effects.observed:
+                self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
+                           call=record.call)
             context = ToolContext.for_call(session.id, record.call.id, record.call.name,
                                            step.index, session.metadata,
                                            decision=relayed_decision(record),
@@ -414,8 +419,9 @@ class StepLogic:
         step.tool_time = max(step.tool_time, observation.elapsed)
         # completed is on disk as soon as it is known (with a sub-run's usage: all of it)
         await self._checkpoint(session, None if observation.sub_run else record)
-        self._emit(ev.ToolFinished, session, span=span, parent=parent, step=step.index,
-                   call=record.call, observation=observation)
+        if self.effects.observed:
+            self._emit(ev.ToolFinished, session, span=span, parent=parent, step=step.index,
+                       call=record.call, observation=observation)
 
     def _share(self, session: AgentSession, step: Step) -> int | None:
         """A call's share of what is left of the token budget: the rest, split between the
@@ -535,8 +541,9 @@ class StepLogic:
         return span
 
     async def _end_step(self, session: AgentSession, index: int) -> None:
-        self._emit(ev.StepFinished, session, span=self._step_span(index), parent=self.run_span,
-                   step=index)
+        span = self._step_span(index)  # drawn either way: ids must not depend on listeners
+        if self.effects.observed:
+            self._emit(ev.StepFinished, session, span=span, parent=self.run_span, step=index)
         await self._checkpoint(session)
 
     def _report(self, session: AgentSession, index: int, guard: ev.GuardName, detail: str,

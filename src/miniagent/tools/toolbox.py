@@ -52,7 +52,7 @@ from miniagent.tools.arguments import check_arguments, preview
 from miniagent.tools.registry import Tool
 from miniagent.tools.runner import Failure, describe, failure_text, guarded, within
 from miniagent.tools.source import ToolSource
-from miniagent.types import Observation, ToolCall
+from miniagent.types import Observation, ToolCall, replaced
 from miniagent.waits import report_wait
 from miniagent.wording import counted
 
@@ -173,7 +173,7 @@ class Toolbox:
             outcome = f"Error executing tool {preview(call.name)}: {describe(exc)}"
         if isinstance(outcome, str):
             outcome = Observation(call_id="", tool_name="", output=outcome, is_error=True)
-        return dataclasses.replace(outcome, call_id=str(call.id), tool_name=str(call.name),
+        return replaced(outcome, call_id=str(call.id), tool_name=str(call.name),
                                    elapsed=time.perf_counter() - started)
 
     async def _execute(self, call: ToolCall, context: ToolContext | None) -> Observation | str:
@@ -184,7 +184,7 @@ class Toolbox:
         values = check_arguments(tool, call)
         if isinstance(values, str):  # a validation error is never tried again
             return values
-        checked = dataclasses.replace(call, arguments=values)
+        checked = replaced(call, arguments=values)
         policy = self.retry_of(tool.name, context)
         attempts = 1 if policy is None else policy.max_attempts
         attempt = 1
