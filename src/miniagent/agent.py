@@ -88,16 +88,16 @@ class Agent:
     one round with the first offered tool in the ReAct prompt) to True; for other models
     ``worked_example`` defaults to False. Three more aids are on for a small model and off
     otherwise: ``strict_selection`` (the selection offers only tools the conversation matches,
-    none when nothing does, so a question no tool is about gets a direct answer),
-    ``quote_answers`` (after a tool result, a ReAct Final Answer is a quote of a result: see
-    :mod:`miniagent.protocol.quotes`) and ``answer_after_results``
-    (:data:`~miniagent.defaults.SMALL_MODEL_ROUNDS`: after that many steps whose calls all
-    succeeded, the next step must answer; 0 or None: no such rule; see
-    :class:`~miniagent.runtime.guards.Limits`). ``act_first`` (off unless given: while the turn
-    has called no tool, a step that offers tools must call one; unlike
-    ``tool_choice="required"`` it asks nothing of a step that offers no tool). After an
-    intervention on a repeated call, the next step must answer (``answer_after_repeat``,
-    default True: see :class:`~miniagent.runtime.guards.Limits`).
+    best first, none when nothing does, so a question no tool is about gets a direct answer;
+    without ``tool_selection``, every matching tool), ``quote_answers`` (after a tool result,
+    a ReAct Final Answer is a quote of a result: see :mod:`miniagent.protocol.quotes`) and
+    ``answer_after_results`` (after that many steps whose calls all succeeded, the next step
+    must answer; :data:`~miniagent.defaults.SMALL_MODEL_ROUNDS` for a small model, no such
+    rule for others or with 0; see :class:`~miniagent.runtime.guards.Limits`). ``act_first``
+    is off unless given: while the turn has called no tool, a step that offers tools must call
+    one (unlike ``tool_choice="required"``, it asks nothing of a step that offers no tool).
+    After an intervention on a repeated call, the next step must answer
+    (``answer_after_repeat``, default True: see :class:`~miniagent.runtime.guards.Limits`).
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
     the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
     that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
@@ -180,10 +180,12 @@ class Agent:
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
-                             ("tool_selection", 1 if tool_selection is None else tool_selection)):
-            if value < (0 if label == "tool_selection" else 1):
-                raise UserError(f"{label} must be at least {int(label != 'tool_selection')}, "
-                                f"got {value}")
+                             ("tool_selection", 1 if tool_selection is None else tool_selection),
+                             ("answer_after_results",
+                              0 if answer_after_results is None else answer_after_results)):
+            least = 0 if label in ("tool_selection", "answer_after_results") else 1
+            if value < least:
+                raise UserError(f"{label} must be at least {least}, got {value}")
         if model is None and temporal is None:
             raise UserError("an Agent needs a model (or a Temporal client, whose workers "
                             "serve the model)")

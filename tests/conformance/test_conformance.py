@@ -632,7 +632,7 @@ async def test_the_small_model_aids(drivers: list[Driver], tmp_path: Path) -> No
         assert guess.grammar is not None and "Final Answer" not in guess.grammar
         assert act.grammar is not None and "Final Answer" not in act.grammar
         assert answer.grammar is not None and "action ::=" not in answer.grammar  # one round
-        assert 'final ::= "Final Answer: " (quote-0-0 | quote-0-1' in answer.grammar
+        assert 'final ::= "Final Answer: " (quote-' in answer.grammar  # a quote of the result
         assert "Tools: none." in other.messages[0]["content"]
 
 

@@ -31,15 +31,15 @@ def quoted(texts: list[str], *, final: bool = True) -> str:
     return grammar
 
 
-@pytest.mark.parametrize("answer", ["50%", "humidity 50%", "Sydney: 16 °C, windy, humidity 50%",
-                                    "16 °C,", "windy, humidity"])
+@pytest.mark.parametrize("answer", ["50%", "50", "humidity 50%", "16", "Sydney", "16 °C",
+                                    "Sydney: 16 °C, windy, humidity 50%", "windy, humidity"])
 def test_a_quote_of_the_result_is_admitted(answer: str) -> None:
     grammar = quoted(["Sydney: 16 °C, windy, humidity 50%"])
     assert accepts(grammar, f"Thought: done\nFinal Answer: {answer}")
 
 
-@pytest.mark.parametrize("answer", ["16.5", "I should call Sydney.", "50", "humidity  50%",
-                                    "50% humid", ""])
+@pytest.mark.parametrize("answer", ["16.5", "I should call Sydney.", "humidity  50%",
+                                    "50% humid", "", "%", ": 16", "5"])
 def test_anything_else_is_refused(answer: str) -> None:
     grammar = quoted(["Sydney: 16 °C, windy, humidity 50%"])
     assert not accepts(grammar, f"Thought: done\nFinal Answer: {answer}")
@@ -52,10 +52,23 @@ def test_the_model_may_still_act() -> None:
 
 def test_chinese_text_is_quoted_from_any_character_and_lines_become_spaces() -> None:
     grammar = quoted(["会议记录：参会人数 12 人\n地点：上海"])
-    for answer in ["12 人", "参会人数 12 人", "人数 12", "上海", "12 人 地点：上海"]:
+    for answer in ["12 人", "参会人数 12 人", "人数 12", "上海", "12 人 地点：上海", "12"]:
         assert accepts(grammar, f"Thought: ok\nFinal Answer: {answer}"), answer
     assert not accepts(grammar, "Thought: ok\nFinal Answer: 13 人")
     assert not accepts(grammar, "Thought: ok\nFinal Answer: 12 人\n地点：上海")
+    assert not accepts(grammar, "Thought: ok\nFinal Answer: ：上海")  # starts at a word
+
+
+def test_a_figure_is_quoted_out_of_its_unit_and_punctuation() -> None:
+    grammar = quoted(["Oslo: 18°C, windy 「16」度 {\"temp\":16}"])
+    for answer in ["18", "18°C", "Oslo", "16", "16」度", "temp\":16}"]:
+        assert accepts(grammar, f"Thought: ok\nFinal Answer: {answer}"), answer
+    assert not accepts(grammar, "Thought: ok\nFinal Answer: 18 °C")
+
+
+def test_a_huge_result_is_read_only_up_to_the_bound() -> None:
+    lines, _ = quotes.quote_rules(["长" * 2_000_000])
+    assert len(lines) == quotes.WORDS
 
 
 def test_several_results_each_quotable_and_the_length_is_bounded() -> None:

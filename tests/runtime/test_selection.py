@@ -50,8 +50,12 @@ def user(text: str) -> list[Message]:
 def test_tokens_split_snake_and_camel_case_drop_stop_words_and_endings() -> None:
     assert tokenize("calendarAddEvent") == ["calendar", "add", "event"]
     assert tokenize("send_email to the recipients") == ["send", "email", "recipient"]
-    assert tokenize("HTTPServer status of 3 cities") == ["http", "serv", "status", "city"]
-    assert tokenize("log10 of 1764") == ["log"]  # numbers are data, not subject matter
+    assert tokenize("HTTPServer status of 3 cities") == ["http", "serv", "status", "3", "city"]
+    # tool selection leaves numbers out (a question's data); a word of letters and digits
+    # gives itself and its letters
+    assert tokenize("log10 of 1764", numbers=False) == ["log10", "log"]
+    assert tokenize("sha256 or sha512", numbers=False) == ["sha256", "sha", "sha512", "sha"]
+    assert tokenize("log10 of 1764") == ["log10", "log", "10", "1764"]  # the memory index
     for variant, base in (("reminders", "remind"), ("raining", "rain"), ("planned", "plan"),
                           ("meetings", "meeting"), ("boxes", "box")):
         assert tokenize(variant) == tokenize(base), variant

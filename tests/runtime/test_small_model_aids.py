@@ -91,8 +91,9 @@ async def test_a_small_model_gets_the_aids_by_default() -> None:
     assert first.grammar is not None and "Final Answer" in first.grammar  # no act_first
     assert second.grammar is not None
     assert "Action: " not in second.grammar  # one round of results: it answers now
-    assert 'final ::= "Final Answer: " (quote-0-0 | quote-0-1' in second.grammar  # a quote
-    assert 'quote-0-1 ::= "18" (" " quote-0-2)?' in second.grammar
+    # the answer is a quote of the result (what the quotes admit: tests/protocol/test_quotes.py)
+    assert re.search(r'^final ::= "Final Answer: " \(quote-', second.grammar, re.MULTILINE)
+    assert '::= "18" (" " quote-' in second.grammar
 
 
 async def test_a_failed_call_is_no_round_and_the_model_may_repair_it() -> None:
@@ -135,7 +136,7 @@ async def test_a_question_no_tool_matches_gets_no_tool_and_a_free_answer() -> No
 
 
 @pytest.mark.parametrize("options", [{"tool_selection": 0, "worked_example": False,
-                                      "quote_answers": False}])
+                                      "quote_answers": False, "strict_selection": False}])
 async def test_each_aid_can_be_turned_off(options: dict[str, object]) -> None:
     model = SmallModel(["Final Answer: sunny"])
     agent = Agent(model=model, tools=[weather, recipe, calculator], **options)
@@ -146,6 +147,27 @@ async def test_each_aid_can_be_turned_off(options: dict[str, object]) -> None:
     assert len(re.findall(r"^- (\w+):", system, re.MULTILINE)) == 3
     assert "Example (only the format" not in system
     assert "Final Answer" in (request.grammar or "")
+
+
+async def test_strict_selection_alone_offers_every_matching_tool() -> None:
+    model = ScriptedModel(["Final Answer: Rome", "Final Answer: sunny"])
+    agent = Agent(model=model, tools=[weather, recipe, calculator], strict_selection=True)
+    await agent.arun("What is the capital of Italy?")
+    await agent.arun("What is the weather like, and a recipe for pasta?")
+    first, second = (r.messages[0]["content"] for r in model.requests)
+    assert re.findall(r"^- (\w+):", first, re.MULTILINE) == []
+    assert sorted(re.findall(r"^- (\w+):", second, re.MULTILINE)) == ["recipe", "weather"]
+
+
+async def test_a_required_choice_keeps_tools_to_choose_from() -> None:
+    """Strict selection would offer nothing to a question no tool matches, and a required
+    call could then never be made: the selection fills its places instead."""
+    model = SmallModel([OSLO, "Final Answer: Oslo: 18 °C"])
+    agent = Agent(model=model, tools=[weather, recipe], tool_choice="required", max_steps=3)
+    result = await agent.arun("What is the capital of Italy?")
+    assert (result.status, [c.name for s in result.steps for c in s.tool_calls]) == (
+        "completed", ["weather"])
+    assert result.steps[0].offered_tools == ["weather", "recipe"]
 
 
 async def test_strict_selection_can_be_turned_off() -> None:
@@ -172,6 +194,8 @@ async def test_other_models_get_none_unless_asked() -> None:
 def test_a_negative_selection_is_refused() -> None:
     with pytest.raises(UserError, match="tool_selection must be at least 0"):
         Agent(model=ScriptedModel([]), tool_selection=-1)
+    with pytest.raises(UserError, match="answer_after_results must be at least 0, got -1"):
+        Agent(model=ScriptedModel([]), answer_after_results=-1)
 
 
 async def test_after_a_repeat_the_grammar_admits_only_the_final_answer() -> None:

@@ -39,7 +39,7 @@ MAX_QUERY_TERMS = 64
 """The most distinct terms a query keeps (words and pairs first, then single characters):
 an ``OR`` of thousands of terms, from a long Chinese paragraph, would match everything."""
 
-_PROBE = ("Planning meetings, running tests and the cities' getCityForecast of café № 42; "
+_PROBE = ("Planning meetings, running tests and the cities' getCityForecast of café № 42 log10; "
           "我的东京咖啡是在北京买的。ひらがなカタカナ")
 
 

@@ -187,9 +187,7 @@ class StepLogic:
         if self.effects.observed:  # the step's events are built only for a listener
             self._emit(ev.StepStarted, session, span=span, parent=self.run_span, step=index)
         await self._compress(session, index, span)
-        tools, offered = offer(self.rules.tools.listed(), self.spec.tool_selection,
-                               session.messages, session.steps, pinned=self.spec.tool_choice,
-                               strict=self.spec.strict_selection)
+        tools, offered = _offer(self.rules, session)
         response, parsed, elapsed = await self._generate(session, index, tools)
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
                     usage=response.usage, model_time=elapsed, offered_tools=offered)
@@ -232,7 +230,7 @@ class StepLogic:
         """Render, call the model (once more if the protocol can recover, or if it asks for
         the turn again: a ``retry`` reply), parse."""
         protocol, step_span = self.rules.protocol, self._step_spans[index]
-        turn = self._turn(session, tools)
+        turn = _next_turn(self.rules, session, tools)
         request = self._render(turn)
         span, started = self.effects.new_id(), self.effects.now()
         if self.effects.observed:
@@ -260,21 +258,6 @@ class StepLogic:
                        response=response, parsed=parsed, elapsed=elapsed,
                        retried=None if sent is request else sent)
         return response, parsed, elapsed
-
-    def _turn(self, session: AgentSession, tools: Sequence[ToolLike]) -> _Turn:
-        """What the next request is rendered from: the history, the offered tools, the step's
-        tool choice, and the results a Final Answer must quote (a small-model aid)."""
-        spec, steps = self.spec, session.turn_steps
-        choice = tool_choice.for_step(spec.tool_choice, steps)
-        if choice is None and spec.act_first and tools and not any(s.calls for s in steps):
-            choice = "required"  # tools match the question: the first step acts
-        if spec.limits.answer_after_repeat and (repeated_last(steps) or no_progress(steps)):
-            choice = "none"  # the model repeats itself: it answers now
-        after = spec.limits.answer_after_results
-        if after is not None and rounds_done(steps) >= after:
-            choice = "none"  # it has its results: it answers now
-        quoted = quotes.results(steps) if spec.quote_answers else []
-        return _Turn(compress.history(session), tools, choice, quoted)
 
     async def _reply(self, request: ModelRequest) -> ModelResponse:
         """The model's reply, made safe to keep; a usage its server did not report, estimated."""
@@ -593,10 +576,34 @@ def first_request(rules: Rules, question: str = "") -> ModelRequest:
     step logic's own code: what a model warms its prompt cache with (the embedded model's
     warm-up), which the real first request then matches up to the question."""
     session = AgentSession.start(question, id="first-request", at=0.0)
-    tools, _ = offer(rules.tools.listed(), rules.spec.tool_selection, session.messages,
-                     session.steps, pinned=rules.spec.tool_choice)
-    choice = tool_choice.for_step(rules.spec.tool_choice, session.turn_steps)
-    return _rendered(rules, _Turn(compress.history(session), tools, choice))
+    tools, _ = _offer(rules, session)
+    return _rendered(rules, _next_turn(rules, session, tools))
+
+
+def _offer(rules: Rules, session: AgentSession) -> tuple[list[ToolLike], list[str] | None]:
+    """The tools the next step offers, and the names its step records (see
+    :func:`~miniagent.runtime.selection.offer`). A ``required`` choice needs tools to choose
+    from, so strict selection then fills its places as the plain one does."""
+    spec = rules.spec
+    required = tool_choice.for_step(spec.tool_choice, session.turn_steps) == "required"
+    return offer(rules.tools.listed(), spec.tool_selection, session.messages, session.steps,
+                 pinned=spec.tool_choice, strict=spec.strict_selection and not required)
+
+
+def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -> _Turn:
+    """What the next request is rendered from: the history, the offered tools, the step's
+    tool choice, and the results a Final Answer must quote (a small-model aid)."""
+    spec, steps = rules.spec, session.turn_steps
+    choice = tool_choice.for_step(spec.tool_choice, steps)
+    if choice is None and spec.act_first and tools and not any(s.calls for s in steps):
+        choice = "required"  # tools match the question: the first step acts
+    if spec.limits.answer_after_repeat and (repeated_last(steps) or no_progress(steps)):
+        choice = "none"  # the model repeats itself: it answers now
+    after = spec.limits.answer_after_results
+    if after is not None and rounds_done(steps) >= after:
+        choice = "none"  # it has its results: it answers now
+    quoted = quotes.results(steps) if spec.quote_answers else []
+    return _Turn(compress.history(session), tools, choice, quoted)
 
 
 def _rendered(rules: Rules, turn: _Turn) -> ModelRequest:

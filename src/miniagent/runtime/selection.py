@@ -13,7 +13,9 @@ given a few more tools can still find the right one.
 
 Tokens are lower-cased words split at ``snake_case`` and ``camelCase`` boundaries, with common
 English endings (plural, ``-ing``, ``-ed``, ``-er``) cut, and without numbers (``10`` in a
-question is a value, and matched ``log10`` in a calculator's description); a run of Chinese or
+question is a value; it matched ``log10`` in a calculator's description: a word of letters and
+digits gives itself and its letters); the memory index, which shares this tokenizer, keeps the
+numbers. A run of Chinese or
 Japanese characters gives its single characters and its overlapping pairs, which match words of
 one or two characters without a word segmenter.
 
@@ -66,8 +68,10 @@ K1, B = 1.2, 0.75
 
 # Patterns as text: ``re`` compiles them on a selection's first use and caches them (compiling
 # these Unicode classes at import cost more than anything else here, for agents that select
-# no tools). Numbers are a question's data, not what a tool is about.
-_WORD = r"[^\W\d_]+"
+# no tools).
+_WORD = r"[^\W_]+"
+_LETTERS = r"[^\W\d_]+"
+_DIGITS = r"\d+"
 _CAMEL = r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])"
 _CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
 _STOP = frozenset({
@@ -78,8 +82,10 @@ _STOP = frozenset({
 _CJK_STOP = frozenset("的了是吗呢吧啊我你请把在和与")
 
 
-def tokenize(text: str) -> list[str]:
-    """The index terms of ``text``.
+def tokenize(text: str, *, numbers: bool = True) -> list[str]:
+    """The index terms of ``text``; without ``numbers``, numbers are left out (tool selection:
+    ``10`` in a question is a value, not what a tool is about), and the memory index keeps
+    them (a code, a year).
 
     Example:
         >>> tokenize("getCityForecast for the cities")
@@ -89,18 +95,26 @@ def tokenize(text: str) -> list[str]:
     """
     terms: list[str] = []
     for part in re.split(_CJK, re.sub(_CAMEL, " ", text)):
-        terms.extend(_latin_terms(part))
+        terms.extend(_latin_terms(part, numbers))
     for run in re.findall(_CJK, text):
         terms.extend(_cjk_terms(run))
     return terms
 
 
-def _latin_terms(text: str) -> Iterable[str]:
+def _latin_terms(text: str, numbers: bool) -> Iterable[str]:
     for word in re.findall(_WORD, text):
         word = word.lower()
-        if word in _STOP:
+        if word in _STOP or (word.isdigit() and not numbers):
             continue
-        yield _stem(word)
+        letters = re.findall(_LETTERS, word)
+        if letters == [word]:
+            yield _stem(word)
+            continue
+        if letters:  # sha256, ipv6: the whole word tells tools apart, its letters match a
+            yield word  # text that names only them (log10 and "log")
+        yield from (_stem(part) for part in letters if part not in _STOP)
+        if numbers:
+            yield from re.findall(_DIGITS, word)
 
 
 def _stem(word: str) -> str:
@@ -148,7 +162,7 @@ class ToolIndex:
 
     def __init__(self, tools: Sequence[ToolLike]) -> None:
         self.tools = list(tools)
-        docs = [Counter(tokenize(tool_text(t))) for t in self.tools]
+        docs = [Counter(tokenize(tool_text(t), numbers=False)) for t in self.tools]
         lengths = [sum(doc.values()) for doc in docs]
         average = (sum(lengths) / len(lengths)) if lengths else 0.0
         # each term's tools, with the term's BM25 weight in each (the query only adds them up)
@@ -167,7 +181,7 @@ class ToolIndex:
     def scores(self, query: str) -> list[float]:
         """The BM25 score of every tool for ``query``, in tool order."""
         totals = [0.0] * len(self.tools)
-        for term, times in Counter(tokenize(query)).items():
+        for term, times in Counter(tokenize(query, numbers=False)).items():
             for position, weight in self._postings.get(term, ()):
                 totals[position] += times * weight
         return totals
@@ -239,13 +253,23 @@ def select_tools(tools: Sequence[ToolLike], k: int, messages: Sequence[Message],
         return list(tools)
     index, query = index_for(tools), conversation_text(messages)
     top, called = index.top(query, k, previous or ()), used_tools(messages)
-    if strict:  # the best first: a worked example shows the first tool
-        scores = index.scores(query)
-        ranked = [i for i in top if scores[i] > 0]
-        return [tools[i] for i in ranked] + [t for i, t in enumerate(tools)
-                                             if t.name in called and i not in ranked]
+    if strict:
+        return _strict(tools, index.scores(query), top, called, previous or ())
     chosen = set(top)
     return [t for i, t in enumerate(tools) if i in chosen or t.name in called]
+
+
+def _strict(tools: Sequence[ToolLike], scores: list[float], top: list[int], called: set[str],
+            previous: Sequence[str]) -> list[ToolLike]:
+    """The matching tools among ``top`` and those called: those the previous request offered
+    first, in its order (the prompt stays the same while the choice does), then the others
+    best first (a worked example shows the first tool)."""
+    keep = {i for i in top if scores[i] > 0} | {i for i, t in enumerate(tools) if t.name in called}
+    where = {t.name: i for i, t in enumerate(tools)}
+    first = [where[name] for name in previous if where.get(name) in keep]
+    rest = [i for i in top if i in keep and i not in first]
+    rest += sorted(keep - set(first) - set(rest))
+    return [tools[i] for i in first + rest]
 
 
 def offer(tools: Sequence[ToolLike], k: int | None, messages: Sequence[Message],
@@ -253,9 +277,11 @@ def offer(tools: Sequence[ToolLike], k: int | None, messages: Sequence[Message],
           ) -> tuple[list[ToolLike], list[str] | None]:
     """What the step logic offers the next request, and the names to record in its step
     (``None`` when there is no selection: every tool is offered). A ``pinned`` tool (the one
-    ``tool_choice`` names) is always among them; ``strict``: see :func:`select_tools`."""
-    if k is None:
+    ``tool_choice`` names) is always among them; ``strict``: see :func:`select_tools` (with
+    ``k`` None, every tool the conversation matches)."""
+    if k is None and not strict:
         return list(tools), None
+    k = len(tools) if k is None else k  # strict alone: every matching tool
     previous = steps[-1].offered_tools if steps else None
     chosen = select_tools(tools, k, messages, previous, strict=strict)
     if pinned is not None and all(t.name != pinned for t in chosen):
