@@ -9,15 +9,17 @@ not write). The request offers the ``K`` best, plus every tool the run has alrea
 in registration order, so the prompt stays the same while the choice does not change. When
 fewer than ``K`` tools match, the rest of the ``K`` places go to the tools the previous request
 offered, then to the first tools registered: a lexical index misses paraphrases, and a model
-given a few more tools can still find the right one.
+given a few more tools can still find the right one. With strict selection
+(``Agent(strict_selection=True)``, on for a small model, which picks a wrong tool more readily
+than it misses a right one) they do not: only matching tools are offered, none when nothing
+matches.
 
 Tokens are lower-cased words split at ``snake_case`` and ``camelCase`` boundaries, with common
 English endings (plural, ``-ing``, ``-ed``, ``-er``) cut, and without numbers (``10`` in a
 question is a value; it matched ``log10`` in a calculator's description: a word of letters and
 digits gives itself and its letters); the memory index, which shares this tokenizer, keeps the
-numbers. A run of Chinese or
-Japanese characters gives its single characters and its overlapping pairs, which match words of
-one or two characters without a word segmenter.
+numbers. A run of Chinese or Japanese characters gives its single characters and its
+overlapping pairs, which match words of one or two characters without a word segmenter.
 
 Nothing here reads a clock or draws a random number: the same history and tools give the same
 choice, which the step logic records in the step (:attr:`~miniagent.types.Step.offered_tools`).
