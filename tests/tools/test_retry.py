@@ -132,7 +132,7 @@ def test_when_every_attempt_fails_the_model_reads_the_last_failure() -> None:
 
 
 def test_backoff_never_sleeps_past_the_deadline() -> None:
-    pay, seen, _ = flaky(9, retry=RetryPolicy(max_attempts=5, initial_delay=30.0))
+    pay, seen, _ = flaky(9, retry=RetryPolicy(max_attempts=5, initial_delay=30.0, jitter=False))
     started = time.perf_counter()
     observation = run(pay, context(deadline=time.time() + 2.0), amount=1)
     assert observation.attempts == 1 and len(seen) == 1
