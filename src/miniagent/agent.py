@@ -202,11 +202,11 @@ class Agent:
         self.sources: list[ToolSource] = [self.registry, *others]
         """Where the agent's tools come from: its own functions first, then the others."""
         small = model is not None and model.capabilities.small_model
-        tool_selection, worked_example = _small_model_aids(small, tool_selection, worked_example)
-        aids = {name: small if given is None else given for name, given in (
-            ("strict_selection", strict_selection), ("quote_answers", quote_answers))}
-        if answer_after_results is None and small:
-            answer_after_results = defaults.SMALL_MODEL_ROUNDS
+        aids = _small_model_aids(small, tool_selection=tool_selection,
+                                 worked_example=worked_example,
+                                 strict_selection=strict_selection, quote_answers=quote_answers,
+                                 answer_after_results=answer_after_results)
+        worked_example = aids["worked_example"]
         if protocol is None and model is not None:
             caps = model.capabilities
             protocol = default_protocol(caps.tool_mode, native_tools=caps.native_tools,
@@ -219,7 +219,7 @@ class Agent:
             limits=Limits(max_steps=max_steps, token_budget=token_budget, timeout=timeout,
                           max_observation_chars=max_observation_chars,
                           repeat_limit=repeat_limit, answer_after_repeat=answer_after_repeat,
-                          answer_after_results=answer_after_results or None,
+                          answer_after_results=aids["answer_after_results"],
                           max_calls_per_step=max_calls_per_step,
                           tool_concurrency=tool_concurrency),
             protocol=protocol_ref(protocol) if protocol is not None else ProtocolRef(
@@ -229,8 +229,9 @@ class Agent:
             on_interrupted=on_interrupted,
             compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
                          if compress_at is not None else None),
-            tool_selection=tool_selection, approval_timeout=approval_timeout, **aids,
-            act_first=act_first,
+            tool_selection=aids["tool_selection"], strict_selection=aids["strict_selection"],
+            quote_answers=aids["quote_answers"], act_first=act_first,
+            approval_timeout=approval_timeout,
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
             recall="recall" if memory is not None and memory_recall else None,
             tool_retry=RetryPolicy.of(tool_retry))
@@ -625,13 +626,24 @@ def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,
         store.release(session_id, owner)
 
 
-def _small_model_aids(small: bool, tool_selection: int | None,
-                      worked_example: bool | None) -> tuple[int | None, bool]:
-    """The tool selection (None: every tool) and whether to show a worked example, from what
-    was given and whether the model is small."""
-    if tool_selection is None and small:
-        tool_selection = defaults.SMALL_MODEL_TOOLS
-    return (tool_selection or None), (small if worked_example is None else worked_example)
+_AIDS_FOR: dict[bool, dict[str, Any]] = {
+    True: {"tool_selection": defaults.SMALL_MODEL_TOOLS, "worked_example": True,
+           "strict_selection": True, "quote_answers": True,
+           "answer_after_results": defaults.SMALL_MODEL_ROUNDS},
+    False: {"tool_selection": None, "worked_example": False, "strict_selection": False,
+            "quote_answers": False, "answer_after_results": None},
+}
+"""The aids' defaults for a small model (True) and for others (False)."""
+
+
+def _small_model_aids(small: bool, **given: Any) -> dict[str, Any]:
+    """Each aid as given, else its default for a small model or for others; a selection or a
+    number of rounds of 0 means none."""
+    aids = {name: _AIDS_FOR[small][name] if value is None else value
+            for name, value in given.items()}
+    for name in ("tool_selection", "answer_after_results"):
+        aids[name] = aids[name] or None
+    return aids
 
 
 def _split_tools(tools: ToolRegistry | Iterable[ToolItem]
