@@ -284,6 +284,12 @@ class CallRecord:
             return "denied"
         return "ran" if "started" in targets else "not_run"
 
+    @property
+    def succeeded(self) -> bool:
+        """Whether the call's tool ran and its result is not an error (derived, never saved)."""
+        return (self.outcome == "ran" and self.observation is not None
+                and not self.observation.is_error)
+
 
 @dataclass(kw_only=True, slots=True)
 class Decision:

@@ -52,8 +52,7 @@ def results(steps: Sequence[Step]) -> list[str]:
     for step in reversed(steps):
         for record in reversed(step.calls):
             seen = record.observation
-            ran = seen is not None and not seen.is_error and record.outcome == "ran"
-            if seen is None or not ran or not seen.output.strip():
+            if seen is None or not record.succeeded or not seen.output.strip():
                 continue
             found.append(seen.output)
             if len(found) == RESULTS:

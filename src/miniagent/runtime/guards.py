@@ -78,9 +78,8 @@ def no_progress(steps: Sequence[Step]) -> bool:
 def rounds_done(steps: Sequence[Step]) -> int:
     """How many of ``steps`` had calls that all ran and succeeded (see
     :attr:`Limits.answer_after_results`)."""
-    return sum(1 for step in steps if step.calls and all(
-        record.outcome == "ran" and record.observation is not None
-        and not record.observation.is_error for record in step.calls))
+    return sum(1 for step in steps
+               if step.calls and all(record.succeeded for record in step.calls))
 
 
 def _results(step: Step) -> list[tuple[str, str]] | None:
