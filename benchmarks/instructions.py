@@ -10,9 +10,10 @@ the same two warm-up repetitions, so start-up, imports and first-use work cancel
 Measures: ``agent`` (a sequential 3-step ReAct run of ``Agent.arun``: render, HTTP, parse, a
 sync tool in a worker thread, events), ``floor`` (the same three request bodies sent with
 plain asyncio streams, ``raw_floor.py``, on a new connection per run) and ``parse`` (one
-``parse_react`` of the stub's action reply and one of its final answer).
+``parse_react`` of the stub's action reply and one of its final answer). With ``--inline-tool``
+the agent's tool is ``@tool(inline=True)`` (called on the event loop: no worker thread).
 
-Usage: python benchmarks/instructions.py [--n 20] [--only agent floor parse]
+Usage: python benchmarks/instructions.py [--n 20] [--only agent floor parse] [--inline-tool]
 Compare two trees by running it with ``PYTHONPATH=<other tree>/src`` too.
 Needs valgrind (``apt-get install valgrind``). Only 127.0.0.1 is contacted; the stub is stopped.
 """
@@ -26,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from overhead import agent_bodies, make_agent, stub_server
+from overhead import agent_bodies, make_agent, stub_server, use_inline_tool
 from raw_floor import floor_runs
 from react_stub import ACTIONS, FINAL
 
@@ -56,7 +57,9 @@ def parses(n: int) -> None:
         parse_react(FINAL)
 
 
-def child(measure: str, url: str, n: int) -> None:
+def child(measure: str, url: str, n: int, inline: bool) -> None:
+    if inline:
+        use_inline_tool()
     if measure == "agent":
         asyncio.run(agent_runs(url, n))
     elif measure == "floor":
@@ -65,11 +68,12 @@ def child(measure: str, url: str, n: int) -> None:
         parses(n)
 
 
-def instructions(measure: str, url: str, n: int) -> int:
+def instructions(measure: str, url: str, n: int, inline: bool) -> int:
     """Instructions the child executes, counted by callgrind."""
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-         str(Path(__file__)), "--child", measure, "--url", url, "--n", str(n)],
+         str(Path(__file__)), "--child", measure, "--url", url, "--n", str(n),
+         *(["--inline-tool"] if inline else [])],
         capture_output=True, text=True, timeout=900, check=False)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
@@ -84,9 +88,11 @@ def main() -> None:
                         choices=["agent", "floor", "parse"])
     parser.add_argument("--child", default=None)
     parser.add_argument("--url", default="")
+    parser.add_argument("--inline-tool", action="store_true",
+                        help="the agent's tool is @tool(inline=True): no worker thread")
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.url, args.n)
+        child(args.child, args.url, args.n, args.inline_tool)
         return
     import miniagent
 
@@ -94,8 +100,8 @@ def main() -> None:
     per: dict[str, float] = {}
     with stub_server(0.0, fast=True) as stub:
         for measure in args.only:
-            base = instructions(measure, stub.url, 0)
-            total = instructions(measure, stub.url, args.n)
+            base = instructions(measure, stub.url, 0, args.inline_tool)
+            total = instructions(measure, stub.url, args.n, args.inline_tool)
             per[measure] = (total - base) / args.n
             what = "per parse pair (action + final)" if measure == "parse" else "per 3-step run"
             print(f"  {measure:6} {per[measure]:>12,.0f} instructions {what}")

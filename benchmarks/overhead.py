@@ -11,6 +11,9 @@ Prints:
       (``raw_floor.py``); the ratio agent/floor is the figure to watch;
   (d) with ``--profile``: cProfile of the agent's runs at the given sizes, by own time.
 
+With ``--inline-tool`` the agent's tool is ``@tool(inline=True)``: called on the event loop
+instead of a worker thread (what a quick function without I/O may choose).
+
 The stub server runs in its own process, so its work does not share the client's event loop;
 (c) uses the minimal-work stub (``react_stub.py --fast``) unless ``--stub full``, and says
 when the stub used most of a core. Each side of each size has a timeout, and a size that
@@ -19,6 +22,7 @@ fails prints its row anyway. Nothing but 127.0.0.1 is contacted; every stub is s
 Usage: python benchmarks/overhead.py [--rounds 5] [--runs 100]
        [--concurrency 1000 3000 10000] [--max-connections N] [--stub fast|full]
        [--size-timeout 60] [--repeat 1] [--only-concurrency] [--profile 3000 10000]
+       [--inline-tool]
        python benchmarks/overhead.py --only-import [--import-repeats 15] [--instructions]
 """
 
@@ -61,6 +65,15 @@ def add(a: int, b: int) -> int:
         b: second addend
     """
     return a + b
+
+
+TOOL = add
+"""The agent's tool: ``add``, or ``--inline-tool``'s copy of it that runs on the event loop."""
+
+
+def use_inline_tool() -> None:
+    global TOOL
+    TOOL = tool(inline=True)(add)
 
 
 @dataclass(kw_only=True)
@@ -124,7 +137,7 @@ def read_int(path: str) -> int | str:
 def make_agent(base_url: str, client: HttpClient | None = None) -> Agent:
     model = OpenAICompatibleModel(base_url=base_url, model="bench", tool_mode="react",
                                   client=client)
-    return Agent(model=model, tools=[add], max_steps=5)
+    return Agent(model=model, tools=[TOOL], max_steps=5)
 
 
 async def time_agent_steps(agent: Agent, runs: int) -> tuple[float, float]:
@@ -505,9 +518,14 @@ def main() -> None:
     parser.add_argument("--profile-top", type=int, default=30)
     parser.add_argument("--profile-gc", choices=["on", "off"], default="off",
                         help="keep the garbage collector on while profiling")
+    parser.add_argument("--inline-tool", action="store_true",
+                        help="the agent's tool is @tool(inline=True): no worker thread")
     args = parser.parse_args()
+    if args.inline_tool:
+        use_inline_tool()
     print(f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}, "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, agent tool "
+          f"{'inline' if args.inline_tool else 'on a worker thread'}")
     if args.only_import:
         import_time(max(1, args.import_repeats))
         if args.instructions:

@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -355,6 +356,31 @@ async def test_a_flaky_tool_is_retried_and_has_its_effect_once(drivers: list[Dri
     got = await across(drivers, tmp_path, setup, run("Book room A1"))
     assert (got.status, got.observations, got.attempts) == ("completed", ["booked A1"], [3])
     assert effects == ["A1"] * len(drivers)  # once per driver
+
+
+async def test_an_inline_tool_runs_on_the_event_loop_with_its_context(drivers: list[Driver],
+                                                                     tmp_path: Path) -> None:
+    threads: list[str] = []
+
+    def tools() -> list[Any]:
+        @tool(inline=True)
+        def price(item: str) -> str:
+            """The price of an item (a dict lookup: quick, no I/O)."""
+            threads.append(threading.current_thread().name)
+            if item not in {"茶": 12}:
+                raise ToolError(f"no price for {item}")
+            return f"{item}: 12 元 (step {tool_context().step}, {tool_context().tool})"
+
+        return [price]
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("price it", "price", {"item": "tea"}), react("in Chinese", "price", {"item": "茶"}),
+         "Final Answer: 12 元"]), tools=tools)
+    got = await across(drivers, tmp_path, setup, run("What does tea cost?"))
+    assert (got.status, got.final_answer) == ("completed", "12 元")
+    assert got.observations[0] == "no price for tea"
+    assert got.observations[1] == "茶: 12 元 (step 2, price)"
+    assert len(threads) == 2 * len(drivers) and "miniagent-worker" not in threads
 
 
 async def test_a_tool_limit_holds_and_the_wait_is_an_event(drivers: list[Driver],

@@ -56,6 +56,13 @@ def test_builtin_tools_are_idempotent(tmp_path: Path) -> None:
     )
 
 
+def test_only_the_calculator_runs_inline(tmp_path: Path) -> None:
+    """Its every step's cost is bounded; the others read files or time zone data from disk."""
+    assert {t.name: t.inline for t in builtin_tools(tmp_path)} == {
+        "calculator": True, "list_files": False, "count_file_lines": False, "read_file": False,
+        "current_time": False}
+
+
 def test_list_files_interrupted_by_a_crash_is_rerun_on_resume(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a\n")
     store = MemoryStore()

@@ -492,3 +492,57 @@ async def test_execute_all_runs_sync_tools_in_parallel_threads() -> None:
     calls = [ToolCall(id=str(i), name="meet", arguments={"who": w}) for i, w in enumerate("xy")]
     observations = await registry.execute_all(calls)
     assert [(o.output, o.is_error) for o in observations] == [("x", False), ("y", False)]
+
+
+# -- inline sync tools ---------------------------------------------------------------------
+
+
+async def test_an_inline_tool_runs_on_the_event_loop_and_a_default_one_on_a_worker() -> None:
+    def where() -> str:
+        """The thread it runs on."""
+        return threading.current_thread().name
+
+    registry = ToolRegistry([tool(inline=True, name="here")(where), tool(name="there")(where)])
+    here = await registry.execute(ToolCall(id="1", name="here", arguments={}))
+    there = await registry.execute(ToolCall(id="2", name="there", arguments={}))
+    assert here.output == threading.current_thread().name and not here.is_error
+    assert there.output == "miniagent-worker" and not there.is_error
+
+
+async def test_an_inline_tool_fails_as_a_threaded_one_does_and_keeps_its_context_to_itself(
+) -> None:
+    import contextvars
+
+    mark: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="caller's")
+
+    @tool(inline=True)
+    def explode(text: str) -> str:
+        """Set a context variable, then fail."""
+        mark.set("the tool's")
+        raise ValueError(f"no {text}")
+
+    @tool(inline=True)
+    def leave() -> None:
+        """Stop the interpreter (a tool's own exit is its failure, not the run's)."""
+        raise SystemExit(3)
+
+    registry = ToolRegistry([explode, leave])
+    failed = await registry.execute(ToolCall(id="1", name="explode", arguments={"text": "水"}))
+    assert failed.is_error and failed.output == "Error executing tool 'explode': ValueError: no 水"
+    assert mark.get() == "caller's"
+    exited = await registry.execute(ToolCall(id="2", name="leave", arguments={}))
+    assert exited.is_error and "SystemExit" in exited.output
+
+
+def test_inline_is_kept_by_every_way_of_making_a_tool_and_refused_for_async_functions(
+) -> None:
+    assert not add.inline and tool(inline=True)(add).inline
+    assert add.with_options(inline=True).inline and not add.with_options().inline
+    schema_tool = Tool.from_schema(name="echo", description="Echo.", inline=True,
+                                   parameters={"type": "object", "properties": {}},
+                                   fn=lambda args: args)
+    assert schema_tool.inline
+    with pytest.raises(ToolDefinitionError, match="inline=True is for sync functions"):
+        tool(inline=True)(search.fn)
+    with pytest.raises(ToolDefinitionError, match="inline=True is for sync functions"):
+        search.with_options(inline=True)

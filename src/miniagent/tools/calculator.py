@@ -95,8 +95,10 @@ _ALLOWED = (
 )
 
 
-# The docstring is the description the model reads: plain text, no reST markup.
-@tool(idempotent=True)  # no effects: a call a crash interrupted may run again
+# The docstring is the description the model reads: plain text, no reST markup. No effects: a
+# call a crash interrupted may run again. Every step's cost is bounded (above): it runs inline,
+# on the event loop, with no worker thread to hand it to.
+@tool(idempotent=True, inline=True)
 def calculator(expression: str) -> int | float:
     """Evaluate an arithmetic expression, such as (2 + 3) * sqrt(16) / 2.
 

@@ -14,6 +14,7 @@ that swallows its cancellation is left behind instead of holding up the run. The
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -54,14 +55,19 @@ async def run_with_timeout(
 
 
 async def run_function(fn: Callable[..., Any], is_async: bool, args: list[Any],
-                       kwargs: dict[str, Any], render: Callable[[Any], Any] = _same) -> Any:
-    """``render(fn(*args, **kwargs))``: awaited, or on a daemon worker thread; what either
-    raises comes back as a :class:`Failure`. Rendering the result is part of the call: a
+                       kwargs: dict[str, Any], render: Callable[[Any], Any] = _same, *,
+                       inline: bool = False) -> Any:
+    """``render(fn(*args, **kwargs))``: awaited, or on a daemon worker thread (a sync ``fn``
+    with ``inline`` is called right here, on the event loop, in a copy of the context); what
+    any raises comes back as a :class:`Failure`. Rendering the result is part of the call: a
     result whose ``__str__`` raises (even ``SystemExit``) or hangs is the tool's problem, under
     the call's guard and timeout, never the run's."""
     if is_async:  # a task of its own: a tool that swallows its cancellation is left behind
         return await within(guarded(lambda: _then(fn(*args, **kwargs), render)), None)
-    result = await run_in_daemon_thread(_call_sync, fn, args, kwargs, render)
+    if inline:
+        result = contextvars.copy_context().run(_call_sync, fn, args, kwargs, render)
+    else:
+        result = await run_in_daemon_thread(_call_sync, fn, args, kwargs, render)
     if isinstance(result, _Pending):  # a sync wrapper that returned a coroutine
         return await within(guarded(lambda: _then(result.awaitable, render)), None)
     return result
@@ -128,7 +134,7 @@ def _call_sync(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
     try:
         result = fn(*args, **kwargs)
         return _Pending(result) if inspect.isawaitable(result) else render(result)
-    except BaseException as exc:  # on a worker thread: whatever it raised is the tool's
+    except BaseException as exc:  # a worker thread's or an inline call's: the tool's
         return Failure(exc)
 
 
