@@ -369,8 +369,9 @@ def tool(
             across all sessions and agents; more wait their turn (first come, first served).
         inline: call a sync function on the event loop itself, not on a worker thread: for
             quick functions without I/O (arithmetic, a dict lookup), it saves the thread's
-            hand-off (about a third of a step's CPU here). Nothing else runs meanwhile, and
-            its ``timeout`` cannot cut it short. Not for async functions.
+            hand-off (about a quarter of a step's CPU in ``benchmarks/overhead.py``). Nothing
+            else runs meanwhile, and its ``timeout`` cannot cut it short. Not for async
+            functions.
 
     Raises:
         ToolDefinitionError: the function cannot become a tool (``*args``, ``**kwargs``,
@@ -487,9 +488,9 @@ class ToolRegistry:
     async def call_tool(self, call: ToolCall, context: ToolContext | None = None
                         ) -> Observation:
         """Run a validated call (``call.arguments`` as the tool's checker made them): the
-        function with its arguments bound, sync ones on a daemon worker thread (or, if
-        ``inline``, on the event loop). What the
-        function raises, and a result that cannot be shown, are error observations."""
+        function with its arguments bound, sync ones on a daemon worker thread (``inline``
+        ones on the event loop). What the function raises, and a result that cannot be
+        shown, are error observations."""
         target = self._tools.get(call.name)
         if target is None:
             return _error(call, f"Unknown tool {preview(call.name)}.")
