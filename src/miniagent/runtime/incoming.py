@@ -22,17 +22,16 @@ def response(reply: ModelResponse) -> ModelResponse:
     """A model reply with storable text in every field: content, reasoning, finish reason and
     what a trace keeps of the server's body (its top level without ``choices``, which the
     other fields already hold); its calls are admitted once parsed (:func:`parsed`)."""
-    # The clean common case in one check: the text fields and the whole body (choices too).
-    if _storable_value([reply.content, reply.reasoning_content, reply.finish_reason, reply.raw]):
-        return reply
     changes: dict[str, Any] = {}
-    for name in ("content", "reasoning_content", "finish_reason"):
-        value = getattr(reply, name)
-        if isinstance(value, str) and storable(value) is not value:
-            changes[name] = storable(value)
+    if not _storable_texts(reply.content, reply.reasoning_content, reply.finish_reason):
+        for name in ("content", "reasoning_content", "finish_reason"):
+            value = getattr(reply, name)
+            if isinstance(value, str) and storable(value) is not value:
+                changes[name] = storable(value)
     raw = reply.raw
     if isinstance(raw, dict):
-        meta = {k: v for k, v in raw.items() if k != "choices"}
+        meta = dict(raw)  # copied and cut in C: no loop over the keys
+        meta.pop("choices", None)
         if not _storable_value(meta):
             changes["raw"] = {**_storable_copy(meta), "choices": raw.get("choices")}
     return replaced(reply, **changes) if changes else reply
