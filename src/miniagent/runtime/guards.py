@@ -11,7 +11,6 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any, Literal
 
 from miniagent import defaults
@@ -137,19 +136,18 @@ def _normalise(value: Any) -> Any:
     2 vs 2.0. Arguments are bounded in depth where they enter (``runtime/incoming.py``)."""
     if isinstance(value, str):
         return _SPACES.sub(" ", value.strip().lower())
-    if isinstance(value, (bool, float)) or value is None:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, float):
         return value
     if isinstance(value, int):  # 2 == 2.0; an int too large for a float stays exact
         return float(value) if -(2**53) <= value <= 2**53 else value
-    if isinstance(value, dict):  # keys and values mapped in C; the sort is stable, by key
-        items = zip(map(str.lower, map(str, value)), map(_normalise, value.values()))
-        return ("{}", tuple(sorted(items, key=_KEY)))
+    if isinstance(value, dict):
+        items = ((str(k).lower(), _normalise(v)) for k, v in value.items())
+        return ("{}", tuple(sorted(items, key=lambda item: item[0])))
     if isinstance(value, list | tuple):
-        return ("[]", tuple(map(_normalise, value)))
+        return ("[]", tuple(_normalise(v) for v in value))
     return str(value)
-
-
-_KEY = itemgetter(0)
 
 
 def action_key(call: ToolCall) -> tuple[str, Any]:
