@@ -34,3 +34,16 @@ def test_replaced_leaves_fields_outside_init_to_dataclasses_replace() -> None:
     assert replaced(item, name="b") == dataclasses.replace(item, name="b")
     with pytest.raises(TypeError):
         replaced(ToolCall(id="a", name="add"), no_such_field=1)
+
+
+def test_replaced_with_one_field_or_none() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class One:
+        value: int
+
+    @dataclasses.dataclass
+    class Empty:
+        pass
+
+    assert replaced(One(1)) == One(1) and replaced(One(1), value=2) == One(2)
+    assert replaced(Empty()) == Empty()

@@ -162,15 +162,17 @@ class TokenUsage:
         return self.estimated_tokens if total is None else total
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        prompt, completion = self.prompt_tokens, self.completion_tokens
-        more_prompt, more_completion = other.prompt_tokens, other.completion_tokens
-        if prompt is None or completion is None or more_prompt is None or more_completion is None:
+        # Counted on every model call and tool call: no property calls, and no None checks
+        # (a count is None only when unknown, and None + int raises TypeError).
+        try:
+            return TokenUsage(
+                prompt_tokens=self.prompt_tokens + other.prompt_tokens,  # type: ignore[operator]
+                completion_tokens=(self.completion_tokens  # type: ignore[operator]
+                                   + other.completion_tokens),
+                cached_tokens=(self.cached_tokens or 0) + (other.cached_tokens or 0),
+            )
+        except TypeError:
             return TokenUsage.unknown(estimated=self.counted_tokens + other.counted_tokens)
-        return TokenUsage(  # counted on every model call and tool call: no property calls
-            prompt_tokens=prompt + more_prompt,
-            completion_tokens=completion + more_completion,
-            cached_tokens=(self.cached_tokens or 0) + (other.cached_tokens or 0),
-        )
 
 
 @dataclass(kw_only=True, slots=True)

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from miniagent.errors import ModelConnectionError, ModelTimeout
-from miniagent.models.http import HttpClient, HttpResponse, _Slots
+from miniagent.models.http import HttpClient, HttpResponse, _parse_head, _ProtocolError, _Slots
 from miniagent.testing.stub_server import Fault, StubServer
 
 PAYLOAD = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -234,6 +234,25 @@ async def test_malformed_answer_is_a_connection_error() -> None:
         client = HttpClient()
         with pytest.raises(ModelConnectionError, match="malformed HTTP answer"):
             await client.post_json(url, PAYLOAD)
+
+
+def test_header_block_rules() -> None:
+    """Names lower-cased, names and values stripped, repeats joined with ", " in order, lines
+    without a colon skipped; a lone CR or LF stays inside its line (only CRLF ends one)."""
+    block = (b"HTTP/1.1 200 OK\r\n  Content-Type :  text/plain \t\r\nno colon here\r\n"
+             b"X-A: 1\r\nx-a:2:3\r\nX-A:\r\n: empty name\r\nX-B: a\rb\nc\r\n"
+             b"X-C: \xe9\r\n\r\n")
+    status, version, headers = _parse_head(block)
+    assert (status, version) == (200, "HTTP/1.1")
+    assert headers == {"content-type": "text/plain", "x-a": "1, 2:3, ", "": "empty name",
+                       "x-b": "a\rb\nc", "x-c": "\xe9"}
+    assert _parse_head(b"HTTP/1.0 204\r\n\r\n") == (204, "HTTP/1.0", {})
+
+
+def test_a_bad_status_line_is_a_protocol_error() -> None:
+    for block in (b"HTTP/2 200 OK\r\n\r\n", b"HTTP/1.1 2x0 OK\r\n\r\n", b"HTTP/1.1\r\nX: 1\r\n"):
+        with pytest.raises(_ProtocolError, match="bad status line"):
+            _parse_head(block)
 
 
 async def test_client_usable_after_aclose(stub: Callable[..., StubServer]) -> None:

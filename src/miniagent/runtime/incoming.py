@@ -23,13 +23,15 @@ def response(reply: ModelResponse) -> ModelResponse:
     what a trace keeps of the server's body (its top level without ``choices``, which the
     other fields already hold); its calls are admitted once parsed (:func:`parsed`)."""
     changes: dict[str, Any] = {}
-    for name in ("content", "reasoning_content", "finish_reason"):
-        value = getattr(reply, name)
-        if isinstance(value, str) and storable(value) is not value:
-            changes[name] = storable(value)
+    if not _storable_texts(reply.content, reply.reasoning_content, reply.finish_reason):
+        for name in ("content", "reasoning_content", "finish_reason"):
+            value = getattr(reply, name)
+            if isinstance(value, str) and storable(value) is not value:
+                changes[name] = storable(value)
     raw = reply.raw
     if isinstance(raw, dict):
-        meta = {k: v for k, v in raw.items() if k != "choices"}
+        meta = dict(raw)  # copied and cut in C: no loop over the keys
+        meta.pop("choices", None)
         if not _storable_value(meta):
             changes["raw"] = {**_storable_copy(meta), "choices": raw.get("choices")}
     return replaced(reply, **changes) if changes else reply
@@ -37,28 +39,31 @@ def response(reply: ModelResponse) -> ModelResponse:
 
 def tool_call(call: ToolCall) -> ToolCall:
     """The call itself when it is fine; otherwise a cleaned copy."""
+    too_deep = deeper_than(call.arguments, MAX_DEPTH)
+    if not too_deep and _storable_value([call.name, call.raw_arguments, call.id,
+                                         call.arguments]):
+        return call  # the common case, in one check
     name, raw, call_id = storable(call.name), storable(call.raw_arguments), storable(call.id)
     arguments, error = call.arguments, call.arguments_error
-    if deeper_than(arguments, MAX_DEPTH):
+    if too_deep:
         arguments, error = {}, f"the arguments are nested deeper than {MAX_DEPTH} levels"
         raw = raw[:200] + ("..." if len(raw) > 200 else "")
     elif not _storable_value(arguments):
         arguments = _storable_copy(arguments)
-    if (name, raw, error, call_id) == (call.name, call.raw_arguments, call.arguments_error,
-                                       call.id) and arguments is call.arguments:
-        return call
-    return replaced(call, id=call_id, name=name, raw_arguments=raw,
-                               arguments=arguments, arguments_error=error)
+    return replaced(call, id=call_id, name=name, raw_arguments=raw, arguments=arguments,
+                    arguments_error=error)
 
 
 def parsed(output: ParsedOutput) -> ParsedOutput:
     """What a protocol made of a reply, every text and call made safe to keep (a parser may
     decode escapes such as ``\\ud800`` into bad text)."""
-    output.text = storable(output.text)
-    for name in ("thought", "final_answer", "error", "reasoning"):
-        value = getattr(output, name)
-        if value is not None:
-            setattr(output, name, storable(value))
+    if not _storable_texts(output.text, output.thought, output.final_answer, output.error,
+                           output.reasoning):
+        output.text = storable(output.text)
+        for name in ("thought", "final_answer", "error", "reasoning"):
+            value = getattr(output, name)
+            if value is not None:
+                setattr(output, name, storable(value))
     output.tool_calls = [tool_call(call) for call in output.tool_calls]
     return output
 
@@ -67,6 +72,16 @@ def observation(result: Observation) -> Observation:
     """A tool's observation with storable text."""
     output = storable(result.output)
     return result if output is result.output else replaced(result, output=output)
+
+
+def _storable_texts(*texts: str | None) -> bool:
+    """Whether every text given (None counts as none) encodes as UTF-8, checked as one text;
+    False too for a value that is not text, which is then left to :func:`storable`."""
+    try:
+        "".join(filter(None, texts)).encode("utf-8")
+    except (UnicodeEncodeError, TypeError):
+        return False
+    return True
 
 
 def _storable_copy(value: Any) -> Any:

@@ -48,14 +48,20 @@ class MemoryStore:
         self._lock = threading.Lock()
 
     def save(self, session: AgentSession, *, owner: str | None = None) -> None:
+        sid = session.id
         with self._lock:
+            holder = self._leases.get(sid)
             if owner is not None:
-                self._check_lease(session.id, owner)
+                if holder is not None and holder != owner:
+                    raise _busy(sid, holder)
                 if owner in self._revoked:
-                    raise SessionBusy(f"session {session.id} was taken over by a forced "
+                    raise SessionBusy(f"session {sid} was taken over by a forced "
                                       "decision; this run's changes are not saved")
-            self._sessions[session.id] = session
-            self._enqueue(session)
+            self._sessions[sid] = session
+            # A leased session is never in the drop queue (acquire takes it out, _enqueue
+            # never puts it in), so there is nothing to move: the common save, mid-run.
+            if holder is None:
+                self._enqueue(session)
 
     def _enqueue(self, session: AgentSession) -> None:
         """Put ``session`` at the back of the drop queue if it may be dropped, else take it
@@ -127,7 +133,7 @@ class MemoryStore:
     def _check_lease(self, session_id: str, owner: str | None) -> None:
         holder = self._leases.get(session_id)
         if holder is not None and holder != owner:
-            raise SessionBusy(f"session {session_id} is being run by another task ({holder})")
+            raise _busy(session_id, holder)
 
     def acquire(self, session_id: str, owner: str, *, force: bool = False) -> None:
         with self._lock:
@@ -152,6 +158,10 @@ def _summary(session: AgentSession) -> SessionSummary:
                           steps=len(session.steps), question=session.question,
                           created_at=session.created_at, updated_at=session.updated_at,
                           tokens=session.usage.counted_tokens)
+
+
+def _busy(session_id: str, holder: str) -> SessionBusy:
+    return SessionBusy(f"session {session_id} is being run by another task ({holder})")
 
 
 def _not_found(session_id: str) -> SessionNotFound:
