@@ -60,6 +60,8 @@ LAZY_MODULES = (
     "miniagent.tools.schema_tool",
     # events: built only for a subscriber (on_event, a trace, the CLI), loaded with the first
     "miniagent.runtime.events",
+    # context compression and a memory's recall: loaded by the agents that configure them
+    "miniagent.runtime.compress", "miniagent.runtime.recall",
     # stdlib modules of rare paths: "did you mean" (difflib), hashed names (hashlib), URL
     # checks at model construction (urllib.parse, ipaddress), name patterns (fnmatch)
     "difflib", "hashlib", "urllib", "ipaddress", "fnmatch",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from miniagent.errors import ModelError, ToolInterrupted
 from miniagent.protocol import quotes, tool_choice
-from miniagent.runtime import compress, incoming, recall
+from miniagent.runtime import incoming
 from miniagent.runtime.approvals import apply_decision, denial, recover_interrupted
 from miniagent.runtime.calls import answered, record_outcome
 from miniagent.runtime.effects import Effects
@@ -167,6 +167,8 @@ class StepLogic:
         """What the memory holds on the turn's question, before its first step."""
         if self.spec.recall is None:
             return
+        from miniagent.runtime import recall  # an agent with a memory: loaded on its first run
+
         span = self.effects.new_id()
         done = await recall.before_turn(session, self.rules, self.effects, f"recall_{span}")
         if done is not None:
@@ -207,6 +209,8 @@ class StepLogic:
         config = self.spec.compression
         if config is None:
             return
+        from miniagent.runtime import compress  # an agent that compresses: loaded on its first run
+
         done = await compress.compact(session, config, self.effects.generate, step=index,
                                       now=self.effects.now)
         if done is not None:
@@ -223,7 +227,11 @@ class StepLogic:
             return Stop(status="budget_exceeded", guard="token_budget",
                         reason=f"used {token_count(session.turn.usage)} of a budget of "
                                f"{limits.token_budget:,}")
-        too_large = self.spec.compression and compress.overflow(session, self.spec.compression)
+        if self.spec.compression is None:
+            return None
+        from miniagent.runtime import compress  # an agent that compresses
+
+        too_large = compress.overflow(session, self.spec.compression)
         if too_large:
             return Stop(status="budget_exceeded", guard="compress_at", reason=too_large)
         return None
@@ -612,7 +620,22 @@ def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -
     if after is not None and rounds_done(steps) >= after:
         choice = "none"  # it has its results: it answers now
     quoted = quotes.results(steps) if spec.quote_answers else []
-    return _Turn(compress.history(session), tools, choice, quoted)
+    return _Turn(_history(session), tools, choice, quoted)
+
+
+def _history(session: AgentSession) -> Sequence[Message]:
+    """What the model is sent (:func:`~miniagent.runtime.compress.history`). Compaction and
+    recall load their modules only for a session that has used them: without a compaction or a
+    recalled block, the history is the messages."""
+    if session.compactions:
+        from miniagent.runtime import compress  # compacted: an agent that compresses (or did)
+
+        return compress.history(session)
+    if any(t.recalled for t in session.turns):
+        from miniagent.runtime import recall  # a block recalled for a turn: an agent's memory
+
+        return recall.with_recalls(session)
+    return session.messages
 
 
 def _rendered(rules: Rules, turn: _Turn) -> ModelRequest:
