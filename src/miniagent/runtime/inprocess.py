@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from miniagent.ids import random_id
 from miniagent.models.base import Model
-from miniagent.models.streaming import DeltaChannel, DeltaSink
 from miniagent.runtime.approvals import Approver
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.session import AgentSession
@@ -36,6 +35,7 @@ from miniagent.types import (
 )
 
 if TYPE_CHECKING:  # events are built only for a listener (their module loads with it)
+    from miniagent.models.streaming import DeltaChannel, DeltaSink
     from miniagent.runtime.events import Event, ModelStarted
 
 log = logging.getLogger("miniagent")
