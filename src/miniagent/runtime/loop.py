@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from miniagent.errors import ModelError, ToolInterrupted
-from miniagent.protocol import quotes, tool_choice
+from miniagent.protocol import tool_choice
 from miniagent.runtime import incoming
 from miniagent.runtime.approvals import apply_decision, denial, recover_interrupted
 from miniagent.runtime.calls import answered, record_outcome
@@ -40,7 +40,6 @@ from miniagent.runtime.guards import (
     too_many_calls,
     truncate_observation,
 )
-from miniagent.runtime.selection import offer, offered_only
 from miniagent.runtime.spec import Rules
 from miniagent.runtime.subruns import relayed_decision
 from miniagent.session import FINAL, AgentSession
@@ -457,7 +456,7 @@ class StepLogic:
         if parsed.text:
             session.messages.append(Message(role="assistant", content=parsed.text))
         note = self.rules.protocol.format_error(
-            step.error, offered_only(self.rules.tools.listed(), step.offered_tools))
+            step.error, _offered_only(self.rules.tools.listed(), step.offered_tools))
         session.messages.append(Message(role="user", content=note))
         await self._end_step(session, step.index)
 
@@ -602,9 +601,23 @@ def _offer(rules: Rules, session: AgentSession) -> tuple[list[ToolLike], list[st
     :func:`~miniagent.runtime.selection.offer`). A ``required`` choice needs tools to choose
     from, so strict selection then fills its places as the plain one does."""
     spec = rules.spec
+    if spec.tool_selection is None and not spec.strict_selection:
+        return list(rules.tools.listed()), None  # no selection: every tool, as offer() does
+    from miniagent.runtime.selection import offer  # an agent that selects its tools
+
     required = tool_choice.for_step(spec.tool_choice, session.turn_steps) == "required"
     return offer(rules.tools.listed(), spec.tool_selection, session.messages, session.steps,
                  pinned=spec.tool_choice, strict=spec.strict_selection and not required)
+
+
+def _offered_only(tools: Sequence[ToolLike], offered: Sequence[str] | None) -> list[ToolLike]:
+    """The tools a step offered (:func:`~miniagent.runtime.selection.offered_only`): all of
+    them when it selected none."""
+    if offered is None:
+        return list(tools)
+    from miniagent.runtime.selection import offered_only  # the step had a selection
+
+    return offered_only(tools, offered)
 
 
 def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -> _Turn:
@@ -619,7 +632,11 @@ def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -
     after = spec.limits.answer_after_results
     if after is not None and rounds_done(steps) >= after:
         choice = "none"  # it has its results: it answers now
-    quoted = quotes.results(steps) if spec.quote_answers else []
+    quoted: Sequence[str] = []
+    if spec.quote_answers:
+        from miniagent.protocol import quotes  # a small-model aid: loaded by the agents using it
+
+        quoted = quotes.results(steps)
     return _Turn(_history(session), tools, choice, quoted)
 
 
@@ -648,7 +665,11 @@ def _settled(rules: Rules, request: ModelRequest, turn: _Turn) -> ModelRequest:
     the tools this step offers (a narrowed grammar never names a tool the selection left out)."""
     request.temperature, request.max_tokens = rules.spec.temperature, rules.spec.max_tokens
     request = tool_choice.constrain(request, turn.choice, turn.tools)
-    return quotes.constrain(request, turn.quoted) if turn.quoted else request
+    if not turn.quoted:
+        return request
+    from miniagent.protocol import quotes  # loaded: quote_answers found results to quote
+
+    return quotes.constrain(request, turn.quoted)
 
 
 def _no_retry(parsed: ParsedOutput) -> ParsedOutput:
