@@ -64,6 +64,8 @@ LAZY_MODULES = (
     "miniagent.runtime.compress", "miniagent.runtime.recall",
     # tool selection and quoted answers (a small-model aid): loaded by the agents using them
     "miniagent.runtime.selection", "miniagent.protocol.quotes",
+    # the hybrid protocol: built only for tool_mode="hybrid"
+    "miniagent.protocol.hybrid",
     # streaming (server-sent events): loaded with a streaming model's first call
     "miniagent.models.streaming", "miniagent.models.sse",
     # stdlib modules of rare paths: "did you mean" (difflib), hashed names (hashlib), URL
