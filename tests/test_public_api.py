@@ -66,6 +66,8 @@ LAZY_MODULES = (
     "miniagent.runtime.selection", "miniagent.protocol.quotes",
     # the hybrid protocol: built only for tool_mode="hybrid"
     "miniagent.protocol.hybrid",
+    # a session listing's types (the CLI's, the UI's)
+    "miniagent.store.listing",
     # streaming (server-sent events): loaded with a streaming model's first call
     "miniagent.models.streaming", "miniagent.models.sse",
     # stdlib modules of rare paths: "did you mean" (difflib), hashed names (hashlib), URL
