@@ -58,6 +58,18 @@ LAZY_MODULES = (
     # when it is used
     "miniagent.tools.warmup", "miniagent.tools.wrappers", "miniagent.tools.agent_tool",
     "miniagent.tools.schema_tool",
+    # events: built only for a subscriber (on_event, a trace, the CLI), loaded with the first
+    "miniagent.runtime.events",
+    # context compression and a memory's recall: loaded by the agents that configure them
+    "miniagent.runtime.compress", "miniagent.runtime.recall",
+    # tool selection and quoted answers (a small-model aid): loaded by the agents using them
+    "miniagent.runtime.selection", "miniagent.protocol.quotes",
+    # the hybrid protocol: built only for tool_mode="hybrid"
+    "miniagent.protocol.hybrid",
+    # a session listing's types (the CLI's, the UI's)
+    "miniagent.store.listing",
+    # streaming (server-sent events): loaded with a streaming model's first call
+    "miniagent.models.streaming", "miniagent.models.sse",
     # stdlib modules of rare paths: "did you mean" (difflib), hashed names (hashlib), URL
     # checks at model construction (urllib.parse, ipaddress), name patterns (fnmatch)
     "difflib", "hashlib", "urllib", "ipaddress", "fnmatch",
@@ -84,9 +96,9 @@ def test_lazy_names_load_on_first_use() -> None:
     """Every public name a module ``__getattr__`` serves is the real class, and loads its module."""
     code = (
         "import sys, miniagent; "
-        "from miniagent import Filtered, Memory, MemoryItem, Prefixed, SQLiteStore, ToolRule, "
-        "WarmupReport, WithRules; "
-        "print(all(isinstance(c, type) for c in (Filtered, Memory, MemoryItem, Prefixed, "
+        "from miniagent import Event, Filtered, Memory, MemoryItem, Prefixed, SQLiteStore, "
+        "ToolRule, WarmupReport, WithRules; "
+        "print(all(isinstance(c, type) for c in (Event, Filtered, Memory, MemoryItem, Prefixed, "
         "SQLiteStore, ToolRule, WarmupReport, WithRules)), "
         "'miniagent.tools.wrappers' in sys.modules, miniagent.WarmupReport is WarmupReport)"
     )

@@ -50,7 +50,6 @@ from miniagent.models.scripted import ScriptedModel
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.registry import register_protocol
 from miniagent.retry import RetryPolicy
-from miniagent.runtime.events import Event
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.spec import AgentSpec
 from miniagent.session import AgentSession
@@ -76,6 +75,7 @@ from miniagent.types import (
 if TYPE_CHECKING:
     from miniagent.memory.items import MemoryItem
     from miniagent.memory.store import Memory
+    from miniagent.runtime.events import Event
     from miniagent.store.sqlite import SQLiteStore
     from miniagent.tools.warmup import WarmupReport
     from miniagent.tools.wrappers import Filtered, Prefixed, ToolRule, WithRules
@@ -87,10 +87,11 @@ _LAZY = {
     "MemoryItem": "miniagent.memory.items", "WarmupReport": "miniagent.tools.warmup",
     "Filtered": "miniagent.tools.wrappers", "Prefixed": "miniagent.tools.wrappers",
     "ToolRule": "miniagent.tools.wrappers", "WithRules": "miniagent.tools.wrappers",
+    "Event": "miniagent.runtime.events",
 }
 """Names whose module loads on first use, not with ``import miniagent``: sqlite3, memory,
-warm-up and the tool-source wrappers are not on every agent's path (``tests/test_public_api.py``
-pins what the import loads)."""
+warm-up, the tool-source wrappers and the events (built only for a subscriber) are not on
+every agent's path (``tests/test_public_api.py`` pins what the import loads)."""
 
 
 def __getattr__(name: str) -> Any:

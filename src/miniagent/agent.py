@@ -20,11 +20,10 @@ from miniagent.retry import RetryPolicy
 from miniagent.runtime import gcload
 from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
-from miniagent.runtime.compress import Compression
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.inprocess import InProcessEffects
 from miniagent.runtime.run import run_session
-from miniagent.runtime.spec import AgentSpec, rules_for
+from miniagent.runtime.spec import AgentSpec, Compression, rules_for
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.store.memory import MemoryStore

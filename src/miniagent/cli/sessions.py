@@ -39,7 +39,7 @@ from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.errors import DecisionError, UserError
 from miniagent.runtime import events as ev
 from miniagent.session import FINAL, AgentSession
-from miniagent.store.base import SessionSummary
+from miniagent.store.listing import SessionSummary
 from miniagent.types import CallRecord
 from miniagent.wording import counted, token_count
 

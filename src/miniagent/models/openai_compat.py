@@ -33,7 +33,7 @@ import random
 import re
 import time
 from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from miniagent.errors import (
     ConfigError,
@@ -53,14 +53,15 @@ from miniagent.models.http import (
     HttpClient,
     HttpResponse,
 )
-from miniagent.models.sse import SSEError, SSEReader
-from miniagent.models.streaming import DeltaSink, StreamAccumulator, StreamIncomplete
 from miniagent.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
 from miniagent.protocol.native import MAX_BODY_DEPTH, normalize_completion
 from miniagent.protocol.tool_choice import wire_tool_choice
 from miniagent.text import tokens
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
 from miniagent.wording import counted
+
+if TYPE_CHECKING:  # streaming (SSE) loads with a model's first streamed call
+    from miniagent.models.streaming import DeltaSink
 
 __all__ = ["OpenAICompatibleModel"]
 
@@ -278,6 +279,8 @@ class OpenAICompatibleModel:
     async def _generate(self, request: ModelRequest, on_delta: DeltaSink | None
                         ) -> ModelResponse:
         if self.stream:
+            from miniagent.models.streaming import StreamIncomplete  # a streaming model
+
             try:
                 return await self._streamed(request, on_delta)
             except StreamIncomplete as exc:
@@ -297,6 +300,8 @@ class OpenAICompatibleModel:
         Raises:
             StreamIncomplete: Streaming did not give the whole answer; ask without it.
         """
+        from miniagent.models.streaming import StreamIncomplete
+
         body = self._body(request)
         body["stream"] = True
         if self.stream_usage:
@@ -392,6 +397,7 @@ class OpenAICompatibleModel:
             self._client = HttpClient(max_body_bytes=self.max_body_bytes)
         attempts = self.max_retries + 1
         last: ModelError | None = None
+        broken = stream.broken if stream is not None else ()
         for attempt in range(1, attempts + 1):
             retry_after: float | None = None
             admission = await self._endpoint.admit(self.limits, spend.tokens if spend else 0)
@@ -404,9 +410,13 @@ class OpenAICompatibleModel:
                 )
             except (ModelConnectionError, ModelTimeout) as exc:
                 if stream is not None and stream.started:
+                    from miniagent.models.streaming import StreamIncomplete
+
                     raise StreamIncomplete(f"the stream broke off: {exc}") from None
                 last = exc
-            except SSEError as exc:
+            except broken as exc:  # the event stream (only a streamed call reads one)
+                from miniagent.models.streaming import StreamIncomplete
+
                 raise StreamIncomplete(str(exc)) from None
             else:
                 if 200 <= response.status < 300:
@@ -494,6 +504,12 @@ class _StreamState:
     _RAW_KEPT = 1 << 20  # a server that ignored stream: true answers with plain JSON
 
     def __init__(self, stop: list[str] | None, on_delta: DeltaSink | None) -> None:
+        # loaded with the first streamed call, not with ``import miniagent``
+        from miniagent.models.sse import SSEError, SSEReader
+        from miniagent.models.streaming import StreamAccumulator
+
+        self.broken: tuple[type[Exception], ...] = (SSEError,)
+        """What the event reader raises on a broken stream."""
         self.stop, self.on_delta = stop, on_delta
         self.reader = SSEReader()
         self.acc = StreamAccumulator(stop=stop, on_delta=on_delta)
@@ -506,6 +522,9 @@ class _StreamState:
 
     def start(self) -> BodySink:
         """A fresh sink for a new attempt (nothing of an earlier one is kept)."""
+        from miniagent.models.sse import SSEReader  # loaded with this state
+        from miniagent.models.streaming import StreamAccumulator
+
         self.reader = SSEReader()
         self.acc = StreamAccumulator(stop=self.stop, on_delta=self.on_delta)
         self.raw.clear()

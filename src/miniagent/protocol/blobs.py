@@ -25,7 +25,8 @@ _FINAL_NAMES = frozenset({"final answer", "finalanswer"})
 _BLOB_KEYS = (("action", ("action_input", "input", "arguments")),
               ("name", ("arguments", "parameters", "args")),
               ("tool", ("tool_input", "input", "arguments")))
-_WRAPPER = re.compile(r"([A-Za-z_][\w.\-]*)[ \t]*\((.*)\)", re.DOTALL)
+# A pattern as text: ``re`` compiles it (and caches it) when an input first ends with ")".
+_WRAPPER = r"(?s)([A-Za-z_][\w.\-]*)[ \t]*\((.*)\)"
 
 
 def is_final_name(name: str) -> bool:
@@ -64,7 +65,7 @@ def read_blob(raw: str, no_tool: frozenset[str]) -> tuple[ToolCall | None, str |
 def unwrap(raw: str, name: str) -> tuple[str, str | None]:
     """``Action Input: calc({"x": 1})``: the JSON inside the call of the named tool, and None;
     a wrapper naming another tool gives an error instead (which was meant is unknown)."""
-    m = _WRAPPER.fullmatch(raw.strip()) if raw.endswith(")") else None
+    m = re.fullmatch(_WRAPPER, raw.strip()) if raw.endswith(")") else None
     if m is None:
         return raw, None
     inner = m.group(2).strip()

@@ -67,20 +67,21 @@ _COLON = r"(?:\*\*|__)?[ \t]*[:：](?:(?:\*\*|__)(?![\w]))?[ \t]*"
 # numbered as ReAct few-shot prompts number them (``Thought 1:``, ``Action Input 2:``).
 _LINE_LABEL = re.compile(rf"^[ \t>#*_\-]*(?:{_WORDS})(?:[ \t]*\d{{1,3}})?{_COLON}",
                          re.IGNORECASE | re.MULTILINE)
+# The patterns of rarer shapes are kept as text: ``re`` compiles them (and caches them) the
+# first time a reply needs them, instead of every ``import miniagent`` compiling them.
 # Fallback: labels anywhere, when a model writes "... Action: calc" on one line.
-_ANY_LABEL = re.compile(
-    r"(?:(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<input>action[ \t_-]*input)"
+_ANY_LABEL = (
+    r"(?i)(?:(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<input>action[ \t_-]*input)"
     r"|(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<action>action)"
     r"|(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<final>final[ \t_-]*answer)"
     r"|(?<![A-Za-z0-9_])(?:\*\*|__)?(?P<observation>observation)"
-    r"|(?P<zh_input>行动输入)|(?P<zh_action>行动)|(?P<zh_final>最终答案))" + _COLON,
-    re.IGNORECASE,
+    r"|(?P<zh_input>行动输入)|(?P<zh_action>行动)|(?P<zh_final>最终答案))" + _COLON
 )
-_OBSERVATION_ANYWHERE = re.compile(
-    r"(?<![A-Za-z0-9_])(?:\*\*|__)?observation(?:\*\*|__)?[ \t]*[:：]|观察[:：]", re.IGNORECASE
+_OBSERVATION_ANYWHERE = (
+    r"(?i)(?<![A-Za-z0-9_])(?:\*\*|__)?observation(?:\*\*|__)?[ \t]*[:：]|观察[:：]"
 )
 _ZH_KINDS = {"zh_input": "input", "zh_action": "action", "zh_final": "final"}
-_FINAL_IN_NAME = re.compile(r"\bfinal[ \t-]*answer\b", re.IGNORECASE)
+_FINAL_IN_NAME = r"(?i)\bfinal[ \t-]*answer\b"
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
@@ -263,7 +264,7 @@ def _find_labels(body: str) -> list[_Label]:
     if any(lb.kind in ("action", "final") for lb in labels) or not _may_hold_inline(body):
         return labels
     by_colon = {lb.end: lb for lb in labels}
-    for m in _ANY_LABEL.finditer(body):
+    for m in re.finditer(_ANY_LABEL, body):
         label = _to_label(m)
         by_colon.setdefault(label.end, label)
     return sorted(by_colon.values(), key=lambda lb: lb.start)
@@ -300,7 +301,7 @@ def _parse_action(
     thought = _thought(body, labels, action.start, think)
     if is_final_name(name):  # "Action: Final Answer" with the answer as its input
         return _final_action(raw_args, thought, body[: _cut(body, labels, end)].strip())
-    if " " in name and _FINAL_IN_NAME.search(name):  # "Action: search Final Answer:"
+    if " " in name and re.search(_FINAL_IN_NAME, name):  # "Action: search Final Answer:"
         return ParsedOutput(kind="invalid", thought=thought, text=body[: _cut(body, labels, end)]
                             .strip(), error="'Action:' and 'Final Answer:' on one line: write "
                             "either an action or a final answer")
@@ -522,7 +523,7 @@ def _thought(body: str, labels: list[_Label], before: int, think: str | None) ->
 def _cut(body: str, labels: list[_Label], end: int) -> int:
     """Where the kept text ends: the first label or ``Observation`` after ``end``."""
     cut = _next_start(labels, end, len(body))
-    m = _OBSERVATION_ANYWHERE.search(body, end, cut)
+    m = re.compile(_OBSERVATION_ANYWHERE).search(body, end, cut)  # compiled once, cached
     return m.start() if m is not None else cut
 
 

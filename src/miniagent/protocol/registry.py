@@ -21,7 +21,6 @@ from typing import Any
 from miniagent.errors import UserError
 from miniagent.protocol.auto import AutoProtocol
 from miniagent.protocol.base import ActionProtocol
-from miniagent.protocol.hybrid import HybridProtocol
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
 
@@ -30,9 +29,17 @@ __all__ = ["ProtocolRef", "build_protocol", "default_protocol", "protocol_ref",
 
 Factory = Callable[..., ActionProtocol]
 
+
+def _hybrid(**options: Any) -> ActionProtocol:
+    """A :class:`~miniagent.protocol.hybrid.HybridProtocol`: its module loads with the first
+    (only ``tool_mode="hybrid"`` uses it)."""
+    from miniagent.protocol.hybrid import HybridProtocol
+
+    return HybridProtocol(**options)
+
+
 _FACTORIES: dict[str, Factory] = {
-    "react": ReactProtocol, "native": NativeProtocol, "hybrid": HybridProtocol,
-    "auto": AutoProtocol,
+    "react": ReactProtocol, "native": NativeProtocol, "hybrid": _hybrid, "auto": AutoProtocol,
 }
 
 
@@ -52,6 +59,10 @@ def register_protocol(name: str, factory: Factory) -> None:
         UserError: ``name`` is taken by another factory.
     """
     known = _FACTORIES.setdefault(name, factory)
+    if known is _hybrid and name == "hybrid":
+        from miniagent.protocol.hybrid import HybridProtocol
+
+        known = HybridProtocol  # the built-in, served by _hybrid
     if known is not factory:
         raise UserError(f"a protocol named {name!r} is registered already ({known!r})")
 
@@ -70,7 +81,7 @@ def default_protocol(tool_mode: str, *, native_tools: bool | None = None, gramma
     if tool_mode == "react":
         return ReactProtocol(grammar=grammar, max_tokens=max_tokens, example=example)
     if tool_mode == "hybrid":
-        return HybridProtocol()
+        return _hybrid()
     if tool_mode == "native":
         return NativeProtocol()
     return AutoProtocol(native_tools=native_tools, grammar=grammar, max_tokens=max_tokens,

@@ -16,14 +16,16 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from miniagent.runtime.events import Event
+if TYPE_CHECKING:
+    from miniagent.runtime.events import Event  # no event is built without a subscriber
 
 log = logging.getLogger("miniagent")
 
-Subscriber = Callable[[Event], None]
+Subscriber = Callable[["Event"], None]
 
-_Job = tuple[Event, tuple[Subscriber, ...]] | Callable[[], None]
+_Job = tuple["Event", tuple[Subscriber, ...]] | Callable[[], None]
 
 
 class EventBus:

@@ -49,12 +49,12 @@ import json
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
 
-from miniagent.errors import ModelError, UserError
+from miniagent.errors import ModelError
 from miniagent.runtime import incoming
 from miniagent.runtime.estimate import tokens, with_estimate
 from miniagent.runtime.recall import with_recalls
+from miniagent.runtime.spec import Compression, Unit
 from miniagent.session import AgentSession
 from miniagent.types import (
     Compaction,
@@ -65,9 +65,6 @@ from miniagent.types import (
     ToolCall,
 )
 from miniagent.wording import counted
-
-Unit = Literal["tokens", "chars"]
-Mode = Literal["truncate", "model"]
 
 HEADER = "Summary of earlier steps"
 MIN_RESULT_CHARS = 50
@@ -82,7 +79,6 @@ CEILING = 2
 """The history sent stays under its question plus ``CEILING * compress_at``, or the run ends."""
 # Patterns as text: ``re`` compiles them when an agent is configured or a history compacted,
 # and caches them, instead of every ``import miniagent`` compiling them.
-_SIZE = r"(?i)\s*(\d[\d_,]*)\s*(c|chars?|characters|t|tokens?)?\s*"
 _ACTION_LINE = r"(?im)^[ \t>#*_\-]*(?:action|行动|动作)\b"
 _THOUGHT_LABEL = r"(?i)^[ \t>#*_\-]*(?:thought|思考)[ \t*]*[:：][ \t*]*"
 _SUMMARY_PROMPT = (
@@ -91,32 +87,6 @@ _SUMMARY_PROMPT = (
     "tool gave it; leave out reasoning that led nowhere. Write plain sentences, at most about "
     "150 words, without a preamble."
 )
-
-
-@dataclasses.dataclass(kw_only=True, frozen=True)
-class Compression:
-    """When and how to compress: the agent's ``compress_at``, ``keep_last`` and ``compress``."""
-
-    at: int
-    unit: Unit = "tokens"
-    keep_last: int = 4
-    mode: Mode = "truncate"
-    observation_chars: int = 200
-    summary_tokens: int = 512
-    """``max_tokens`` of the model's summary (``model`` mode)."""
-
-    @classmethod
-    def of(cls, compress_at: int | str, *, keep_last: int = 4, mode: str = "truncate"
-           ) -> Compression:
-        """Read the agent's settings: an int is estimated tokens, ``"12000c"`` characters
-        (``"8000t"`` tokens again). Raises UserError for a setting that cannot work."""
-        at, unit = _threshold(compress_at)
-        if keep_last < 1:
-            raise UserError(f"keep_last must be at least 1 (the latest round stays whole), "
-                            f"got {keep_last}")
-        if mode not in ("truncate", "model"):
-            raise UserError(f"compress must be 'truncate' or 'model', got {mode!r}")
-        return cls(at=at, unit=unit, keep_last=keep_last, mode=mode)  # type: ignore[arg-type]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -130,24 +100,6 @@ class Plan:
     cut_summary: str = ""
     """The summary with cut results (used in ``truncate`` mode, and when the model's fails)."""
     request: ModelRequest | None = None
-
-
-def _threshold(value: int | str) -> tuple[int, Unit]:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise UserError(f"compress_at must be an int (tokens) or a string such as '12000c' "
-                        f"(characters), got {value!r}")
-    if isinstance(value, int):
-        at, unit = value, "tokens"
-    else:
-        m = re.fullmatch(_SIZE, value)
-        if m is None:
-            raise UserError(f"compress_at {value!r} is not a size: write e.g. 8000 (tokens), "
-                            "'8000t' or '12000c' (characters)")
-        at = int(m.group(1).replace("_", "").replace(",", ""))
-        unit = "chars" if (m.group(2) or "t").lower().startswith("c") else "tokens"
-    if at < 1:
-        raise UserError(f"compress_at must be positive, got {value!r}")
-    return at, unit  # type: ignore[return-value]
 
 
 def history(session: AgentSession) -> Sequence[Message]:

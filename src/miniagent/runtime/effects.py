@@ -16,9 +16,8 @@ An effect either returns or raises one of two things:
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from miniagent.runtime import events as ev
 from miniagent.session import AgentSession
 from miniagent.tool_context import ToolContext
 from miniagent.types import (
@@ -30,6 +29,9 @@ from miniagent.types import (
     PendingApproval,
     ToolCall,
 )
+
+if TYPE_CHECKING:
+    from miniagent.runtime import events as ev
 
 __all__ = ["Effects"]
 

@@ -13,13 +13,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from miniagent.ids import random_id
 from miniagent.models.base import Model
-from miniagent.models.streaming import DeltaChannel, DeltaSink
 from miniagent.runtime.approvals import Approver
 from miniagent.runtime.bus import EventBus, Subscriber
-from miniagent.runtime.events import Event, ModelDelta, ModelFailed, ModelResponded, ModelStarted
 from miniagent.session import AgentSession
 from miniagent.store.base import CheckpointStore
 from miniagent.threads import run_in_daemon_thread
@@ -34,6 +33,10 @@ from miniagent.types import (
     PendingApproval,
     ToolCall,
 )
+
+if TYPE_CHECKING:  # events are built only for a listener (their module loads with it)
+    from miniagent.models.streaming import DeltaChannel, DeltaSink
+    from miniagent.runtime.events import Event, ModelStarted
 
 log = logging.getLogger("miniagent")
 
@@ -114,6 +117,8 @@ class DeltaRoute:
         self._call: ModelStarted | None = None
 
     def follow(self, event: Event) -> None:
+        from miniagent.runtime.events import ModelFailed, ModelResponded, ModelStarted  # loaded
+
         if isinstance(event, ModelStarted):
             self._call = event
         elif isinstance(event, (ModelResponded, ModelFailed)):
@@ -124,6 +129,7 @@ class DeltaRoute:
         started = self._call
         if started is None:
             return None
+        from miniagent.runtime.events import ModelDelta  # loaded: model_started was emitted
 
         def deliver(channel: DeltaChannel, text: str) -> None:
             effects.emit(ModelDelta(

@@ -20,11 +20,11 @@ import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from miniagent.errors import ModelError, ToolInterrupted
-from miniagent.protocol import quotes, tool_choice
-from miniagent.runtime import compress, incoming, recall
-from miniagent.runtime import events as ev
+from miniagent.protocol import tool_choice
+from miniagent.runtime import incoming
 from miniagent.runtime.approvals import apply_decision, denial, recover_interrupted
 from miniagent.runtime.calls import answered, record_outcome
 from miniagent.runtime.effects import Effects
@@ -40,7 +40,6 @@ from miniagent.runtime.guards import (
     too_many_calls,
     truncate_observation,
 )
-from miniagent.runtime.selection import offer, offered_only
 from miniagent.runtime.spec import Rules
 from miniagent.runtime.subruns import relayed_decision
 from miniagent.session import FINAL, AgentSession
@@ -60,6 +59,9 @@ from miniagent.types import (
 )
 from miniagent.waits import WaitReporter, reporting_waits
 from miniagent.wording import token_count
+
+if TYPE_CHECKING:
+    from miniagent.runtime import events as ev
 
 __all__ = ["CallTools", "Finish", "NextStep", "RetryFormat", "StepLogic", "Stop", "ToModel",
            "WaitForPerson", "first_request"]
@@ -126,7 +128,7 @@ class StepLogic:
         """Step ``session`` until its run stops (its status is no longer ``running``)."""
         self._detector = LoopDetector.replaying(session.turn_steps, self.spec.limits.repeat_limit)
         self._recover(session)
-        self._emit(ev.RunStarted, session, span=self.run_span, parent=None,
+        self._emit("RunStarted", session, span=self.run_span, parent=None,
                    question=session.turn.question)
         await self._recall(session)
         while not session.done:
@@ -157,17 +159,19 @@ class StepLogic:
     def finished(self, session: AgentSession) -> RunResult:
         """The run's result, announced to subscribers."""
         result = session.result()
-        self._emit(ev.RunFinished, session, span=self.run_span, parent=None, result=result)
+        self._emit("RunFinished", session, span=self.run_span, parent=None, result=result)
         return result
 
     async def _recall(self, session: AgentSession) -> None:
         """What the memory holds on the turn's question, before its first step."""
         if self.spec.recall is None:
             return
+        from miniagent.runtime import recall  # an agent with a memory: loaded on its first run
+
         span = self.effects.new_id()
         done = await recall.before_turn(session, self.rules, self.effects, f"recall_{span}")
         if done is not None:
-            self._emit(ev.MemoryRecalled, session, span=span, parent=self.run_span,
+            self._emit("MemoryRecalled", session, span=span, parent=self.run_span,
                        query=done.query, text=done.text, error=done.error)
             await self._checkpoint(session)
 
@@ -185,7 +189,7 @@ class StepLogic:
         index = len(session.steps) + 1
         span = self._step_spans[index] = self.effects.new_id()
         if self.effects.observed:  # the step's events are built only for a listener
-            self._emit(ev.StepStarted, session, span=span, parent=self.run_span, step=index)
+            self._emit("StepStarted", session, span=span, parent=self.run_span, step=index)
         await self._compress(session, index, span)
         tools, offered = _offer(self.rules, session)
         response, parsed, elapsed = await self._generate(session, index, tools)
@@ -204,10 +208,12 @@ class StepLogic:
         config = self.spec.compression
         if config is None:
             return
+        from miniagent.runtime import compress  # an agent that compresses: loaded on its first run
+
         done = await compress.compact(session, config, self.effects.generate, step=index,
                                       now=self.effects.now)
         if done is not None:
-            self._emit(ev.ContextCompacted, session, span=self.effects.new_id(),
+            self._emit("ContextCompacted", session, span=self.effects.new_id(),
                        parent=span, step=index, compaction=done)
             await self._checkpoint(session)
 
@@ -220,7 +226,11 @@ class StepLogic:
             return Stop(status="budget_exceeded", guard="token_budget",
                         reason=f"used {token_count(session.turn.usage)} of a budget of "
                                f"{limits.token_budget:,}")
-        too_large = self.spec.compression and compress.overflow(session, self.spec.compression)
+        if self.spec.compression is None:
+            return None
+        from miniagent.runtime import compress  # an agent that compresses
+
+        too_large = compress.overflow(session, self.spec.compression)
         if too_large:
             return Stop(status="budget_exceeded", guard="compress_at", reason=too_large)
         return None
@@ -234,7 +244,7 @@ class StepLogic:
         request = self._render(turn)
         span, started = self.effects.new_id(), self.effects.now()
         if self.effects.observed:
-            self._emit(ev.ModelStarted, session, span=span, parent=step_span, step=index,
+            self._emit("ModelStarted", session, span=span, parent=step_span, step=index,
                        request=request)
         try:
             with reporting_waits(self._waits(session, span, step_span, index)):
@@ -247,14 +257,14 @@ class StepLogic:
                 response = dataclasses.replace(response, usage=spent + response.usage)
                 parsed = _no_retry(protocol.parse(response, sent))
         except ModelError as exc:
-            self._emit(ev.ModelFailed, session, span=span, parent=step_span, step=index,
+            self._emit("ModelFailed", session, span=span, parent=step_span, step=index,
                        error=str(exc), elapsed=self.effects.now() - started,
                        error_type=type(exc).__name__)
             raise
         elapsed = self.effects.now() - started
         parsed = self._with_ids(tool_choice.enforce(parsed, turn.choice), session)
         if self.effects.observed:
-            self._emit(ev.ModelResponded, session, span=span, parent=step_span, step=index,
+            self._emit("ModelResponded", session, span=span, parent=step_span, step=index,
                        response=response, parsed=parsed, elapsed=elapsed,
                        retried=None if sent is request else sent)
         return response, parsed, elapsed
@@ -377,7 +387,7 @@ class StepLogic:
             await slots.acquire()  # the start event fires when the call really starts
         try:
             if self.effects.observed:
-                self._emit(ev.ToolStarted, session, span=span, parent=parent, step=step.index,
+                self._emit("ToolStarted", session, span=span, parent=parent, step=step.index,
                            call=record.call)
             context = ToolContext.for_call(session.id, record.call.id, record.call.name,
                                            step.index, session.metadata,
@@ -403,7 +413,7 @@ class StepLogic:
         # completed is on disk as soon as it is known (with a sub-run's usage: all of it)
         await self._checkpoint(session, None if observation.sub_run else record)
         if self.effects.observed:
-            self._emit(ev.ToolFinished, session, span=span, parent=parent, step=step.index,
+            self._emit("ToolFinished", session, span=span, parent=parent, step=step.index,
                        call=record.call, observation=observation)
 
     def _share(self, session: AgentSession, step: Step) -> int | None:
@@ -446,7 +456,7 @@ class StepLogic:
         if parsed.text:
             session.messages.append(Message(role="assistant", content=parsed.text))
         note = self.rules.protocol.format_error(
-            step.error, offered_only(self.rules.tools.listed(), step.offered_tools))
+            step.error, _offered_only(self.rules.tools.listed(), step.offered_tools))
         session.messages.append(Message(role="user", content=note))
         await self._end_step(session, step.index)
 
@@ -472,7 +482,7 @@ class StepLogic:
         session.transition("awaiting_approval", f"waiting for approval of {names}",
                            at=self.effects.now())
         await self._checkpoint(session)  # a person may take long, or interrupt the process
-        self._emit(ev.ApprovalRequested, session, span=self._step_span(step.index),
+        self._emit("ApprovalRequested", session, span=self._step_span(step.index),
                    parent=self.run_span, step=step.index, pending=pending)
         timeout = self.spec.approval_timeout
         until = None if timeout is None else min(_waiting_since(r) for r in waiting) + timeout
@@ -526,7 +536,7 @@ class StepLogic:
     async def _end_step(self, session: AgentSession, index: int) -> None:
         span = self._step_span(index)  # drawn either way: ids must not depend on listeners
         if self.effects.observed:
-            self._emit(ev.StepFinished, session, span=span, parent=self.run_span, step=index)
+            self._emit("StepFinished", session, span=span, parent=self.run_span, step=index)
         await self._checkpoint(session)
 
     def _report(self, session: AgentSession, index: int, guard: ev.GuardName, detail: str,
@@ -535,7 +545,7 @@ class StepLogic:
         if not self.effects.observed:
             return
         span = self._step_span(index) if index else self.run_span
-        self._emit(ev.GuardIntervened, session, span=span,
+        self._emit("GuardIntervened", session, span=span,
                    parent=self.run_span if index else None, step=index, guard=guard,
                    detail=detail, call_id=call_id)
 
@@ -547,17 +557,23 @@ class StepLogic:
             return None
 
         def report(what: str, reason: str) -> None:
-            self._emit(ev.SlotWaiting, session, span=span, parent=parent, step=step,
+            self._emit("SlotWaiting", session, span=span, parent=parent, step=step,
                        what=what, reason=reason, call_id=call_id)
 
         return report
 
-    def _emit(self, kind: type[ev.Event], session: AgentSession, *, span: str,
+    def _emit(self, kind: str, session: AgentSession, *, span: str,
               parent: str | None, step: int = 0, **fields: object) -> None:
+        """Build the event class ``kind`` names (in :mod:`~miniagent.runtime.events`) and emit
+        it, only when someone listens."""
         if not self.effects.observed:
             return  # span ids are still drawn: the ids a session gets must not depend on it
-        self.effects.emit(kind(session_id=session.id, span_id=span, parent_id=parent,
-                               step=step, at=self.effects.now(), **fields))
+        # events are built only for a listener: their module loads with the first one
+        from miniagent.runtime import events
+
+        self.effects.emit(getattr(events, kind)(session_id=session.id, span_id=span,
+                                                parent_id=parent, step=step,
+                                                at=self.effects.now(), **fields))
 
 
 @dataclass(frozen=True, slots=True)
@@ -585,9 +601,23 @@ def _offer(rules: Rules, session: AgentSession) -> tuple[list[ToolLike], list[st
     :func:`~miniagent.runtime.selection.offer`). A ``required`` choice needs tools to choose
     from, so strict selection then fills its places as the plain one does."""
     spec = rules.spec
+    if spec.tool_selection is None and not spec.strict_selection:
+        return list(rules.tools.listed()), None  # no selection: every tool, as offer() does
+    from miniagent.runtime.selection import offer  # an agent that selects its tools
+
     required = tool_choice.for_step(spec.tool_choice, session.turn_steps) == "required"
     return offer(rules.tools.listed(), spec.tool_selection, session.messages, session.steps,
                  pinned=spec.tool_choice, strict=spec.strict_selection and not required)
+
+
+def _offered_only(tools: Sequence[ToolLike], offered: Sequence[str] | None) -> list[ToolLike]:
+    """The tools a step offered (:func:`~miniagent.runtime.selection.offered_only`): all of
+    them when it selected none."""
+    if offered is None:
+        return list(tools)
+    from miniagent.runtime.selection import offered_only  # the step had a selection
+
+    return offered_only(tools, offered)
 
 
 def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -> _Turn:
@@ -602,8 +632,27 @@ def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -
     after = spec.limits.answer_after_results
     if after is not None and rounds_done(steps) >= after:
         choice = "none"  # it has its results: it answers now
-    quoted = quotes.results(steps) if spec.quote_answers else []
-    return _Turn(compress.history(session), tools, choice, quoted)
+    quoted: Sequence[str] = []
+    if spec.quote_answers:
+        from miniagent.protocol import quotes  # a small-model aid: loaded by the agents using it
+
+        quoted = quotes.results(steps)
+    return _Turn(_history(session), tools, choice, quoted)
+
+
+def _history(session: AgentSession) -> Sequence[Message]:
+    """What the model is sent (:func:`~miniagent.runtime.compress.history`). Compaction and
+    recall load their modules only for a session that has used them: without a compaction or a
+    recalled block, the history is the messages."""
+    if session.compactions:
+        from miniagent.runtime import compress  # compacted: an agent that compresses (or did)
+
+        return compress.history(session)
+    if any(t.recalled for t in session.turns):
+        from miniagent.runtime import recall  # a block recalled for a turn: an agent's memory
+
+        return recall.with_recalls(session)
+    return session.messages
 
 
 def _rendered(rules: Rules, turn: _Turn) -> ModelRequest:
@@ -616,7 +665,11 @@ def _settled(rules: Rules, request: ModelRequest, turn: _Turn) -> ModelRequest:
     the tools this step offers (a narrowed grammar never names a tool the selection left out)."""
     request.temperature, request.max_tokens = rules.spec.temperature, rules.spec.max_tokens
     request = tool_choice.constrain(request, turn.choice, turn.tools)
-    return quotes.constrain(request, turn.quoted) if turn.quoted else request
+    if not turn.quoted:
+        return request
+    from miniagent.protocol import quotes  # loaded: quote_answers found results to quote
+
+    return quotes.constrain(request, turn.quoted)
 
 
 def _no_retry(parsed: ParsedOutput) -> ParsedOutput:

@@ -12,9 +12,10 @@ choice naming a tool that is not there) is refused when the run starts.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from miniagent import defaults
 from miniagent.errors import UserError
@@ -23,11 +24,61 @@ from miniagent.protocol.registry import ProtocolRef, build_protocol
 from miniagent.protocol.tool_choice import check_choice
 from miniagent.retry import RetryPolicy
 from miniagent.runtime.approvals import InterruptedPolicy
-from miniagent.runtime.compress import Compression
 from miniagent.runtime.guards import Limits
 from miniagent.types import ToolCall, ToolLike
 
-__all__ = ["AgentSpec", "Rules", "ToolCatalog", "rules_for"]
+__all__ = ["AgentSpec", "Compression", "Rules", "ToolCatalog", "rules_for"]
+
+Unit = Literal["tokens", "chars"]
+Mode = Literal["truncate", "model"]
+# A pattern as text: ``re`` compiles it when an agent sets ``compress_at`` as a string.
+_SIZE = r"(?i)\s*(\d[\d_,]*)\s*(c|chars?|characters|t|tokens?)?\s*"
+
+
+@dataclasses.dataclass(kw_only=True, frozen=True)
+class Compression:
+    """When and how to compress: the agent's ``compress_at``, ``keep_last`` and ``compress``
+    (:mod:`miniagent.runtime.compress`, which loads only for an agent that compresses; the
+    setting lives here, with the spec that holds it)."""
+
+    at: int
+    unit: Unit = "tokens"
+    keep_last: int = 4
+    mode: Mode = "truncate"
+    observation_chars: int = 200
+    summary_tokens: int = 512
+    """``max_tokens`` of the model's summary (``model`` mode)."""
+
+    @classmethod
+    def of(cls, compress_at: int | str, *, keep_last: int = 4, mode: str = "truncate"
+           ) -> Compression:
+        """Read the agent's settings: an int is estimated tokens, ``"12000c"`` characters
+        (``"8000t"`` tokens again). Raises UserError for a setting that cannot work."""
+        at, unit = _threshold(compress_at)
+        if keep_last < 1:
+            raise UserError(f"keep_last must be at least 1 (the latest round stays whole), "
+                            f"got {keep_last}")
+        if mode not in ("truncate", "model"):
+            raise UserError(f"compress must be 'truncate' or 'model', got {mode!r}")
+        return cls(at=at, unit=unit, keep_last=keep_last, mode=mode)  # type: ignore[arg-type]
+
+
+def _threshold(value: int | str) -> tuple[int, Unit]:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UserError(f"compress_at must be an int (tokens) or a string such as '12000c' "
+                        f"(characters), got {value!r}")
+    if isinstance(value, int):
+        at, unit = value, "tokens"
+    else:
+        m = re.fullmatch(_SIZE, value)
+        if m is None:
+            raise UserError(f"compress_at {value!r} is not a size: write e.g. 8000 (tokens), "
+                            "'8000t' or '12000c' (characters)")
+        at = int(m.group(1).replace("_", "").replace(",", ""))
+        unit = "chars" if (m.group(2) or "t").lower().startswith("c") else "tokens"
+    if at < 1:
+        raise UserError(f"compress_at must be positive, got {value!r}")
+    return at, unit  # type: ignore[return-value]
 
 
 class ToolCatalog(Protocol):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
+from miniagent.store.base import CheckpointStore
 from miniagent.store.memory import MemoryStore
 
 if TYPE_CHECKING:
+    from miniagent.store.listing import SessionQuery, SessionSummary
     from miniagent.store.sqlite import SQLiteStore, default_store_path
 
 __all__ = ["CheckpointStore", "MemoryStore", "SQLiteStore", "SessionQuery",
@@ -20,4 +21,8 @@ def __getattr__(name: str) -> Any:
         from miniagent.store import sqlite
 
         return getattr(sqlite, name)
+    if name in ("SessionQuery", "SessionSummary"):  # loaded with a listing
+        from miniagent.store import listing
+
+        return getattr(listing, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,77 +16,20 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from miniagent.errors import SessionNotFound, UserError
 from miniagent.session import AgentSession
 from miniagent.text import storable
 from miniagent.types import CallRecord
 
+if TYPE_CHECKING:
+    from miniagent.store.listing import SessionSummary
+
 log = logging.getLogger("miniagent")
 
 LEASE_SECONDS = 600.0
 """How long a lease stays valid unless its owner renews it (a live owner renews it well before)."""
-
-
-@dataclass(kw_only=True)
-class SessionSummary:
-    """One line of a session listing (read without loading the whole session)."""
-
-    session_id: str
-    status: str
-    steps: int
-    question: str
-    created_at: float
-    updated_at: float
-    tokens: int | None = None
-    """The session's counted tokens (see ``TokenUsage.counted_tokens``), where the listing
-    reads them (:meth:`SQLiteStore.page`, :meth:`MemoryStore.page`)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SessionQuery:
-    """One page of a session listing: a filter, an order and where the page begins.
-
-    Pages are keyset pages: ``after`` is the ``(updated_at, session_id)`` of the last row of
-    the previous page, so a page costs the same whichever page it is (no ``OFFSET``).
-    """
-
-    status: str | None = None
-    """Only sessions with this status."""
-    text: str | None = None
-    """Only sessions whose question or id holds this text (ASCII letters in any case)."""
-    after: tuple[float, str] | None = None
-    """Rows after this ``(updated_at, session_id)``, in the listing's order."""
-    oldest_first: bool = False
-    """Least recently updated first (the inbox); else most recently updated first."""
-    limit: int = 50
-
-    def follows(self, summary: SessionSummary) -> bool:
-        """Whether ``summary`` belongs to this page's part of the listing (filter and
-        ``after``; the limit aside): the reference semantics every store's page follows."""
-        if self.status is not None and summary.status != self.status:
-            return False
-        if self.text and not _holds(summary, self.text):
-            return False
-        if self.after is None:
-            return True
-        key = (summary.updated_at, summary.session_id)
-        return key > self.after if self.oldest_first else key < self.after
-
-
-def _holds(summary: SessionSummary, text: str) -> bool:
-    wanted = _ascii_lower(text)
-    return wanted in _ascii_lower(summary.question) or wanted in _ascii_lower(summary.session_id)
-
-
-def _ascii_lower(text: str) -> str:
-    """Lower-case ASCII letters only, as SQLite's LIKE compares them."""
-    return text.translate(_ASCII_LOWER)
-
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 MIN_PREFIX = 4
@@ -291,3 +234,12 @@ class LeaseRenewer:
                 for session_id, owner in lost:
                     if self._held.get(session_id) == owner:
                         del self._held[session_id]
+
+
+def __getattr__(name: str) -> Any:
+    # the listing's types load with a listing (the CLI's, the UI's), not with ``import miniagent``
+    if name in ("SessionQuery", "SessionSummary"):
+        from miniagent.store import listing
+
+        return getattr(listing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

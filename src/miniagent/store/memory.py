@@ -11,14 +11,18 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from miniagent.errors import SessionBusy, SessionNotFound
 from miniagent.session import FINAL, AgentSession
-from miniagent.store.base import SHOWN_MATCHES, SessionQuery, SessionSummary, resolve_id
+from miniagent.store.base import SHOWN_MATCHES, resolve_id
 from miniagent.text import storable
 from miniagent.types import CallRecord
 
-_Summaries = list[SessionSummary]  # (the class's own ``list`` hides the builtin)
+if TYPE_CHECKING:  # a listing's types load with the first listing
+    from miniagent.store.listing import SessionQuery, SessionSummary
+
+_Summaries = list["SessionSummary"]  # (the class's own ``list`` hides the builtin)
 
 class MemoryStore:
     """A dict of sessions, with the same locking semantics as :class:`SQLiteStore`.
@@ -87,6 +91,8 @@ class MemoryStore:
         return session
 
     def list(self, limit: int = 50) -> list[SessionSummary]:
+        from miniagent.store.listing import SessionSummary  # loaded with a listing
+
         with self._lock:
             sessions = sorted(self._sessions.values(), key=lambda s: s.updated_at, reverse=True)
         return [
@@ -97,7 +103,7 @@ class MemoryStore:
         ]
 
     def page(self, query: SessionQuery) -> _Summaries:
-        """One page of the listing (see :class:`~miniagent.store.base.SessionQuery`); O(n log
+        """One page of the listing (see :class:`~miniagent.store.listing.SessionQuery`); O(n log
         n) in the sessions kept, which ``keep_finished`` bounds."""
         with self._lock:
             rows = [_summary(s) for s in self._sessions.values()]
@@ -154,6 +160,8 @@ class MemoryStore:
 
 
 def _summary(session: AgentSession) -> SessionSummary:
+    from miniagent.store.listing import SessionSummary  # loaded with a listing
+
     return SessionSummary(session_id=session.id, status=session.status,
                           steps=len(session.steps), question=session.question,
                           created_at=session.created_at, updated_at=session.updated_at,

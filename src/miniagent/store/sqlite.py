@@ -32,11 +32,10 @@ from miniagent.store.base import (
     LEASE_SECONDS,
     SHOWN_MATCHES,
     LeaseRenewer,
-    SessionQuery,
-    SessionSummary,
     lease_alive,
     resolve_id,
 )
+from miniagent.store.listing import SessionQuery, SessionSummary
 from miniagent.text import storable
 from miniagent.types import CallRecord
 from miniagent.wording import counted
@@ -256,7 +255,7 @@ class SQLiteStore:
         ]
 
     def page(self, query: SessionQuery) -> _Summaries:
-        """One page of the listing (see :class:`~miniagent.store.base.SessionQuery`), read
+        """One page of the listing (see :class:`~miniagent.store.listing.SessionQuery`), read
         through an index on ``(status, updated_at, id)`` or ``(updated_at, id)``: its cost
         follows the page, not the store (a text filter reads on until the page is full)."""
         where, params = _page_filter(query)

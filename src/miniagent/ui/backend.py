@@ -34,7 +34,8 @@ from miniagent.errors import (
 from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import decide
 from miniagent.session import FINAL, TURN_ENDED, AgentSession
-from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
+from miniagent.store.base import CheckpointStore
+from miniagent.store.listing import SessionQuery, SessionSummary
 from miniagent.text import storable
 from miniagent.types import RunResult
 

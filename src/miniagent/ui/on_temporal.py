@@ -21,7 +21,7 @@ from temporalio.service import RPCError
 
 from miniagent.errors import MiniAgentError, SessionError
 from miniagent.session import AgentSession
-from miniagent.store.base import SessionQuery, SessionSummary
+from miniagent.store.listing import SessionQuery, SessionSummary
 from miniagent.ui.backend import Done, Refusal, RunHere, Signal, check_version, not_a_sub_run
 
 if TYPE_CHECKING:

@@ -26,7 +26,8 @@ from starlette.types import Receive, Scope, Send
 
 from miniagent.errors import MiniAgentError, SessionNotFound
 from miniagent.session import FINAL, AgentSession
-from miniagent.store.base import CheckpointStore, SessionQuery, SessionSummary
+from miniagent.store.base import CheckpointStore
+from miniagent.store.listing import SessionQuery, SessionSummary
 from miniagent.ui import paths, views
 from miniagent.ui.backend import Done, LocalSessions, Refusal, Sessions, parent_of, version
 from miniagent.ui.guard import Guarded, read_form

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from miniagent.report.html import details, esc, pre, status_class
 from miniagent.session import FINAL, TURN_ENDED, AgentSession
-from miniagent.store.base import SessionQuery, SessionSummary
+from miniagent.store.listing import SessionQuery, SessionSummary
 from miniagent.types import CallRecord, Step
 from miniagent.ui.backend import RunHere, parent_of, version
 from miniagent.ui.paths import segment

@@ -1,0 +1,70 @@
+"""One line and one page of a session listing: :class:`SessionSummary`, :class:`SessionQuery`.
+
+What a store's ``list`` and ``page`` return and take (the CLI's and the UI's listings); the
+module loads with the first listing, not with ``import miniagent``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SessionQuery", "SessionSummary"]
+
+
+@dataclass(kw_only=True)
+class SessionSummary:
+    """One line of a session listing (read without loading the whole session)."""
+
+    session_id: str
+    status: str
+    steps: int
+    question: str
+    created_at: float
+    updated_at: float
+    tokens: int | None = None
+    """The session's counted tokens (see ``TokenUsage.counted_tokens``), where the listing
+    reads them (:meth:`SQLiteStore.page`, :meth:`MemoryStore.page`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionQuery:
+    """One page of a session listing: a filter, an order and where the page begins.
+
+    Pages are keyset pages: ``after`` is the ``(updated_at, session_id)`` of the last row of
+    the previous page, so a page costs the same whichever page it is (no ``OFFSET``).
+    """
+
+    status: str | None = None
+    """Only sessions with this status."""
+    text: str | None = None
+    """Only sessions whose question or id holds this text (ASCII letters in any case)."""
+    after: tuple[float, str] | None = None
+    """Rows after this ``(updated_at, session_id)``, in the listing's order."""
+    oldest_first: bool = False
+    """Least recently updated first (the inbox); else most recently updated first."""
+    limit: int = 50
+
+    def follows(self, summary: SessionSummary) -> bool:
+        """Whether ``summary`` belongs to this page's part of the listing (filter and
+        ``after``; the limit aside): the reference semantics every store's page follows."""
+        if self.status is not None and summary.status != self.status:
+            return False
+        if self.text and not _holds(summary, self.text):
+            return False
+        if self.after is None:
+            return True
+        key = (summary.updated_at, summary.session_id)
+        return key > self.after if self.oldest_first else key < self.after
+
+
+def _holds(summary: SessionSummary, text: str) -> bool:
+    wanted = _ascii_lower(text)
+    return wanted in _ascii_lower(summary.question) or wanted in _ascii_lower(summary.session_id)
+
+
+def _ascii_lower(text: str) -> str:
+    """Lower-case ASCII letters only, as SQLite's LIKE compares them."""
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
