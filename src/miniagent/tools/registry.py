@@ -369,7 +369,7 @@ def tool(
             across all sessions and agents; more wait their turn (first come, first served).
         inline: call a sync function on the event loop itself, not on a worker thread: for
             quick functions without I/O (arithmetic, a dict lookup), it saves the thread's
-            hand-off (about a quarter of a step's CPU in ``benchmarks/overhead.py``). Nothing
+            hand-off (a sixth of a step's client CPU in ``benchmarks/skeleton.py``). Nothing
             else runs meanwhile, and its ``timeout`` cannot cut it short. Not for async
             functions.
 
