@@ -242,3 +242,26 @@ def test_call_ids_a_model_reuses_are_replaced_so_keys_stay_unique() -> None:
     session = agent.session(result.session_id)
     answered = [m.tool_call_id for m in session.messages if m.role == "tool"]
     assert answered == ids
+
+
+def test_every_event_the_step_logic_names_is_an_event_class() -> None:
+    """The step logic names its events by class name (their module loads with the first
+    listener), so a misspelt name would fail only where someone listens: every name it uses is
+    checked here, with the fields it passes."""
+    import inspect
+
+    from miniagent.runtime import events, loop
+
+    tree = ast.parse(Path(loop.__file__).read_text(encoding="utf-8"))
+    named = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Attribute) and node.func.attr == "_emit"]
+    assert len(named) >= 14
+    common = {"session_id", "span_id", "parent_id", "step", "at"}
+    for call in named:
+        kind = call.args[0]
+        assert isinstance(kind, ast.Constant) and isinstance(kind.value, str), ast.dump(call)
+        cls = getattr(events, kind.value)
+        assert issubclass(cls, Event), kind.value
+        fields = set(inspect.signature(cls).parameters)
+        passed = {k.arg for k in call.keywords} - {"span", "parent", "step"} | common
+        assert passed <= fields, (kind.value, passed - fields)
