@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from miniagent.ids import random_id
 from miniagent.models.base import Model
@@ -117,11 +117,10 @@ class DeltaRoute:
         self._call: ModelStarted | None = None
 
     def follow(self, event: Event) -> None:
-        from miniagent.runtime.events import ModelFailed, ModelResponded, ModelStarted  # loaded
-
-        if isinstance(event, ModelStarted):
-            self._call = event
-        elif isinstance(event, (ModelResponded, ModelFailed)):
+        kind = event.kind  # by kind: no import of the events module on every event
+        if kind == "model_started":
+            self._call = cast("ModelStarted", event)
+        elif kind in ("model_responded", "model_failed"):
             self._call = None
 
     def sink(self, effects: InProcessEffects) -> DeltaSink | None:
