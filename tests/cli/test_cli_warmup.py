@@ -1,6 +1,7 @@
-"""The CLI warms up before the first step: ``run`` and ``chat`` show a status line on a terminal
-while the tools' warm-ups run and a warning line for one that failed; the run goes on, and the
-first call finds its tool warm. The real command against the stub server."""
+"""The CLI warms up before the first step: ``run``, ``chat`` and ``sessions resume`` show a
+status line on a terminal while the tools' warm-ups run and a warning line for one that failed;
+the run goes on, and the first call finds its tool warm. The real command against the stub
+server."""
 
 from __future__ import annotations
 
@@ -103,3 +104,26 @@ def test_chat_warms_up_before_the_first_step(tmp_path: Path) -> None:
         assert session.leave() == 0
     assert STATUS in shown and "warm-up of tool search failed" in shown
     assert "k: index warm" in shown
+
+
+def test_sessions_resume_warms_up_before_the_first_step(tmp_path: Path) -> None:
+    """A session waiting for approval is resumed in a new process: that process warms the
+    tools up before the approved call runs (the mark of the first process's warm-up is gone)."""
+    tools = tmp_path / "warm_tools.py"
+    tools.write_text(TOOLS.replace("@tool(warmup=load_index)",
+                                   "@tool(warmup=load_index, requires_approval=True)"),
+                     encoding="utf-8")
+    store = str(tmp_path / "sessions.db")
+    with StubServer(SCRIPT).run_in_thread() as stub:
+        run = cli("run", "Look k up", "--tools", str(tools), "--mode", "react", "--detach",
+                  "--json", "--base-url", stub.base_url, "--model", "m", "--store", store)
+        assert run.returncode == 3, run.stderr  # waiting for approval
+        session_id = json.loads(run.stdout)["session_id"]
+        assert cli("sessions", "approve", session_id, "--store", store).returncode == 0
+        (tmp_path / "index.mark").unlink()  # the next process starts cold
+        resumed = cli("sessions", "resume", session_id, "--json", "--store", store)
+    assert resumed.returncode == 0, resumed.stderr
+    assert WARNING in resumed.stderr.splitlines()
+    result = json.loads(resumed.stdout)
+    assert result["status"] == "completed"
+    assert result["trace"][0]["observations"][0]["output"] == "k: index warm"

@@ -36,6 +36,7 @@ from miniagent.cli.observing import (
 )
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
+from miniagent.cli.warming import warm_then
 from miniagent.errors import DecisionError, UserError
 from miniagent.runtime import events as ev
 from miniagent.session import FINAL, AgentSession
@@ -378,5 +379,5 @@ def resume(
             _show_decided(agent, saved)
         with observing(agent, trace=trace, otlp=otlp, otlp_content=otlp_content,
                        secrets=header_secrets(headers), metrics=metrics):
-            result = agent.resume(session_id, force=force)
+            result = warm_then(agent, lambda: agent.aresume(session_id, force=force))
     finish(result, as_json=as_json, store=store)
