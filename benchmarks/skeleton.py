@@ -18,6 +18,7 @@ Prints:
       the floor (median of ``--repeat`` bursts each).
 
 Usage: python benchmarks/skeleton.py [--runs 300] [--concurrency 1000 3000 10000] [--repeat 3]
+       [--inline-tool]  (in (b), the tool is called on the event loop by both)
 Only 127.0.0.1 is contacted; every stub is stopped.
 """
 
@@ -156,11 +157,15 @@ def _median(sides: list[Side]) -> Side:
     return ranked[(len(ranked) - 1) // 2]
 
 
-def bursts(sizes: list[int], repeat: int, timeout: float) -> None:
-    """(b): floor, skeleton and agent in turns, ``repeat`` times, on one stub per size."""
+def bursts(sizes: list[int], repeat: int, timeout: float, inline: bool = False) -> None:
+    """(b): floor, skeleton and agent in turns, ``repeat`` times, on one stub per size; with
+    ``inline``, the skeleton and the agent both call the tool on the event loop."""
     soft, _ = raise_nofile_limit()
+    if inline:
+        overhead.use_inline_tool()
+    where = "inline, on the event loop" if inline else "on a worker thread"
     print(f"(b) concurrent 3-step runs (fast stub answering in 100 ms, one connection per run, "
-          f"tool on a worker thread; median of {repeat} bursts), wall s and ratio to the floor")
+          f"tool {where}; median of {repeat} bursts), wall s and ratio to the floor")
     print("      runs   floor s   skeleton s  skel/floor   agent s  agent/floor  agent/skel")
     for n in sizes:
         if soft < n + 100:
@@ -174,7 +179,7 @@ def bursts(sizes: list[int], repeat: int, timeout: float) -> None:
                 sides["floor"].append(asyncio.run(timed(
                     partial(floor_runs, url, bodies, n, n), stub, timeout)))
                 sides["skeleton"].append(asyncio.run(timed(
-                    partial(skeleton_burst, stub.url, n, False), stub, timeout)))
+                    partial(skeleton_burst, stub.url, n, inline), stub, timeout)))
                 sides["agent"].append(asyncio.run(timed(
                     partial(overhead.agent_burst, stub.url, n, n, None), stub, timeout)))
         floor, skel, agent = (_median(sides[k]) for k in ("floor", "skeleton", "agent"))
@@ -195,11 +200,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="*", default=[1000, 3000, 10000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--size-timeout", type=float, default=60.0)
+    parser.add_argument("--inline-tool", action="store_true",
+                        help="in (b), the skeleton and the agent call the tool on the event loop")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
     per_step(max(1, args.runs), max(1, args.rounds))
-    bursts(args.concurrency, max(1, args.repeat), args.size_timeout)
+    bursts(args.concurrency, max(1, args.repeat), args.size_timeout, args.inline_tool)
 
 
 if __name__ == "__main__":
