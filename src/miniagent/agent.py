@@ -392,12 +392,12 @@ class Agent:
         """The model's warm-up, given the first request of a run as the step logic renders it
         (its prompt up to the question is every new session's); only loading when the tools
         cannot be listed (their source's warm-up reports why)."""
-        from miniagent.runtime.loop import first_request
+        from miniagent.runtime.loop import warmup_request
 
         request = None
         with contextlib.suppress(Exception):
             toolbox = await Toolbox.gather(self.sources)
-            request = first_request(rules_for(self.spec, toolbox, protocol=self.protocol))
+            request = warmup_request(rules_for(self.spec, toolbox, protocol=self.protocol))
         await self.model.warmup(request)  # type: ignore[union-attr]
 
     def warm_up(self) -> WarmupReport:

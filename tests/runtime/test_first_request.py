@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.runtime.loop import first_request
+from miniagent.runtime.loop import first_request, warmup_request
 from miniagent.runtime.spec import rules_for
 from miniagent.tools.toolbox import Toolbox
 
@@ -52,8 +52,33 @@ async def test_the_first_request_is_what_the_first_step_sends(
     await agent.arun(question)
     assert model.requests[0] == expected
     if not options.get("strict_selection"):  # strict: the tools depend on the question
-        prefix = first_request(rules)  # no question: what a warm-up renders
+        prefix = warmup_request(rules)  # no question: what a warm-up renders
+        assert prefix == first_request(rules)
         assert prefix.messages[:-1] == copy.deepcopy(expected.messages[:-1])
+
+
+@pytest.mark.parametrize("tool_mode", ["react", "native"])
+async def test_under_strict_selection_the_warm_up_offers_the_first_tool(tool_mode: str) -> None:
+    """No question matches no tool; the warm-up offers the first tool instead, so a first
+    question matching it alone finds the whole prompt before it cached, and one matching
+    another tool the part before the tools."""
+    agent = Agent(model=ScriptedModel([], tool_mode=tool_mode),  # type: ignore[arg-type]
+                  tools=[add, weather], strict_selection=True, instructions="Be brief.")
+    rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
+    warm = warmup_request(rules)
+    assert [t["function"]["name"] for t in warm.tools or []] == (
+        ["add"] if tool_mode == "native" else [])  # ReAct lists them in the prompt
+    empty = first_request(rules)  # what the warm-up was before: no tool at all
+    adding = first_request(rules, "Please add 2 and 3.")
+    assert (warm.messages[:-1], warm.tools) == (adding.messages[:-1], adding.tools)
+    assert (warm.messages[:-1], warm.tools) != (empty.messages[:-1], empty.tools)
+    other = first_request(rules, "What is the weather in Paris?")
+    if tool_mode == "react":
+        system = warm.messages[0]["content"]
+        assert "- add:" in system and "Tools: none" not in system
+        shared = system.split("Tools:")[0]
+        assert shared.endswith("Be brief.\n\n")
+        assert other.messages[0]["content"].startswith(shared)
 
 
 async def test_a_narrower_tool_selection_shares_the_prompt_up_to_the_tools() -> None:

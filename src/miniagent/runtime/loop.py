@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from miniagent.runtime import events as ev
 
 __all__ = ["CallTools", "Finish", "NextStep", "RetryFormat", "StepLogic", "Stop", "ToModel",
-           "WaitForPerson", "first_request"]
+           "WaitForPerson", "first_request", "warmup_request"]
 
 
 # -- how a step ends ------------------------------------------------------------------------
@@ -589,10 +589,23 @@ class _Turn:
 
 def first_request(rules: Rules, question: str = "") -> ModelRequest:
     """The request the first step of a new session asking ``question`` sends, rendered by the
-    step logic's own code: what a model warms its prompt cache with (the embedded model's
-    warm-up), which the real first request then matches up to the question."""
+    step logic's own code (the prefix a warm-up caches: :func:`warmup_request`)."""
     session = AgentSession.start(question, id="first-request", at=0.0)
     tools, _ = _offer(rules, session)
+    return _rendered(rules, _next_turn(rules, session, tools))
+
+
+def warmup_request(rules: Rules) -> ModelRequest:
+    """What a model warms its prompt cache with before any question (the embedded model's
+    warm-up): :func:`first_request` with no question, which a real first request matches up
+    to the question. Under strict selection no question matches no tool (``Tools: none.``),
+    while a real question nearly always matches one; the warm-up then offers the first tool,
+    so a question matching it finds the whole prompt cached, and any other the part before
+    the tools."""
+    session = AgentSession.start("", id="first-request", at=0.0)
+    tools, _ = _offer(rules, session)
+    if not tools and rules.spec.strict_selection:
+        tools = list(rules.tools.listed())[:1]
     return _rendered(rules, _next_turn(rules, session, tools))
 
 
