@@ -244,7 +244,9 @@ class Agent:
         self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see temporal
         self.temporal_options = temporal_options  # a miniagent.temporal.TemporalOptions
         self._temporal_driver: Any = None
-        if warmup_timeout is not None and not warmup_timeout > 0:
+        if warmup_timeout is not None and (
+                not isinstance(warmup_timeout, int | float) or isinstance(warmup_timeout, bool)
+                or not warmup_timeout > 0):
             raise UserError(f"warmup_timeout must be positive seconds or None, got "
                             f"{warmup_timeout!r}")
         self.warmup_timeout = warmup_timeout

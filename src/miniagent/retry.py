@@ -64,10 +64,14 @@ class RetryPolicy:
         for label, value, least in (("initial_delay", self.initial_delay, 0.0),
                                     ("factor", self.factor, 1.0),
                                     ("max_delay", self.max_delay, 0.0)):
-            if not isinstance(value, int | float) or not value >= least or value == float("inf"):
+            if (not isinstance(value, int | float) or isinstance(value, bool)
+                    or not value >= least or value == float("inf")):
                 raise ToolDefinitionError(
                     f"RetryPolicy {label} must be a finite number of at least {least:g}, "
                     f"got {value!r}")
+        if not isinstance(self.jitter, bool):
+            raise ToolDefinitionError(f"RetryPolicy jitter must be True or False, got "
+                                      f"{self.jitter!r}")
 
     @classmethod
     def of(cls, setting: RetrySetting) -> RetryPolicy | None:

@@ -162,3 +162,6 @@ def test_bad_limits_are_refused() -> None:
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ConfigError, match="positive integer"):
             EndpointLimits(max_concurrency=bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"limits must be an EndpointLimits.*got dict"):
+        OpenAICompatibleModel(base_url="http://127.0.0.1:1/v1", model="m",
+                              limits={"max_concurrency": 4})  # type: ignore[arg-type]

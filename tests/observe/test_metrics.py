@@ -185,10 +185,21 @@ def test_a_tool_the_model_made_up_is_no_label_value() -> None:
     assert samples == {("miniagent_tool_calls_total", UNKNOWN_TOOL, "error"): 3}
 
 
-@pytest.mark.parametrize("address", ["9464", "host:", ":9464", "h:99999", "h:x"])
-def test_a_bad_address_is_said_in_one_line(address: str) -> None:
+@pytest.mark.parametrize("address", ["9464", "host:", ":9464", "h:99999", "h:x", 70000, -1,
+                                     True, ("h",), ("h", "9464"), (9464, "h"), None, 94.64])
+def test_a_bad_address_is_said_in_one_line(address: object) -> None:
     with pytest.raises(ConfigError, match="HOST:PORT"):
-        parse_address(address)
+        parse_address(address)  # type: ignore[arg-type]
+
+
+def test_python_may_give_a_port_or_a_host_and_port() -> None:
+    assert parse_address(9464) == ("127.0.0.1", 9464)  # a bare port: loopback only
+    assert parse_address(("0.0.0.0", 9464)) == ("0.0.0.0", 9464)
+    assert parse_address("[::1]:9464") == ("::1", 9464)
+    with Metrics(model=describe_model(ScriptedModel([]))).serve(0) as server:
+        assert server.host == "127.0.0.1" and server.port > 0
+        with urllib.request.urlopen(server.url, timeout=10) as response:
+            assert b"miniagent_runs_total" in response.read()
 
 
 def test_a_port_in_use_is_a_config_error() -> None:

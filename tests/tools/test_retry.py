@@ -165,6 +165,10 @@ def test_retry_is_given_as_attempts_a_policy_or_a_rule() -> None:
         ToolRule(retry=0)
     with pytest.raises(ToolDefinitionError):
         RetryPolicy(factor=0.5)
+    for settings in ({"jitter": "no"}, {"jitter": 1}, {"initial_delay": True},
+                     {"max_delay": float("nan")}, {"factor": "2"}):
+        with pytest.raises(ToolDefinitionError, match=f"RetryPolicy {next(iter(settings))}"):
+            RetryPolicy(**settings)  # type: ignore[arg-type]
 
 
 def test_the_delays_grow_by_the_factor_up_to_the_cap() -> None:

@@ -278,8 +278,9 @@ def test_warmup_is_declared_on_every_kind_of_tool() -> None:
     assert tool(warmup=ready)(plain).warmup is ready
     with pytest.raises(ToolDefinitionError, match="warmup 'soon' is not callable"):
         tool(lambda: 1, name="q", warmup="soon")  # type: ignore[call-overload]
-    with pytest.raises(UserError, match="warmup_timeout must be positive"):
-        Agent(model=model(), warmup_timeout=0)
+    for bad in (0, -1, float("nan"), "10", True):
+        with pytest.raises(UserError, match="warmup_timeout must be positive"):
+            Agent(model=model(), warmup_timeout=bad)  # type: ignore[arg-type]
 
 
 async def test_forget_makes_a_key_cold_again() -> None:

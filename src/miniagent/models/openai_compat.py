@@ -234,6 +234,9 @@ class OpenAICompatibleModel:
         self.stream_usage = stream_usage
         self._client = client
         self._owns_client = client is None
+        if limits is not None and not isinstance(limits, EndpointLimits):
+            raise ConfigError(f"limits must be an EndpointLimits, e.g. EndpointLimits("
+                              f"max_concurrency=4), got {type(limits).__name__} {limits!r:.80}")
         self.limits = limits if limits is not None and limits.any else None
         self._endpoint = endpoint(self.base_url, model)
         self._auto_choice = True

@@ -85,7 +85,8 @@ FIGURES: dict[str, Figure] = {
     "tool_calls": Figure(
         kind="counter", otel="miniagent.tool.calls", unit="{call}",
         prometheus="miniagent_tool_calls", description="Tool calls, by tool and outcome (ok, "
-        "error, timeout, denied; retried: a call after a failed one of that tool).",
+        "error, timeout, denied; retried, counted besides: each attempt a retry policy made "
+        "again, and a call after a failed one of that tool in the session).",
         attributes=(_TOOL, ("miniagent.tool.outcome", "outcome"))),
     "tool_duration": Figure(
         kind="histogram", otel="miniagent.tool.duration", unit="s",

@@ -91,7 +91,7 @@ from miniagent.observe.metrics_prom import MISSING
 from miniagent.runtime import events as ev
 from miniagent.types import Observation, TokenUsage
 
-__all__ = ["ALERT_RULES", "MAX_TOOLS", "UNKNOWN_TOOL", "Metrics", "MetricsServer",
+__all__ = ["ALERT_RULES", "MAX_TOOLS", "UNKNOWN_TOOL", "Metrics", "MetricsAddress", "MetricsServer",
            "otlp_meter_provider", "parse_address", "serve_metrics", "tool_outcome"]
 
 log = logging.getLogger("miniagent")
@@ -222,7 +222,7 @@ class Metrics:
             if not session.failed_tools:  # nothing to remember of this session
                 self._sessions.pop(session_id, None)
 
-    def serve(self, address: str) -> MetricsServer:
+    def serve(self, address: MetricsAddress) -> MetricsServer:
         """Serve these metrics on ``http://HOST:PORT/metrics`` (:func:`serve_metrics`).
 
         Raises:
@@ -411,20 +411,36 @@ def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: f
         shutdown_timeout=shutdown_timeout)
 
 
-def parse_address(address: str) -> tuple[str, int]:
-    """``HOST:PORT`` as a host and a port (``[::1]:9464`` for IPv6).
+MetricsAddress = str | int | tuple[str, int]
+"""Where to serve metrics: ``"HOST:PORT"``, a port (on 127.0.0.1), or ``(host, port)``."""
+
+
+def parse_address(address: MetricsAddress) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:9464`` for IPv6), a port number (served on 127.0.0.1) or a
+    ``(host, port)`` pair, as a host and a port.
 
     Example:
         >>> parse_address("127.0.0.1:9464")
         ('127.0.0.1', 9464)
+        >>> parse_address(9464)
+        ('127.0.0.1', 9464)
 
     Raises:
-        ConfigError: not HOST:PORT with a port from 0 to 65535.
+        ConfigError: none of those, or a port outside 0 to 65535.
     """
-    host, sep, port = address.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"--metrics wants HOST:PORT, e.g. 127.0.0.1:9464, got {address!r}")
+    if isinstance(address, int) and not isinstance(address, bool):
+        host, port = "127.0.0.1", str(address)
+    elif (isinstance(address, tuple) and len(address) == 2 and isinstance(address[0], str)
+          and isinstance(address[1], int) and not isinstance(address[1], bool)):
+        host, port = address[0], str(address[1])
+    elif isinstance(address, str):
+        host, sep, port = address.rpartition(":")
+        host = host.strip("[]") if sep else ""
+    else:
+        host, port = "", ""
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"the metrics address must be HOST:PORT, e.g. 127.0.0.1:9464 (in "
+                          f"Python also a port, or (host, port)), got {address!r}")
     return host, int(port)
 
 
@@ -453,7 +469,7 @@ class MetricsServer:
         self.close()
 
 
-def serve_metrics(address: str, registry: Any = None) -> MetricsServer:
+def serve_metrics(address: MetricsAddress, registry: Any = None) -> MetricsServer:
     """Serve ``registry`` (prometheus-client's default one when None) on
     ``http://HOST:PORT/metrics`` from a daemon thread.
 
@@ -470,7 +486,7 @@ def serve_metrics(address: str, registry: Any = None) -> MetricsServer:
         server, thread = prom.start_http_server(
             port, addr=host, registry=prom.REGISTRY if registry is None else registry)
     except OSError as exc:
-        raise ConfigError(f"cannot serve metrics on {address}: {exc.strerror or exc}"
-                          ) from None
+        where = address if isinstance(address, str) else f"{host}:{port}"
+        raise ConfigError(f"cannot serve metrics on {where}: {exc.strerror or exc}") from None
     return MetricsServer(host=host, port=server.server_address[1], server=server,
                          thread=thread)
