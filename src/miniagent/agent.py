@@ -23,7 +23,7 @@ from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.inprocess import InProcessEffects
 from miniagent.runtime.run import run_session
-from miniagent.runtime.spec import AgentSpec, Compression, rules_for
+from miniagent.runtime.spec import AIDS_FOR, AgentSpec, Compression, rules_for
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore, new_owner
 from miniagent.store.memory import MemoryStore
@@ -201,11 +201,16 @@ class Agent:
         self.sources: list[ToolSource] = [self.registry, *others]
         """Where the agent's tools come from: its own functions first, then the others."""
         small = model is not None and model.capabilities.small_model
-        aids = _small_model_aids(small, tool_selection=tool_selection,
-                                 worked_example=worked_example,
-                                 strict_selection=strict_selection, quote_answers=quote_answers,
-                                 answer_after_results=answer_after_results)
+        given = dict(tool_selection=tool_selection, worked_example=worked_example,
+                     strict_selection=strict_selection, quote_answers=quote_answers,
+                     answer_after_results=answer_after_results)
+        aids = _small_model_aids(small, **given)
         worked_example = aids["worked_example"]
+        # without its model (a Temporal client) the defaults are the workers' model's to set;
+        # a protocol given here has its own worked example
+        from_model = () if model is not None else tuple(
+            name for name, value in given.items()
+            if value is None and (name != "worked_example" or protocol is None))
         if protocol is None and model is not None:
             caps = model.capabilities
             protocol = default_protocol(caps.tool_mode, native_tools=caps.native_tools,
@@ -233,7 +238,7 @@ class Agent:
             approval_timeout=approval_timeout,
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
             recall="recall" if memory is not None and memory_recall else None,
-            tool_retry=RetryPolicy.of(tool_retry))
+            tool_retry=RetryPolicy.of(tool_retry), aids_from_model=from_model)
         """What the agent is, for every driver (see :mod:`miniagent.runtime.spec`)."""
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver = approver
@@ -627,20 +632,10 @@ def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,
         store.release(session_id, owner)
 
 
-_AIDS_FOR: dict[bool, dict[str, Any]] = {
-    True: {"tool_selection": defaults.SMALL_MODEL_TOOLS, "worked_example": True,
-           "strict_selection": True, "quote_answers": True,
-           "answer_after_results": defaults.SMALL_MODEL_ROUNDS},
-    False: {"tool_selection": None, "worked_example": False, "strict_selection": False,
-            "quote_answers": False, "answer_after_results": None},
-}
-"""The aids' defaults for a small model (True) and for others (False)."""
-
-
 def _small_model_aids(small: bool, **given: Any) -> dict[str, Any]:
     """Each aid as given, else its default for a small model or for others; a selection or a
     number of rounds of 0 means none."""
-    aids = {name: _AIDS_FOR[small][name] if value is None else value
+    aids = {name: AIDS_FOR[small][name] if value is None else value
             for name, value in given.items()}
     for name in ("tool_selection", "answer_after_results"):
         aids[name] = aids[name] or None

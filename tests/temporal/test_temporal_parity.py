@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
+from miniagent.models.base import Capabilities
 from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.types import RunResult
 
@@ -152,3 +154,38 @@ async def test_a_protocol_a_worker_cannot_rebuild_is_refused_at_start(
         with pytest.raises(UserError, match="protocol Shouty cannot run on Temporal: its name "
                                             "'react' builds ReactProtocol"):
             await agent.arun("hello")
+
+
+class SmallModel(ScriptedModel):
+    """A scripted model that says it is small (as the embedded SmolLM2 does)."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return dataclasses.replace(super().capabilities, small_model=True)
+
+
+async def test_a_client_without_the_model_gets_the_aids_of_the_workers_small_model(
+        dev_env: WorkflowEnvironment, task_queue: str) -> None:
+    """``miniagent run --temporal`` builds its agent without the model, which is the workers':
+    the aids left to their defaults follow that model, as in process."""
+    questions = ("What is the capital of Italy?", "What is the weather forecast in Oslo?")
+    replies = ["Final Answer: Rome", 'Action: weather\nAction Input: {"city": "Oslo"}',
+               "Final Answer: Oslo: 18 C"]
+    local_model = SmallModel(list(replies))
+    local = Agent(model=local_model, tools=[weather, add])
+    for question in questions:
+        assert (await local.arun(question)).status == "completed"
+    served = SmallModel(list(replies))
+    async with await agent_worker(Agent(model=served, tools=[weather, add],
+                                        temporal=dev_env.client, task_queue=task_queue)):
+        client = Agent(temporal=dev_env.client, task_queue=task_queue)  # no model here
+        assert client.spec.strict_selection is False  # not decided here: by the workers'
+        for question in questions:
+            remote = await client.arun(question)
+            assert remote.status == "completed", remote.reason
+    assert remote.final_answer == "Oslo: 18 C"
+    assert "Tools: none." in served.requests[0].messages[0]["content"]  # strict selection
+    assert "Valid tool names: weather\n" in served.requests[1].messages[0]["content"]
+    assert served.requests[2].grammar and "quote-" in served.requests[2].grammar
+    assert [r.messages for r in served.requests] == [r.messages for r in local_model.requests]
+    assert [r.grammar for r in served.requests] == [r.grammar for r in local_model.requests]

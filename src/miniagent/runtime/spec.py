@@ -134,6 +134,11 @@ class AgentSpec:
     tool_retry: RetryPolicy | None = None
     """The retry policy of the tools that set none (see :mod:`miniagent.retry`); every
     call's :class:`~miniagent.tool_context.ToolContext` carries it to the executor."""
+    aids_from_model: tuple[str, ...] = ()
+    """The small-model aids (names of :data:`AIDS_FOR`'s entries) that an agent built without
+    its model left to their defaults: a Temporal client's, whose workers' model is the one
+    that decides them. The fields hold the defaults of a model that is not small; a driver
+    whose model is small (``capabilities.small_model``) turns them on (:func:`rules_for`)."""
 
     def replace(self, **changes: object) -> AgentSpec:
         """A copy with ``changes`` (limits may be given as a dict of the fields to change)."""
@@ -152,15 +157,42 @@ class Rules:
     tools: ToolCatalog
 
 
+AIDS_FOR: dict[bool, dict[str, object]] = {
+    True: {"tool_selection": defaults.SMALL_MODEL_TOOLS, "worked_example": True,
+           "strict_selection": True, "quote_answers": True,
+           "answer_after_results": defaults.SMALL_MODEL_ROUNDS},
+    False: {"tool_selection": None, "worked_example": False, "strict_selection": False,
+            "quote_answers": False, "answer_after_results": None},
+}
+"""The small-model aids' defaults for a small model (True) and for others (False)."""
+
+
+def with_small_model_aids(spec: AgentSpec) -> AgentSpec:
+    """``spec`` with the aids it left to the model (:attr:`AgentSpec.aids_from_model`) at
+    their defaults for a small model."""
+    small = AIDS_FOR[True]
+    changes: dict[str, object] = {}
+    for name in spec.aids_from_model:
+        if name == "answer_after_results":
+            changes["limits"] = {name: small[name]}
+        elif name == "worked_example":
+            changes["protocol"] = dataclasses.replace(
+                spec.protocol, options={**spec.protocol.options, "example": small[name]})
+        elif name in small:
+            changes[name] = small[name]
+    return spec.replace(aids_from_model=(), **changes)
+
+
 def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
-              native_tools: bool | None = None, protocol: ActionProtocol | None = None
-              ) -> Rules:
+              native_tools: bool | None = None, protocol: ActionProtocol | None = None,
+              small_model: bool = False) -> Rules:
     """The rules of a run of ``spec`` over ``tools``, the same on every driver.
 
     Args:
         spec: The agent's description.
         tools: The run's tools, listed once.
         tool_mode, native_tools: The model's profile, for a spec that names no protocol.
+        small_model: The model is small: the aids the spec left to the model are on.
         protocol: The protocol object itself, where the driver has it (in process: the
             agent's own, which keeps what it learnt of the endpoint between runs).
 
@@ -168,6 +200,8 @@ def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
         UserError: the protocol is not registered here, or ``tool_choice`` or ``recall`` names
             a tool the run does not have.
     """
+    if small_model and spec.aids_from_model:
+        spec = with_small_model_aids(spec)
     if protocol is None:
         protocol = build_protocol(spec.protocol, tool_mode=tool_mode, native_tools=native_tools)
     try:  # a name the run lacks would make every reply invalid until max_steps

@@ -239,7 +239,7 @@ class SessionWorkflow:
     async def run(self, start: SessionInput) -> RunResult:
         tools = served(workflow.info().task_queue)
         rules = rules_for(self.spec, tools.tools, tool_mode=tools.tool_mode,
-                          native_tools=tools.native_tools)
+                          native_tools=tools.native_tools, small_model=tools.small_model)
         try:
             result = await run_session(self.session, rules, WorkflowEffects(self, tools),
                                        cancel_ends=True)
