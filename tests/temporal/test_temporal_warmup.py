@@ -4,6 +4,7 @@ the warm-up has run (once), and the session's first call, run by the worker, fin
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,15 @@ from temporal_helpers import Processes, act
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
+from miniagent.cli.build import RunConfig, temporal_agent
+from miniagent.models.base import Capabilities
+from miniagent.runtime.loop import first_request
+from miniagent.runtime.spec import rules_for
 from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.temporal.worker import warm_served
+from miniagent.tools.registry import ToolRegistry
+from miniagent.tools.toolbox import Toolbox
+from miniagent.types import ModelRequest
 
 loads: list[str] = []
 
@@ -80,3 +88,59 @@ def test_miniagent_worker_warms_up_before_it_serves(procs: Processes, task_queue
     assert lines[-1].startswith("miniagent worker: serving task queue"), lines
     assert ("miniagent: warning: warm-up of tool search failed: RuntimeError: no index here; "
             "it warms on first use instead") in lines[:-1]
+
+
+class SmallWarmModel(ScriptedModel):
+    """A small model (as the embedded one) that keeps the request each warm-up evaluated."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.warmed: list[ModelRequest | None] = []
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return dataclasses.replace(super().capabilities, small_model=True)
+
+    async def warmup(self, request: ModelRequest | None = None) -> None:
+        self.warmed.append(request)
+
+
+@tool
+def find_key(key: str) -> str:
+    """Find a key in the index."""
+    return key
+
+
+@tool
+def forecast(city: str) -> str:
+    """Weather forecast of a city."""
+    return city
+
+
+@pytest.mark.parametrize("mode", ["react", "auto"])
+async def test_a_worker_warms_its_model_for_the_first_step_of_a_client_without_options(
+        mode: str) -> None:
+    """``miniagent worker`` serves no agent of its own: it warms the prompt of the first step
+    ``miniagent run --temporal`` sends (the aids the workers' small model turns on), so a
+    question matching the first tool finds everything before it cached."""
+    model = SmallWarmModel()
+    sources = [ToolRegistry([find_key, forecast])]
+    report = await warm_served(sources, model)
+    assert report.ok and len(model.warmed) == 1 and model.warmed[0] is not None
+    client = temporal_agent(RunConfig(mode=mode), object(), "q", interactive=False)
+    caps = model.capabilities
+    rules = rules_for(client.spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
+                      native_tools=caps.native_tools, small_model=True)
+    first = first_request(rules, "Find the key k.")
+    assert model.warmed[0].messages[:-1] == first.messages[:-1]
+    assert model.warmed[0].tools == first.tools
+
+
+async def test_an_agent_worker_warms_its_model_for_its_agent() -> None:
+    model = SmallWarmModel()
+    agent = Agent(model=model, tools=[find_key, forecast], instructions="Be brief.")
+    await warm_served(agent.sources, model, spec=agent.spec)
+    rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
+    (warmed,) = model.warmed
+    assert warmed is not None and "Be brief." in warmed.messages[0]["content"]
+    assert warmed.messages[:-1] == first_request(rules, "Find the key k.").messages[:-1]

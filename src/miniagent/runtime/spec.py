@@ -137,8 +137,9 @@ class AgentSpec:
     aids_from_model: tuple[str, ...] = ()
     """The small-model aids (names of :data:`AIDS_FOR`'s entries) that an agent built without
     its model left to their defaults: a Temporal client's, whose workers' model is the one
-    that decides them. The fields hold the defaults of a model that is not small; a driver
-    whose model is small (``capabilities.small_model``) turns them on (:func:`rules_for`)."""
+    that decides them (the worked example too when the client named a protocol that has one).
+    The fields hold the defaults of a model that is not small; a driver whose model is small
+    (``capabilities.small_model``) turns them on (:func:`rules_for`)."""
 
     def replace(self, **changes: object) -> AgentSpec:
         """A copy with ``changes`` (limits may be given as a dict of the fields to change)."""

@@ -10,8 +10,10 @@ worker starts. The workflows this worker runs read that toolbox (and the model's
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
@@ -20,6 +22,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from miniagent import defaults
 from miniagent.models.base import Model
+from miniagent.protocol.registry import ProtocolRef
+from miniagent.runtime.spec import AIDS_FOR, AgentSpec, rules_for
 from miniagent.temporal.activities import SessionActivities
 from miniagent.temporal.workers import Served, register
 from miniagent.temporal.workflow import SessionWorkflow
@@ -43,6 +47,7 @@ def sandbox() -> SandboxedWorkflowRunner:
 async def session_worker(client: Client, *, task_queue: str, model: Model,
                          sources: Sequence[ToolSource] = (), heartbeat_every: float = 1.0,
                          metrics: Any = None, warm_up: bool = True,
+                         spec: AgentSpec | None = None,
                          warmup_timeout: float | None = defaults.WARMUP_TIMEOUT,
                          **options: Any) -> Worker:
     """A worker for ``task_queue``; run it with ``async with worker:`` or ``await worker.run()``.
@@ -50,7 +55,9 @@ async def session_worker(client: Client, *, task_queue: str, model: Model,
     Before it returns (so before the worker polls), the warm-ups of ``sources`` and ``model``
     have run (:func:`warm_served`, each within ``warmup_timeout``): a failure is logged, and
     that tool warms on its first call instead. ``warm_up=False`` leaves that to the caller
-    (``miniagent worker`` shows its own).
+    (``miniagent worker`` shows its own). The model's prompt is warmed for ``spec``, the agent
+    the worker expects to run most (default: a client's without options; ``agent_worker``:
+    its agent's).
 
     ``metrics`` (a :class:`~miniagent.observe.metrics.Metrics`) counts the model calls and
     tool calls this worker makes.
@@ -58,7 +65,7 @@ async def session_worker(client: Client, *, task_queue: str, model: Model,
     ``options`` go to :class:`temporalio.worker.Worker` (e.g. ``max_concurrent_activities``).
     """
     if warm_up:
-        await warm_served(sources, model, timeout=warmup_timeout)
+        await warm_served(sources, model, timeout=warmup_timeout, spec=spec)
     tools = await Toolbox.gather(sources)
     caps = model.capabilities
     register(task_queue, Served(tools=tools, tool_mode=caps.tool_mode,
@@ -70,13 +77,39 @@ async def session_worker(client: Client, *, task_queue: str, model: Model,
                   activities=activities.all(), workflow_runner=sandbox(), **options)
 
 
+CLIENT_SPEC = AgentSpec(
+    protocol=ProtocolRef(options={"grammar": True, "max_tokens": defaults.MAX_TOKENS,
+                                  "example": False}),
+    aids_from_model=tuple(AIDS_FOR[True]))
+"""The spec of an agent built with no model and no options (``Agent(temporal=client)``,
+``miniagent run --temporal`` without flags): what a worker that serves no agent of its own
+warms its model's prompt for."""
+
+
 async def warm_served(sources: Sequence[ToolSource], model: Model | None, *,
-                      timeout: float | None = defaults.WARMUP_TIMEOUT) -> WarmupReport:
+                      timeout: float | None = defaults.WARMUP_TIMEOUT,
+                      spec: AgentSpec | None = None) -> WarmupReport:
     """Run the warm-ups of what a worker serves, once per process (see
-    :mod:`miniagent.tools.warmup`): its tools' and sources', and its model's without a request
-    (the embedded model loads; the prompts are the agents', which the worker does not know)."""
-    warmups = source_warmups(sources) + model_warmups(model)
+    :mod:`miniagent.tools.warmup`): its tools' and sources', and its model's with the first
+    request of a run of ``spec`` over them (default :data:`CLIENT_SPEC`), so that a first step
+    of such a run finds its prompt in the embedded model's cache."""
+    warm_model = partial(_warm_model, model, sources, spec or CLIENT_SPEC)
+    warmups = source_warmups(sources) + model_warmups(model, warm_model)
     return await run_warmups(warmups, timeout=timeout)
+
+
+async def _warm_model(model: Any, sources: Sequence[ToolSource], spec: AgentSpec) -> None:
+    """The model's warm-up with the request the step logic renders first for ``spec`` (only
+    loading when the tools cannot be listed: their source's warm-up reports why)."""
+    from miniagent.runtime.loop import warmup_request
+
+    request = None
+    with contextlib.suppress(Exception):
+        caps = model.capabilities
+        rules = rules_for(spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
+                          native_tools=caps.native_tools, small_model=caps.small_model)
+        request = warmup_request(rules)
+    await model.warmup(request)
 
 
 async def agent_worker(agent: Agent, client: Client | None = None, *,
@@ -91,5 +124,6 @@ async def agent_worker(agent: Agent, client: Client | None = None, *,
                           "agent_worker(agent, client)")
     if agent.model is None:
         raise ConfigError("agent_worker needs an agent with a model: the worker serves it")
+    options.setdefault("spec", agent.spec)  # its model's prompt is warmed for this agent
     return await session_worker(target, task_queue=queue, model=agent.model,
                                 sources=agent.sources, **options)
