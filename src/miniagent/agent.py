@@ -206,12 +206,11 @@ class Agent:
                      answer_after_results=answer_after_results)
         aids = _small_model_aids(small, **given)
         worked_example = aids["worked_example"]
-        # without its model (a Temporal client) the defaults are the workers' model's to set,
-        # the worked example too where the protocol has one
+        # without its model (a Temporal client) the defaults are the workers' model's to set;
+        # a protocol given here has its own worked example
         from_model = () if model is not None else tuple(
-            name for name, value in given.items() if value is None and (
-                name != "worked_example" or protocol is None
-                or "example" in protocol_ref(protocol).options))
+            name for name, value in given.items()
+            if value is None and (name != "worked_example" or protocol is None))
         if protocol is None and model is not None:
             caps = model.capabilities
             protocol = default_protocol(caps.tool_mode, native_tools=caps.native_tools,

@@ -243,3 +243,29 @@ async def test_different_results_keep_the_tools_offered() -> None:
     result = await Agent(model=model, tools=[weather]).arun("Oslo and Rome?")
     assert result.status == "completed"
     assert "Action: " in (model.requests[2].grammar or "")
+
+
+def test_an_agent_without_its_model_leaves_the_aids_it_does_not_set_to_the_model() -> None:
+    """A Temporal client has no model: the aids it does not set are the workers' model's to
+    decide (``with_small_model_aids`` where that model is small); those it sets, here or with
+    ``spec.replace``, stay as set; an agent with its model decides them itself."""
+    from miniagent.runtime.spec import AIDS_FOR, with_small_model_aids
+
+    client = Agent(temporal=object(), task_queue="q", quote_answers=False)
+    assert client.spec.aids_from_model == ("tool_selection", "worked_example",
+                                           "strict_selection", "answer_after_results")
+    small = with_small_model_aids(client.spec)
+    assert (small.tool_selection, small.strict_selection, small.quote_answers,
+            small.limits.answer_after_results, small.protocol.options["example"]) == (
+        AIDS_FOR[True]["tool_selection"], True, False, AIDS_FOR[True]["answer_after_results"],
+        True)
+    assert small.aids_from_model == ()
+    changed = client.spec.replace(strict_selection=False, limits={"answer_after_results": 3})
+    assert changed.aids_from_model == ("tool_selection", "worked_example")
+    decided = with_small_model_aids(changed)
+    assert (decided.strict_selection, decided.limits.answer_after_results) == (False, 3)
+    assert client.spec.replace(limits={"max_steps": 3}).aids_from_model == (
+        client.spec.aids_from_model)  # other limits leave the aid to the model
+    given = Agent(temporal=object(), task_queue="q", protocol=ReactProtocol())
+    assert "worked_example" not in given.spec.aids_from_model  # the protocol's own
+    assert Agent(model=ScriptedModel([])).spec.aids_from_model == ()

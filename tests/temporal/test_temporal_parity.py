@@ -7,10 +7,14 @@ from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.models.base import Capabilities
-from miniagent.temporal import TemporalSessions, agent_worker
+from miniagent.temporal import TemporalSessions, agent_worker, data_converter, workers
+from miniagent.temporal import workflow as workflow_module
+from miniagent.temporal.worker import sandbox
+from miniagent.temporal.workflow import SessionWorkflow
 from miniagent.types import RunResult
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -165,7 +169,7 @@ class SmallModel(ScriptedModel):
 
 
 async def test_a_client_without_the_model_gets_the_aids_of_the_workers_small_model(
-        dev_env: WorkflowEnvironment, task_queue: str) -> None:
+        dev_env: WorkflowEnvironment, task_queue: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``miniagent run --temporal`` builds its agent without the model, which is the workers':
     the aids left to their defaults follow that model, as in process."""
     questions = ("What is the capital of Italy?", "What is the weather forecast in Oslo?")
@@ -189,3 +193,12 @@ async def test_a_client_without_the_model_gets_the_aids_of_the_workers_small_mod
     assert served.requests[2].grammar and "quote-" in served.requests[2].grammar
     assert [r.messages for r in served.requests] == [r.messages for r in local_model.requests]
     assert [r.grammar for r in served.requests] == [r.grammar for r in local_model.requests]
+    # the worker's answer is in the history: a replay decides the same on a worker whose
+    # model is not small (the replayer's task queue is its own: it is served the same tools)
+    history = await dev_env.client.get_workflow_handle(remote.session_id).fetch_history()
+    tools = workers.served(task_queue)
+    monkeypatch.setattr(workflow_module, "served", lambda _queue: tools)
+    replayed = await Replayer(workflows=[SessionWorkflow], data_converter=data_converter(),
+                              workflow_runner=sandbox()).replay_workflow(
+        history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None, replayed.replay_failure

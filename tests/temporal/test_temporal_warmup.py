@@ -117,9 +117,8 @@ def forecast(city: str) -> str:
     return city
 
 
-@pytest.mark.parametrize("mode", ["react", "auto"])
 async def test_a_worker_warms_its_model_for_the_first_step_of_a_client_without_options(
-        mode: str) -> None:
+        ) -> None:
     """``miniagent worker`` serves no agent of its own: it warms the prompt of the first step
     ``miniagent run --temporal`` sends (the aids the workers' small model turns on), so a
     question matching the first tool finds everything before it cached."""
@@ -127,7 +126,7 @@ async def test_a_worker_warms_its_model_for_the_first_step_of_a_client_without_o
     sources = [ToolRegistry([find_key, forecast])]
     report = await warm_served(sources, model)
     assert report.ok and len(model.warmed) == 1 and model.warmed[0] is not None
-    client = temporal_agent(RunConfig(mode=mode), object(), "q", interactive=False)
+    client = temporal_agent(RunConfig(), object(), "q", interactive=False)
     caps = model.capabilities
     rules = rules_for(client.spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
                       native_tools=caps.native_tools, small_model=True)

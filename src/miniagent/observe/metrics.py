@@ -439,8 +439,9 @@ def parse_address(address: MetricsAddress) -> tuple[str, int]:
     else:
         host, port = "", ""
     if not host or not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"the metrics address must be HOST:PORT, e.g. 127.0.0.1:9464 (in "
-                          f"Python also a port, or (host, port)), got {address!r}")
+        raise ConfigError(f"the metrics address must be HOST:PORT with a port from 0 to "
+                          f"65535, e.g. 127.0.0.1:9464 (in Python also a port, or (host, "
+                          f"port)), got {address!r}")
     return host, int(port)
 
 

@@ -137,13 +137,23 @@ class AgentSpec:
     aids_from_model: tuple[str, ...] = ()
     """The small-model aids (names of :data:`AIDS_FOR`'s entries) that an agent built without
     its model left to their defaults: a Temporal client's, whose workers' model is the one
-    that decides them (the worked example too when the client named a protocol that has one).
-    The fields hold the defaults of a model that is not small; a driver whose model is small
-    (``capabilities.small_model``) turns them on (:func:`rules_for`)."""
+    that decides them. The fields hold the defaults of a model that is not small; where the
+    model is small (``capabilities.small_model``) they are turned on
+    (:func:`with_small_model_aids`: a Temporal session asks its worker once)."""
 
     def replace(self, **changes: object) -> AgentSpec:
-        """A copy with ``changes`` (limits may be given as a dict of the fields to change)."""
+        """A copy with ``changes`` (limits may be given as a dict of the fields to change); an
+        aid changed here is no longer left to the model (:attr:`aids_from_model`)."""
         limits = changes.get("limits")
+        if self.aids_from_model and "aids_from_model" not in changes:
+            given = set(changes)
+            if "limits" in changes and (not isinstance(limits, dict)
+                                        or "answer_after_results" in limits):
+                given.add("answer_after_results")  # a whole Limits, or that field, sets it
+            if "protocol" in changes:
+                given.add("worked_example")  # a protocol has its own worked example
+            changes["aids_from_model"] = tuple(
+                name for name in self.aids_from_model if name not in given)
         if isinstance(limits, dict):
             changes["limits"] = dataclasses.replace(self.limits, **limits)
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -193,7 +203,8 @@ def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
         spec: The agent's description.
         tools: The run's tools, listed once.
         tool_mode, native_tools: The model's profile, for a spec that names no protocol.
-        small_model: The model is small: the aids the spec left to the model are on.
+        small_model: The model is small: the aids the spec left to the model are on (a
+            driver that knows its model here; a Temporal session decides them once itself).
         protocol: The protocol object itself, where the driver has it (in process: the
             agent's own, which keeps what it learnt of the endpoint between runs).
 

@@ -46,6 +46,9 @@ MODEL_NAME_CHARS = 200
 """The most characters of a model's name a reply keeps in the workflow's history."""
 
 GENERATE, RUN_TOOL = "miniagent.generate", "miniagent.run_tool"
+SMALL_MODEL = "miniagent.small_model"
+"""The local activity telling a workflow whether the worker's model is small (see
+:attr:`~miniagent.runtime.spec.AgentSpec.aids_from_model`)."""
 SLOT_WAITING = "slot_waiting"
 """The signal by which an activity tells its workflow that a call waits for a slot."""
 MODEL_WAIT = "model"
@@ -74,6 +77,7 @@ class SessionActivities:
     def __init__(self, model: Model, tools: Toolbox, *, heartbeat_every: float = 1.0,
                  metrics: Any = None) -> None:
         self.model = without_retries(model)
+        self.small_model = bool(model.capabilities.small_model)
         self.model_name = describe_model(model).name
         self.tools = tools
         self.heartbeat_every = heartbeat_every
@@ -87,7 +91,14 @@ class SessionActivities:
         return {"model": name[:MODEL_NAME_CHARS]}
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.generate, self.run_tool]
+        return [self.generate, self.run_tool, self.is_small_model]
+
+    @activity.defn(name=SMALL_MODEL)
+    async def is_small_model(self) -> bool:
+        """Whether this worker's model is small: asked once by a session whose client left
+        the small-model aids to the workers' model (a local activity: its answer is in the
+        history, so a replay on a worker with another model takes the same decision)."""
+        return self.small_model
 
     @activity.defn(name=GENERATE)
     async def generate(self, request: ModelRequest) -> ModelResponse:

@@ -69,7 +69,7 @@ async def session_worker(client: Client, *, task_queue: str, model: Model,
     tools = await Toolbox.gather(sources)
     caps = model.capabilities
     register(task_queue, Served(tools=tools, tool_mode=caps.tool_mode,
-                                native_tools=caps.native_tools, small_model=caps.small_model))
+                                native_tools=caps.native_tools))
     activities = SessionActivities(model, tools, heartbeat_every=heartbeat_every,
                                    metrics=metrics)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))

@@ -26,8 +26,6 @@ class Served:
     tools: Toolbox
     tool_mode: str = "auto"
     native_tools: bool | None = None
-    small_model: bool = False
-    """Its model is small: the aids a spec left to the model are on (``rules_for``)."""
 
 
 _SERVED: dict[str, Served] = {}

@@ -36,9 +36,15 @@ with workflow.unsafe.imports_passed_through():
     from miniagent.errors import PayloadTooLarge, Rollover, ToolInterrupted, UserError
     from miniagent.runtime import events as ev
     from miniagent.runtime.run import run_session
-    from miniagent.runtime.spec import rules_for
+    from miniagent.runtime.spec import AgentSpec, rules_for, with_small_model_aids
     from miniagent.session import AgentSession
-    from miniagent.temporal.activities import GENERATE, MODEL_WAIT, RUN_TOOL, SLOT_WAITING
+    from miniagent.temporal.activities import (
+        GENERATE,
+        MODEL_WAIT,
+        RUN_TOOL,
+        SLOT_WAITING,
+        SMALL_MODEL,
+    )
     from miniagent.temporal.contracts import (
         DecisionInput,
         DecisionOutcome,
@@ -235,11 +241,23 @@ class SessionWorkflow:
         self.waits: dict[str, WaitReporter] = {}
         """The step logic's wait reporters of the activities under way, by activity key."""
 
+    async def _with_model_aids(self, spec: AgentSpec) -> AgentSpec:
+        """``spec`` with the small-model aids its client left to the workers' model decided,
+        once per session (continue-as-new carries the decided spec): the worker's answer is
+        a local activity's, kept in the history, so a replay on a worker with another model
+        decides the same. A history from before this question was asked replays without it."""
+        if not spec.aids_from_model or not workflow.patched(SMALL_MODEL):
+            return spec
+        small = await workflow.execute_local_activity(
+            SMALL_MODEL, result_type=bool, start_to_close_timeout=timedelta(seconds=30))
+        return with_small_model_aids(spec) if small else spec.replace(aids_from_model=())
+
     @workflow.run
     async def run(self, start: SessionInput) -> RunResult:
         tools = served(workflow.info().task_queue)
+        self.spec = await self._with_model_aids(self.spec)
         rules = rules_for(self.spec, tools.tools, tool_mode=tools.tool_mode,
-                          native_tools=tools.native_tools, small_model=tools.small_model)
+                          native_tools=tools.native_tools)
         try:
             result = await run_session(self.session, rules, WorkflowEffects(self, tools),
                                        cancel_ends=True)
