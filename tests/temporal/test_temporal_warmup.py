@@ -135,10 +135,14 @@ async def test_a_worker_warms_its_model_for_the_first_step_of_a_client_without_o
     assert model.warmed[0].tools == first.tools
 
 
-async def test_an_agent_worker_warms_its_model_for_its_agent() -> None:
+@pytest.mark.asyncio(loop_scope="session")
+async def test_an_agent_worker_warms_its_model_for_its_agent(skip_env: WorkflowEnvironment,
+                                                             task_queue: str) -> None:
     model = SmallWarmModel()
-    agent = Agent(model=model, tools=[find_key, forecast], instructions="Be brief.")
-    await warm_served(agent.sources, model, spec=agent.spec)
+    agent = Agent(model=model, tools=[find_key, forecast], instructions="Be brief.",
+                  temporal=skip_env.client, task_queue=task_queue)
+    async with await agent_worker(agent):
+        pass
     rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
     (warmed,) = model.warmed
     assert warmed is not None and "Be brief." in warmed.messages[0]["content"]
