@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from collections.abc import Callable, Coroutine, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from miniagent import defaults
@@ -389,23 +389,18 @@ class Agent:
             1 of 1 warm in ... s
             'cats: the index was loaded before the first call'
         """
-        from miniagent.tools.warmup import model_warmups, run_warmups, source_warmups
+        from miniagent.tools.warmup import (
+            model_warmups,
+            run_warmups,
+            source_warmups,
+            warm_model_prompt,
+        )
 
-        warmups = source_warmups(self.sources) + model_warmups(self.model, self._warm_model)
+        warm_model = partial(warm_model_prompt, self.model, self.sources, self.spec,
+                             self.protocol)
+        warmups = source_warmups(self.sources) + model_warmups(self.model, warm_model)
         self.warmup_report = await run_warmups(warmups, timeout=self.warmup_timeout)
         return self.warmup_report
-
-    async def _warm_model(self) -> None:
-        """The model's warm-up, given the first request of a run as the step logic renders it
-        (its prompt up to the question is every new session's); only loading when the tools
-        cannot be listed (their source's warm-up reports why)."""
-        from miniagent.runtime.loop import warmup_request
-
-        request = None
-        with contextlib.suppress(Exception):
-            toolbox = await Toolbox.gather(self.sources)
-            request = warmup_request(rules_for(self.spec, toolbox, protocol=self.protocol))
-        await self.model.warmup(request)  # type: ignore[union-attr]
 
     def warm_up(self) -> WarmupReport:
         """Synchronous :meth:`start`, for programs that call :meth:`run`.

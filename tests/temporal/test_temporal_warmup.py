@@ -15,7 +15,7 @@ from miniagent import Agent, ScriptedModel, tool
 from miniagent.cli.build import RunConfig, temporal_agent
 from miniagent.models.base import Capabilities
 from miniagent.runtime.loop import first_request
-from miniagent.runtime.spec import rules_for
+from miniagent.runtime.spec import rules_for, with_small_model_aids
 from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.temporal.worker import warm_served
 from miniagent.tools.registry import ToolRegistry
@@ -128,8 +128,8 @@ async def test_a_worker_warms_its_model_for_the_first_step_of_a_client_without_o
     assert report.ok and len(model.warmed) == 1 and model.warmed[0] is not None
     client = temporal_agent(RunConfig(), object(), "q", interactive=False)
     caps = model.capabilities
-    rules = rules_for(client.spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
-                      native_tools=caps.native_tools, small_model=True)
+    rules = rules_for(with_small_model_aids(client.spec), await Toolbox.gather(sources),
+                      tool_mode=caps.tool_mode, native_tools=caps.native_tools)
     first = first_request(rules, "Find the key k.")
     assert model.warmed[0].messages[:-1] == first.messages[:-1]
     assert model.warmed[0].tools == first.tools

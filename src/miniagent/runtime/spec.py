@@ -195,16 +195,14 @@ def with_small_model_aids(spec: AgentSpec) -> AgentSpec:
 
 
 def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
-              native_tools: bool | None = None, protocol: ActionProtocol | None = None,
-              small_model: bool = False) -> Rules:
+              native_tools: bool | None = None, protocol: ActionProtocol | None = None
+              ) -> Rules:
     """The rules of a run of ``spec`` over ``tools``, the same on every driver.
 
     Args:
         spec: The agent's description.
         tools: The run's tools, listed once.
         tool_mode, native_tools: The model's profile, for a spec that names no protocol.
-        small_model: The model is small: the aids the spec left to the model are on (a
-            driver that knows its model here; a Temporal session decides them once itself).
         protocol: The protocol object itself, where the driver has it (in process: the
             agent's own, which keeps what it learnt of the endpoint between runs).
 
@@ -212,8 +210,6 @@ def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
         UserError: the protocol is not registered here, or ``tool_choice`` or ``recall`` names
             a tool the run does not have.
     """
-    if small_model and spec.aids_from_model:
-        spec = with_small_model_aids(spec)
     if protocol is None:
         protocol = build_protocol(spec.protocol, tool_mode=tool_mode, native_tools=native_tools)
     try:  # a name the run lacks would make every reply invalid until max_steps

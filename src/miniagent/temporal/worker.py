@@ -10,7 +10,6 @@ worker starts. The workflows this worker runs read that toolbox (and the model's
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
@@ -23,13 +22,19 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from miniagent import defaults
 from miniagent.models.base import Model
 from miniagent.protocol.registry import ProtocolRef
-from miniagent.runtime.spec import AIDS_FOR, AgentSpec, rules_for
+from miniagent.runtime.spec import AIDS_FOR, AgentSpec
 from miniagent.temporal.activities import SessionActivities
 from miniagent.temporal.workers import Served, register
 from miniagent.temporal.workflow import SessionWorkflow
 from miniagent.tools.source import ToolSource
 from miniagent.tools.toolbox import Toolbox
-from miniagent.tools.warmup import WarmupReport, model_warmups, run_warmups, source_warmups
+from miniagent.tools.warmup import (
+    WarmupReport,
+    model_warmups,
+    run_warmups,
+    source_warmups,
+    warm_model_prompt,
+)
 
 if TYPE_CHECKING:
     from miniagent.agent import Agent
@@ -93,23 +98,9 @@ async def warm_served(sources: Sequence[ToolSource], model: Model | None, *,
     :mod:`miniagent.tools.warmup`): its tools' and sources', and its model's with the first
     request of a run of ``spec`` over them (default :data:`CLIENT_SPEC`), so that a first step
     of such a run finds its prompt in the embedded model's cache."""
-    warm_model = partial(_warm_model, model, sources, spec or CLIENT_SPEC)
+    warm_model = partial(warm_model_prompt, model, sources, spec or CLIENT_SPEC)
     warmups = source_warmups(sources) + model_warmups(model, warm_model)
     return await run_warmups(warmups, timeout=timeout)
-
-
-async def _warm_model(model: Any, sources: Sequence[ToolSource], spec: AgentSpec) -> None:
-    """The model's warm-up with the request the step logic renders first for ``spec`` (only
-    loading when the tools cannot be listed: their source's warm-up reports why)."""
-    from miniagent.runtime.loop import warmup_request
-
-    request = None
-    with contextlib.suppress(Exception):
-        caps = model.capabilities
-        rules = rules_for(spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
-                          native_tools=caps.native_tools, small_model=caps.small_model)
-        request = warmup_request(rules)
-    await model.warmup(request)
 
 
 async def agent_worker(agent: Agent, client: Client | None = None, *,

@@ -42,6 +42,7 @@ it took, and what failed and why; each failure is also logged as a warning (logg
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -52,6 +53,8 @@ from miniagent.errors import ToolError
 from miniagent.tools.warmup_record import WarmupStatus, forget, once
 
 if TYPE_CHECKING:
+    from miniagent.protocol.base import ActionProtocol
+    from miniagent.runtime.spec import AgentSpec
     from miniagent.tools.registry import Tool
     from miniagent.tools.source import ToolSource
 
@@ -184,6 +187,27 @@ def model_warmups(model: object, run: Callable[[], Any] | None = None) -> list[W
 
     return [Warmup(name=f"model {describe_model(model).name}", key=model, run=run or warmup,
                    still_warm=still_warm if callable(still_warm) else None)]
+
+
+async def warm_model_prompt(model: Any, sources: Sequence[ToolSource], spec: AgentSpec,
+                            protocol: ActionProtocol | None = None) -> None:
+    """``model.warmup`` with the first request a run of ``spec`` over ``sources`` sends before
+    its question (:func:`~miniagent.runtime.loop.warmup_request`), so that a first step finds
+    that prompt in the embedded model's cache; the aids ``spec`` left to the model are decided
+    by it. Only loading when the tools cannot be listed (their source's warm-up says why)."""
+    from miniagent.runtime.loop import warmup_request
+    from miniagent.runtime.spec import rules_for, with_small_model_aids
+    from miniagent.tools.toolbox import Toolbox
+
+    request = None
+    with contextlib.suppress(Exception):
+        caps = model.capabilities
+        if caps.small_model and spec.aids_from_model:
+            spec = with_small_model_aids(spec)
+        rules = rules_for(spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
+                          native_tools=caps.native_tools, protocol=protocol)
+        request = warmup_request(rules)
+    await model.warmup(request)
 
 
 def _label(source: object) -> str:
