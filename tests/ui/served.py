@@ -7,12 +7,33 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+
+
+@dataclass
+class Inbox:
+    """A running ``miniagent ui``: its URL, the one-time login link and token it printed."""
+
+    url: str
+    link: str
+    token: str | None
+
+    @contextmanager
+    def client(self, **options: Any) -> Iterator[httpx.Client]:
+        """An HTTP client logged in through the one-time link, as a person's browser is."""
+        with httpx.Client(base_url=self.url, **options) as http:
+            opened = http.get(self.link)
+            assert opened.status_code == 303 and "miniagent_ui" in opened.headers["set-cookie"]
+            yield http
 
 
 @contextmanager
-def served(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run ``miniagent ui --port 0 ARGS``; yields its URL; stops it on exit."""
+def served(*args: str, env: dict[str, str] | None = None) -> Iterator[Inbox]:
+    """Run ``miniagent ui --port 0 ARGS``; yields what it printed; stops it on exit."""
     command = [sys.executable, "-c", "from miniagent.cli import main; main()", "ui",
                "--port", "0", *args]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -23,7 +44,10 @@ def served(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
         if not first.startswith("miniagent inbox on "):
             process.wait(timeout=30)
             raise AssertionError(f"miniagent ui did not start: {first}{process.stderr.read()}")
-        yield first.split()[3]
+        link, typed = process.stdout.readline().split(), process.stdout.readline().split()
+        assert link[:2] == ["log", "in:"], link
+        token = typed[-1] if typed[:4] == ["or", "type", "this", "token"] else None
+        yield Inbox(url=first.split()[3], link=link[2], token=token)
     finally:
         process.terminate()
         try:

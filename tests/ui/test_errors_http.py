@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from starlette.testclient import TestClient
+from ui_support import LOCAL
 
 from miniagent import SQLiteStore
 from miniagent.session import AgentSession
@@ -20,7 +21,7 @@ def test_a_damaged_store_gives_a_clear_page_under_the_csp(tmp_path: Path) -> Non
     store = SQLiteStore(tmp_path / "s.db")
     store.save(AgentSession.start("what is 2+2?", id="a", at=1.0))
     inbox = app(store=store)
-    with TestClient(inbox, base_url=BASE, raise_server_exceptions=False) as http:
+    with TestClient(inbox, client=LOCAL, base_url=BASE, raise_server_exceptions=False) as http:
         assert http.get("/sessions").status_code == 200
         damage = sqlite3.connect(tmp_path / "s.db")  # another program breaks the file
         damage.execute("DROP TABLE sessions")
@@ -37,7 +38,7 @@ def test_a_damaged_store_gives_a_clear_page_under_the_csp(tmp_path: Path) -> Non
 
 
 def test_an_unreachable_temporal_gives_a_clear_page() -> None:
-    with TestClient(app(temporal="127.0.0.1:1"), base_url=BASE,
+    with TestClient(app(temporal="127.0.0.1:1"), client=LOCAL, base_url=BASE,
                     raise_server_exceptions=False) as http:
         pages = [http.get(url) for url in ("/", "/sessions", "/sessions/s1")]
     for page in pages:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from ui_support import LOCAL
 
 from miniagent import MemoryStore
 from miniagent.evals.html_report import write_html
@@ -52,7 +53,7 @@ def evals(tmp_path: Path) -> Path:
 
 
 def client(evals: Path | None) -> TestClient:
-    return TestClient(app(store=MemoryStore(), evals=evals), base_url=BASE)
+    return TestClient(app(store=MemoryStore(), evals=evals), client=LOCAL, base_url=BASE)
 
 
 def test_reports_are_listed_and_rendered_by_the_eval_html_code(evals: Path,

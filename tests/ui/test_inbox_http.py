@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-from ui_support import HOSTILE, PAID, act, hidden, waiting_agent
+from ui_support import HOSTILE, LOCAL, PAID, act, hidden, waiting_agent
 
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
 from miniagent.store.base import SessionQuery, new_owner
@@ -28,7 +28,7 @@ def _clear() -> Iterator[None]:
 
 def client(inbox: object, origin: str | None = BASE) -> TestClient:
     headers = {"Origin": origin} if origin else {}
-    return TestClient(inbox, base_url=BASE, headers=headers)  # type: ignore[arg-type]
+    return TestClient(inbox, client=LOCAL, base_url=BASE, headers=headers)  # type: ignore[arg-type]
 
 
 def until(check: Callable[[], bool], what: str) -> None:
@@ -147,7 +147,7 @@ def test_a_post_with_its_referer_alone_is_accepted(tmp_path: Path) -> None:
 def test_another_host_name_is_refused(tmp_path: Path) -> None:
     """A site that points its name at 127.0.0.1 (DNS rebinding) reaches nothing."""
     agent, _, _ = waiting_agent(tmp_path / "s.db", [PAY])
-    with TestClient(app(agent), base_url="http://rebound.example:8765") as http:
+    with TestClient(app(agent), client=LOCAL, base_url="http://rebound.example:8765") as http:
         refused = http.get("/")
     assert refused.status_code == 421 and "Pay Alice" not in refused.text
 
@@ -161,7 +161,7 @@ def test_every_page_carries_a_strict_policy_and_a_safe_cookie(tmp_path: Path) ->
             assert "default-src 'none'" in policy and "script-src 'self'" in policy
             assert "unsafe-inline" not in policy and "frame-ancestors 'none'" in policy
             assert response.headers["x-content-type-options"] == "nosniff"
-        first = TestClient(app(agent), base_url=BASE).get("/")
+        first = TestClient(app(agent), client=LOCAL, base_url=BASE).get("/")
     cookie = first.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
 
@@ -219,3 +219,36 @@ def test_a_sub_agents_call_is_decided_on_its_parent_and_relayed(tmp_path: Path) 
               "the boss's answer")
     assert DELETED == ["old.log"]
     assert SQLiteStore(tmp_path / "s.db").load(sub_id).status == "completed"
+
+
+def test_without_a_token_a_remote_peer_is_refused_whatever_host_it_names(
+        tmp_path: Path) -> None:
+    """``app()`` mounted in a server of one's own: the Host header is the client's word; a
+    request from another machine claiming ``Host: 127.0.0.1`` approves nothing."""
+    agent, _, sid = waiting_agent(tmp_path / "s.db", [PAY])
+    local = client(app(agent))
+    with local:
+        form = decision(local.get("/").text, "approve")
+    with TestClient(app(agent), client=("203.0.113.7", 40000), base_url=BASE,
+                    headers={"Origin": BASE}) as remote:
+        shown = remote.get("/")
+        posted = remote.post(f"/sessions/{sid}/decide", data=form)
+    assert shown.status_code == 403 and "Pay Alice" not in shown.text
+    assert posted.status_code == 403
+    assert agent.store.load(sid).status == "awaiting_approval" and not PAID
+
+
+def test_behind_a_token_a_remote_peer_logs_in_first(tmp_path: Path) -> None:
+    agent, _, _ = waiting_agent(tmp_path / "s.db", [PAY])
+    token = "a-token-of-24-characters"
+    inbox = app(agent, token=token, allowed_hosts=["*"])
+    with TestClient(inbox, client=("203.0.113.7", 40000), base_url=BASE,
+                    headers={"Origin": BASE}) as remote:
+        assert remote.get("/", follow_redirects=False).status_code == 303
+        assert remote.post("/login", data={"token": token},
+                           follow_redirects=False).status_code == 303
+        assert "Pay Alice" in remote.get("/").text
+    with TestClient(inbox, client=("127.0.0.1", 40000), base_url=BASE) as local:
+        link = inbox.state.gate.new_link()
+        assert local.get(f"/login?once={link}", follow_redirects=False).status_code == 303
+        assert "Pay Alice" in local.get("/").text

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-from ui_support import PAID, act, hidden, pay
+from ui_support import LOCAL, PAID, act, hidden, pay
 
 from miniagent import Agent, ScriptedModel, SQLiteStore
 from miniagent.ui import app
@@ -26,7 +26,7 @@ def test_a_session_with_an_odd_id_is_shown_and_decided(tmp_path: Path, sid: str)
                                        "Final Answer: paid"]),
                   tools=[pay], store=SQLiteStore(tmp_path / "s.db"))
     assert agent.run("Pay Alice", session_id=sid).status == "awaiting_approval"
-    with TestClient(app(agent), base_url=BASE, headers={"Origin": BASE}) as http:
+    with TestClient(app(agent), client=LOCAL, base_url=BASE, headers={"Origin": BASE}) as http:
         inbox = http.get("/").text
         link = re.search(r'<h2><a href="([^"]+)">Pay Alice</a>', inbox)
         assert link is not None and "/" not in link.group(1)[len("/sessions/"):]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-from ui_support import PAID, act, hidden, pay
+from ui_support import LOCAL, PAID, act, hidden, pay
 
 from miniagent import ScriptedModel
 
@@ -27,7 +27,7 @@ def test_the_inbox_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     agent = names["agent"]
     sid = agent.run("Pay Alice 30 euros").session_id  # type: ignore[attr-defined]
     base = "http://127.0.0.1:8321"
-    with TestClient(names["inbox"], base_url=base,  # type: ignore[arg-type]
+    with TestClient(names["inbox"], client=LOCAL, base_url=base,  # type: ignore[arg-type]
                     headers={"Origin": base}) as http:
         page = http.get("/").text
         http.post(f"/sessions/{sid}/decide", data={

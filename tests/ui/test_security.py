@@ -110,3 +110,46 @@ def test_failed_logins_are_throttled() -> None:
         assert throttle.allowed()
         throttle.failed()
     assert not throttle.allowed()
+
+
+def test_one_address_failing_does_not_lock_out_another() -> None:
+    throttle = LoginThrottle(per_minute=3)
+    for _ in range(50):  # a stranger guessing from another machine
+        throttle.failed("203.0.113.7")
+    assert not throttle.allowed("203.0.113.7")
+    assert throttle.allowed("192.0.2.10")  # the owner still logs in
+
+
+def test_the_throttle_remembers_a_bounded_number_of_addresses() -> None:
+    throttle = LoginThrottle(per_minute=1, max_addresses=10)
+    for n in range(1000):
+        throttle.failed(f"10.0.{n // 256}.{n % 256}")
+    assert len(throttle._failures) == 10
+
+
+@pytest.mark.parametrize(("client", "local"), [
+    (("127.0.0.1", 5000), True), (("127.8.9.1", 1), True), (("::1", 1), True),
+    (None, True),  # a Unix socket: its file permissions chose who connects
+    (("203.0.113.7", 5000), False), (("10.0.0.2", 1), False), (("testclient", 1), False),
+    (("0.0.0.0", 1), False)])
+def test_without_a_token_only_peers_on_this_machine_pass(client: tuple[str, int] | None,
+                                                         local: bool) -> None:
+    if local:
+        Gate().check_peer(client)
+    else:
+        with pytest.raises(Refused) as refused:
+            Gate().check_peer(client)
+        assert refused.value.status == 403
+    Gate(token=TOKEN).check_peer(client)  # behind a token, any peer may try to log in
+
+
+def test_a_login_link_works_once_and_not_after_it_expires() -> None:
+    gate = Gate(token=TOKEN)
+    code = gate.new_link(now=100.0)
+    assert not gate.redeem(code + "x", now=101.0)
+    assert gate.redeem(code, now=101.0)
+    assert not gate.redeem(code, now=102.0)  # used
+    late = gate.new_link(now=100.0)
+    assert not gate.redeem(late, now=100.0 + 16 * 60)  # expired
+    with pytest.raises(ValueError):
+        Gate().new_link()  # no token: nothing to log in to

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from starlette.testclient import TestClient
-from ui_support import act, hidden, pay, waiting_agent
+from ui_support import LOCAL, act, hidden, pay, waiting_agent
 
 from miniagent import Agent, ScriptedModel, SQLiteStore
 from miniagent.errors import ModelConnectionError
@@ -23,7 +23,7 @@ BASE = "http://127.0.0.1:8765"
 
 
 def client(inbox: object) -> TestClient:
-    return TestClient(inbox, base_url=BASE, headers={"Origin": BASE})  # type: ignore[arg-type]
+    return TestClient(inbox, client=LOCAL, base_url=BASE, headers={"Origin": BASE})  # type: ignore[arg-type]
 
 
 def until(check: Callable[[], bool], what: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 from test_sessions_http import form_of
-from ui_support import act, waiting_agent
+from ui_support import LOCAL, act, waiting_agent
 
 from miniagent import SQLiteStore
 from miniagent.runtime.approvals import decide
@@ -35,7 +35,8 @@ class DecidedMeanwhile(SQLiteStore):
 def test_a_cancel_from_a_page_gone_stale_meanwhile_changes_nothing(tmp_path: Path) -> None:
     _, _, sid = waiting_agent(tmp_path / "s.db", [act("pay", {"to": "A", "amount": 1})])
     store = DecidedMeanwhile(tmp_path / "s.db")
-    with TestClient(app(store=store), base_url=BASE, headers={"Origin": BASE}) as http:
+    with TestClient(app(store=store), client=LOCAL, base_url=BASE,
+                    headers={"Origin": BASE}) as http:
         page = http.get(f"/sessions/{sid}").text
         store.race = True
         done = http.post(f"/sessions/{sid}/cancel", data=form_of(page, "cancel"))

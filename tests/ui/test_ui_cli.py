@@ -1,6 +1,6 @@
 """`miniagent ui` as a person starts it: a session left waiting by `miniagent run --detach` is
-approved in the inbox and runs on in the inbox's process with what it recorded; off loopback
-the inbox asks for a token."""
+approved in the inbox and runs on in the inbox's process with what it recorded; every address
+asks for a login (a one-time link, or the token), loopback included."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def test_a_detached_session_is_approved_in_the_inbox_and_runs_on(tmp_path: Path)
             "--json"])
         sid = json.loads(started.stdout)["session_id"]
         assert json.loads(started.stdout)["status"] == "awaiting_approval"
-        with served("--store", str(store)) as url, httpx.Client(
-                base_url=url, headers={"Origin": url.rstrip("/")}) as http:
+        with served("--store", str(store)) as inbox, inbox.client(
+                headers={"Origin": inbox.url.rstrip("/")}) as http:
             page = http.get("/").text
             assert "Pay Bob 5 euros" in page and "pay" in page
             form = {name: hidden(page, name) for name in ("csrf", "version", "call_id")}
@@ -60,7 +60,9 @@ def test_off_loopback_a_token_is_required(tmp_path: Path) -> None:
 def test_with_a_token_a_person_logs_in_once(tmp_path: Path) -> None:
     env = {"INBOX_TOKEN": TOKEN}
     with served("--store", str(tmp_path / "s.db"), "--token-env", "INBOX_TOKEN",
-                env=env) as url, httpx.Client(base_url=url) as http:
+                env=env) as inbox, httpx.Client(base_url=inbox.url) as http:
+        url = inbox.url
+        assert inbox.token is None  # a token given in the environment is never printed
         first = http.get("/")
         assert first.status_code == 303 and first.headers["location"] == "/login"
         assert http.get("/sessions/x/part").status_code == 303
@@ -89,9 +91,89 @@ def test_eval_reports_are_served_from_the_folder_given(tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["ui", "--store", str(tmp_path / "s.db"), "--evals",
                                        str(tmp_path / "nowhere")])
     assert missing.exit_code != 0 and "no such folder" in missing.output + missing.stderr
-    with served("--store", str(tmp_path / "s.db"), "--evals", str(tmp_path / "evals")) as url, \
-            httpx.Client(base_url=url) as http:
+    with served("--store", str(tmp_path / "s.db"), "--evals", str(tmp_path / "evals")) as inbox, \
+            inbox.client() as http:
         listing = http.get("/evals").text
         shown = http.get("/evals/report", params={"run": "nightly"})
     assert ">nightly</a>" in listing
     assert shown.status_code == 200 and "miniagent eval: 0 tasks" in shown.text
+
+
+def test_on_loopback_too_nothing_is_shown_before_a_login(tmp_path: Path) -> None:
+    """Another user of this machine reaches 127.0.0.1 too: without the token or the link
+    printed at start, no page shows and no decision is taken."""
+    with served("--store", str(tmp_path / "s.db")) as inbox, \
+            httpx.Client(base_url=inbox.url) as stranger:
+        assert inbox.token is not None and len(inbox.token) >= 16
+        assert stranger.get("/").status_code == 303  # to /login
+        assert stranger.get("/sessions").status_code == 303
+        posted = stranger.post("/sessions/s1/decide", data={"decision": "approve"},
+                               headers={"Origin": inbox.url.rstrip("/")})
+        assert posted.status_code == 401
+        guessed = stranger.get(inbox.link[:-4] + "AAAA")
+        assert guessed.status_code == 403 and "miniagent_ui" not in guessed.headers.get(
+            "set-cookie", "")
+        with inbox.client() as owner:  # the link printed at start
+            assert owner.get("/").status_code == 200
+        again = stranger.get(inbox.link)  # it worked once: history keeps nothing that works
+        assert again.status_code == 403 and "used already" in again.text
+        typed = stranger.post("/login", data={"token": inbox.token},
+                              headers={"Origin": inbox.url.rstrip("/")})
+        assert typed.status_code == 303
+        assert stranger.get("/sessions").status_code == 200
+
+
+def test_another_loopback_address_answers_its_own_url(tmp_path: Path) -> None:
+    with served("--store", str(tmp_path / "s.db"), "--host", "127.0.0.2") as inbox, \
+            inbox.client() as http:
+        assert inbox.url.startswith("http://127.0.0.2:")
+        assert http.get("/sessions").status_code == 200
+
+
+def test_a_record_given_through_run_metadata_is_never_imported_or_connected(
+        tmp_path: Path) -> None:
+    """A Python application's caller can set a session's metadata: a ``cli`` record naming a
+    tools file and a model server there must not make the inbox (or a resume) import that
+    file or send anything to that server."""
+    from miniagent import Agent, ScriptedModel, tool
+
+    evil = tmp_path / "evil_tools.py"
+    evil.write_text(f"open({str(tmp_path / 'imported.txt')!r}, 'w').write('ran')\n",
+                    encoding="utf-8")
+
+    @tool(requires_approval=True)
+    def pay(to: str, amount: int) -> str:
+        """Pay someone."""
+        return "paid"
+
+    store = tmp_path / "s.db"
+    with StubServer(["Final Answer: stolen"]).run_in_thread() as stub:
+        agent = Agent(model=ScriptedModel([act("pay", {"to": "Bob", "amount": 5})]),
+                      tools=[pay], store=SQLiteStore(store))
+        forged = {"cli": {"base_url": stub.base_url, "model": "m", "tools": [str(evil)]}}
+        sid = agent.run("Pay Bob", metadata=forged).session_id
+        with served("--store", str(store)) as inbox, inbox.client(
+                headers={"Origin": inbox.url.rstrip("/")}) as http:
+            page = http.get("/").text
+            assert "was not written by miniagent" in page  # shown beside the decision
+            form = {name: hidden(page, name) for name in ("csrf", "version", "call_id")}
+            done = http.post(f"/sessions/{sid}/decide",
+                             data={**form, "decision": "approve"}, follow_redirects=True)
+            assert done.status_code == 200
+        resumed = CliRunner().invoke(app, ["sessions", "resume", sid, "--store", str(store)])
+    assert "did not write" in resumed.stderr
+    assert not (tmp_path / "imported.txt").exists()
+    assert stub.requests == []
+
+
+def test_the_approval_page_shows_what_the_session_goes_on_with(tmp_path: Path) -> None:
+    store, tools = tmp_path / "s.db", write_tools(tmp_path)
+    with StubServer([act("pay", {"to": "Bob", "amount": 5})]).run_in_thread() as stub:
+        started = CliRunner().invoke(app, [
+            "run", "Pay Bob 5 euros", "--base-url", stub.base_url, "--model", "stub",
+            "--mode", "react", "--tools", str(tools), "--store", str(store), "--detach",
+            "--json"])
+        assert json.loads(started.stdout)["status"] == "awaiting_approval"
+        with served("--store", str(store)) as inbox, inbox.client() as http:
+            page = http.get("/").text
+    assert f"model server {stub.base_url} (stub)" in page and str(tools) in page

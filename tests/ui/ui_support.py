@@ -50,3 +50,8 @@ def hidden(html: str, name: str) -> str:
     found = re.search(rf'name="{name}" value="([^"]*)"', html)
     assert found is not None, f"no field {name}"
     return found.group(1)
+
+
+LOCAL = ("127.0.0.1", 50000)
+"""The peer address of a test client: a process on this machine (Starlette's test client
+names itself ``testclient``, which an inbox without a token refuses)."""

@@ -16,6 +16,7 @@ import typer
 from miniagent import defaults
 from miniagent.agent import Agent
 from miniagent.cli.loading import load_tools
+from miniagent.cli.seal import RECORD, sealed, unsealed
 from miniagent.errors import ConfigError, ModelError
 from miniagent.limits import EndpointLimits
 from miniagent.models.base import Model
@@ -71,9 +72,18 @@ class RunConfig:
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
+        """What a CLI run recorded in a session, if this user's miniagent sealed it (see
+        :mod:`miniagent.cli.seal`); else the defaults: a record anyone else wrote (e.g. a
+        Python application's caller, through ``run(metadata=...)``) never names the tools
+        files imported or the servers connected to."""
         known = cls.__dataclass_fields__
-        saved = metadata.get("cli") or {}
+        saved = unsealed(metadata) or {}
         return cls(**{k: v for k, v in saved.items() if k in known})
+
+    @staticmethod
+    def forged(metadata: dict[str, Any]) -> bool:
+        """Whether ``metadata`` has a CLI record this user's miniagent did not seal."""
+        return RECORD in metadata and unsealed(metadata) is None
 
     def merged(self, **overrides: Any) -> RunConfig:
         """This config with every override that is not None."""
@@ -87,7 +97,7 @@ class RunConfig:
         values = asdict(self)
         values["mcp"] = [shlex.join(redact_command(_words(line))) for line in self.mcp]
         values["mcp_urls"] = [redact_url(url) for url in self.mcp_urls]
-        return {"cli": values}
+        return sealed(values)
 
 
 def _words(line: str) -> list[str]:

@@ -367,6 +367,10 @@ def resume(
         saved = sessions.load(session_id)
         if saved.status in FINAL:
             return _nothing_to_resume(saved, as_json=as_json, store=store)  # it exits
+        if RunConfig.forged(saved.metadata):
+            typer.echo(f"miniagent: warning: session {session_id} carries a command-line record "
+                       "that miniagent's command line did not write (no valid seal): it is "
+                       "ignored; give the model server and tools as options", err=True)
         recorded = RunConfig.recorded(saved.metadata)
         config = recorded.merged(base_url=base_url, model=model, tools=tools,
                                  mode=mode.value if mode else None)

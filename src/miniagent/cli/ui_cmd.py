@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import secrets
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -27,7 +28,7 @@ def ui(
     store: StoreOption = None,
     host: Annotated[str, typer.Option(help="The address to listen on. Any but a loopback one needs --token-env.")] = "127.0.0.1",  # noqa: E501
     port: Annotated[int, typer.Option(min=0, max=65535, help="The port (0: any free one).")] = DEFAULT_PORT,  # noqa: E501
-    token_env: Annotated[str | None, typer.Option("--token-env", metavar="NAME", help="The environment variable holding the login token (at least 16 characters); required off loopback.")] = None,  # noqa: E501
+    token_env: Annotated[str | None, typer.Option("--token-env", metavar="NAME", help="The environment variable holding the login token (at least 16 characters); required off loopback. Without it, one is drawn at start and printed.")] = None,  # noqa: E501
     trace: Annotated[Path | None, typer.Option("--trace", help="A JSONL trace file: runs started in the inbox are appended to it, and sessions with runs in it link to their trace report.")] = None,  # noqa: E501
     temporal: TemporalOption = None,
     task_queue: TaskQueueOption = "miniagent",
@@ -39,6 +40,10 @@ def ui(
     model server, tools and MCP servers it recorded, as 'miniagent sessions resume' would run
     it; the API key comes from MINIAGENT_API_KEY or OPENAI_API_KEY. With --temporal, the
     sessions of that cluster: a decision goes to the workflow, whose workers go on with it.
+
+    Every address needs a login, loopback included (other users of this machine reach it
+    too): open the one-time link printed at start, or type the token (drawn at start, or
+    the one in --token-env).
     """
     import uvicorn
 
@@ -46,8 +51,8 @@ def ui(
     from miniagent.ui import app
     from miniagent.ui.security import LOOPBACK_HOSTS
 
-    token = _token(host, token_env)
-    hosts = LOOPBACK_HOSTS if token is None else ("*",)
+    token, drawn = _token(host, token_env)
+    hosts = (*LOOPBACK_HOSTS, host.strip("[]")) if _loopback(host) else ("*",)
     with cli_errors():
         if temporal:
             where = f"sessions on Temporal {temporal}"
@@ -58,7 +63,7 @@ def ui(
             where = f"sessions in {sessions.path}"
             inbox = app(store=sessions, agent_for=lambda s: _agent_for(s, sessions),
                         token=token, allowed_hosts=hosts, trace=trace, where=where,
-                        evals=evals)
+                        evals=evals, runs_with=_runs_with)
         if evals is not None and not evals.is_dir():
             raise fail(f"--evals {evals}: no such folder")
         listener = _listen(host, port)
@@ -66,8 +71,12 @@ def ui(
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     url = f"http://{shown}:{bound[1]}/"
     typer.echo(visible(f"miniagent inbox on {url} ({where}); Ctrl-C stops it"))
-    if token is not None:
-        typer.echo(visible(f"log in at {url}login with the token in ${token_env}"))
+    typer.echo(f"log in: {url}login?once={inbox.state.gate.new_link()} (works once, for 15 "
+               "minutes)")
+    if drawn:
+        typer.echo(f"or type this token at {url}login: {token}")
+    else:
+        typer.echo(visible(f"or type the token in ${token_env} at {url}login"))
     server = uvicorn.Server(uvicorn.Config(inbox, log_level="warning", lifespan="on",
                                            proxy_headers=False, server_header=False))
     server.run(sockets=[listener])
@@ -82,14 +91,16 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _token(host: str, token_env: str | None) -> str | None:
-    """The login token: from ``token_env``; required unless the address is loopback."""
+def _token(host: str, token_env: str | None) -> tuple[str, bool]:
+    """The login token, and whether it was drawn here: from ``token_env``, else (on a
+    loopback address only) a random one, since other users of this machine reach loopback
+    too."""
     if token_env is None:
         if not _loopback(host):
             raise fail(f"--host {host} lets other machines reach the inbox: give a login token "
                        "with --token-env NAME (an environment variable holding at least 16 "
                        "characters)")
-        return None
+        return secrets.token_urlsafe(24), True
     from miniagent.ui.security import MIN_TOKEN_CHARS
 
     token = os.environ.get(token_env)
@@ -98,7 +109,7 @@ def _token(host: str, token_env: str | None) -> str | None:
     if len(token) < MIN_TOKEN_CHARS:
         raise fail(f"--token-env {token_env}: the token has {len(token)} characters; give at "
                    f"least {MIN_TOKEN_CHARS}")
-    return token
+    return token, False
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -122,9 +133,31 @@ def _agent_for(session: AgentSession, sessions: SQLiteStore) -> Agent:
     it (a session that recorded no model server is resumed from the command line)."""
     from miniagent.cli.build import RunConfig, build_agent
 
+    if RunConfig.forged(session.metadata):
+        raise ConfigError(f"session {session.id} carries a command-line record that "
+                          "miniagent's command line did not write (no valid seal; e.g. given "
+                          "through run(metadata=...)): the inbox imports and connects nothing "
+                          "from it; resume it with: miniagent sessions resume "
+                          f"{session.id} --base-url URL --tools FILE")
     config = RunConfig.recorded(session.metadata)
     if not config.base_url:
         raise ConfigError(f"session {session.id} recorded no model server (it ran on the "
                           "embedded model, or from Python); resume it with: miniagent "
                           f"sessions resume {session.id}")
     return build_agent(config, sessions, api_key=None, interactive=False)
+
+
+def _runs_with(session: AgentSession) -> str:
+    """What a session goes on with in this inbox: the model server and tools it recorded."""
+    from miniagent.cli.build import RunConfig
+
+    if RunConfig.forged(session.metadata):
+        return ("nothing: its command-line record was not written by miniagent's command "
+                "line, so it is not used (resume it from the command line)")
+    config = RunConfig.recorded(session.metadata)
+    if not config.base_url:
+        return "nothing here (no model server recorded: resume it from the command line)"
+    parts = [f"model server {config.base_url}" + (f" ({config.model})" if config.model else ""),
+             "tools: " + (", ".join(config.tools) or "none")]
+    parts += [f"MCP: {line}" for line in [*config.mcp, *config.mcp_urls]]
+    return "; ".join(parts)

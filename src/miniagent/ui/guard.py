@@ -1,6 +1,6 @@
-"""The guard in front of every route of the inbox: the Host check, the login, the browser's
-cookie, the Origin of state-changing requests, the security headers, bounded form bodies (the
-rules themselves are in :mod:`miniagent.ui.security`)."""
+"""The guard in front of every route of the inbox: the peer and Host checks, the login, the
+browser's cookie, the Origin of state-changing requests, the security headers, bounded form
+bodies (the rules themselves are in :mod:`miniagent.ui.security`)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ inline, nothing from elsewhere, forms posted only here, never framed."""
 
 
 class Guarded:
-    """In front of every route: the Host check, the login, the browser's cookie, the Origin
-    of state-changing requests, and the security headers of every response."""
+    """In front of every route: the peer and Host checks, the login, the browser's cookie,
+    the Origin of state-changing requests, and the security headers of every response."""
 
     def __init__(self, app: ASGIApp, gate: Gate) -> None:
         self.app, self.gate = app, gate
@@ -48,6 +48,7 @@ class Guarded:
         cookie = cookie_of(headers.get("cookie"))
         issued = None
         try:
+            self.gate.check_peer(scope.get("client"))
             self.gate.check_host(headers.get("host"))
             if not self.gate.cookie_valid(cookie):
                 cookie = None

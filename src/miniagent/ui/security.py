@@ -2,10 +2,16 @@
 
 - **Host**: every request must name an allowed host (loopback names by default), so a page on
   another site that rebinds its DNS name to 127.0.0.1 is refused.
-- **Token** (any address but loopback): given once, in the form at ``/login`` (never in a
-  URL, where history and access logs would keep it), compared with
+- **Peer**: a server without a token answers only clients on this machine (a loopback peer
+  address, or a Unix socket), whatever their ``Host`` header says.
+- **Token**: ``miniagent ui`` always has one (drawn at start unless given), because loopback
+  is no boundary between the users of one machine. It is typed once in the form at
+  ``/login``, or a one-time login link printed at start is opened (the token itself never
+  goes in a URL, where history and access logs would keep it); compared with
   :func:`hmac.compare_digest`; the browser then holds a cookie (``HttpOnly``,
-  ``SameSite=Strict``) signed with a key this process drew at start.
+  ``SameSite=Strict``) signed with a key this process drew at start. Wrong tokens are
+  throttled per client address, so a stranger's guesses do not lock the owner out from
+  another one.
 - **CSRF**: every POST carries a token derived from that cookie (an HMAC, checked in constant
   time), and an ``Origin`` (or, without one, a ``Referer``) of this very host.
 
@@ -18,11 +24,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import os
+import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 COOKIE = "miniagent_ui"
@@ -35,6 +45,12 @@ MAX_FORM_BYTES = 64 * 1024
 """A larger form body is refused (a reason, a question: far less)."""
 
 MIN_TOKEN_CHARS = 16
+
+LINK_SECONDS = 15 * 60.0
+"""How long a one-time login link works (once)."""
+
+MAX_LINKS = 16
+"""At most this many one-time login links are valid at once (the oldest go first)."""
 
 
 class Refused(Exception):
@@ -59,6 +75,7 @@ class Gate:
     token: str | None = None
     allowed_hosts: Iterable[str] = LOOPBACK_HOSTS
     key: bytes = field(default_factory=lambda: os.urandom(32))
+    _links: OrderedDict[str, float] = field(default_factory=OrderedDict, repr=False)
 
     def __post_init__(self) -> None:
         self.allowed_hosts = frozenset(h.lower().strip("[]") for h in self.allowed_hosts)
@@ -93,6 +110,35 @@ class Gate:
             return
         raise Refused(403, "refused: the request says neither where it came from (no Origin "
                            "nor Referer)")
+
+    def check_peer(self, client: tuple[str, int] | list[Any] | None) -> None:
+        """Raise Refused unless a server without a token is reached from this machine: the
+        ``Host`` header is the client's word, the peer address is the network's."""
+        if self.token is None and not is_local_peer(client):
+            raise Refused(403, "this inbox has no login token, so it answers only this "
+                               "machine; start it with a token to reach it from elsewhere")
+
+    # -- one-time login links -------------------------------------------------------------
+
+    def new_link(self, now: float | None = None) -> str:
+        """A login code that works once, within ``LINK_SECONDS``: ``/login?once=CODE``."""
+        if self.token is None:
+            raise ValueError("a server without a token needs no login link")
+        now = time.monotonic() if now is None else now
+        code = secrets.token_urlsafe(24)
+        self._links[code] = now + LINK_SECONDS
+        while len(self._links) > MAX_LINKS:
+            self._links.popitem(last=False)
+        return code
+
+    def redeem(self, code: str, now: float | None = None) -> bool:
+        """Whether ``code`` is a valid login link's; it never works again."""
+        now = time.monotonic() if now is None else now
+        expiry = None
+        for known in list(self._links):  # compared in constant time, each of them
+            if hmac.compare_digest(known.encode(), code.encode("utf-8", "replace")):
+                expiry = self._links.pop(known)
+        return expiry is not None and now < expiry
 
     # -- cookies --------------------------------------------------------------------------
 
@@ -142,6 +188,17 @@ def _hostname(host_header: str) -> str:
     return host.rpartition(":")[0] if host.count(":") == 1 else host
 
 
+def is_local_peer(client: tuple[str, int] | list[Any] | None) -> bool:
+    """Whether an ASGI ``client`` is on this machine: a loopback address, or none at all
+    (a Unix socket, whose file permissions already chose who may connect)."""
+    if not client:
+        return True
+    try:
+        return ipaddress.ip_address(str(client[0]).strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def cookie_of(header: str | None) -> str | None:
     """The value of this server's cookie in a ``Cookie`` header."""
     if not header:
@@ -176,16 +233,26 @@ def parse_form(body: bytes) -> dict[str, str]:
 
 @dataclass
 class LoginThrottle:
-    """At most ``per_minute`` failed logins a minute (from anyone): guessing a token of 16
-    characters or more stays hopeless, and a flood of guesses costs nothing."""
+    """At most ``per_minute`` failed logins a minute from each client address: guessing a
+    token of 16 characters or more stays hopeless, a flood of guesses costs nothing, and
+    guesses from one address never lock out a person at another. The table keeps at most
+    ``max_addresses`` addresses (the least recently failed go first)."""
 
     per_minute: int = 20
-    _failures: list[float] = field(default_factory=list)
+    max_addresses: int = 1024
+    _failures: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
 
-    def allowed(self) -> bool:
+    def allowed(self, address: str = "") -> bool:
         now = time.monotonic()
-        self._failures = [t for t in self._failures if now - t < 60][-self.per_minute:]
-        return len(self._failures) < self.per_minute
+        recent = [t for t in self._failures.get(address, ()) if now - t < 60]
+        if recent:
+            self._failures[address] = recent[-self.per_minute:]
+        else:
+            self._failures.pop(address, None)
+        return len(recent) < self.per_minute
 
-    def failed(self) -> None:
-        self._failures.append(time.monotonic())
+    def failed(self, address: str = "") -> None:
+        self._failures.setdefault(address, []).append(time.monotonic())
+        self._failures.move_to_end(address)
+        while len(self._failures) > self.max_addresses:
+            self._failures.popitem(last=False)

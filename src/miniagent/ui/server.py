@@ -66,7 +66,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         temporal: str | TemporalSessions | None = None, task_queue: str = "miniagent",
         token: str | None = None, allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
         trace: str | os.PathLike[str] | None = None, where: str | None = None,
-        evals: str | os.PathLike[str] | None = None) -> Starlette:
+        evals: str | os.PathLike[str] | None = None,
+        runs_with: Callable[[AgentSession], str] | None = None) -> Starlette:
     """The browser inbox as an ASGI application.
 
     Args:
@@ -79,8 +80,11 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         temporal: The sessions of a Temporal cluster instead of a store: its frontend's
             ``HOST:PORT`` (connected on first use) or a :class:`TemporalSessions`; an
             ``agent`` on Temporal brings its own. ``task_queue``: its workers' queue.
-        token: Required to log in (see :mod:`miniagent.ui.security`); needed whenever a
-            client other than this machine can reach the server.
+        token: Required to log in (see :mod:`miniagent.ui.security`). Without one the
+            inbox answers only clients on this machine (a loopback peer address or a Unix
+            socket), whatever ``Host`` they name; give one wherever other people can reach
+            the server, other users of this machine included. ``app.state.gate.new_link()``
+            makes a one-time login link (``/login?once=CODE``).
         allowed_hosts: Host names requests may name (``"*"``: any).
         trace: A JSONL trace file: runs started here are appended to it, and a session's
             page links to its trace report when the file holds runs of that session
@@ -88,6 +92,8 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         where: Where the sessions are, for the pages' header.
         evals: A folder holding eval output folders (``miniagent eval --out``): their reports
             and traces are shown at ``/evals`` (see :mod:`miniagent.ui.evals`).
+        runs_with: What a session goes on with once decided (its model server and tools),
+            shown beside each decision; by default, the ``agent``'s model and tools.
 
     Example:
         >>> from miniagent import Agent, ScriptedModel
@@ -116,9 +122,11 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         sessions = LocalSessions(store=store, agent_for=agent_for,
                                  shared_agent=agent is not None, trace=tracer)
         where = where or _describe(store)
+    if runs_with is None and agent is not None:
+        runs_with = _agent_runs_with(agent)
     inbox = Inbox(sessions, Gate(token=token, allowed_hosts=allowed_hosts),
                   trace=Path(trace) if trace is not None else None, where=where,
-                  evals=Path(evals) if evals is not None else None)
+                  evals=Path(evals) if evals is not None else None, runs_with=runs_with)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -153,6 +161,7 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
     ]
     server = Starlette(routes=routes, lifespan=lifespan)
     server.add_middleware(Guarded, gate=inbox.gate)
+    server.state.gate = inbox.gate  # e.g. for a one-time login link: gate.new_link()
     return server
 
 
@@ -161,6 +170,20 @@ def _temporal_sessions(given: Any, task_queue: str) -> TemporalSessions:
     from miniagent.temporal import TemporalSessions
 
     return given if isinstance(given, TemporalSessions) else TemporalSessions(given, task_queue)
+
+
+def _agent_runs_with(agent: Agent) -> Callable[[AgentSession], str]:
+    """What every session of the inbox's own agent goes on with."""
+    if agent.temporal is not None:
+        text = f"the workers of Temporal task queue {agent.task_queue}"
+    else:
+        from miniagent.observe.describe import describe_model
+
+        model = describe_model(agent.model)
+        at = f" at {model.server_address}" if model.server_address else ""
+        tools = ", ".join(agent.registry.names) or "none"
+        text = f"this server's agent: model {model.name}{at}; tools: {tools}"
+    return lambda _session: text
 
 
 def _describe(store: CheckpointStore) -> str:
@@ -189,9 +212,10 @@ class Inbox:
     """The routes' handlers, over one driver's sessions (:class:`Sessions`)."""
 
     def __init__(self, sessions: Sessions, gate: Gate, *, trace: Path | None,
-                 where: str, evals: Path | None = None) -> None:
+                 where: str, evals: Path | None = None,
+                 runs_with: Callable[[AgentSession], str] | None = None) -> None:
         self.sessions, self.gate, self.trace, self.where = sessions, gate, trace, where
-        self.evals = evals
+        self.evals, self.runs_with = evals, runs_with
         self.throttle = LoginThrottle()
         self.notes: OrderedDict[str, str] = OrderedDict()  # what a request did, shown once
         self.streams = 0  # event streams open
@@ -201,7 +225,7 @@ class Inbox:
         return views.Ctx(base=request.scope.get("root_path", ""),
                          csrf=self.gate.csrf(cookie) if cookie else "", now=time.time(),
                          where=self.where, runs_here=self.sessions.runs_here,
-                         evals=self.evals is not None)
+                         evals=self.evals is not None, runs_with=self.runs_with)
 
     # -- pages ----------------------------------------------------------------------------
 
@@ -369,9 +393,12 @@ class Inbox:
 
     async def login(self, request: Request) -> Response:
         ctx = self.ctx(request)
+        peer = request.client.host if request.client is not None else ""
         if request.method != "POST":
-            # never from the URL: a token there stays in the browser's history and in the
-            # access logs of whatever server or proxy the inbox runs behind
+            if "once" in request.query_params:
+                return self._login_by_link(request, ctx, peer)
+            # never the token in a URL: it stays in the browser's history and in the access
+            # logs of whatever server or proxy the inbox runs behind (a one-time link does not)
             linked = "token" in request.query_params
             return HTMLResponse(views.login_page(ctx, error=(
                 "A token in a link is not accepted (it would stay in the browser's history "
@@ -380,18 +407,36 @@ class Inbox:
         form = await read_form(request)
         if isinstance(form, Response):
             return form
-        given = form.get("token", "")
-        if not self.throttle.allowed():
-            return HTMLResponse(views.login_page(ctx, error="Too many wrong tokens; wait a "
-                                                 "minute."), status_code=429)
-        if not self.gate.login(given):
-            self.throttle.failed()
+        if not self.throttle.allowed(peer):
+            return self._too_many(ctx)
+        if not self.gate.login(form.get("token", "")):
+            self.throttle.failed(peer)
             return HTMLResponse(views.login_page(ctx, error="That is not the token."),
                                 status_code=403)
+        return self._logged_in(request, ctx)
+
+    def _login_by_link(self, request: Request, ctx: views.Ctx, peer: str) -> Response:
+        """``GET /login?once=CODE``: a one-time link printed at start logs this browser in
+        and never works again (so the browser's history keeps nothing that does)."""
+        if not self.throttle.allowed(peer):
+            return self._too_many(ctx)
+        if self.gate.token is None or not self.gate.redeem(request.query_params["once"]):
+            self.throttle.failed(peer)
+            return HTMLResponse(views.login_page(ctx, error=(
+                "That login link was used already or has expired: type the token.")),
+                status_code=403)
+        return self._logged_in(request, ctx)
+
+    def _logged_in(self, request: Request, ctx: views.Ctx) -> Response:
         response = RedirectResponse(f"{ctx.base}/", status_code=303)
         response.headers.append("Set-Cookie", set_cookie(
             self.gate.new_cookie(logged_in=True), secure=request.url.scheme == "https"))
         return response
+
+    @staticmethod
+    def _too_many(ctx: views.Ctx) -> Response:
+        return HTMLResponse(views.login_page(ctx, error="Too many wrong tokens; wait a "
+                                             "minute."), status_code=429)
 
     # -- helpers --------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -44,6 +45,9 @@ class Ctx:
     """Whether sessions go on in this server (else Resume and new questions are not offered)."""
     evals: bool = False
     """Whether this server shows eval reports (a link in the header)."""
+    runs_with: Callable[[AgentSession], str] | None = None
+    """What a session goes on with after a decision (its model server and tools), shown
+    beside the decision."""
 
     def url(self, path: str, **query: str) -> str:
         """An escaped-ready URL of this app (``esc`` it in an attribute)."""
@@ -142,7 +146,17 @@ def waiting_card(ctx: Ctx, session: AgentSession, *, heading: bool = True) -> st
             f"{counted(len(session.steps), 'step')} · {esc(token_count(session.usage))} · "
             f"{esc(session.reason)}</p>") if heading else ""
     return (f'<section class="card waiting" data-session="{esc(session.id)}">'
-            f"{head}{calls}{every}</section>")
+            f"{head}{calls}{every}{_runs_with(ctx, session)}</section>")
+
+
+def _runs_with(ctx: Ctx, session: AgentSession) -> str:
+    if ctx.runs_with is None or parent_of(session) is not None:
+        return ""
+    try:
+        text = ctx.runs_with(session)
+    except Exception as exc:  # a record that cannot be read: say so, decide all the same
+        text = f"cannot tell ({type(exc).__name__})"
+    return f'<p class="kv runs-with">Once decided, it goes on with: {esc(text)}</p>'
 
 
 def _waiting_since(record: CallRecord) -> float:
@@ -412,8 +426,10 @@ def evals_page(ctx: Ctx, runs: list[Any]) -> str:
 
 
 def login_page(ctx: Ctx, *, error: str = "") -> str:
-    body = ("<h1>Log in</h1><p>This inbox asks for the token its server was started with "
-            "(the environment variable named by <code>--token-env</code>).</p>"
+    body = ("<h1>Log in</h1><p>This inbox asks for the token its server was started with: "
+            "the one <code>miniagent ui</code> printed, or the one in the environment "
+            "variable named by <code>--token-env</code>. The one-time link it printed logs "
+            "a browser in without typing.</p>"
             f'<form method="post" action="{esc(ctx.url("/login"))}" class="login">'
             '<label for="token">Token</label><input id="token" name="token" type="password" '
             'autocomplete="current-password" required autofocus>'
