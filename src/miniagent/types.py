@@ -237,6 +237,12 @@ class ParsedOutput:
     text: str = ""  # the assistant text kept in the history (ReAct: cut at the stop word)
     reasoning: str | None = None
     """``reasoning_content`` to keep with the turn (the hybrid protocol replays it)."""
+    plain_answer: str | None = None
+    """Set on an ``invalid`` reply that is plain prose (none of the protocol's labels: no
+    action, no answer label): what it says. The step logic takes it as the final answer where
+    the step offered no tools (or no tool may be called), or where the step before it was such
+    a reply too and the model was told the format once (a small model answering ``The answer
+    is 87.`` keeps doing so)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -400,7 +406,10 @@ class SubRun:
 
 @dataclass(kw_only=True, slots=True)
 class RunResult:
-    """How a run ended. ``status`` is always set; ``reason`` says why in words."""
+    """How a run ended. ``status`` is always set; ``reason`` says why in words.
+
+    ``final_answer`` is set when the run completed, and when it reached ``max_steps`` and the
+    model then gave its best answer (:attr:`answered_at_limit`)."""
 
     status: RunStatus
     reason: str
@@ -418,6 +427,13 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.status == "completed"
+
+    @property
+    def answered_at_limit(self) -> bool:
+        """Whether ``final_answer`` is the best answer the model gave when the run reached
+        ``max_steps`` (one last request, with no tools; the reason says so too), not one it
+        completed: the status stays ``max_steps``."""
+        return self.status == "max_steps" and self.final_answer is not None
 
 
 _T = TypeVar("_T")

@@ -141,7 +141,10 @@ def test_run_offline_with_the_embedded_model() -> None:
     result = json.loads(out.stdout)
     assert result["status"] in ("completed", "max_steps")
     assert result["usage"]["prompt_tokens"] > 0
-    assert all(step["error"] is None for step in result["trace"])  # the grammar held
+    # the grammar held: no format error (an answer cut off by the 48 tokens is one, not the
+    # grammar's: the model is told, and the run goes on)
+    assert all(step["error"] is None or "cut off at the max_tokens limit" in step["error"]
+               for step in result["trace"])
 
 
 def test_run_unreachable_endpoint_reports_error(tmp_path: Path) -> None:

@@ -144,12 +144,13 @@ def test_a_streamed_native_call_is_shown(tmp_path: Path) -> None:
 
 
 def test_an_unparseable_reply_is_not_shown_as_a_thought(tmp_path: Path) -> None:
-    """Live, in `sessions show` and in `trace show`: the reply under its own label."""
+    """Live, in `sessions show` and in `trace show`: the reply under its own label (with tools
+    offered: where none is, plain prose is the answer)."""
     script = ["I am not following any format", "Thought: sorry\nFinal Answer: 42"]
     store, trace = str(tmp_path / "s.db"), str(tmp_path / "t.jsonl")
     with StubServer(script).run_in_thread() as stub:
         live = cli("run", "6 times 7?", "--mode", "react", "--store", store, "--trace", trace,
-                   "--base-url", stub.base_url, "--model", "m")
+                   "--tools", "builtin", "--base-url", stub.base_url, "--model", "m")
     assert live.returncode == 0, live.stderr
     session_id = json.loads(cli("sessions", "list", "--store", store, "--json").stdout)[0][
         "session_id"]
@@ -161,3 +162,16 @@ def test_an_unparseable_reply_is_not_shown_as_a_thought(tmp_path: Path) -> None:
         assert any(line.startswith("Format error: no 'Action:'") for line in lines), text
         assert not any("Thought: I am not" in line for line in lines), text
         assert "Thought: sorry" in lines, text
+
+
+def test_an_answer_at_the_step_limit_is_shown_as_such(tmp_path: Path) -> None:
+    script = ['Thought: multiply\nAction: calculator\nAction Input: {"expression": "6*7"}',
+              "Thought: I have it\nFinal Answer: 42"]
+    with StubServer(script).run_in_thread() as stub:
+        out = cli("run", "6 times 7?", "--mode", "react", "--tools", "builtin", "--max-steps",
+                  "1", "--store", str(tmp_path / "s.db"), "--base-url", stub.base_url,
+                  "--model", "m")
+    assert out.returncode == 1, out.stderr  # max_steps is no success, answer or not
+    lines = [line.strip("│╭╮╰╯─ ") for line in out.stdout.splitlines()]
+    assert "Answer at the step limit" in lines and "42" in lines, out.stdout
+    assert any(line.startswith("max_steps · 2 steps") for line in lines), out.stdout

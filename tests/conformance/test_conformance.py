@@ -37,8 +37,10 @@ from miniagent import (
 from miniagent.errors import TurnRefused
 from miniagent.limits import endpoint, tool_slots
 from miniagent.protocol.native import NativeProtocol
+from miniagent.protocol.react import EXAMPLE_ANSWER, ReactProtocol
 from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import INTERRUPTED_NOTE
+from miniagent.runtime.loop import AT_LIMIT
 from miniagent.testing.stub_server import StubServer
 from miniagent.types import Message, ModelRequest, ParsedOutput, RunResult, TokenUsage, ToolLike
 
@@ -456,11 +458,38 @@ async def test_a_model_call_waits_out_its_endpoints_back_off(drivers: list[Drive
 # -- guards -----------------------------------------------------------------------------------
 
 async def test_max_steps(drivers: list[Driver], tmp_path: Path) -> None:
+    """The last request at the limit (no tools) gets an action: no answer, the limit stands."""
     setup = Setup(model=lambda: ScriptedModel(
         [react("again", "lookup", {"key": f"k{n}"}) for n in range(3)]),
         tools=lambda: [lookup], options={"max_steps": 2})
     got = await across(drivers, tmp_path, setup, run("look"))
-    assert (got.status, got.reason) == ("max_steps", "no final answer after max_steps=2")
+    assert (got.status, got.reason, got.final_answer) == (
+        "max_steps", "no final answer after max_steps=2", None)
+    assert got.observations == ["value of k0", "value of k1"]
+    assert got.events.count("model_started") == 3
+
+
+async def test_at_max_steps_the_model_gives_its_best_answer(drivers: list[Driver],
+                                                            tmp_path: Path) -> None:
+    """One last request, with no tools, asks for the best answer from the observations: the
+    run still ends max_steps, with that answer, and the request is a step like any other."""
+    def last(request: ModelRequest) -> ModelResponse:
+        assert request.tools is None and "Tools: none." in request.messages[0]["content"]
+        assert request.messages[-1]["content"] == AT_LIMIT
+        return ModelResponse(content="Thought: I have two values\nFinal Answer: value of k1",
+                             usage=TokenUsage(prompt_tokens=30, completion_tokens=8))
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("again", "lookup", {"key": f"k{n}"}) for n in range(2)] + [last]),
+        tools=lambda: [lookup], options={"max_steps": 2})
+    got = await across(drivers, tmp_path, setup, run("look"))
+    assert (got.status, got.final_answer) == ("max_steps", "value of k1")
+    assert got.reason == ("max_steps=2 reached: the answer was given at the limit (one last "
+                          "request, with no tools)")
+    assert got.events.count("step_finished") == got.events.count("model_responded") == 3
+    assert got.trace[-3:] == [("guard_intervened", "max_steps"), ("step_finished", None),
+                              ("run_finished", "max_steps")]
+    assert got.transitions == [("running", "max_steps")]
 
 
 async def test_token_budget(drivers: list[Driver], tmp_path: Path) -> None:
@@ -537,6 +566,66 @@ async def test_a_cut_off_call_never_runs(drivers: list[Driver], tmp_path: Path) 
     assert got.calls == [("transfer", "completed", ["completed"])]
 
 
+async def test_an_answer_cut_off_by_max_tokens_is_never_completed(drivers: list[Driver],
+                                                                   tmp_path: Path) -> None:
+    """A reply that ended for length holds no answer: the model is told (a format error), in
+    native and ReAct alike."""
+    def cut(text: str) -> ModelResponse:
+        return ModelResponse(content=text, finish_reason="length",
+                             usage=TokenUsage(prompt_tokens=20, completion_tokens=64))
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [cut("The value of k is val"), native(("c1", "lookup", {"key": "k"})),
+         cut("It is the value of"), {"content": "value of k"}], tool_mode="native"),
+        tools=lambda: [lookup], options={"max_tokens": 64})
+    got = await across(drivers, tmp_path, setup, run("what is k?"))
+    assert (got.status, got.final_answer, got.observations) == (
+        "completed", "value of k", ["value of k"])
+    assert [g for k, g in got.trace if k == "guard_intervened"] == ["format_error"] * 2
+    (told, *_) = [d for k, d in got.trace if k == "model_started"][1:]
+    assert "cut off at the max_tokens limit (64 tokens)" in told
+
+
+async def test_plain_prose_is_the_answer_after_one_format_error(drivers: list[Driver],
+                                                                tmp_path: Path) -> None:
+    setup = Setup(model=lambda: ScriptedModel(["The value of k is 87."] * 20),
+                  tools=lambda: [lookup])
+    got = await across(drivers, tmp_path, setup, run("what is k?"))
+    assert (got.status, got.final_answer) == ("completed", "The value of k is 87.")
+    assert [g for k, g in got.trace if k == "guard_intervened"] == ["format_error"]
+    assert got.events.count("model_started") == 2
+
+
+async def test_the_worked_examples_placeholders_never_reach_a_call(drivers: list[Driver],
+                                                                    tmp_path: Path) -> None:
+    """A call holding the example's ``"..."`` is answered without running; the example's Final
+    Answer copied is no answer."""
+    notes: list[str] = []
+
+    def tools() -> list[Any]:
+        @tool
+        def remember(text: str) -> str:
+            """Store a note."""
+            notes.append(text)
+            return f"stored: {text}"
+
+        return [remember]
+
+    setup = Setup(model=lambda: ScriptedModel(
+        [react("store it", "remember", {"text": "..."}),
+         react("store it", "remember", {"text": "buy milk"}),
+         f"Thought: I now know the final answer\nFinal Answer: {EXAMPLE_ANSWER}",
+         "Final Answer: noted"]), tools=tools,
+        options={"protocol": ReactProtocol(example=True)})
+    got = await across(drivers, tmp_path, setup, run("Remember to buy milk"))
+    assert (got.status, got.final_answer) == ("completed", "noted")
+    assert notes == ["buy milk"] * len(drivers)
+    assert got.calls[0] == ("remember", "completed", ["completed"])  # answered, never run
+    assert 'placeholder "..." of the example' in got.observations[0]
+    assert [g for k, g in got.trace if k == "guard_intervened"] == ["placeholder",
+                                                                    "format_error"]
+
+
 # -- the agent's other rules ----------------------------------------------------------------
 
 async def test_tool_choice_required(drivers: list[Driver], tmp_path: Path) -> None:
@@ -580,6 +669,21 @@ async def test_a_react_step_in_a_native_reply_is_read_as_one(drivers: list[Drive
         tool_mode="auto"), tools=lambda: [add])
     got = await across(drivers, tmp_path, setup, run("2+3?"))
     assert (got.status, got.final_answer, got.observations) == ("completed", "5", ["5"])
+
+
+async def test_a_call_written_in_the_content_is_the_call(drivers: list[Driver],
+                                                         tmp_path: Path) -> None:
+    """Qwen2.5-Coder behind llama.cpp writes its native calls as text (fenced JSON, or
+    ``<tool_call>`` tags): they run; JSON that names no offered tool stays an answer."""
+    record = '{"name": "Ann", "key": "k"}'
+    setup = Setup(model=lambda: ScriptedModel(
+        [{"content": '```json\n{"name": "add", "arguments": {"a": 17, "b": 23}}\n```'},
+         {"content": 'Now the key.\n<tool_call>\n{"name": "lookup", "parameters": '
+                     '"{\\"key\\": \\"k\\"}"}\n</tool_call>'},
+         {"content": record}], tool_mode="native"), tools=lambda: [add, lookup])
+    got = await across(drivers, tmp_path, setup, run("17+23, then look k up"))
+    assert (got.status, got.final_answer) == ("completed", record)
+    assert got.observations == ["40", "value of k"]
 
 
 async def test_a_server_that_takes_tools_but_hides_them(drivers: list[Driver],

@@ -2,8 +2,9 @@
 
 The server is started by the fixture of ``test_llama_server.py`` (free 127.0.0.1 port, stopped
 after the module); tests skip where llama-cpp-python[server] or the model is missing. One model
-call per test (max_steps 1). Measured here: llama-cpp-python's server accepts
-``stream_options`` but sends no usage in a stream, so token counts are not asserted.
+call per test (max_steps 1), and the last request for an answer where a run reaches the limit.
+Measured here: llama-cpp-python's server accepts ``stream_options`` but sends no usage in a
+stream, so token counts are not asserted.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ class Deltas:
         if isinstance(event, ev.ModelDelta):
             self.events.append(event)
 
-    def text(self, channel: str = "content") -> str:
-        return "".join(e.text for e in self.events if e.channel == channel)
+    def text(self, channel: str = "content", step: int = 1) -> str:
+        """What step ``step`` streamed (a run that reaches max_steps asks once more)."""
+        return "".join(e.text for e in self.events if e.channel == channel and e.step == step)
 
 
 def _streaming(base_url: str, mode: str, **options: Any) -> OpenAICompatibleModel:

@@ -11,6 +11,7 @@ from typing import Any
 
 from test_eval_resume import env
 
+from miniagent.runtime.loop import AT_LIMIT
 from miniagent.testing.fault_proxy import FaultProxy
 from miniagent.testing.stub_server import StubServer
 
@@ -37,8 +38,11 @@ def user_text(data: dict[str, Any]) -> str:
 
 
 def react_server(data: dict[str, Any], n: int) -> str:
-    """A server model: right on three tasks, wrong on the French one."""
+    """A server model: right on three tasks, wrong on the French one; asked for its best answer
+    at max_steps (the last request, with no tools), it does not know."""
     question = user_text(data)
+    if data["messages"][-1]["content"] == AT_LIMIT:
+        return "Thought: no steps left\nFinal Answer: I do not know"
     if len(data["messages"]) > 2:  # the system prompt, the question, then an observation
         return "Thought: I have it\nFinal Answer: " + {
             "Temperature in Paris?": "18", "Add 2 and 3.": "5", "Double 21.": "42"}[question]

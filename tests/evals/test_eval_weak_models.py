@@ -12,7 +12,8 @@ The scripts (react mode, max_steps=3... see each task):
 - D "capital of France" (no tool needed): an action followed by a hallucinated
   ``Observation:`` and a final answer, which the parser cuts; the action runs; then "Paris".
   2 steps, 1 valid call; correct; tool calls not judged (the task expects none).
-- E "add 10 and 20": gives up: two replies in no format (parse failures), then
+- E "add 10 and 20": gives up: two replies in no format (parse failures: prose, then an
+  Action Input with no Action; the prose again would have been its answer), then
   "Final Answer: I don't know". 3 steps, 0 calls; wrong, calls wrong, met errors, not repaired.
 """
 
@@ -68,7 +69,7 @@ SCRIPTS = {
     ],
     "Please add 10 and 20.": [
         "I am not able to do this.",
-        "Sorry, I cannot help with that.",
+        'Action Input: {"a": 10, "b": 20}',  # no Action line: another parse failure
         "Thought: I give up\nFinal Answer: I don't know",
     ],
 }

@@ -138,7 +138,9 @@ def test_guards_and_a_failed_model_are_traced(tmp_path: Path) -> None:
 
 
 def test_max_steps_is_a_guard_of_the_run(tmp_path: Path) -> None:
-    model = ScriptedModel(["no format here", "still none"])
+    # replies that make no step (and are no plain answer); the last request at the limit finds
+    # no reply left, so the limit stands
+    model = ScriptedModel(["Action Input: {}", "Action Input: {}"])
     trace = tmp_path / "t.jsonl"
     result = Agent(model=model, trace=trace, max_steps=2).run("q")
     assert result.status == "max_steps"

@@ -157,7 +157,7 @@ def test_errors_set_error_type() -> None:
 
 
 def test_guards_are_span_events() -> None:
-    model = ScriptedModel(["no format at all", "Final Answer: ok"])
+    model = ScriptedModel(["Action Input: no format at all", "Final Answer: ok"])
     tracer, exporter = memory_tracer(model)
     Agent(model=model, on_event=tracer).run("q")
     step1, = [s for s in exporter.get_finished_spans() if s.name == "step 1"]

@@ -454,3 +454,29 @@ def test_inline_action_keeps_a_dunder_name() -> None:
 def test_final_answer_keeps_leading_underscores() -> None:
     assert parse_react("Final Answer: __main__ is the module").final_answer == \
         "__main__ is the module"
+
+
+# -- plain prose: no action, no answer label --------------------------------------------------
+
+@pytest.mark.parametrize(("text", "plain"), [
+    ("The answer is 87.", "The answer is 87."),
+    ("Thought: The answer is 87.", "The answer is 87."),
+    ("<think>80 + 7</think>\nIt is 87.", "It is 87."),
+    ("It is 87.\nObservation: 87", "It is 87."),
+])
+def test_plain_prose_is_invalid_with_its_plain_answer(text: str, plain: str) -> None:
+    out = parse_react(text)
+    assert (out.kind, out.plain_answer) == ("invalid", plain)
+    assert out.error == "no 'Action:' or 'Final Answer:' found"
+
+
+@pytest.mark.parametrize("text", [
+    "Action Input: {\"x\": 1}",  # labels that make no step are not prose
+    "Thought: a\nThought: b",
+    "Observation: 87",
+    "Thought: use it\nAction: None",
+    "",
+])
+def test_replies_with_labels_that_make_no_step_have_no_plain_answer(text: str) -> None:
+    out = parse_react(text)
+    assert out.kind == "invalid" and out.plain_answer is None

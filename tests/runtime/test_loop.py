@@ -100,11 +100,14 @@ async def test_format_error_becomes_observation_with_the_format() -> None:
 
 
 async def test_max_steps_status() -> None:
+    """At the limit one last request (no tools) asks for an answer; an action is none."""
     model = ScriptedModel([act("add", {"a": i, "b": 1}) for i in range(5)])
     result = await Agent(model=model, tools=[add], max_steps=3).arun("q")
-    assert result.status == "max_steps"
-    assert "max_steps=3" in result.reason
-    assert len(model.requests) == 3
+    assert (result.status, result.reason) == ("max_steps", "no final answer after max_steps=3")
+    assert (result.final_answer, result.answered_at_limit) == (None, False)
+    assert len(model.requests) == 4
+    assert "Tools: none." in model.requests[3].messages[0]["content"]
+    assert sum(o.output.isdigit() for s in result.steps for o in s.observations) == 3
 
 
 async def test_token_budget_stops_before_next_call() -> None:

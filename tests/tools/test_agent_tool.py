@@ -73,8 +73,16 @@ def test_a_sub_agent_answers_and_its_run_is_recorded_under_the_parent_step() -> 
     assert sub.session_id == f"{result.session_id}-{record.call.id}"
 
 
+@tool
+def ponder(topic: str) -> str:
+    """Think about a topic."""
+    return f"thought about {topic}"
+
+
 def test_a_sub_run_that_fails_is_an_error_observation_the_parent_can_use() -> None:
-    helper = Agent(model=ScriptedModel(["I am thinking", "still thinking"]), max_steps=1)
+    # one step, then the last request at the limit finds no reply left: no answer
+    helper = Agent(model=ScriptedModel([act("ponder", {"topic": "q"})]), tools=[ponder],
+                   max_steps=1)
     boss = Agent(model=ScriptedModel([
         act("helper", {"question": "q"}),
         lambda r: f"Final Answer: {last_observation(r)[:60]}",
@@ -85,6 +93,21 @@ def test_a_sub_run_that_fails_is_an_error_observation_the_parent_can_use() -> No
     assert observation.sub_run.status == "max_steps"
     assert "stopped without an answer (max_steps" in observation.output
     assert result.status == "completed"
+
+
+def test_a_sub_run_that_answers_at_its_limit_gives_the_parent_that_answer() -> None:
+    helper = Agent(model=ScriptedModel([act("ponder", {"topic": "q"}), "Final Answer: maybe 4"]),
+                   tools=[ponder], max_steps=1)
+    boss = Agent(model=ScriptedModel([
+        act("helper", {"question": "q"}), lambda r: f"Final Answer: {last_observation(r)}",
+    ]), tools=[helper.as_tool(name="helper", description="Helps.")])
+    result = boss.run("q")
+    observation = result.steps[0].observations[0]
+    assert not observation.is_error and observation.sub_run is not None
+    assert (observation.sub_run.status, observation.sub_run.final_answer) == ("max_steps",
+                                                                             "maybe 4")
+    assert result.final_answer == ("The agent 'helper' reached its step limit; its best answer "
+                                   "from what it had: maybe 4")
 
 
 def deleter(folder: Path) -> Tool:

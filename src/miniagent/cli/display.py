@@ -167,7 +167,10 @@ class TraceDisplay:
         footer = (f"{status} · {counted(len(result.steps), 'step')} · "
                   f"{token_count(result.usage)} · "
                   f"{result.elapsed:.2f} s")
-        if result.final_answer is not None:
+        if result.answered_at_limit:  # the model's best answer when max_steps was reached
+            self.console.print(Panel(markup(result.final_answer or ""), subtitle=footer,
+                                     title="Answer at the step limit", border_style="yellow"))
+        elif result.final_answer is not None:
             self.console.print(Panel(markup(result.final_answer), title="Final Answer",
                                      subtitle=footer, border_style="green"))
         else:

@@ -6,7 +6,9 @@ It remembers what its endpoint showed: once a request with ``tools`` has succeed
 protocol object (one per agent), never to a module.
 
 A native reply whose text is a well-formed ReAct step (line-start ``Action:`` and ``Action
-Input:`` labels, or a ``Final Answer:``) is read as that step, never shown whole as the answer.
+Input:`` labels, or a ``Final Answer:``) is read as that step, never shown whole as the answer;
+calls written as JSON in the text are read by the native protocol. Both readers live in
+:mod:`miniagent.protocol.content`, the one place that reads calls out of a reply's text.
 A ReAct action as the first native reply means the server took ``tools`` without showing them
 to the model (llama-cpp-python's server does so in its default chat format): the protocol goes
 on in ReAct from then on (said once, in the log).
@@ -23,21 +25,16 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from miniagent.errors import ModelError, ToolsNotSupported
+from miniagent.protocol.content import react_step
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import ReactProtocol
-from miniagent.protocol.react_parser import parse_react
 from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, ToolLike
 
 log = logging.getLogger("miniagent")
-_LABEL = r"(?im)^[ \t>#*_\-]*{}[ \t*]*[:：]"
-_ACTION = re.compile(_LABEL.format(r"(?:action|行动|动作)"))
-_ACTION_INPUT = re.compile(_LABEL.format(r"(?:action[ \t_]*input|行动输入|动作输入)"))
-_FINAL = re.compile(_LABEL.format(r"(?:final[ \t_]*answer|最终答案)"))
 
 CHARS_PER_TOKEN = 6
 """More characters of text or tool JSON than any server that shows the tools counts per prompt
@@ -88,7 +85,7 @@ class AutoProtocol:
         parsed = self.native.parse(response, request)
         if not request.tools:
             return parsed
-        step = _react_step(parsed.text) if parsed.kind == "final" else None
+        step = react_step(parsed.text) if parsed.kind == "final" else None
         if step is not None and step.kind == "action":
             if self.native_tools is None:
                 log.warning("the model answered a native request with a ReAct action: the "
@@ -159,13 +156,4 @@ def _text_chars(messages: Sequence[dict[str, Any]]) -> int:
             function = call.get("function") or {}
             total += len(str(function.get("name", ""))) + len(str(function.get("arguments", "")))
     return total
-
-
-def _react_step(text: str) -> ParsedOutput | None:
-    """``text`` read as a ReAct step, if it is a well-formed one (labels at line starts)."""
-    action = _ACTION.search(text) is not None and _ACTION_INPUT.search(text) is not None
-    if not action and _FINAL.search(text) is None:
-        return None
-    parsed = parse_react(text)
-    return parsed if parsed.kind in ("action", "final") else None
 

@@ -19,8 +19,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from miniagent.errors import ModelError
+from miniagent.protocol.content import json_calls
 from miniagent.protocol.jsonscan import MAX_DEPTH, loads_limited
-from miniagent.protocol.native import NativeProtocol, render_message, strip_think, tool_spec
+from miniagent.protocol.native import (
+    NativeProtocol,
+    offered_names,
+    render_message,
+    strip_think,
+    tool_spec,
+)
 from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, ToolLike
 
 __all__ = ["HYBRID_PROMPT", "HybridProtocol", "split_thought"]
@@ -97,7 +104,8 @@ class HybridProtocol:
 
     def parse(self, response: ModelResponse, request: ModelRequest | None = None) -> ParsedOutput:
         """Tool calls -> an action whose thought is the text's (or the reasoning); text ->
-        the final answer (what follows the thought); a thought alone -> invalid."""
+        the final answer (what follows the thought); a thought alone -> invalid. Calls written
+        in the text are read as native's are (:mod:`miniagent.protocol.content`)."""
         text = response.content or ""
         reasoning = response.reasoning_content or None
         thought, rest = split_thought(strip_think(text).strip())
@@ -106,6 +114,14 @@ class HybridProtocol:
             return ParsedOutput(kind="action", thought=thought or visible or reasoning,
                                 tool_calls=list(response.tool_calls), text=text,
                                 reasoning=reasoning)
+        written = json_calls(strip_think(text).strip(), offered_names(request)) if rest else None
+        if written is not None and written.error is None:  # calls written in the text
+            said = split_thought(written.text)[0] or written.text or None
+            return ParsedOutput(kind="action", thought=said or reasoning, text=written.text,
+                                tool_calls=written.calls, reasoning=reasoning)
+        if written is not None:
+            return ParsedOutput(kind="invalid", error=written.error, thought=thought or reasoning,
+                                text=text, reasoning=reasoning)
         if rest:
             return ParsedOutput(kind="final", final_answer=rest, thought=thought or reasoning,
                                 text=text, reasoning=reasoning)

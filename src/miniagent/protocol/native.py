@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from miniagent.errors import ModelError, ModelResponseError
+from miniagent.protocol.content import json_calls
 from miniagent.protocol.jsonscan import MAX_DEPTH, decode_arguments, deeper_than, excerpt
 from miniagent.types import (
     Message,
@@ -92,7 +93,11 @@ class NativeProtocol:
         return ModelRequest(messages=wire, tools=specs or None, stop=None, protocol=self.name)
 
     def parse(self, response: ModelResponse, request: ModelRequest | None = None) -> ParsedOutput:
-        """Classify a response: tool calls -> action; text -> final answer; else invalid."""
+        """Classify a response: tool calls -> action; text -> final answer; else invalid.
+
+        Calls the model wrote in its text (a JSON object naming an offered tool, or
+        ``<tool_call>`` tags: :func:`~miniagent.protocol.content.json_calls`) are its action;
+        the text besides them is its thought."""
         text = response.content or ""
         visible = strip_think(text).strip()
         if response.tool_calls:
@@ -102,6 +107,12 @@ class NativeProtocol:
                 tool_calls=list(response.tool_calls),
                 text=text,
             )
+        written = json_calls(visible, offered_names(request)) if visible else None
+        if written is not None and written.error is not None:
+            return ParsedOutput(kind="invalid", error=written.error, text=text)
+        if written is not None:
+            return ParsedOutput(kind="action", thought=written.text or None,
+                                tool_calls=written.calls, text=written.text)
         if visible:
             return ParsedOutput(kind="final", final_answer=visible, text=text)
         return ParsedOutput(kind="invalid", error="empty response", text=text)
@@ -115,6 +126,15 @@ class NativeProtocol:
                 tools: Sequence[ToolLike], instructions: str | None = None
                 ) -> ModelRequest | None:
         return None
+
+
+def offered_names(request: ModelRequest | None) -> frozenset[str]:
+    """The names of the tools ``request`` offers in its ``tools`` field."""
+    if request is None or not request.tools:
+        return frozenset()
+    functions = (spec.get("function") for spec in request.tools if isinstance(spec, dict))
+    return frozenset(f["name"] for f in functions
+                     if isinstance(f, dict) and isinstance(f.get("name"), str))
 
 
 def tool_spec(tool: ToolLike) -> dict[str, Any]:

@@ -28,6 +28,8 @@ from miniagent.protocol.react_parser import parse_react
 from miniagent.types import Message, ModelRequest, ModelResponse, ParsedOutput, ToolCall, ToolLike
 
 __all__ = [
+    "EXAMPLE_ANSWER",
+    "EXAMPLE_PLACEHOLDERS",
     "FORMAT_REMINDER",
     "STOP_WORDS",
     "ReactProtocol",
@@ -125,13 +127,22 @@ def worked_example(tool: ToolLike) -> str:
         f"Action Input: {arguments}\n"
         f"Observation: the result of {tool.name}\n"
         "Thought: I now know the final answer\n"
-        "Final Answer: the answer, taken from the Observation"
+        f"Final Answer: {EXAMPLE_ANSWER}"
     )
 
+
+EXAMPLE_ANSWER = "the answer, taken from the Observation"
+"""The worked example's Final Answer: copied as it is, it is no answer (the step logic says so)."""
 
 _EXAMPLE_VALUES: dict[str, str] = {"string": '"..."', "integer": "<integer>",
                                    "number": "<number>", "boolean": "true", "array": "[]",
                                    "object": "{}"}
+EXAMPLE_PLACEHOLDERS: frozenset[str] = frozenset(
+    {json.loads(text) if text.startswith('"') else text
+     for text in _EXAMPLE_VALUES.values() if text.startswith(('"', "<"))})
+"""The worked example's placeholder values that no real argument is (``...``, ``<integer>``,
+``<number>``; ``true``, ``[]`` and ``{}`` may well be real): a call whose arguments hold one
+copied the example, and is not run (the step logic tells the model to put real values in)."""
 
 
 def _example_arguments(schema: Any) -> dict[str, str]:

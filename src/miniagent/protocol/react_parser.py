@@ -47,10 +47,12 @@ from miniagent.protocol.jsonscan import (
 )
 from miniagent.types import ParsedOutput, ToolCall
 
-__all__ = ["NO_ACTION_NAMES", "parse_react"]
+__all__ = ["NO_ACTION_ERROR", "NO_ACTION_NAMES", "parse_react"]
 
 NO_ACTION_NAMES = frozenset({"", "none", "n/a", "na", "null", "nil", "no action", "nothing", "无"})
 """Tool names that mean "no tool": with a Final Answer after them, the output is final."""
+NO_ACTION_ERROR = "no 'Action:' or 'Final Answer:' found"
+"""The error of a reply with neither (plain prose, or labels that make no step)."""
 
 _WORDS = (
     r"(?P<input>action[ \t_-]*input|input|行动输入|动作输入)"
@@ -493,17 +495,25 @@ def _final(body: str, labels: list[_Label], final: _Label, think: str | None) ->
 
 
 def _invalid(body: str, labels: list[_Label], think: str | None) -> ParsedOutput:
+    """No action and no answer. Prose with no label but a leading ``Thought:`` is a plain
+    answer (:attr:`~miniagent.types.ParsedOutput.plain_answer`): the step logic decides when
+    to take it."""
+    obs = _first(labels, "observation")
+    text = body[: obs.start] if obs is not None else body
+    plain = None
     if _first(labels, "input") is not None:
         error = "'Action Input:' without an 'Action:' line naming the tool"
     else:
-        error = "no 'Action:' or 'Final Answer:' found"
-    obs = _first(labels, "observation")
-    text = body[: obs.start] if obs is not None else body
+        error = NO_ACTION_ERROR
+        lead = labels[0] if labels and labels[0].kind == "thought" else None
+        if all(lb.kind == "observation" or lb is lead for lb in labels):
+            plain = (text[lead.end:] if lead is not None else text).strip() or None
     return ParsedOutput(
         kind="invalid",
         thought=_thought(body, labels, len(body), think),
         error=error,
         text=text.strip(),
+        plain_answer=plain,
     )
 
 

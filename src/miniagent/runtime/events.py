@@ -22,8 +22,10 @@ happened in. It reports every guard that changed what the model sees or how the 
 repeated call answered with a reminder (``repeat``) or stopped (``loop_stop``), calls beyond the
 per-step limit (``call_limit``), a call not run because the reply was cut off before it was
 complete (``cut_off``: ``finish_reason: length``, or arguments whose JSON was never closed),
-output that was neither an action nor an answer (``format_error``), a truncated observation
-(``truncated``), and ``max_steps`` / ``token_budget``.
+a call not run because its arguments hold the worked example's placeholders (``placeholder``),
+output that was neither an action nor an answer (``format_error``: an answer cut off by the
+token limit too), a truncated observation (``truncated``), and ``max_steps`` (after the last
+request for an answer at the limit, if there was one) / ``token_budget``.
 
 A ``slot_waiting`` event is no span of its own either: its ``span_id`` is the tool call or the
 model call that waits for a slot under a limit shared by the process (:mod:`miniagent.limits`:
@@ -195,7 +197,7 @@ class RunFinished(Event):
 
 
 GuardName = Literal["repeat", "loop_stop", "call_limit", "format_error", "truncated",
-                    "max_steps", "token_budget", "cut_off", "compress_at"]
+                    "max_steps", "token_budget", "cut_off", "compress_at", "placeholder"]
 
 
 @dataclass(kw_only=True, slots=True, eq=False)

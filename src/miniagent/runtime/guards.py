@@ -1,5 +1,6 @@
-"""Guards that keep a run bounded and safe: steps, tokens, repetition, observation size, and
-calls that were cut off.
+"""Guards that keep a run bounded and safe: steps, tokens, repetition, observation size, calls
+and answers that were cut off, plain prose taken as the answer, and what a small model copied
+from the worked example.
 
 These are plain checks over the session and the model's reply; the run's deadline is in
 :mod:`miniagent.runtime.run`.
@@ -7,6 +8,8 @@ These are plain checks over the session and the model's reply; the run's deadlin
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -15,7 +18,8 @@ from typing import Any, Literal
 
 from miniagent import defaults
 from miniagent.protocol.jsonscan import incomplete
-from miniagent.types import ModelResponse, Step, ToolCall
+from miniagent.protocol.react import EXAMPLE_ANSWER, EXAMPLE_PLACEHOLDERS
+from miniagent.types import ModelResponse, ParsedOutput, Step, ToolCall
 from miniagent.wording import counted
 
 
@@ -119,6 +123,101 @@ def cut_off(call: ToolCall, response: ModelResponse, max_tokens: int | None) -> 
         return None
     return (f"The call of '{call.name}' was not run: {why}. Send the whole call again, with "
             "shorter arguments (or fewer calls in one reply).")
+
+
+def judged(parsed: ParsedOutput, response: ModelResponse, *, offered: bool,
+           choice: str | None, steps: Sequence[Step], max_tokens: int | None) -> ParsedOutput:
+    """The reply as the step takes it, the same whatever the protocol:
+
+    - one that ended for length (``finish_reason: length``) with no call is no answer: its
+      text may stop mid-sentence; the model is told (:func:`cut_answer`; a call it holds is
+      refused by :func:`cut_off`);
+    - plain prose (:attr:`~miniagent.types.ParsedOutput.plain_answer`) is the answer where the
+      step offered no tool (``offered``) or allowed no call (``choice`` ``none``), or where the
+      step before it (the last of ``steps``) was plain prose too, so the model was told the
+      format once; never while a tool must be called;
+    - the worked example's Final Answer, copied as it is, is no answer (:func:`copied_answer`).
+    """
+    if response.finish_reason == "length" and parsed.kind in ("final", "invalid"):
+        return dataclasses.replace(parsed, kind="invalid", final_answer=None, plain_answer=None,
+                                   error=cut_answer(max_tokens))
+    if parsed.kind == "invalid" and parsed.plain_answer and _plain_allowed(
+            parsed, offered, choice, steps):
+        thought = None if parsed.thought == parsed.plain_answer else parsed.thought
+        parsed = dataclasses.replace(parsed, kind="final", final_answer=parsed.plain_answer,
+                                     thought=thought, error=None)
+    copied = copied_answer(parsed.final_answer) if parsed.kind == "final" else None
+    if copied is not None:
+        return dataclasses.replace(parsed, kind="invalid", final_answer=None, error=copied)
+    return parsed
+
+
+def _plain_allowed(parsed: ParsedOutput, offered: bool, choice: str | None,
+                   steps: Sequence[Step]) -> bool:
+    if choice not in (None, "auto", "none"):
+        return False  # a tool must be called
+    if not offered or choice == "none":
+        return True
+    last = steps[-1] if steps else None
+    return (last is not None and not last.calls and last.final_answer is None
+            and last.error == parsed.error)
+
+
+def cut_answer(max_tokens: int | None) -> str:
+    """The format error of a reply that ended for length without a complete call: the text it
+    has is no answer (it may stop mid-sentence, or mid-number)."""
+    return (f"your reply was cut off at {_limit(max_tokens)}: answer shorter, or call a "
+            "tool")
+
+
+_PLACEHOLDER_TOKENS = "|".join(re.escape(p) for p in sorted(EXAMPLE_PLACEHOLDERS)
+                               if p.startswith("<"))
+# A placeholder written as a value without quotes, as the worked example shows numbers.
+_UNQUOTED = re.compile(rf"[:,\[][ \t\r\n]*(?:{_PLACEHOLDER_TOKENS})")
+
+
+def copied_example(call: ToolCall) -> str | None:
+    """Why ``call`` must not run because its arguments hold the worked example's placeholders
+    (:data:`~miniagent.protocol.react.EXAMPLE_PLACEHOLDERS`: ``"..."``, ``<integer>``), or
+    None. A small model copies the example's Action Input (``remember {"text": "..."}`` was
+    stored); the model is told to put the real values in instead."""
+    found = _placeholder_in(call.arguments)
+    if found is None:
+        unquoted = _UNQUOTED.search(call.raw_arguments) if "<" in call.raw_arguments else None
+        found = unquoted.group().lstrip(":,[ \t\r\n") if unquoted else None
+    if found is None:
+        return None
+    return (f"The call of '{call.name}' was not run: its arguments hold the placeholder "
+            f"{found} of the example, not a value. Call it again with the real values, taken "
+            "from the question or from an Observation.")
+
+
+def _placeholder_in(arguments: Any) -> str | None:
+    """The first argument value that is one of the example's placeholders, as JSON text."""
+    stack = [arguments]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if value.strip() in EXAMPLE_PLACEHOLDERS:
+                return json.dumps(value.strip())
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return None
+
+
+def copied_answer(answer: str | None) -> str | None:
+    """The format error of a Final Answer that is the worked example's, copied as it is
+    (:data:`~miniagent.protocol.react.EXAMPLE_ANSWER`), or None."""
+    if answer is None or _plain(answer) != _plain(EXAMPLE_ANSWER):
+        return None
+    return ("your Final Answer is the example's placeholder text, not an answer: write the "
+            "answer itself, taken from the Observations")
+
+
+def _plain(text: str) -> str:
+    return _SPACES.sub(" ", text.strip().strip("\"'`*.。").strip()).casefold()
 
 
 def _limit(max_tokens: int | None) -> str:

@@ -58,9 +58,9 @@ def parsed(output: ParsedOutput) -> ParsedOutput:
     """What a protocol made of a reply, every text and call made safe to keep (a parser may
     decode escapes such as ``\\ud800`` into bad text)."""
     if not _storable_texts(output.text, output.thought, output.final_answer, output.error,
-                           output.reasoning):
+                           output.reasoning, output.plain_answer):
         output.text = storable(output.text)
-        for name in ("thought", "final_answer", "error", "reasoning"):
+        for name in ("thought", "final_answer", "error", "reasoning", "plain_answer"):
             value = getattr(output, name)
             if value is not None:
                 setattr(output, name, storable(value))

@@ -32,8 +32,10 @@ from miniagent.runtime.estimate import with_estimate
 from miniagent.runtime.guards import (
     REPEATED,
     LoopDetector,
+    copied_example,
     cut_off,
     earlier_result,
+    judged,
     no_progress,
     repeated_last,
     rounds_done,
@@ -63,8 +65,8 @@ from miniagent.wording import token_count
 if TYPE_CHECKING:
     from miniagent.runtime import events as ev
 
-__all__ = ["CallTools", "Finish", "NextStep", "RetryFormat", "StepLogic", "Stop", "ToModel",
-           "WaitForPerson", "first_request", "warmup_request"]
+__all__ = ["AT_LIMIT", "AnswerAtLimit", "CallTools", "Finish", "NextStep", "RetryFormat",
+           "StepLogic", "Stop", "ToModel", "WaitForPerson", "first_request", "warmup_request"]
 
 
 # -- how a step ends ------------------------------------------------------------------------
@@ -100,6 +102,17 @@ class Stop:
 
 
 @dataclass(frozen=True, slots=True)
+class AnswerAtLimit:
+    """At ``max_steps``, the last request's reply: the model's best answer (None: it gave
+    none). The run ends as ``stop`` says, with that answer."""
+
+    stop: Stop
+    answer: str | None
+    text: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class WaitForPerson:
     """Calls wait for a person's decision."""
 
@@ -111,7 +124,13 @@ class ToModel:
     """Every call has its observation: the model's turn."""
 
 
-NextStep = CallTools | Finish | RetryFormat | Stop | WaitForPerson | ToModel
+NextStep = CallTools | Finish | RetryFormat | Stop | AnswerAtLimit | WaitForPerson | ToModel
+
+AT_LIMIT = ("You have no steps left: give your best Final Answer now from the observations "
+            "above.")
+"""What the last request at ``max_steps`` asks (with no tools offered)."""
+ANSWERED_AT_LIMIT = "the answer was given at the limit (one last request, with no tools)"
+"""Added to the reason of a run that ended ``max_steps`` with that answer."""
 
 
 class StepLogic:
@@ -182,26 +201,64 @@ class StepLogic:
     # -- the model phase ------------------------------------------------------------------
 
     async def model_step(self, session: AgentSession) -> NextStep:
-        """One model call and what follows from it."""
+        """One model call and what follows from it (at ``max_steps``, the last one: its answer
+        at the limit)."""
         limit = self._limit_reached(session)
-        if limit is not None:
+        if limit is not None and not self._asks_at_limit(session, limit):
             return limit
         index = len(session.steps) + 1
         span = self._step_spans[index] = self.effects.new_id()
         if self.effects.observed:  # the step's events are built only for a listener
             self._emit("StepStarted", session, span=span, parent=self.run_span, step=index)
         await self._compress(session, index, span)
+        if limit is not None:
+            return await self._last_answer(session, index, limit)
         tools, offered = _offer(self.rules, session)
-        response, parsed, elapsed = await self._generate(session, index, tools)
-        step = Step(index=index, thought=parsed.thought, raw_output=response.content,
-                    usage=response.usage, model_time=elapsed, offered_tools=offered)
-        session.steps.append(step)
-        session.add_usage(response.usage)
+        turn = _next_turn(self.rules, session, tools)
+        response, parsed, elapsed = await self._generate(session, index, turn)
+        step = self._record_step(session, index, response, parsed, elapsed, offered)
         if parsed.kind == "final":
             return Finish(answer=parsed.final_answer or "", text=parsed.text)
         if parsed.kind == "action":
             return self._plan(session, step, parsed, response)
         return RetryFormat(parsed=parsed)
+
+    def _record_step(self, session: AgentSession, index: int, response: ModelResponse,
+                     parsed: ParsedOutput, elapsed: float, offered: list[str] | None) -> Step:
+        step = Step(index=index, thought=parsed.thought, raw_output=response.content,
+                    usage=response.usage, model_time=elapsed, offered_tools=offered)
+        session.steps.append(step)
+        session.add_usage(response.usage)
+        return step
+
+    def _asks_at_limit(self, session: AgentSession, limit: Stop) -> bool:
+        """Whether the run asks for an answer at ``limit``: at ``max_steps`` (not 0), with
+        tokens left in the budget and a history within the compression bound."""
+        limits = self.spec.limits
+        if limit.guard != "max_steps" or limits.max_steps < 1:
+            return False
+        if (limits.token_budget is not None
+                and session.turn.usage.counted_tokens >= limits.token_budget):
+            return False
+        if self.spec.compression is None:
+            return True
+        from miniagent.runtime import compress  # an agent that compresses
+
+        return not compress.overflow(session, self.spec.compression)
+
+    async def _last_answer(self, session: AgentSession, index: int, limit: Stop) -> NextStep:
+        """At ``max_steps``, one last request with no tools (:data:`AT_LIMIT`): the model's best
+        answer from what it has. A failed request, or a reply that is no answer, leaves the run
+        as the limit alone would (the reply is not kept in the history)."""
+        try:
+            response, parsed, elapsed = await self._generate(session, index,
+                                                             _last_turn(self.rules, session))
+        except ModelError:
+            return limit
+        self._record_step(session, index, response, parsed, elapsed, [])
+        answer = parsed.final_answer if parsed.kind == "final" else None
+        return AnswerAtLimit(stop=limit, answer=answer, text=parsed.text,
+                             error=parsed.error or f"a reply of kind {parsed.kind}")
 
     async def _compress(self, session: AgentSession, index: int, span: str) -> None:
         """Compact the history if it crossed ``compress_at``."""
@@ -235,12 +292,12 @@ class StepLogic:
             return Stop(status="budget_exceeded", guard="compress_at", reason=too_large)
         return None
 
-    async def _generate(self, session: AgentSession, index: int, tools: Sequence[ToolLike]
+    async def _generate(self, session: AgentSession, index: int, turn: _Turn
                         ) -> tuple[ModelResponse, ParsedOutput, float]:
         """Render, call the model (once more if the protocol can recover, or if it asks for
-        the turn again: a ``retry`` reply), parse."""
+        the turn again: a ``retry`` reply), parse, and judge the reply
+        (:func:`~miniagent.runtime.guards.judged`)."""
         protocol, step_span = self.rules.protocol, self._step_spans[index]
-        turn = _next_turn(self.rules, session, tools)
         request = self._render(turn)
         span, started = self.effects.new_id(), self.effects.now()
         if self.effects.observed:
@@ -262,6 +319,8 @@ class StepLogic:
                        error_type=type(exc).__name__)
             raise
         elapsed = self.effects.now() - started
+        parsed = judged(parsed, response, offered=bool(turn.tools), choice=turn.choice,
+                        steps=session.turn_steps, max_tokens=self.spec.max_tokens)
         parsed = self._with_ids(tool_choice.enforce(parsed, turn.choice), session)
         if self.effects.observed:
             self._emit("ModelResponded", session, span=span, parent=step_span, step=index,
@@ -329,9 +388,13 @@ class StepLogic:
                             reason=f"'{call.name}' was repeated with the same arguments after "
                                    "an intervention")
             refused = cut_off(call, response, self.spec.max_tokens)
+            copied = copied_example(call) if refused is None else None
             if refused is not None:
                 record = answered(call, refused, "cut off: not run", at=now)
                 self._report(session, step.index, "cut_off", refused, call.id)
+            elif copied is not None:
+                record = answered(call, copied, "the example's placeholders: not run", at=now)
+                self._report(session, step.index, "placeholder", copied, call.id)
             elif verdict == "intervene":
                 text = LoopDetector.intervention(call, self.spec.limits.repeat_limit,
                                                  earlier_result(session.turn_steps, call))
@@ -468,6 +531,23 @@ class StepLogic:
         self._report(session, index, next_step.guard, next_step.reason, next_step.call_id)
         if index:
             await self._end_step(session, index)
+
+    async def _answer_at_limit(self, session: AgentSession, next_step: AnswerAtLimit) -> None:
+        """The run ends ``max_steps`` either way: with the answer the last request gave (the
+        request and the answer join the history), or as the limit alone ends it."""
+        step, stop = session.steps[-1], next_step.stop
+        if next_step.answer is None:
+            step.error = f"no answer at the limit: {next_step.error}"
+            self.stop(session, stop.status, stop.reason)
+        else:
+            session.messages.append(Message(role="user", content=AT_LIMIT))
+            session.messages.append(Message(role="assistant", content=next_step.text))
+            step.final_answer = next_step.answer
+            stop = dataclasses.replace(stop, reason=f"max_steps={self.spec.limits.max_steps} "
+                                                    f"reached: {ANSWERED_AT_LIMIT}")
+            session.finish(stop.status, stop.reason, next_step.answer, at=self.effects.now())
+        self._report(session, 0, stop.guard, stop.reason)
+        await self._end_step(session, step.index)
 
     async def _wait(self, session: AgentSession, next_step: WaitForPerson) -> None:
         """The session waits for a person (saved so): the driver may bring decisions now (an
@@ -653,6 +733,14 @@ def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -
     return _Turn(_history(session), tools, choice, quoted)
 
 
+def _last_turn(rules: Rules, session: AgentSession) -> _Turn:
+    """The last request at ``max_steps``: the history and :data:`AT_LIMIT`, no tools, and no
+    call allowed (a quoted answer stays the rule where it is one)."""
+    turn = _next_turn(rules, session, ())
+    ask = Message(role="user", content=AT_LIMIT)
+    return dataclasses.replace(turn, history=[*turn.history, ask], choice="none")
+
+
 def _history(session: AgentSession) -> Sequence[Message]:
     """What the model is sent (:func:`~miniagent.runtime.compress.history`). Compaction and
     recall load their modules only for a session that has used them: without a compaction or a
@@ -707,6 +795,7 @@ _ACTIONS: dict[type, _Action] = {
     Finish: StepLogic._finish,  # type: ignore[dict-item]
     RetryFormat: StepLogic._retry_format,  # type: ignore[dict-item]
     Stop: StepLogic._stop,  # type: ignore[dict-item]
+    AnswerAtLimit: StepLogic._answer_at_limit,  # type: ignore[dict-item]
     WaitForPerson: StepLogic._wait,  # type: ignore[dict-item]
     ToModel: StepLogic._to_model,  # type: ignore[dict-item]
 }

@@ -177,6 +177,9 @@ class AgentTool:
             text, failed = result.final_answer or "(the agent gave an empty answer)", False
         elif result.status == "awaiting_approval":
             text, failed = f"The agent {self.name!r} waits for a person's approval.", False
+        elif result.answered_at_limit:
+            text, failed = (f"The agent {self.name!r} reached its step limit; its best answer "
+                            f"from what it had: {result.final_answer}"), False
         else:
             text = (f"The agent {self.name!r} stopped without an answer ({result.status}: "
                     f"{result.reason}). Answer with what you know, or try another way.")
