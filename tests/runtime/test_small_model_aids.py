@@ -269,3 +269,45 @@ def test_an_agent_without_its_model_leaves_the_aids_it_does_not_set_to_the_model
     given = Agent(temporal=object(), task_queue="q", protocol=ReactProtocol())
     assert "worked_example" not in given.spec.aids_from_model  # the protocol's own
     assert Agent(model=ScriptedModel([])).spec.aids_from_model == ()
+
+
+class MeasuredModel(ScriptedModel):
+    """A model whose profile names the aids it was measured to need."""
+
+    def __init__(self, aids: tuple[str, ...]) -> None:
+        super().__init__(["Final Answer: 1"])
+        self._aids = aids
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return dataclasses.replace(super().capabilities, small_model=bool(self._aids),
+                                   aids=self._aids)
+
+
+def _aids_of(agent: Agent) -> dict[str, object]:
+    spec = agent.spec
+    return {"tool_selection": spec.tool_selection, "strict_selection": spec.strict_selection,
+            "quote_answers": spec.quote_answers,
+            "answer_after_results": spec.limits.answer_after_results,
+            "worked_example": spec.protocol.options.get("example")}
+
+
+def test_a_model_gets_only_the_aids_its_profile_names() -> None:
+    agent = Agent(model=MeasuredModel(("tool_selection", "answer_after_results")),
+                  tools=[weather, recipe, calculator, convert])
+    assert _aids_of(agent) == {"tool_selection": 2, "strict_selection": False,
+                               "quote_answers": False, "answer_after_results": 1,
+                               "worked_example": False}
+
+
+def test_aids_on_and_off_override_the_profile_and_a_given_aid_wins() -> None:
+    tools = [weather, recipe, calculator, convert]
+    off = _aids_of(Agent(model=SmallModel([]), tools=tools, aids="off"))
+    assert off == {"tool_selection": None, "strict_selection": False, "quote_answers": False,
+                   "answer_after_results": None, "worked_example": False}
+    on = _aids_of(Agent(model=MeasuredModel(()), tools=tools, aids="on"))
+    assert on["strict_selection"] is True and on["worked_example"] is True
+    given = _aids_of(Agent(model=SmallModel([]), tools=tools, aids="off", tool_selection=3))
+    assert given["tool_selection"] == 3 and given["strict_selection"] is False
+    with pytest.raises(UserError, match="aids must be auto, on or off"):
+        Agent(model=SmallModel([]), aids="some")  # type: ignore[arg-type]

@@ -69,6 +69,12 @@ class RunConfig:
     model_concurrency: int | None = None  # the endpoint's limits (miniagent.limits)
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
+    aids: str = "auto"  # auto, on or off (miniagent.models.profiles)
+    instructions: str | None = None
+    temperature: float | None = defaults.TEMPERATURE
+    token_budget: int | None = None
+    max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS
+    repeat_limit: int = defaults.REPEAT_LIMIT
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -180,7 +186,11 @@ def agent_options(config: RunConfig, interactive: bool, max_tokens: int) -> dict
                 max_tokens=max_tokens, tool_selection=config.max_tools,
                 approver=ask_in_terminal if interactive else None,
                 compress_at=config.compress_at, keep_last=config.keep_last,
-                compress=config.compress, tool_choice=config.tool_choice)
+                compress=config.compress, tool_choice=config.tool_choice, aids=config.aids,
+                instructions=config.instructions, temperature=config.temperature,
+                token_budget=config.token_budget,
+                max_observation_chars=config.max_observation_chars,
+                repeat_limit=config.repeat_limit)
 
 
 def _load_with_status(model: LocalModel) -> None:

@@ -35,6 +35,14 @@ class Mode(str, Enum):
     auto = "auto"
 
 
+class Aids(str, Enum):
+    """The aids for weak models: those measured to help the model (auto), all, or none."""
+
+    auto = "auto"
+    on = "on"
+    off = "off"
+
+
 StoreOption = Annotated[Path | None, typer.Option(
     "--store", help="Session store file [env: MINIAGENT_STORE; default: "
     "~/.local/share/miniagent/sessions.db]")]

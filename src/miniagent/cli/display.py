@@ -59,6 +59,7 @@ class TraceDisplay:
             self.console.rule(f"step {event.step}", style="dim")
         elif isinstance(event, ev.ModelStarted):
             self._streamed, self._channel = 0, None
+            self._offered(event)
             self._wait(f"step {event.step}: waiting for the model")
         elif isinstance(event, ev.ModelDelta):
             self._delta(event)
@@ -78,6 +79,20 @@ class TraceDisplay:
             self.console.print(f"[dim]context compacted: rounds 1-{done.rounds} summarised "
                                f"({done.mode}), {done.size_before:,} -> {done.size_after:,} "
                                f"{done.unit}[/dim]")
+
+    def _offered(self, event: ev.ModelStarted) -> None:
+        """Which tools a selection offered: always when it offered none of several, else
+        with ``-v`` (the selection picks by the words of the question and its shape)."""
+        if event.offered is None or not event.available:
+            return
+        if not event.offered:
+            self.console.print(f"[yellow]tools offered: none of {event.available}: nothing in "
+                               "the question matched a tool (strict selection); the model "
+                               "answers without tools (--aids off offers every tool)[/yellow]")
+        elif self.verbose:
+            self.console.print(f"[dim]tools offered: {markup(', '.join(event.offered))} "
+                               f"({len(event.offered)} of {event.available}, chosen by the "
+                               "question's words and shape)[/dim]")
 
     def stop(self) -> None:
         """Tidy what a run stopped mid-way (Ctrl-C) left on screen: the spinner ends, a

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import cast
 
 from miniagent.models.catalog import DEFAULT_MODEL
-from miniagent.models.local import SMALL_MODEL_BYTES, LocalModel
+from miniagent.models.local import LocalModel
 from miniagent.types import ToolMode
 
-__all__ = ["SMALL_MODEL_BYTES", "TINY_MODEL_NOTICE", "local_model", "local_notice"]
+__all__ = ["TINY_MODEL_NOTICE", "local_model", "local_notice"]
 
 TINY_MODEL_NOTICE = (
     "This tiny model is for trying the loop offline, not for real work: it follows the "
@@ -18,7 +18,7 @@ TINY_MODEL_NOTICE = (
     "with a bigger GGUF (e.g. a 7B instruct model, Q4_K_M) or --base-url of a server "
     "(llama.cpp, vLLM, Ollama, ...)."
 )
-"""Shown when the embedded model is a small file."""
+"""Shown when the embedded model is a tiny one (see :func:`miniagent.models.profiles.is_tiny`)."""
 
 
 def local_model(model_path: str | None, tool_mode: str, grammar: bool) -> LocalModel:
@@ -44,5 +44,7 @@ def local_notice(model: LocalModel) -> str:
         size = path.stat().st_size
     except OSError:
         size = 0
-    head = f"No endpoint configured: using the embedded model {path.name} ({size / 1e6:.0f} MB)."
-    return f"{head} {TINY_MODEL_NOTICE}" if size < SMALL_MODEL_BYTES else head
+    named = f"{model.info.name}, " if model.info.name else ""
+    head = (f"No endpoint configured: using the embedded model {path.name} ({named}"
+            f"{size / 1e6:.0f} MB, {model.n_threads} threads).")
+    return f"{head} {TINY_MODEL_NOTICE}" if model.tiny else head

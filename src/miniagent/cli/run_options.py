@@ -32,7 +32,7 @@ from miniagent.cli.build import (
     env,
     open_store,
 )
-from miniagent.cli.common import Mode, StoreOption, positive_seconds
+from miniagent.cli.common import Aids, Mode, StoreOption, positive_seconds
 from miniagent.cli.mcp_cmd import (
     McpApproveOption,
     McpHeaderOption,
@@ -68,6 +68,12 @@ class RunOptions:
     max_tools: Annotated[int | None, typer.Option(min=1, help="Offer each model request only the K tools most relevant to the conversation (plus those already used).")] = None  # noqa: E501
     stream: Annotated[bool, typer.Option("--stream/--no-stream", help="Stream the server's answers: thought and answer are shown as they are written (--base-url servers).")] = False  # noqa: E501
     tool_choice: Annotated[str | None, typer.Option(help="auto, required (call a tool before answering), none, or a tool's name [default: auto]")] = None  # noqa: E501
+    aids: Annotated[Aids, typer.Option(help="Aids for weak models (tool selection, a worked example, ...): auto (those measured to help this model), on or off.")] = Aids.auto  # noqa: E501
+    instructions: Annotated[str | None, typer.Option(help="Extra instructions put in the system prompt.")] = None  # noqa: E501
+    temperature: Annotated[float | None, typer.Option(min=0.0, max=2.0, help="Sampling temperature.")] = defaults.TEMPERATURE  # noqa: E501
+    token_budget: Annotated[int | None, typer.Option(min=1, help="Total tokens the run may spend (prompt and completion, all steps).")] = None  # noqa: E501
+    max_observation_chars: Annotated[int, typer.Option(min=100, help="Longer tool results are cut, with a notice.")] = defaults.MAX_OBSERVATION_CHARS  # noqa: E501
+    repeat_limit: Annotated[int, typer.Option(min=2, help="The same call this many times gets an intervention; once more ends the run.")] = defaults.REPEAT_LIMIT  # noqa: E501
     model_concurrency: ModelConcurrencyOption = None
     requests_per_minute: RequestsPerMinuteOption = None
     tokens_per_minute: TokensPerMinuteOption = None
@@ -106,7 +112,10 @@ class RunOptions:
             requests_per_minute=self.requests_per_minute,
             tokens_per_minute=self.tokens_per_minute,
             memory=str(self.memory.resolve()) if self.memory else None,
-            memory_namespace=self.memory_namespace,
+            memory_namespace=self.memory_namespace, aids=self.aids.value,
+            instructions=self.instructions, temperature=self.temperature,
+            token_budget=self.token_budget, max_observation_chars=self.max_observation_chars,
+            repeat_limit=self.repeat_limit,
         )
 
     def observe(self) -> dict[str, Any]:

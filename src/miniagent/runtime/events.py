@@ -96,6 +96,10 @@ class ModelStarted(Event):
 
     kind: ClassVar[EventKind] = "model_started"
     request: ModelRequest
+    offered: list[str] | None = None
+    """The tools a selection offered this request, by name (None: no selection, every tool)."""
+    available: int = 0
+    """How many tools the run has (of which ``offered`` were chosen)."""
 
 
 @dataclass(kw_only=True, slots=True, eq=False)

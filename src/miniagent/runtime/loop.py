@@ -301,8 +301,11 @@ class StepLogic:
         request = self._render(turn)
         span, started = self.effects.new_id(), self.effects.now()
         if self.effects.observed:
+            listed = self.rules.tools.listed()
+            selected = self.spec.tool_selection is not None or self.spec.strict_selection
             self._emit("ModelStarted", session, span=span, parent=step_span, step=index,
-                       request=request)
+                       request=request, available=len(listed),
+                       offered=[t.name for t in tools] if selected else None)
         try:
             with reporting_waits(self._waits(session, span, step_span, index)):
                 response, sent = await self._ask(request, turn)

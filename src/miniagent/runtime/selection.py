@@ -63,7 +63,8 @@ from typing import Any
 
 from miniagent.types import Message, Step, ToolLike
 
-__all__ = ["ToolIndex", "offer", "offered_only", "select_tools", "tokenize", "used_tools"]
+__all__ = ["ToolIndex", "hints", "offer", "offered_only", "select_tools", "tokenize",
+           "used_tools"]
 
 K1, B = 1.2, 0.75
 """The usual Okapi BM25 constants (term saturation, length normalisation)."""
@@ -220,9 +221,66 @@ def index_for(tools: Sequence[ToolLike]) -> ToolIndex:
 
 
 def conversation_text(messages: Sequence[Message]) -> str:
-    """The query: what the user and the model wrote (tool results left out)."""
-    return "\n".join(m.content for m in messages
-                     if m.role in ("user", "assistant") and isinstance(m.content, str))
+    """The query: what the user and the model wrote (tool results left out), with the words
+    of what the user's text looks like (see :func:`hints`)."""
+    texts = [m.content for m in messages
+             if m.role in ("user", "assistant") and isinstance(m.content, str)]
+    user = " ".join(m.content for m in messages
+                    if m.role == "user" and isinstance(m.content, str))
+    shape = hints(user)
+    return "\n".join([*texts, shape] if shape else texts)
+
+
+# What a question looks like, and the words tools that handle it are described with: numbers
+# are left out of the query, so "17 * 23" alone would match no calculator.
+_SHAPES = (
+    (r"\d[\d.,]*\s*(?:[-+*/×÷^%]|\*\*)\s*\(?\s*\d|\b(?:sqrt|log|sin|cos)\s*\(|"
+     r"\d\s*(?:plus|minus|times|divided by|squared)\b",
+     "arithmetic expression calculate calculator math evaluate"),
+    (r"\b[\w-]+\.(?:txt|csv|tsv|json|jsonl|md|log|py|yaml|yml|toml|ini|xml|html|pdf|docx?)\b",
+     "file path"),
+    (r"\d\s*(?:km|kilomet\w*|mi|miles?|kg|kilogram\w*|lbs?|pounds? of|°\s*[CF]|celsius|"
+     r"fahrenheit|met(?:er|re)s?|feet|foot|ft|inch(?:es)?|cm|mm|lit(?:er|re)s?|gallons?|"
+     r"ounces?|oz|mph|km/h)\b", "unit convert conversion"),
+    (r"[$€£¥]\s*\d|\d\s*(?:euros?|dollars?|usd|eur|gbp|jpy|cny|yen|yuan|rmb|pounds?)\b|"
+     r"\b(?:exchange rate|currenc\w*)\b", "currency convert money exchange rate"),
+    (r"\b(?:stock|share price|ticker|shares)\b|\$[A-Z]{1,5}\b",
+     "stock price ticker share market quote"),
+    (r"\b(?:what time|time is it|today's date|what day|timezone|time zone)\b",
+     "time current date timezone clock"),
+    (r"\b(?:rain\w*|snow\w*|sunny|forecast|temperature|humid\w*|windy|cloudy|warm\w*|"
+     r"cold\w*|hot|umbrella|degrees)\b",
+     "weather temperature forecast condition"),
+)
+
+# Chinese words of common tasks, with the English words tools are usually described with:
+# a question in Chinese then finds a tool whose description is in English.
+_GLOSSARY = {
+    "天气": "weather", "气温": "temperature weather", "温度": "temperature weather",
+    "下雨": "rain weather", "下雪": "snow weather", "预报": "forecast weather",
+    "计算": "calculate arithmetic expression calculator", "等于": "calculate arithmetic",
+    "乘以": "multiply arithmetic", "除以": "divide arithmetic", "平方根": "sqrt arithmetic",
+    "文件": "file", "行": "line file", "读": "read file", "目录": "list files directory",
+    "时间": "time current", "几点": "time current", "日期": "date time current",
+    "汇率": "currency exchange rate", "美元": "currency dollar usd", "欧元": "currency euro eur",
+    "人民币": "currency yuan cny", "日元": "currency yen jpy", "英镑": "currency pound gbp",
+    "换算": "convert", "转换": "convert", "兑换": "convert currency",
+    "股价": "stock price ticker", "股票": "stock price ticker",
+    "公里": "km kilometer unit", "英里": "mile unit", "公斤": "kg kilogram unit",
+    "首都": "capital country", "国家": "country", "人口": "population country",
+    "记住": "remember memory", "记得": "recall memory", "搜索": "search", "查找": "search find",
+    "邮件": "email mail send", "发送": "send", "付款": "pay payment", "支付": "pay payment",
+}
+
+
+def hints(text: str) -> str:
+    """Words for what ``text`` looks like: an arithmetic expression, a file name, a quantity
+    with a unit, money, a stock ticker, the time, the weather; and the English words of the
+    Chinese words it holds (see ``_GLOSSARY``). Bounded: only the first 2,000 characters."""
+    text = text[:2000]
+    words = [terms for pattern, terms in _SHAPES if re.search(pattern, text, re.IGNORECASE)]
+    words += [terms for word, terms in _GLOSSARY.items() if word in text]
+    return " ".join(words)
 
 
 def used_tools(messages: Sequence[Message]) -> set[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -178,12 +178,16 @@ AIDS_FOR: dict[bool, dict[str, object]] = {
 """The small-model aids' defaults for a small model (True) and for others (False)."""
 
 
-def with_small_model_aids(spec: AgentSpec) -> AgentSpec:
-    """``spec`` with the aids it left to the model (:attr:`AgentSpec.aids_from_model`) at
-    their defaults for a small model."""
+def with_small_model_aids(spec: AgentSpec, names: Iterable[str] | None = None) -> AgentSpec:
+    """``spec`` with the aids it left to the model (:attr:`AgentSpec.aids_from_model`) that
+    the model needs (``names``; None: every one) at their defaults for a small model; the
+    others stay off."""
     small = AIDS_FOR[True]
+    wanted = set(small if names is None else names)
     changes: dict[str, object] = {}
     for name in spec.aids_from_model:
+        if name not in wanted:
+            continue
         if name == "answer_after_results":
             changes["limits"] = {name: small[name]}
         elif name == "worked_example":

@@ -77,7 +77,7 @@ class SessionActivities:
     def __init__(self, model: Model, tools: Toolbox, *, heartbeat_every: float = 1.0,
                  metrics: Any = None) -> None:
         self.model = without_retries(model)
-        self.small_model = bool(model.capabilities.small_model)
+        self.aids = list(model.capabilities.needed_aids())
         self.model_name = describe_model(model).name
         self.tools = tools
         self.heartbeat_every = heartbeat_every
@@ -94,11 +94,12 @@ class SessionActivities:
         return [self.generate, self.run_tool, self.is_small_model]
 
     @activity.defn(name=SMALL_MODEL)
-    async def is_small_model(self) -> bool:
-        """Whether this worker's model is small: asked once by a session whose client left
-        the small-model aids to the workers' model (a local activity: its answer is in the
-        history, so a replay on a worker with another model takes the same decision)."""
-        return self.small_model
+    async def is_small_model(self) -> list[str]:
+        """The aids this worker's model needs, by name (none: an empty list): asked once by a
+        session whose client left the small-model aids to the workers' model (a local
+        activity: its answer is in the history, so a replay on a worker with another model
+        takes the same decision)."""
+        return self.aids
 
     @activity.defn(name=GENERATE)
     async def generate(self, request: ModelRequest) -> ModelResponse:

@@ -248,9 +248,15 @@ class SessionWorkflow:
         decides the same. A history from before this question was asked replays without it."""
         if not spec.aids_from_model or not workflow.patched(SMALL_MODEL):
             return spec
-        small = await workflow.execute_local_activity(
-            SMALL_MODEL, result_type=bool, start_to_close_timeout=timedelta(seconds=30))
-        return with_small_model_aids(spec) if small else spec.replace(aids_from_model=())
+        answer = await workflow.execute_local_activity(
+            SMALL_MODEL, start_to_close_timeout=timedelta(seconds=30))
+        # the aids the model needs by name; a history from before they were named says
+        # whether the model is small (every aid, or none)
+        names = (() if answer is False else None) if isinstance(answer, bool) else tuple(
+            str(name) for name in answer or ())
+        if names == ():
+            return spec.replace(aids_from_model=())
+        return with_small_model_aids(spec, names)
 
     @workflow.run
     async def run(self, start: SessionInput) -> RunResult:

@@ -77,12 +77,15 @@ class Warmup:
         still_warm: asked before a start counts it as warm already: False makes it run again
             (an MCP server whose process died since, an unloaded model: their ``is_warm``);
             None: once warm, warm for the process.
+        at_least: seconds this warm-up may take even when the start's timeout is shorter
+            (an embedded model's first prompt grows with its size: its ``warmup_seconds``).
     """
 
     name: str
     key: object
     run: Callable[[], Any]
     still_warm: Callable[[], bool] | None = None
+    at_least: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,8 +188,10 @@ def model_warmups(model: object, run: Callable[[], Any] | None = None) -> list[W
         return []
     from miniagent.observe.describe import describe_model
 
+    at_least = getattr(model, "warmup_seconds", None)
     return [Warmup(name=f"model {describe_model(model).name}", key=model, run=run or warmup,
-                   still_warm=still_warm if callable(still_warm) else None)]
+                   still_warm=still_warm if callable(still_warm) else None,
+                   at_least=at_least if isinstance(at_least, int | float) else None)]
 
 
 async def warm_model_prompt(model: Any, sources: Sequence[ToolSource], spec: AgentSpec,
@@ -202,8 +207,8 @@ async def warm_model_prompt(model: Any, sources: Sequence[ToolSource], spec: Age
     request = None
     with contextlib.suppress(Exception):
         caps = model.capabilities
-        if caps.small_model and spec.aids_from_model:
-            spec = with_small_model_aids(spec)
+        if caps.needed_aids() and spec.aids_from_model:
+            spec = with_small_model_aids(spec, caps.needed_aids())
         rules = rules_for(spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
                           native_tools=caps.native_tools, protocol=protocol)
         request = warmup_request(rules)
@@ -256,6 +261,8 @@ async def _report(warmups: Sequence[Warmup], timeout: float | None) -> WarmupRep
 
 async def _once(warmup: Warmup, timeout: float | None) -> WarmupOutcome:
     started = time.perf_counter()
+    if timeout is not None and warmup.at_least is not None:
+        timeout = max(timeout, warmup.at_least)
     status, error = await once(warmup, timeout)
     return WarmupOutcome(name=warmup.name, status=status, error=error,
                          seconds=time.perf_counter() - started)
