@@ -302,10 +302,12 @@ class StepLogic:
         span, started = self.effects.new_id(), self.effects.now()
         if self.effects.observed:
             listed = self.rules.tools.listed()
-            selected = self.spec.tool_selection is not None or self.spec.strict_selection
+            # which tools a selection offered; moot for a step that may call none
+            selected = (self.spec.tool_selection is not None or self.spec.strict_selection
+                        ) and turn.choice != "none"
             self._emit("ModelStarted", session, span=span, parent=step_span, step=index,
                        request=request, available=len(listed),
-                       offered=[t.name for t in tools] if selected else None)
+                       offered=[t.name for t in turn.tools] if selected else None)
         try:
             with reporting_waits(self._waits(session, span, step_span, index)):
                 response, sent = await self._ask(request, turn)
