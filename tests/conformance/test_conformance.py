@@ -723,20 +723,22 @@ async def test_tool_selection(drivers: list[Driver], tmp_path: Path) -> None:
     assert got.observations == ["Oslo: sunny"]
 
 
+@tool(name="weather")
+def aided_weather(city: str) -> str:
+    """Current weather and forecast of a city."""
+    return f"{city}: sunny, 18 °C"
+
+
+@tool(name="recipe")
+def aided_recipe(dish: str) -> str:
+    """A recipe for a dish."""
+    return "boil"
+
+
 async def test_the_small_model_aids(drivers: list[Driver], tmp_path: Path) -> None:
     """Strict selection offers only the matching tool, the first step must act (a guess is
     refused), and after one round of results the next step must answer, with a quote of them;
     a question no tool matches gets no tool at all."""
-    @tool
-    def weather(city: str) -> str:
-        """Current weather and forecast of a city."""
-        return f"{city}: sunny, 18 °C"
-
-    @tool
-    def recipe(dish: str) -> str:
-        """A recipe for a dish."""
-        return "boil"
-
     seen: list[ModelRequest] = []
 
     class Recording(ScriptedModel):
@@ -749,7 +751,7 @@ async def test_the_small_model_aids(drivers: list[Driver], tmp_path: Path) -> No
     setup = Setup(model=lambda: Recording(
         ["Final Answer: guess", react("look", "weather", {"city": "Oslo"}),
          "Final Answer: sunny, 18 °C", "Final Answer: Rome"]),
-        tools=lambda: [weather, recipe, add, lookup], options=aids)
+        tools=lambda: [aided_weather, aided_recipe, add, lookup], options=aids)
 
     async def two_questions(handle: Handle) -> RunResult:
         first = await handle.run("What is the weather forecast in Oslo?")
@@ -773,16 +775,6 @@ async def test_the_aids_a_models_profile_names(drivers: list[Driver], tmp_path: 
     gets those and no other: a question no tool matches still sees two tools (no strict
     selection), and after one round of results the next step must answer, in its own words
     (no quoted answers)."""
-    @tool
-    def weather(city: str) -> str:
-        """Current weather and forecast of a city."""
-        return f"{city}: sunny, 18 °C"
-
-    @tool
-    def recipe(dish: str) -> str:
-        """A recipe for a dish."""
-        return "boil"
-
     seen: list[ModelRequest] = []
 
     class Measured(ScriptedModel):
@@ -797,7 +789,7 @@ async def test_the_aids_a_models_profile_names(drivers: list[Driver], tmp_path: 
 
     setup = Setup(model=lambda: Measured(
         [react("look", "weather", {"city": "Oslo"}), "Final Answer: It is sunny.",
-         "Final Answer: Rome"]), tools=lambda: [weather, recipe, add, lookup])
+         "Final Answer: Rome"]), tools=lambda: [aided_weather, aided_recipe, add, lookup])
 
     async def two_questions(handle: Handle) -> RunResult:
         first = await handle.run("What is the weather forecast in Oslo?")
