@@ -18,6 +18,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from miniagent.errors import ConfigError
 from miniagent.files import private_dir
 
 RECORD, SEAL = "cli", "cli_seal"
@@ -57,7 +58,10 @@ def _mac(key: bytes, record: dict[str, Any]) -> str:
 def sealed(record: dict[str, Any]) -> dict[str, Any]:
     """The metadata that keeps ``record`` with its seal."""
     key = _key(create=True)
-    assert key is not None
+    if key is None:
+        raise ConfigError(f"cannot read the key that seals what a session records: "
+                          f"{key_path()} is damaged or unreadable (delete it to draw a new one; "
+                          "sessions sealed with the old one are then resumed with options)")
     return {RECORD: record, SEAL: _mac(key, record)}
 
 
