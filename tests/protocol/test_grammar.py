@@ -344,3 +344,14 @@ def test_free_form_arrays_and_objects_are_bounded() -> None:
     assert not schema_accepts({"type": "array"}, json.dumps(list(range(ITEMS_MAX + 1))))
     many = {f"k{i}": i for i in range(ITEMS_MAX + 1)}
     assert not schema_accepts({"type": "object"}, json.dumps(many))
+
+
+def test_a_turn_of_256_tokens_has_room_for_a_whole_thought() -> None:
+    """A 256-token turn admits a thought of a full sentence or two (the embedded model's
+    turns were cut at 64 characters, mid-plan: "I need a"), and still bounds it."""
+    grammar = react_grammar(ALL_TOOLS, max_tokens=256)
+    plan = ("To give the temperature in Tokyo in Fahrenheit I first look up the weather, "
+            "then convert the degrees Celsius it gives with convert_units")
+    assert len(plan) > 128
+    assert accepts(grammar, f"Thought: {plan}\nFinal Answer: 71.6")
+    assert not accepts(grammar, "Thought: " + "x" * 257 + "\nFinal Answer: y")

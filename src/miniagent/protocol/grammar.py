@@ -55,11 +55,12 @@ THOUGHT_MAX_CHARS = 240
 
 
 def thought_bound(max_tokens: int | None) -> int:
-    """The longest thought for a turn of ``max_tokens``: a quarter of it, between 32 and
-    :data:`THOUGHT_MAX_CHARS` characters (the action must fit after it)."""
+    """The longest thought for a turn of ``max_tokens``: about a quarter of its tokens (a token
+    is about four characters, so as many characters as the turn has tokens), between 32 and
+    :data:`THOUGHT_MAX_CHARS` characters, so the action still fits after it."""
     if max_tokens is None:
         return THOUGHT_MAX_CHARS
-    return max(32, min(THOUGHT_MAX_CHARS, max_tokens // 4))
+    return max(32, min(THOUGHT_MAX_CHARS, max_tokens))
 
 
 def react_grammar(tools: Sequence[ToolLike], *, final: bool = True,
