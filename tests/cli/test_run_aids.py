@@ -55,3 +55,30 @@ def test_the_run_options_reach_the_model_and_the_session(tmp_path: Path) -> None
     recorded = session.metadata["cli"]
     assert (recorded["token_budget"], recorded["max_observation_chars"],
             recorded["repeat_limit"], recorded["aids"]) == (5000, 500, 4, "auto")
+
+
+def _system_prompt_sent(tmp_path: Path, *options: str, listed: str = "stub") -> str:
+    """The system prompt a run sent to a stub server that lists the model ``listed``."""
+    (tmp_path / "tools.py").write_text(TOOLS, encoding="utf-8")
+    with StubServer(["Final Answer: Tokyo"], model=listed).run_in_thread() as stub:
+        done = cli("run", "What is the weather in Tokyo?", "--base-url", stub.base_url,
+                   "--mode", "react", "--tools", "tools.py", *options,
+                   "--store", str(tmp_path / "s.db"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return str(stub.requests[0]["messages"][0]["content"])
+
+
+def test_a_served_small_model_gets_the_aids_measured_for_it(tmp_path: Path) -> None:
+    example = "Example (only the format"
+    # named as Ollama names it, as llama.cpp's server lists it, or as a large model
+    assert example in _system_prompt_sent(tmp_path, "--model", "smollm2:135m")
+    assert example in _system_prompt_sent(tmp_path, listed="SmolLM2-135M-Instruct-Q8_0.gguf")
+    assert example not in _system_prompt_sent(tmp_path, "--model", "gpt-4o")
+    assert example not in _system_prompt_sent(tmp_path, "--model", "smollm2:135m",
+                                              "--aids", "off")
+    # Qwen 0.5B: two tools of four, no worked example; 1.5B: every tool
+    names = ("weather", "share_price", "train_tickets", "recipe")
+    small = _system_prompt_sent(tmp_path, "--model", "qwen2.5-coder:0.5b")
+    assert example not in small and sum(f"- {n}:" in small for n in names) == 2
+    large = _system_prompt_sent(tmp_path, "--model", "qwen2.5-coder:1.5b")
+    assert sum(f"- {n}:" in large for n in names) == 4

@@ -229,7 +229,68 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
             max_concurrency=config.model_concurrency,
             requests_per_minute=config.requests_per_minute,
             tokens_per_minute=config.tokens_per_minute),
+        aids=served_aids(config.base_url, config.model, api_key) if config.aids == "auto" else (),
     )
+
+
+SERVED_PROBE_TIMEOUT = 3.0
+"""Seconds to wait for a server's list of models (``GET /models``) when deciding aids."""
+
+
+def served_aids(base_url: str, model: str | None, api_key: str | None) -> tuple[str, ...]:
+    """The aids a served model is measured to need, from its name
+    (:func:`~miniagent.models.profiles.aids_for_served`); when the name tells no size (e.g.
+    llama.cpp's server, which serves any name), from the server's ``GET /models`` entry: its
+    id and, from llama.cpp, its parameter count. Only a server on this machine is asked (a
+    remote one serves large models); one that does not answer: none."""
+    from miniagent.models.profiles import aids_for_served
+
+    found = aids_for_served(model) if model else None
+    if found is not None or not _on_this_machine(base_url):
+        return found or ()
+    entry = _served_model_entry(base_url, model, api_key)
+    if entry is None:
+        return ()
+    meta = entry.get("meta")
+    parameters = meta.get("n_params") if isinstance(meta, dict) else None
+    found = aids_for_served(str(entry.get("id", "")), float(parameters)
+                            if isinstance(parameters, (int, float)) else 0.0)
+    return found or ()
+
+
+def _on_this_machine(base_url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _served_model_entry(base_url: str, model: str | None,
+                        api_key: str | None) -> dict[str, Any] | None:
+    """The server's ``/models`` entry for ``model`` (its only one when the name is not
+    listed); None when it cannot be had. Reads at most 1 MiB."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{base_url.rstrip('/')}/models")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback
+        with opener.open(request, timeout=SERVED_PROBE_TIMEOUT) as reply:
+            listing = json.loads(reply.read(1 << 20))
+    except (OSError, ValueError):
+        return None
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    entries = [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    named = [e for e in entries if e.get("id") == model]
+    chosen = named or (entries if len(entries) == 1 else [])
+    return chosen[0] if chosen else None
 
 
 ModelConcurrencyOption = Annotated[int | None, typer.Option(

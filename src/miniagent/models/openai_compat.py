@@ -184,6 +184,10 @@ class OpenAICompatibleModel:
             object of the process that use the same ``base_url`` and ``model``. Whatever the
             limits, a 429 makes every request to that endpoint wait out its ``Retry-After``
             (or the backoff), not only the one that got it.
+        aids: The aids for weak models the served model is measured to need (an
+            :class:`~miniagent.Agent` turns them on unless told otherwise; see
+            :func:`~miniagent.models.profiles.aids_for_served`); by default none, a served
+            model being taken to be capable.
 
     Raises:
         ConfigError: ``base_url``, ``api_key``, ``timeout`` or ``grammar_field`` cannot work.
@@ -212,6 +216,7 @@ class OpenAICompatibleModel:
         stream: bool = False,
         stream_usage: bool = True,
         limits: EndpointLimits | None = None,
+        aids: tuple[str, ...] = (),
     ) -> None:
         self.base_url = _checked_base_url(base_url)
         self.model = model
@@ -238,6 +243,7 @@ class OpenAICompatibleModel:
             raise ConfigError(f"limits must be an EndpointLimits, e.g. EndpointLimits("
                               f"max_concurrency=4), got {type(limits).__name__} {limits!r:.80}")
         self.limits = limits if limits is not None and limits.any else None
+        self.aids = tuple(aids)
         self._endpoint = endpoint(self.base_url, model)
         self._auto_choice = True
         """Send ``tool_choice: "auto"`` with tools when a request sets none (False once this
@@ -251,7 +257,8 @@ class OpenAICompatibleModel:
         """Native tools as configured (unknown in ``auto``); a grammar with ``grammar_field``."""
         native = {"react": False, "native": True, "hybrid": True}.get(self.tool_mode)
         return Capabilities(tool_mode=self.tool_mode, native_tools=native,
-                            grammar=self.grammar_field is not None, streaming=self.stream)
+                            grammar=self.grammar_field is not None, streaming=self.stream,
+                            small_model=bool(self.aids), aids=self.aids)
 
     async def generate(self, request: ModelRequest,
                        on_delta: DeltaSink | None = None) -> ModelResponse:

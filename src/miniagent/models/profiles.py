@@ -12,12 +12,14 @@ up; a file whose header says nothing is judged by its size, as before.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from miniagent.models.base import ALL_AIDS
 from miniagent.models.gguf import GGUFInfo
 
-__all__ = ["PROFILES", "SMALL_PARAMETERS", "TINY_PARAMETERS", "Profile", "aids_for", "is_tiny"]
+__all__ = ["PROFILES", "SMALL_PARAMETERS", "TINY_PARAMETERS", "Profile", "aids_for",
+           "aids_for_served", "is_tiny"]
 
 TINY_PARAMETERS = 300e6
 """Below this many parameters a model is for trying the loop, not for real work."""
@@ -60,6 +62,28 @@ def aids_for(info: GGUFInfo, size_bytes: int) -> tuple[str, ...]:
             return profile.aids
     return ALL_AIDS if parameters < TINY_PARAMETERS else (
         ("tool_selection", "answer_after_results") if parameters < SMALL_PARAMETERS else ())
+
+
+def aids_for_served(name: str, parameters: float = 0.0) -> tuple[str, ...] | None:
+    """The aids of a model a server knows by ``name`` (``qwen2.5-coder:0.5b`` in Ollama,
+    ``Qwen/Qwen2.5-Coder-0.5B-Instruct`` in vLLM, ``qwen2.5-coder-0.5b.gguf`` in llama.cpp's
+    server) and, where the server says it, its ``parameters``: the profile the same model
+    has embedded. None when neither tells the model's size.
+
+    Example:
+        >>> aids_for_served("qwen2.5-coder:0.5b")
+        ('tool_selection', 'answer_after_results')
+        >>> aids_for_served("Qwen/Qwen2.5-Coder-1.5B-Instruct"), aids_for_served("gpt-4o")
+        ((), None)
+    """
+    plain = name.rsplit("/", 1)[-1].lower().replace(":", "-").removesuffix(".gguf")
+    plain = re.sub(r"[-.](q\d\w*|iq\d\w*|f16|bf16|fp16|f32)$", "", plain)  # a quantization
+    info = GGUFInfo(name=plain)
+    if parameters > 0:
+        info = GGUFInfo(name=plain, basename=info.family, size_label=f"{parameters / 1e6:.0f}M")
+    if not info.parameters:
+        return None
+    return aids_for(info, 0)
 
 
 def is_tiny(info: GGUFInfo, size_bytes: int) -> bool:
