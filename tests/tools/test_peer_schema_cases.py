@@ -1041,3 +1041,82 @@ def test_default_with_odd_equality_stays_optional() -> None:
     validated = made.checker.validate({"x": 1})
     assert isinstance(validated, dict) and validated["value"] is _ALWAYS_EQUAL
 
+
+# -- methods: the receiver is never an argument ------------------------------------------
+
+
+class HfTools:
+    def instance_fn(self, x: int):
+        """
+        Test function
+
+        Args:
+            x: The input
+        """
+        return x
+
+    @staticmethod
+    def static_fn(x: int):
+        """
+        Test function
+
+        Args:
+            x: The input
+        """
+        return x
+
+    @classmethod
+    def class_fn(cls, x: int):
+        """
+        Test function
+
+        Args:
+            x: The input
+        """
+        return x
+
+
+class OaiMyClass:
+    def foo(self, a: int, b: int = 5):
+        return a + b
+
+    @classmethod
+    def bar(cls, a: int, b: int = 5):
+        return a + b
+
+    @staticmethod
+    def baz(a: int, b: int = 5):
+        return a + b
+
+
+@pytest.mark.parametrize("get", [
+    pytest.param(lambda: HfTools.instance_fn, id="hf-instance_method-unbound"),
+    pytest.param(lambda: HfTools().instance_fn, id="hf-instance_method-bound"),
+    pytest.param(lambda: HfTools.static_fn, id="hf-static_method"),
+    pytest.param(lambda: HfTools().static_fn, id="hf-static_method-instance"),
+    pytest.param(lambda: HfTools.class_fn, id="hf-class_method"),
+    pytest.param(lambda: HfTools().class_fn, id="hf-class_method-instance"),
+])
+def test_peer_method_schema(get: Any) -> None:
+    made = tool(get())
+    assert made.name == get().__name__
+    assert made.description == "Test function"
+    assert made.parameters["properties"] == {"x": {"type": "integer", "description": "The input"}}
+    assert made.parameters["required"] == ["x"]
+
+
+@pytest.mark.parametrize("get", [
+    pytest.param(lambda: OaiMyClass().foo, id="oai-class_based-instance_method"),
+    pytest.param(lambda: OaiMyClass.bar, id="oai-class_based-class_method"),
+    pytest.param(lambda: OaiMyClass.baz, id="oai-class_based-static_method"),
+])
+async def test_peer_method_call(get: Any) -> None:
+    made = tool(get())
+    assert _meaning(made.parameters["properties"]) == {"a": _INT, "b": _p("integer", default=5)}
+    assert (await _call(made, {"a": 1, "b": 2})).output == "3"
+
+
+def test_a_method_taken_from_its_class_cannot_be_registered() -> None:
+    # transformers accepts HfTools.instance_fn for a schema; to run, a tool needs its instance
+    with pytest.raises(ToolDefinitionError, match=r"needs its 'self'.*from an instance"):
+        ToolRegistry([tool(HfTools.instance_fn)])

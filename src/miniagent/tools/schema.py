@@ -4,7 +4,8 @@ Everything here runs once, when a tool is defined, so the per-call path only has
 validate a dict with a ready-made model. The steps:
 
 1. Read the signature and resolve the type hints (``typing.get_type_hints``), refusing
-   ``*args``/``**kwargs`` and hints pydantic cannot turn into a schema.
+   ``*args``/``**kwargs`` and hints pydantic cannot turn into a schema. The receiver of a
+   method (``self``, a classmethod's ``cls``) is left out (see :mod:`.methods`).
 2. Parse the docstring (Google, NumPy or reST, via ``docstring_parser``): the short and
    long descriptions become the tool description, the ``Args`` entries the parameter
    descriptions.
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from miniagent.errors import ToolDefinitionError
+from miniagent.tools.methods import method_shape
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ConfigDict
@@ -66,6 +68,11 @@ class ToolSpec:
         positional_only: parameters that must be passed positionally, in order.
         required: names of the parameters a call must contain (no default in the signature
             nor in a ``Field``), in signature order.
+        function: what the arguments are passed to (the function under a ``classmethod``
+            or ``staticmethod``, else the callable given).
+        receiver: the method's first parameter, left out of the schema (``self``, a
+            classmethod's ``cls``), or ``None``.
+        binds_class: the receiver is the owner class (a classmethod), not an instance.
     """
 
     name: str
@@ -75,6 +82,9 @@ class ToolSpec:
     field_names: dict[str, str]
     positional_only: tuple[str, ...]
     required: tuple[str, ...]
+    function: Any
+    receiver: str | None = None
+    binds_class: bool = False
 
 
 def build_tool_spec(
@@ -90,7 +100,8 @@ def build_tool_spec(
     Raises:
         ToolDefinitionError: when ``fn`` cannot become a tool; the message says why.
     """
-    target = fn
+    shape = method_shape(fn)
+    target = shape.function
     tool_name = _tool_name(target, name)
     signature = _signature(target, tool_name)
     hints = _type_hints(target, tool_name)
@@ -98,7 +109,8 @@ def build_tool_spec(
     fields: dict[str, Any] = {}
     field_names: dict[str, str] = {}
     positional_only: list[str] = []
-    for index, param in enumerate(signature.parameters.values()):
+    params = list(signature.parameters.values())[1 if shape.receiver else 0 :]
+    for index, param in enumerate(params):
         _check_kind(param, tool_name)
         internal = f"arg{index}"
         field_names[param.name] = internal
@@ -116,6 +128,9 @@ def build_tool_spec(
         field_names=field_names,
         positional_only=tuple(positional_only),
         required=tuple(required),
+        function=target,
+        receiver=shape.receiver,
+        binds_class=shape.binds_class,
     )
 
 
