@@ -95,10 +95,14 @@ class Tool:
             (see :func:`tool`).
         checker: validates a call's arguments and binds them to ``fn``'s parameters.
         spec: what was derived from a function tool's signature; ``None`` for a schema tool.
+        receiver: ``self`` (or ``cls``) of a tool made from a method and taken from its class,
+            not yet bound: a registry refuses it. ``obj.method`` is the tool bound to ``obj``
+            (see :mod:`miniagent.tools.methods`); ``None`` for every other tool.
     """
 
     max_concurrency: int | None = None
     inline: bool = False
+    receiver: str | None = None
 
     def __init__(
         self,
@@ -119,12 +123,24 @@ class Tool:
         policy = RetryPolicy.of(retry)
         spec = build_tool_spec(fn, name=name, description=description)
         self.spec: ToolSpec | None = spec
-        self._setup(fn, spec.name, spec.description, spec.parameters, FunctionArguments(spec))
+        self._setup(spec.function, spec.name, spec.description, spec.parameters,
+                    FunctionArguments(spec))
         self._set_options(timeout, idempotent, requires_approval, policy)
         self.warmup = _checked_warmup(spec.name, warmup)
         self.max_concurrency = max_concurrency
         self.inline = _checked_inline(self, inline)
-        functools.update_wrapper(self, fn, updated=())
+        self.receiver = spec.receiver
+        functools.update_wrapper(self, spec.function, updated=())
+
+    def __get__(self, instance: object, owner: type | None = None) -> Tool:
+        """A tool made from a method, read from an instance (or, for a classmethod, from its
+        class), is bound to it as a plain method would be; any other tool is itself."""
+        receiver = owner if self.spec is not None and self.spec.binds_class else instance
+        if self.receiver is None or receiver is None:
+            return self
+        from miniagent.tools.methods import bind_tool
+
+        return bind_tool(self, receiver)
 
     @classmethod
     def from_schema(
@@ -440,6 +456,10 @@ class ToolRegistry:
     def register(self, fn: Tool | Callable[..., Any]) -> Tool:
         """Add a tool (or a plain callable, wrapped with :func:`tool`) and return it."""
         new = fn if isinstance(fn, Tool) else tool(fn)
+        if new.receiver is not None:
+            raise ToolDefinitionError(
+                f"Tool {new.name!r} is a method that still needs its {new.receiver!r}: register "
+                f"it from an instance (obj.{new.name}), not from the class.")
         if new.name in self._tools:
             raise ToolDefinitionError(f"A tool named {new.name!r} is already registered.")
         self._tools[new.name] = new

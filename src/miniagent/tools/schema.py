@@ -4,13 +4,19 @@ Everything here runs once, when a tool is defined, so the per-call path only has
 validate a dict with a ready-made model. The steps:
 
 1. Read the signature and resolve the type hints (``typing.get_type_hints``), refusing
-   ``*args``/``**kwargs`` and hints pydantic cannot turn into a schema.
+   ``*args``/``**kwargs`` and hints pydantic cannot turn into a schema. The receiver of a
+   method (``self``, a classmethod's ``cls``) is left out (see :mod:`.methods`).
 2. Parse the docstring (Google, NumPy or reST, via ``docstring_parser``): the short and
    long descriptions become the tool description, the ``Args`` entries the parameter
    descriptions.
 3. Build an arguments model with ``pydantic.create_model``. Fields get neutral internal
    names (``arg0``, ``arg1``, ...) and the parameter name as alias, so a parameter called
-   ``json`` or ``model_config`` never collides with ``BaseModel`` attributes.
+   ``json`` or ``model_config`` never collides with ``BaseModel`` attributes. A pydantic
+   ``Field(...)`` given as a parameter's default (``n: int = Field(gt=0)``) or in
+   ``Annotated[int, Field(...)]`` is the field: its default (``...``: required),
+   constraints and description hold, in the schema and when a call is validated. A
+   parameter's description is, first found: the ``Field``'s ``description``, the
+   docstring's entry, a plain string in ``Annotated[int, "..."]``.
 4. Take ``model_json_schema()``, inline ``$ref``/``$defs`` (models follow inlined schemas
    better) and drop ``title`` keywords (noise for the model).
 """
@@ -23,9 +29,10 @@ import inspect
 import re
 import typing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from miniagent.errors import ToolDefinitionError
+from miniagent.tools.methods import method_shape
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ConfigDict
@@ -43,6 +50,8 @@ _ARGS_CONFIG: ConfigDict = {
     # Models often send 42 where a string is expected; accept it as "42".
     "coerce_numbers_to_str": True,
     "arbitrary_types_allowed": False,
+    # A TypedDict's or dataclass's attribute docstrings describe its properties.
+    "use_attribute_docstrings": True,
 }
 
 
@@ -57,7 +66,13 @@ class ToolSpec:
         args_model: the pydantic model that validates and coerces the arguments.
         field_names: parameter name -> internal field name of ``args_model``.
         positional_only: parameters that must be passed positionally, in order.
-        required: names of the parameters without a default, in signature order.
+        required: names of the parameters a call must contain (no default in the signature
+            nor in a ``Field``), in signature order.
+        function: what the arguments are passed to (the function under a ``classmethod``
+            or ``staticmethod``, else the callable given).
+        receiver: the method's first parameter, left out of the schema (``self``, a
+            classmethod's ``cls``), or ``None``.
+        binds_class: the receiver is the owner class (a classmethod), not an instance.
     """
 
     name: str
@@ -67,6 +82,9 @@ class ToolSpec:
     field_names: dict[str, str]
     positional_only: tuple[str, ...]
     required: tuple[str, ...]
+    function: Any
+    receiver: str | None = None
+    binds_class: bool = False
 
 
 def build_tool_spec(
@@ -82,24 +100,26 @@ def build_tool_spec(
     Raises:
         ToolDefinitionError: when ``fn`` cannot become a tool; the message says why.
     """
-    tool_name = _tool_name(fn, name)
-    signature = _signature(fn, tool_name)
-    hints = _type_hints(fn, tool_name)
-    summary, param_docs = _parse_docstring(inspect.getdoc(fn) or "")
+    shape = method_shape(fn)
+    target = shape.function
+    tool_name = _tool_name(target, name)
+    signature = _signature(target, tool_name)
+    hints = _type_hints(target, tool_name)
+    summary, param_docs = _parse_docstring(inspect.getdoc(target) or "")
     fields: dict[str, Any] = {}
     field_names: dict[str, str] = {}
     positional_only: list[str] = []
-    required: list[str] = []
-    for index, param in enumerate(signature.parameters.values()):
+    params = list(signature.parameters.values())[1 if shape.receiver else 0 :]
+    for index, param in enumerate(params):
         _check_kind(param, tool_name)
         internal = f"arg{index}"
         field_names[param.name] = internal
         if param.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional_only.append(param.name)
-        if param.default is inspect.Parameter.empty:
-            required.append(param.name)
-        fields[internal] = _field(param, hints.get(param.name, Any), param_docs.get(param.name))
+        fields[internal] = _field(param, hints.get(param.name, Any), param_docs.get(param.name),
+                                  tool_name)
     model = _create_model(tool_name, fields)
+    required = [p for p, f in field_names.items() if model.model_fields[f].is_required()]
     return ToolSpec(
         name=tool_name,
         description=description if description is not None else summary,
@@ -108,6 +128,9 @@ def build_tool_spec(
         field_names=field_names,
         positional_only=tuple(positional_only),
         required=tuple(required),
+        function=target,
+        receiver=shape.receiver,
+        binds_class=shape.binds_class,
     )
 
 
@@ -173,11 +196,36 @@ def _check_kind(param: inspect.Parameter, tool_name: str) -> None:
         )
 
 
-def _field(param: inspect.Parameter, annotation: Any, doc: str | None) -> tuple[Any, Any]:
+def _field(param: inspect.Parameter, annotation: Any, doc: str | None,
+           tool_name: str) -> tuple[Any, Any]:
+    """The field of one parameter; a ``Field(...)`` default goes into ``Annotated`` so that
+    pydantic merges it with the alias (the parameter's name) and the docstring entry."""
     from pydantic import Field
+    from pydantic.fields import FieldInfo
 
-    default = ... if param.default is inspect.Parameter.empty else param.default
-    return (annotation, Field(default, alias=param.name, description=doc or None))
+    options: dict[str, Any] = {"alias": param.name}
+    if isinstance(param.default, FieldInfo):
+        annotation = Annotated[annotation, param.default]
+    elif param.default is not inspect.Parameter.empty:
+        options["default"] = param.default
+    infos = [m for m in _metadata(annotation) if isinstance(m, FieldInfo)]
+    if any(info.alias or info.validation_alias for info in infos):
+        raise ToolDefinitionError(
+            f"Tool {tool_name!r}: parameter {param.name!r} sets an alias in Field(); the "
+            "model sends the parameter's name, so rename the parameter instead.")
+    declared = next((i.description for i in reversed(infos) if i.description), None)
+    if declared is None:
+        text = next((m for m in _metadata(annotation) if isinstance(m, str)), None)
+        if doc or text:
+            options["description"] = doc or text
+    return (annotation, Field(**options))
+
+
+def _metadata(annotation: Any) -> tuple[Any, ...]:
+    """The metadata of ``Annotated[T, ...]`` (nested ones are flattened by ``typing``)."""
+    if typing.get_origin(annotation) is Annotated:
+        return typing.get_args(annotation)[1:]
+    return ()
 
 
 def _create_model(tool_name: str, fields: dict[str, Any]) -> type[BaseModel]:
@@ -219,7 +267,12 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     import docstring_parser
 
     try:
-        parsed = docstring_parser.parse(doc)
+        # ``doc`` is ``inspect.getdoc``'s text: its first line is flush left, the next
+        # keep their relative indent. The parsers clean it once more, which dedents every
+        # line after the first: a docstring that opens with ``Args:`` lost its entries'
+        # indent and Google's parser refused it. A leading newline makes that second
+        # clean-up change nothing.
+        parsed = docstring_parser.parse("\n" + doc)
     except Exception:  # a malformed docstring must not stop a tool from being defined
         return doc.strip(), {}
     parts = [p.strip() for p in (parsed.short_description, parsed.long_description) if p]
