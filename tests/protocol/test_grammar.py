@@ -355,3 +355,32 @@ def test_a_turn_of_256_tokens_has_room_for_a_whole_thought() -> None:
     assert len(plan) > 128
     assert accepts(grammar, f"Thought: {plan}\nFinal Answer: 71.6")
     assert not accepts(grammar, "Thought: " + "x" * 257 + "\nFinal Answer: y")
+
+
+def test_an_action_may_end_with_one_line_break_and_nothing_more() -> None:
+    """Qwen writes `"}` and a line break as one token; a grammar ending at the brace forbade
+    it, and the 1.5B model wrote on inside the string: {"city":"Shanghai, China, China, ...
+    (with the line break allowed it writes {"city":"Shanghai"})."""
+    grammar = react_grammar(ALL_TOOLS)
+    assert accepts(grammar, action("weather", {"city": "Shanghai"}) + "\n")
+    assert not accepts(grammar, action("weather", {"city": "Shanghai"}) + "\n\n")
+    assert not accepts(grammar, action("weather", {"city": "Shanghai"}) + "\nObservation: x")
+    required = react_grammar(ALL_TOOLS, final=False)
+    assert accepts(required, action("weather", {"city": "Shanghai"}) + "\n")
+
+
+def test_the_embedded_models_call_may_end_with_a_line_break_and_reads_the_same() -> None:
+    """The same for the embedded model's native calls (:mod:`miniagent.models.local_tools`)."""
+    from miniagent.models.local_tools import ask_for_a_call, read_tool_reply
+
+    tools = [{"type": "function", "function": {"name": "weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": "Weather in Oslo?"}]}
+    ask_for_a_call(body, tools, "auto", 256)
+    call = '{"tool": "weather", "arguments": {"city": "Oslo"}}\n'
+    assert accepts(body["grammar"], call) and not accepts(body["grammar"], call + "\n")
+    reply = {"choices": [{"message": {"role": "assistant", "content": call}}]}
+    read_tool_reply(reply)
+    (made,) = reply["choices"][0]["message"]["tool_calls"]
+    assert (made["function"]["name"], json.loads(made["function"]["arguments"])) == (
+        "weather", {"city": "Oslo"})

@@ -415,7 +415,7 @@ async def test_constrained_generation_is_a_valid_action(local_model: LocalModel)
         [DIRECTIONS])
     grammar = react_grammar([DIRECTIONS])
     # Admit only the action branch, so the model has to write arguments for the schema tool.
-    action_only = grammar.replace("(action | final)", "action", 1)
+    action_only = react_grammar([DIRECTIONS], final=False)
     assert action_only != grammar
     request.grammar, request.max_tokens, request.temperature = action_only, 160, 0.0
     response = await local_model.generate(request)

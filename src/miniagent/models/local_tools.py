@@ -128,7 +128,9 @@ def call_grammar(functions: list[dict[str, Any]], answer: bool,
     if answer:
         text = builder.rule_for({"type": "string", "maxLength": ANSWER_MAX_CHARS}, "answer")
         branches.append(f'{gbnf_literal(_ANSWER_HEAD)} {text} "}}"')
-    return f"root ::= {' | '.join(branches)}\n{builder.render_rules()}\n"
+    # a line break may end it: a grammar that ends at the brace forbids the tokens that hold
+    # the brace and a line break, and a model then writes on inside a string instead
+    return f"root ::= ({' | '.join(branches)}) \"\\n\"?\n{builder.render_rules()}\n"
 
 
 def _text_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -94,7 +94,10 @@ def react_grammar(tools: Sequence[ToolLike], *, final: bool = True,
     builder = JsonSchemaGrammar(string_chars=string_bound(max_tokens))
     actions = [_action(builder, tool) for tool in tools]
     final = final or not actions
-    branches = ("(action | final)" if final else "action") if actions else "final"
+    # the action may end with a line break: a model writes `"}` and a line break as one token
+    # (Qwen's `"}\n`), and a grammar that ends at the brace forbids that token, so the model
+    # stays inside the string instead: {"city":"Shanghai, China, China, China, ..."}
+    branches = ('(action "\\n"? | final)' if final else 'action "\\n"?') if actions else "final"
     lines = [
         'root ::= "Thought: " thought "\\n" ' + branches,
         f"thought ::= [^\\n:\\uFF1A]{{1,{thought_bound(max_tokens)}}}",
