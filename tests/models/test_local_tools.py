@@ -91,4 +91,3 @@ def test_plain_text_stays_text() -> None:
     reply = _reply("I don't know.")
     read_tool_reply(reply)
     assert reply["choices"][0]["message"]["content"] == "I don't know."
-
