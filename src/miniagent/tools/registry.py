@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
 from miniagent.errors import ToolDefinitionError
+from miniagent.limits import SlotKey
 from miniagent.retry import RetryPolicy, RetrySetting
 from miniagent.tools.arguments import (
     NO_OUTPUT,
@@ -91,6 +92,10 @@ class Tool:
             :mod:`miniagent.tools.warmup`); ``None``: nothing to warm.
         max_concurrency: at most this many calls of the tool run at once in the process,
             across all its sessions and agents (``None``: no limit; see :mod:`miniagent.limits`).
+        slot_key: what ``max_concurrency`` counts against: this tool and its copies
+            (:meth:`with_options`, what the wrappers list), never another tool of its name.
+        precheck: why a call would not run, judged from its context before the call waits for
+            a slot (an agent tool's nesting depth); ``None`` or a text refusing the call.
         inline: a sync function called on the event loop itself instead of a worker thread
             (see :func:`tool`).
         checker: validates a call's arguments and binds them to ``fn``'s parameters.
@@ -99,6 +104,7 @@ class Tool:
 
     max_concurrency: int | None = None
     inline: bool = False
+    precheck: Callable[[ToolContext | None], str | None] | None = None
 
     def __init__(
         self,
@@ -211,6 +217,7 @@ class Tool:
         self._name, self._description, self._parameters = name, description, parameters
         self.checker: ArgumentsChecker = checker
         self.is_async = is_async_callable(fn)
+        self.slot_key = SlotKey()
 
     def _set_options(self, timeout: float | None, idempotent: bool,
                      requires_approval: ApprovalRule, retry: RetryPolicy | None) -> None:
