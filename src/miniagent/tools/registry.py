@@ -35,6 +35,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
+from miniagent.bounds import seconds
 from miniagent.errors import ToolDefinitionError
 from miniagent.limits import SlotKey
 from miniagent.retry import RetryPolicy, RetrySetting
@@ -253,8 +254,7 @@ class Tool:
             other.warmup = _checked_warmup(other.name, warmup)
         if max_concurrency is not None:
             other.max_concurrency = max_concurrency
-        if inline is not None:
-            other.inline = _checked_inline(other, inline)
+        other.inline = _checked_inline(other, other.inline if inline is None else inline)
         return other
 
     def needs_approval(self, arguments: dict[str, Any]) -> bool:
@@ -308,12 +308,19 @@ def _checked_inline(target: Tool, inline: bool) -> bool:
         raise ToolDefinitionError(
             f"Tool {target.name!r}: inline=True is for sync functions; an async one already "
             "runs on the event loop.")
+    if inline and target.timeout is not None:
+        # the function would block the event loop, where the timer that should stop it runs
+        raise ToolDefinitionError(
+            f"Tool {target.name!r}: inline=True with timeout={target.timeout:g}: an inline "
+            "call runs on the event loop, and nothing (no timeout, no other session) runs "
+            "until it returns. Drop inline=True to run it on a worker thread, where the "
+            "timeout works, or give it no timeout.")
     return bool(inline)
 
 
 def _check_timeout(timeout: float | None) -> None:
-    if timeout is not None and not timeout > 0:
-        raise ToolDefinitionError(f"Tool timeout must be a positive number, got {timeout!r}.")
+    if timeout is not None:
+        seconds("Tool timeout", timeout, error=ToolDefinitionError)
 
 
 def _check_concurrency(limit: int | None) -> None:
@@ -377,8 +384,9 @@ def tool(
         inline: call a sync function on the event loop itself, not on a worker thread: for
             quick functions without I/O (arithmetic, a dict lookup), it saves the thread's
             hand-off (a sixth of a step's client CPU in ``benchmarks/skeleton.py``). Nothing
-            else runs meanwhile, and its ``timeout`` cannot cut it short. Not for async
-            functions.
+            else runs meanwhile, and no timer can cut it short: a ``timeout`` with it is
+            refused (here, or added by ``with_options`` or a rule), and a default timeout
+            (its source's, the toolbox's) does not apply to it. Not for async functions.
 
     Raises:
         ToolDefinitionError: the function cannot become a tool (``*args``, ``**kwargs``,
@@ -413,7 +421,8 @@ def tool(
             "retry": retry if retry is not None else target.retry,
             "warmup": warmup if warmup is not None else target.warmup,
             "max_concurrency": max_concurrency or target.max_concurrency,
-            "inline": inline or target.inline,
+            # a new tool: one given a timeout runs on a worker thread, where the timeout works
+            "inline": inline or (target.inline and timeout is None),
         }
         if target.spec is None:
             return Tool.from_schema(parameters=target.parameters, fn=target.fn, **options)

@@ -126,13 +126,16 @@ class Toolbox:
 
     def timeout_of(self, name: str) -> float | None:
         """Seconds a call of ``name`` may take: the tool's own, else its source's default,
-        else this toolbox's."""
+        else this toolbox's; none for an inline tool (it blocks the loop the timer runs on,
+        so a timeout could only drop a result that came in late, never stop the call)."""
         entry = self._entries.get(name)
         if entry is None:
             return self.default_timeout
         tool, source = entry
         if tool.timeout is not None:
             return tool.timeout
+        if tool.inline:
+            return None
         own = getattr(source, "default_timeout", None)
         return own if isinstance(own, int | float) else self.default_timeout
 
