@@ -10,6 +10,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from miniagent import defaults
+from miniagent.bounds import quantity, seconds, whole
 from miniagent.errors import SessionNotFound, UserError
 from miniagent.ids import random_id
 from miniagent.models.base import ALL_AIDS, Model
@@ -181,14 +182,9 @@ class Agent:
         warmup_timeout: float | None = defaults.WARMUP_TIMEOUT,
         aids: Literal["auto", "on", "off"] = "auto",
     ) -> None:
-        for label, value in (("max_steps", max_steps), ("max_calls_per_step", max_calls_per_step),
-                             ("tool_concurrency", tool_concurrency),
-                             ("tool_selection", 1 if tool_selection is None else tool_selection),
-                             ("answer_after_results",
-                              0 if answer_after_results is None else answer_after_results)):
-            least = 0 if label in ("tool_selection", "answer_after_results") else 1
-            if value < least:
-                raise UserError(f"{label} must be at least {least}, got {value}")
+        _check_numbers(max_steps=max_steps, tool_selection=tool_selection,
+                       temperature=temperature, max_tokens=max_tokens,
+                       approval_timeout=approval_timeout, warmup_timeout=warmup_timeout)
         if model is None and temporal is None:
             raise UserError("an Agent needs a model (or a Temporal client, whose workers "
                             "serve the model)")
@@ -257,11 +253,6 @@ class Agent:
         self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see temporal
         self.temporal_options = temporal_options  # a miniagent.temporal.TemporalOptions
         self._temporal_driver: Any = None
-        if warmup_timeout is not None and (
-                not isinstance(warmup_timeout, int | float) or isinstance(warmup_timeout, bool)
-                or not warmup_timeout > 0):
-            raise UserError(f"warmup_timeout must be positive seconds or None, got "
-                            f"{warmup_timeout!r}")
         self.warmup_timeout = warmup_timeout
         """Seconds each warm-up of :meth:`start` may take (``None``: no limit)."""
         self.warmup_report: WarmupReport | None = None
@@ -576,6 +567,27 @@ def _tracer(trace: str | os.PathLike[str], model: Model | None) -> JsonlTracer:
 
     return JsonlTracer(trace, secrets=model_secrets(model) if model else (),
                        model=describe_model(model).name if model else None)
+
+
+def _check_numbers(*, max_steps: object, tool_selection: object, temperature: object,
+                   max_tokens: object, approval_timeout: object, warmup_timeout: object
+                   ) -> None:
+    """The agent's own numbers (``Limits`` checks its fields): each finite, in range, and a
+    count where a count is meant (a ``NaN`` would switch its limit off).
+
+    Raises:
+        UserError: which setting, what it accepts, and what was given.
+    """
+    whole("max_steps", max_steps, least=1)  # a Limits may hold 0 (a sub-run's share), not this
+    for label, value in (("tool_selection", tool_selection), ("max_tokens", max_tokens)):
+        if value is not None:
+            whole(label, value, least=0 if label == "tool_selection" else 1)
+    if temperature is not None:
+        quantity("temperature", temperature, least=0.0)
+    for label, value in (("approval_timeout", approval_timeout),
+                         ("warmup_timeout", warmup_timeout)):
+        if value is not None:
+            seconds(label, value)
 
 
 def _within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:

@@ -27,6 +27,11 @@ SMALL_MODEL_TOOLS = 2
 given ``tool_selection``: fewer tools, a shorter prompt and fewer wrong picks."""
 WARMUP_TIMEOUT = 30.0
 """Seconds each warm-up of ``Agent.start()`` may take (see :mod:`miniagent.tools.warmup`)."""
+RETRY_MAX_ATTEMPTS = 100
+"""The most tries a :class:`~miniagent.retry.RetryPolicy` may make of one call (a policy of
+10**9 tries without delay once made 122,000 calls in 10 s)."""
+RETRY_MAX_DELAY = 3600.0
+"""The longest wait, in seconds, a :class:`~miniagent.retry.RetryPolicy` may set between tries."""
 AGENT_TOOL_MAX_DEPTH = 3
 """How deep agents used as tools may nest by default (a direct sub-agent is depth 1; see
 :mod:`miniagent.tools.agent_tool`)."""

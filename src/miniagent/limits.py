@@ -7,7 +7,12 @@ limits here are kept per process, not per agent or per loop, so they hold across
 - :class:`Slots`: at most N holders at once, waiters served first come, first served. It is
   safe across event loops and threads (a ``threading.Lock`` guards the count; a slot freed on
   one loop wakes the next waiter on its own loop), where an ``asyncio.Semaphore`` belongs to
-  one loop. The toolbox keeps one per tool name (:func:`tool_slots`): ``@tool(max_concurrency=4)``.
+  one loop. The toolbox keeps one per tool (:func:`tool_slots`): ``@tool(max_concurrency=4)``.
+  A tool's slots belong to its definition (a :class:`SlotKey` its copies share: a renamed,
+  prefixed or re-ruled copy counts against the same limit), not to its name, so two tools
+  that happen to share a name never wait for each other. A call made inside a call of the
+  same tool (an agent that calls itself, through any depth) finds how many slots its own
+  callers hold (:func:`held_by_callers`): waiting when they hold them all would never end.
 - :class:`RateWindow`: at most N units (requests, or tokens) started in any 60 seconds,
   reserved in arrival order.
 - :class:`Endpoint`: what the sessions sharing a model endpoint share (:func:`endpoint`): its
@@ -24,19 +29,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import os
 import threading
 import time
+import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from miniagent.errors import ConfigError
 from miniagent.waits import report_wait
 from miniagent.wording import counted
 
-__all__ = ["Admission", "Endpoint", "EndpointLimits", "RateWindow", "Slots", "endpoint",
-           "tool_slots"]
+__all__ = ["Admission", "Endpoint", "EndpointLimits", "RateWindow", "SlotKey", "Slots",
+           "endpoint", "held_by_callers", "holding", "tool_slots"]
 
 
 # -- at most N at once -------------------------------------------------------------------------
@@ -411,18 +418,43 @@ class Endpoint:
 
 # -- the process's registry --------------------------------------------------------------------
 
+class SlotKey:
+    """Names the slots of one tool definition; a tool's copies share it (see the module)."""
+
+    __slots__ = ("__weakref__",)
+
+
 _LOCK = threading.Lock()
-_TOOLS: dict[str, Slots] = {}
+_TOOLS: weakref.WeakKeyDictionary[SlotKey, Slots] = weakref.WeakKeyDictionary()
 _ENDPOINTS: dict[str, Endpoint] = {}
+_HELD: contextvars.ContextVar[tuple[SlotKey, ...]] = contextvars.ContextVar(
+    "miniagent_slots_held", default=())
+"""The tool slots the calls enclosing this one hold (a sub-agent's calls see its caller's)."""
 
 
-def tool_slots(name: str) -> Slots:
-    """The slots of the tool ``name``, shared by every session of the process."""
-    found = _TOOLS.get(name)
-    if found is None:
-        with _LOCK:
-            found = _TOOLS.setdefault(name, Slots())
+def tool_slots(key: SlotKey) -> Slots:
+    """The slots of the tool ``key`` names, shared by every session of the process (and
+    forgotten with the last tool that holds ``key``)."""
+    with _LOCK:
+        found = _TOOLS.get(key)
+        if found is None:
+            found = _TOOLS[key] = Slots()
     return found
+
+
+def held_by_callers(key: SlotKey) -> int:
+    """How many of ``key``'s slots the calls that enclose the current one hold."""
+    return _HELD.get().count(key)
+
+
+@contextlib.contextmanager
+def holding(key: SlotKey) -> Iterator[None]:
+    """Mark a slot of ``key`` as held by the current call, for the calls made inside it."""
+    token = _HELD.set((*_HELD.get(), key))
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
 
 
 def endpoint(base_url: str, model: str) -> Endpoint:

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from miniagent import defaults
+from miniagent.bounds import quantity, whole
 from miniagent.errors import ToolDefinitionError
 
 __all__ = ["RetryPolicy", "RetrySetting"]
@@ -41,10 +43,11 @@ class RetryPolicy:
     """How often a tool call is tried, and how long to wait between tries.
 
     Attributes:
-        max_attempts: tries in all, the first one included (1: never again).
-        initial_delay: seconds before the second try.
-        factor: each wait is this many times the previous one.
-        max_delay: the longest wait, in seconds.
+        max_attempts: tries in all, the first one included (1: never again; at most
+            :data:`~miniagent.defaults.RETRY_MAX_ATTEMPTS`, 100).
+        initial_delay: seconds before the second try (0 to 3600).
+        factor: each wait is this many times the previous one (at least 1).
+        max_delay: the longest wait, in seconds (0 to 3600).
         jitter: wait a random part of the delay ("full jitter"), so that many calls failing
             together do not all come back at the same moment.
     """
@@ -56,19 +59,14 @@ class RetryPolicy:
     jitter: bool = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or (
-                self.max_attempts < 1):
-            raise ToolDefinitionError(
-                f"RetryPolicy max_attempts must be an integer of at least 1, got "
-                f"{self.max_attempts!r}")
-        for label, value, least in (("initial_delay", self.initial_delay, 0.0),
-                                    ("factor", self.factor, 1.0),
-                                    ("max_delay", self.max_delay, 0.0)):
-            if (not isinstance(value, int | float) or isinstance(value, bool)
-                    or not value >= least or value == float("inf")):
-                raise ToolDefinitionError(
-                    f"RetryPolicy {label} must be a finite number of at least {least:g}, "
-                    f"got {value!r}")
+        whole("RetryPolicy max_attempts", self.max_attempts, least=1,
+              most=defaults.RETRY_MAX_ATTEMPTS, error=ToolDefinitionError)
+        longest = defaults.RETRY_MAX_DELAY
+        for label, value, least, most in (("initial_delay", self.initial_delay, 0.0, longest),
+                                          ("factor", self.factor, 1.0, None),
+                                          ("max_delay", self.max_delay, 0.0, longest)):
+            quantity(f"RetryPolicy {label}", value, least=least, most=most,
+                     error=ToolDefinitionError)
         if not isinstance(self.jitter, bool):
             raise ToolDefinitionError(f"RetryPolicy jitter must be True or False, got "
                                       f"{self.jitter!r}")

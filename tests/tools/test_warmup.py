@@ -279,7 +279,7 @@ def test_warmup_is_declared_on_every_kind_of_tool() -> None:
     with pytest.raises(ToolDefinitionError, match="warmup 'soon' is not callable"):
         tool(lambda: 1, name="q", warmup="soon")  # type: ignore[call-overload]
     for bad in (0, -1, float("nan"), "10", True):
-        with pytest.raises(UserError, match="warmup_timeout must be positive"):
+        with pytest.raises(UserError, match="warmup_timeout must be a positive number"):
             Agent(model=model(), warmup_timeout=bad)  # type: ignore[arg-type]
 
 

@@ -126,7 +126,7 @@ async def test_two_sources_may_not_offer_the_same_name() -> None:
 def test_a_bad_prefix_or_rule_is_refused_when_defined() -> None:
     with pytest.raises(ConfigError, match="may only hold letters"):
         Prefixed(ToolRegistry([read]), "no spaces")
-    with pytest.raises(ConfigError, match="must be positive"):
+    with pytest.raises(ConfigError, match="must be a positive number of seconds"):
         ToolRule(timeout=0)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from miniagent.errors import ToolDefinitionError, ToolError
+from miniagent.limits import SlotKey
 from miniagent.mcp.config import ServerConfig
 from miniagent.mcp.connection import Connection, ServerError
 from miniagent.mcp.results import result_text
@@ -72,6 +73,7 @@ class MCPServer:
         self._server_names: dict[str, str] = {}
         self._idempotent: dict[str, bool] = {}
         self._timeouts: dict[str, float] = {}
+        self._slot_keys: dict[str, SlotKey] = {}  # kept when the tools are listed again
         self._stale = False
 
     @classmethod
@@ -274,13 +276,16 @@ class MCPServer:
         async def run(arguments: dict[str, Any]) -> str:
             return await self._invoke(server_name, arguments, timeout)
 
-        return Tool.from_schema(
+        built = Tool.from_schema(
             name=name, description=item.description or item.title or f"MCP tool {item.name}",
             parameters=dict(item.input_schema or {"type": "object"}), fn=run,
             # the registry's limit backs ours up: connecting may come first
             timeout=timeout + self.config.connect_timeout + 5.0,
             idempotent=idempotent, requires_approval=approval, retry=retry,
             max_concurrency=rule.max_concurrency)
+        # calls in flight before a reconnection count against the same limit as those after
+        built.slot_key = self._slot_keys.setdefault(server_name, built.slot_key)
+        return built
 
     # -- calling ----------------------------------------------------------------------------
 

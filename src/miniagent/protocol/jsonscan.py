@@ -7,10 +7,11 @@ strings defeat it), so :func:`scan_end` walks the text once, matching brackets
 while it tracks quoted strings and escapes.
 
 :func:`decode_arguments` is the single place where raw argument text becomes a
-``dict``: strict :func:`json.loads` first, ``json_repair`` only when that fails, and only for
-repairs that keep the meaning (quotes, trailing commas, Python literals). Text that
-:func:`incomplete` finds cut off (an object, array or string never closed) is not repaired:
-closing it would invent the end of a call ("amount": 15 of 1500).
+``dict``: strict :func:`json.loads` first and, when that fails, :mod:`~miniagent.protocol.lenient`,
+which accepts only repairs that keep the meaning (quotes, trailing commas, Python literals).
+Nothing is invented: text that :func:`incomplete` finds cut off (an object, array or string
+never closed) would need its end made up ("amount": 15 of 1500), and a missing value, key or
+bracket inside would need a guess (``{"body": }`` is not ``{"body": ""}``); both are errors.
 
 Everything decoded from a model or a server goes through :func:`loads_limited`, which
 fails only with :class:`ValueError`: the C decoder's :class:`RecursionError` (about 1,000
@@ -26,6 +27,8 @@ import json
 import sys
 from collections.abc import Iterator
 from typing import Any
+
+from miniagent.protocol.lenient import RefusedRepair, loads_lenient
 
 __all__ = [
     "MAX_DEPTH",
@@ -43,8 +46,8 @@ MAX_DEPTH = 64
 """The deepest nesting of tool arguments decoded (tool schemas rarely go past 5)."""
 
 _REPAIR_MAX_CHARS = 100_000
-"""Longer broken arguments are not repaired: ``json_repair`` is superlinear (2 s at 200k
-characters, minutes at 5M), and a model rarely writes that much in one call."""
+"""Longer broken arguments are not repaired: a model rarely writes that much in one call, and
+the lenient reader, linear as it is, runs in Python (strict decoding runs in C)."""
 
 INCOMPLETE = "incomplete JSON: the text ends before the object is closed (cut off)"
 """The error of arguments that were cut off; they are never repaired into a call."""
@@ -332,10 +335,10 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     6. An object never closed (:func:`incomplete`: cut off) ->
        ``(None, "incomplete JSON: ...")``: repairing it would make up its end.
     7. Otherwise (an object with single quotes, trailing commas, Python literals) ->
-       ``json_repair``, for texts up to 100,000 characters. A dict within the depth limit
-       -> ``(dict, None)``; anything else -> ``(None, "invalid JSON: <reason>")``, and so is
-       an empty dict repaired out of text that held more than braces (content lost, not
-       fixed).
+       :func:`~miniagent.protocol.lenient.loads_lenient`, for texts up to 100,000
+       characters: a dict -> ``(dict, None)``. What it refuses (a missing value, key,
+       ``:`` or bracket; a bare word; text after the object) ->
+       ``(None, "invalid JSON: <what is missing, where>")``: never a guessed value.
 
     ``(None, None)`` means "a bare value": the caller keeps the raw text and the
     tool registry maps it to a tool's single parameter, or reports the problem.
@@ -385,11 +388,11 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     if len(text) > _REPAIR_MAX_CHARS:
         return None, (f"invalid JSON: {reason} (not repaired: longer than "
                       f"{_REPAIR_MAX_CHARS} characters)")
-    repaired = _repair(text)
-    if isinstance(repaired, dict) and deeper_than(repaired, MAX_DEPTH):
-        return None, f"invalid JSON: nested deeper than {MAX_DEPTH} levels"
-    # An empty dict repaired out of non-empty text means the content was lost, not fixed.
-    if isinstance(repaired, dict) and (repaired or not text.strip("{} \t\r\n")):
+    try:
+        repaired = loads_lenient(text, max_depth=MAX_DEPTH)
+    except RefusedRepair as exc:
+        return None, f"invalid JSON: {exc}"
+    if isinstance(repaired, dict):
         return repaired, None
     return None, f"invalid JSON: {reason}"
 
@@ -430,16 +433,6 @@ def _loads_dict(text: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def _repair(text: str) -> Any:
-    """Run ``json_repair``; any failure inside it yields ``None``."""
-    import json_repair  # imported on first use: most outputs are valid JSON (saves ~14 ms)
-
-    try:
-        return json_repair.repair_json(text, return_objects=True)
-    except Exception:  # the repair library must not crash the loop (RecursionError too)
-        return None
 
 
 def _short_reason(exc: BaseException) -> str:

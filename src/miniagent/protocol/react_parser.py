@@ -84,6 +84,8 @@ _OBSERVATION_ANYWHERE = (
 )
 _ZH_KINDS = {"zh_input": "input", "zh_action": "action", "zh_final": "final"}
 _FINAL_IN_NAME = r"(?i)\bfinal[ \t-]*answer\b"
+# After a closed object, ``, "body": ...`` on the same line: the model closed it too early.
+_MORE_MEMBERS = re.compile(r"[ \t]*,[ \t]*[\"']?[^\s\"',:{}\[\]]*[\"']?[ \t]*:")
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
 
@@ -436,6 +438,10 @@ def _read_value(body: str, labels: list[_Label], start: int, region_end: int) ->
     p = _skip_fence(body, _skip_ws(body, start))
     if p < len(body) and body[p] in "{[\"'":
         value_end = scan_end(body, p)
+        if value_end is not None and _MORE_MEMBERS.match(body, value_end):
+            # kept whole, so decoding says what is wrong; the members after it are not dropped
+            line_end = min(_line_end(body, value_end), max(region_end, value_end))
+            return body[p:line_end].rstrip(), line_end
         if value_end is not None:
             end = after = _skip_ws(body, value_end)
             if body.startswith("```", after):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from miniagent import defaults
+from miniagent.bounds import seconds, whole
 from miniagent.protocol.jsonscan import incomplete
 from miniagent.protocol.react import EXAMPLE_ANSWER, EXAMPLE_PLACEHOLDERS
 from miniagent.types import ModelResponse, ParsedOutput, Step, ToolCall
@@ -48,6 +49,12 @@ class Limits:
             small model that has its result tends to go on calling (``17 * 23`` gives 391,
             then ``391 * 23``, ...) until ``max_steps``; 1 stops it after one round of calls.
             A failed call does not count, so the model can still repair its input.
+
+    Raises:
+        UserError: a field that cannot bound a run: ``NaN`` or ``inf``, a negative number,
+            a float where a count is meant (see :mod:`miniagent.bounds`). A 0 means what it
+            says: no model call left (``max_steps``, as a sub-agent's share can be), no
+            tokens, and for ``repeat_limit`` and ``max_observation_chars`` no such check.
     """
 
     max_steps: int = defaults.MAX_STEPS
@@ -59,6 +66,17 @@ class Limits:
     tool_concurrency: int = defaults.TOOL_CONCURRENCY
     answer_after_repeat: bool = True
     answer_after_results: int | None = None
+
+    def __post_init__(self) -> None:
+        for label in ("max_steps", "max_observation_chars", "repeat_limit"):
+            whole(label, getattr(self, label), least=0)
+        for label in ("max_calls_per_step", "tool_concurrency"):
+            whole(label, getattr(self, label), least=1)
+        for label in ("token_budget", "answer_after_results"):
+            if getattr(self, label) is not None:
+                whole(label, getattr(self, label), least=0)
+        if self.timeout is not None:
+            seconds("timeout", self.timeout)
 
 
 REPEATED = "repeated: answered with an intervention"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from miniagent import defaults
+from miniagent.bounds import whole
 from miniagent.errors import UserError
 from miniagent.protocol.base import ActionProtocol
 from miniagent.protocol.registry import ProtocolRef, build_protocol
@@ -55,9 +56,7 @@ class Compression:
         """Read the agent's settings: an int is estimated tokens, ``"12000c"`` characters
         (``"8000t"`` tokens again). Raises UserError for a setting that cannot work."""
         at, unit = _threshold(compress_at)
-        if keep_last < 1:
-            raise UserError(f"keep_last must be at least 1 (the latest round stays whole), "
-                            f"got {keep_last}")
+        whole("keep_last", keep_last, least=1)  # the latest round stays whole
         if mode not in ("truncate", "model"):
             raise UserError(f"compress must be 'truncate' or 'model', got {mode!r}")
         return cls(at=at, unit=unit, keep_last=keep_last, mode=mode)  # type: ignore[arg-type]

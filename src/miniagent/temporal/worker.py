@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from miniagent.agent import Agent
 
 PASSED_THROUGH = ("miniagent", "pydantic", "pydantic_core", "annotated_types", "jsonschema",
-                  "json_repair", "docstring_parser")
+                  "docstring_parser")
 """Modules the workflow sandbox imports once, outside it (they keep no per-workflow state)."""
 
 

@@ -87,6 +87,8 @@ class AgentTool:
                                                                        current_context()),
                                      idempotent=True, timeout=timeout,
                                      requires_approval=requires_approval)
+        # judged before the call waits for a slot: a call too deep never waits for its parent
+        self.tool.precheck = self._too_deep
 
     @property
     def name(self) -> str:
@@ -130,16 +132,23 @@ class AgentTool:
 
     async def _answer(self, arguments: dict[str, Any], context: ToolContext | None
                       ) -> Observation:
+        refused = self._too_deep(context)
+        if refused is not None:
+            raise ToolError(refused)
         depth = _depth_of(context) + 1
-        if depth > self.max_depth:
-            raise ToolError(
-                f"The agent {self.name!r} was not run: agents used as tools may nest at most "
-                f"{self.max_depth} deep, and this call would run at depth {depth}. Answer with "
-                "what you know, or use another tool.")
         session_id = sub_session_id(context)
         result = await self._run(session_id, storable(str(arguments["question"])),
                                  context, depth)
         return self._observation(result, depth)
+
+    def _too_deep(self, context: ToolContext | None) -> str | None:
+        """Why a call in ``context`` would nest past ``max_depth``; ``None`` when it may run."""
+        depth = _depth_of(context) + 1
+        if depth <= self.max_depth:
+            return None
+        return (f"The agent {self.name!r} was not run: agents used as tools may nest at most "
+                f"{self.max_depth} deep, and this call would run at depth {depth}. Answer with "
+                "what you know, or use another tool.")
 
     async def _run(self, session_id: str, question: str, context: ToolContext | None,
                    depth: int) -> RunResult:

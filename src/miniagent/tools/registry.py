@@ -35,7 +35,9 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
+from miniagent.bounds import seconds
 from miniagent.errors import ToolDefinitionError
+from miniagent.limits import SlotKey
 from miniagent.retry import RetryPolicy, RetrySetting
 from miniagent.tools.arguments import (
     NO_OUTPUT,
@@ -91,6 +93,10 @@ class Tool:
             :mod:`miniagent.tools.warmup`); ``None``: nothing to warm.
         max_concurrency: at most this many calls of the tool run at once in the process,
             across all its sessions and agents (``None``: no limit; see :mod:`miniagent.limits`).
+        slot_key: what ``max_concurrency`` counts against: this tool and its copies
+            (:meth:`with_options`, what the wrappers list), never another tool of its name.
+        precheck: why a call would not run, judged from its context before the call waits for
+            a slot (an agent tool's nesting depth); ``None`` or a text refusing the call.
         inline: a sync function called on the event loop itself instead of a worker thread
             (see :func:`tool`).
         checker: validates a call's arguments and binds them to ``fn``'s parameters.
@@ -103,6 +109,7 @@ class Tool:
     max_concurrency: int | None = None
     inline: bool = False
     receiver: str | None = None
+    precheck: Callable[[ToolContext | None], str | None] | None = None
 
     def __init__(
         self,
@@ -227,6 +234,7 @@ class Tool:
         self._name, self._description, self._parameters = name, description, parameters
         self.checker: ArgumentsChecker = checker
         self.is_async = is_async_callable(fn)
+        self.slot_key = SlotKey()
 
     def _set_options(self, timeout: float | None, idempotent: bool,
                      requires_approval: ApprovalRule, retry: RetryPolicy | None) -> None:
@@ -262,8 +270,7 @@ class Tool:
             other.warmup = _checked_warmup(other.name, warmup)
         if max_concurrency is not None:
             other.max_concurrency = max_concurrency
-        if inline is not None:
-            other.inline = _checked_inline(other, inline)
+        other.inline = _checked_inline(other, other.inline if inline is None else inline)
         return other
 
     def needs_approval(self, arguments: dict[str, Any]) -> bool:
@@ -317,12 +324,19 @@ def _checked_inline(target: Tool, inline: bool) -> bool:
         raise ToolDefinitionError(
             f"Tool {target.name!r}: inline=True is for sync functions; an async one already "
             "runs on the event loop.")
+    if inline and target.timeout is not None:
+        # the function would block the event loop, where the timer that should stop it runs
+        raise ToolDefinitionError(
+            f"Tool {target.name!r}: inline=True with timeout={target.timeout:g}: an inline "
+            "call runs on the event loop, and nothing (no timeout, no other session) runs "
+            "until it returns. Drop inline=True to run it on a worker thread, where the "
+            "timeout works, or give it no timeout.")
     return bool(inline)
 
 
 def _check_timeout(timeout: float | None) -> None:
-    if timeout is not None and not timeout > 0:
-        raise ToolDefinitionError(f"Tool timeout must be a positive number, got {timeout!r}.")
+    if timeout is not None:
+        seconds("Tool timeout", timeout, error=ToolDefinitionError)
 
 
 def _check_concurrency(limit: int | None) -> None:
@@ -386,8 +400,9 @@ def tool(
         inline: call a sync function on the event loop itself, not on a worker thread: for
             quick functions without I/O (arithmetic, a dict lookup), it saves the thread's
             hand-off (a sixth of a step's client CPU in ``benchmarks/skeleton.py``). Nothing
-            else runs meanwhile, and its ``timeout`` cannot cut it short. Not for async
-            functions.
+            else runs meanwhile, and no timer can cut it short: a ``timeout`` with it is
+            refused (here, or added by ``with_options`` or a rule), and a default timeout
+            (its source's, the toolbox's) does not apply to it. Not for async functions.
 
     Raises:
         ToolDefinitionError: the function cannot become a tool (``*args``, ``**kwargs``,
@@ -422,7 +437,8 @@ def tool(
             "retry": retry if retry is not None else target.retry,
             "warmup": warmup if warmup is not None else target.warmup,
             "max_concurrency": max_concurrency or target.max_concurrency,
-            "inline": inline or target.inline,
+            # a new tool: one given a timeout runs on a worker thread, where the timeout works
+            "inline": inline or (target.inline and timeout is None),
         }
         if target.spec is None:
             return Tool.from_schema(parameters=target.parameters, fn=target.fn, **options)

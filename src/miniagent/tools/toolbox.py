@@ -21,8 +21,11 @@ that listed it. A call is judged and run here, the same way whatever its source:
    is tried again). The observation records the attempts made.
 
 A tool with ``max_concurrency`` runs at most that many calls at once in the process, across all
-sessions and agents (:func:`miniagent.limits.tool_slots`, keyed by the tool's name): each attempt
-takes a slot before step 3 (first come, first served) and gives it back after step 4. The wait
+sessions and agents (:func:`miniagent.limits.tool_slots`, kept per tool definition, not per
+name): each attempt takes a slot before step 3 (first come, first served) and gives it back
+after step 4. First the tool's ``precheck`` may refuse the call (an agent tool nested too deep),
+and a call whose own enclosing calls hold every slot of its tool (an agent that calls itself)
+is refused: it could never get one. The wait
 is not part of the tool's timeout (that is for the tool's work), but the run's deadline bounds
 it: a call still waiting then is not run and gets an error observation. A call that has to
 wait is reported (:func:`miniagent.waits.report_wait`: a ``slot_waiting`` event). A call that
@@ -45,7 +48,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from miniagent.errors import ToolDefinitionError
-from miniagent.limits import tool_slots
+from miniagent.limits import held_by_callers, holding, tool_slots
 from miniagent.retry import RetryPolicy
 from miniagent.tool_context import ToolContext, using_context
 from miniagent.tools.arguments import check_arguments, preview
@@ -123,13 +126,16 @@ class Toolbox:
 
     def timeout_of(self, name: str) -> float | None:
         """Seconds a call of ``name`` may take: the tool's own, else its source's default,
-        else this toolbox's."""
+        else this toolbox's; none for an inline tool (it blocks the loop the timer runs on,
+        so a timeout could only drop a result that came in late, never stop the call)."""
         entry = self._entries.get(name)
         if entry is None:
             return self.default_timeout
         tool, source = entry
         if tool.timeout is not None:
             return tool.timeout
+        if tool.inline:
+            return None
         own = getattr(source, "default_timeout", None)
         return own if isinstance(own, int | float) else self.default_timeout
 
@@ -218,18 +224,27 @@ class Toolbox:
                        context: ToolContext | None) -> Observation | str:
         """One attempt, within the tool's ``max_concurrency`` (a slot per attempt: a call
         waiting to be tried again holds none)."""
+        refused = tool.precheck(context) if tool.precheck is not None else None
+        if refused is not None:
+            return refused
         limit = tool.max_concurrency
         if limit is None:
             return await self._run(tool, source, checked, context)
-        slots, what = tool_slots(tool.name), f"tool {tool.name}"
+        key, what = tool.slot_key, f"tool {tool.name}"
         reason = f"{counted(limit, 'call')} at once (max_concurrency)"
+        if held_by_callers(key) >= limit:
+            return (f"Tool {tool.name!r} was not run: it is called from inside its own "
+                    f"call(s), which hold every slot ({reason}), so it would wait forever. "
+                    "Answer without calling it again.")
+        slots = tool_slots(key)
         deadline = context.deadline if context is not None else None
         if not await slots.acquire(limit, until=deadline,
                                    on_wait=lambda: report_wait(what, reason)):
             return (f"Tool {tool.name!r} was not run: the run's deadline passed while the call "
                     f"waited for a slot ({reason}).")
         try:
-            return await self._run(tool, source, checked, context)
+            with holding(key):
+                return await self._run(tool, source, checked, context)
         finally:
             slots.release()
 

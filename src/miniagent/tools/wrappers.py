@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from miniagent.bounds import seconds
 from miniagent.errors import ConfigError, ToolDefinitionError
 from miniagent.retry import RetryPolicy, RetrySetting
 from miniagent.tools.registry import ApprovalRule, Tool
@@ -57,8 +58,8 @@ class ToolRule:
     max_concurrency: int | None = None
 
     def __post_init__(self) -> None:
-        if self.timeout is not None and not self.timeout > 0:
-            raise ConfigError(f"ToolRule timeout must be positive, got {self.timeout!r}")
+        if self.timeout is not None:
+            seconds("ToolRule timeout", self.timeout, error=ConfigError)
         limit = self.max_concurrency
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                                   or limit < 1):
