@@ -361,7 +361,8 @@ class Agent:
                               protocol=self.protocol)
             effects = InProcessEffects(
                 model=self.model, tools=toolbox, store=self.store, bus=self.bus, owner=owner,
-                approver=self.approver, subscribers=(on_event,) if on_event else ())
+                session_id=session_id, approver=self.approver,
+                subscribers=(on_event,) if on_event else ())
             with gcload.load.run():
                 result = await run_session(session, rules, effects)
             await self.bus.flush()  # run_finished has reached the subscribers on return

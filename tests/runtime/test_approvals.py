@@ -239,13 +239,16 @@ def test_invalid_arguments_of_an_approval_tool_get_the_error_not_a_person(tmp_pa
     assert "Missing required argument(s): name" in result.steps[0].observations[0].output
 
 
-def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:
+def test_a_decision_made_elsewhere_at_the_prompt_is_taken_and_wins(tmp_path: Path) -> None:
+    """Another process denies while this one waits at its prompt (holding the lease): the
+    denial is recorded, and this run goes on with it, over the answer given here."""
     path = tmp_path / "s.db"
     outcome: list[str] = []
 
     def approver(pending: Any) -> bool:
-        try:  # another process tries to deny while this one waits at its prompt
-            Agent(model=ScriptedModel([]), store=SQLiteStore(path)).deny(session_ids[0])
+        try:
+            Agent(model=ScriptedModel([]), store=SQLiteStore(path)).deny(
+                session_ids[0], reason="not today")
         except SessionError as exc:
             outcome.append(type(exc).__name__)
         return True
@@ -256,8 +259,34 @@ def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:
     session_ids.append(first.session_id)
     resumed = agent(["Final Answer: ok"], SQLiteStore(path), approver=approver)
     result = resumed.resume(first.session_id)
+    assert outcome == []
+    assert result.status == "completed" and RAN == []
+    (record,) = SQLiteStore(path).load(first.session_id).steps[0].calls
+    assert record.observation is not None and record.observation.is_error
+    assert "A person denied this call" in record.observation.output
+    assert "Reason: not today." in record.observation.output
+
+
+def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:
+    """Away from its approval prompt, a running session takes no decision from elsewhere."""
+    path = tmp_path / "s.db"
+    outcome: list[str] = []
+
+    @tool
+    def decide_myself() -> str:
+        """Try to decide this very session from another store."""
+        try:
+            Agent(model=ScriptedModel([]), store=SQLiteStore(path)).approve(session_ids[0])
+        except SessionError as exc:
+            outcome.append(type(exc).__name__)
+        return "tried"
+
+    session_ids = [random_id()]
+    runner = Agent(model=ScriptedModel([act("decide_myself", {}), "Final Answer: ok"]),
+                   tools=[decide_myself], store=SQLiteStore(path))
+    result = runner.run("q", session_id=session_ids[0])
     assert outcome == ["SessionBusy"]
-    assert result.status == "completed" and RAN == ["delete x"]
+    assert result.status == "completed"
 
 
 def test_deciding_twice_says_every_call_was_decided(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ all a driver does: the run itself (deadline, statuses, the last save) is
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,10 +17,10 @@ from typing import TYPE_CHECKING, cast
 from miniagent.ids import random_id
 from miniagent.models.base import Model
 from miniagent.runtime.approvals import Approver
+from miniagent.runtime.asking import ask, ask_or_take
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.session import AgentSession
 from miniagent.store.base import CheckpointStore
-from miniagent.threads import run_in_daemon_thread
 from miniagent.tool_context import ToolContext
 from miniagent.tools.toolbox import Toolbox
 from miniagent.types import (
@@ -36,10 +35,8 @@ from miniagent.types import (
 
 if TYPE_CHECKING:  # events are built only for a listener (their module loads with it)
     from miniagent.models.streaming import DeltaChannel, DeltaSink
+    from miniagent.runtime.asking import DecisionDoor
     from miniagent.runtime.events import Event, ModelStarted
-
-log = logging.getLogger("miniagent")
-
 
 @dataclass(kw_only=True)
 class InProcessEffects:
@@ -50,6 +47,7 @@ class InProcessEffects:
     store: CheckpointStore
     bus: EventBus
     owner: str | None = None
+    session_id: str = ""
     approver: Approver | None = None
     subscribers: tuple[Subscriber, ...] = ()
     clock: Callable[[], float] = time.time
@@ -74,21 +72,16 @@ class InProcessEffects:
     async def wait_for_decision(self, pending: list[PendingApproval], until: float | None
                                 ) -> dict[str, Decision]:
         """Ask the inline approver, if any; without one every call keeps waiting (the session
-        is saved waiting: a person decides from any process sharing the store)."""
+        is saved waiting: a person decides from any process sharing the store). While it
+        asks, a decision recorded by another process is taken (:mod:`.asking`)."""
         if self.approver is None:
             return {}
         await self.bus.flush()  # the trace so far is shown before a person is asked
-        decisions: dict[str, Decision] = {}
-        for item in pending:
-            try:
-                answer = await run_in_daemon_thread(self.approver, item)
-            except Exception as exc:  # the call stays waiting: it never runs unapproved
-                log.warning("the approver failed on call %s (%s: %s); it keeps waiting",
-                            item.call_id, type(exc).__name__, exc)
-                continue
-            if answer is not None:
-                decisions[item.call_id] = Decision(approved=bool(answer))
-        return decisions
+        if self.owner is None or not self.session_id or not hasattr(
+                self.store, "accept_decisions"):
+            return await ask(self.approver, pending)
+        door = cast("DecisionDoor", self.store)  # a decision made elsewhere is taken too
+        return await ask_or_take(self.approver, pending, door, self.session_id, self.owner)
 
     def now(self) -> float:
         return self.clock()
