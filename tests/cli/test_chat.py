@@ -283,7 +283,8 @@ def test_ctrl_c_during_a_tool_call_says_how_to_finish_the_turn(tmp_path: Path) -
         session.expect("turn stopped; the session is kept")
         hint = session.wait_prompt()
         assert "a tool call was under way: /resume" in hint
-        assert "still open" in session.line("another question")  # refused, with the way on
+        # refused: the call still runs, and its result will be kept
+        assert "is being run by this process" in session.line("another question")
         assert session.leave() == 0
 
 

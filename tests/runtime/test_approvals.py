@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
-from miniagent.errors import DecisionError, SessionError
+from miniagent.errors import DecisionError, SessionBusy, SessionError
 from miniagent.ids import random_id
 from miniagent.session import AgentSession
 from miniagent.types import CallRecord, Message, Observation, Step, ToolCall
@@ -297,3 +299,48 @@ def test_deciding_twice_says_every_call_was_decided(tmp_path: Path) -> None:
     with pytest.raises(DecisionError, match=r"has no call awaiting approval \(decided: .* "
                                             r"approved\); resume it"):
         control.deny(first.session_id)
+
+
+def test_a_result_that_comes_after_the_run_was_cancelled_is_recorded(tmp_path: Path) -> None:
+    """Cancelled while a sync tool blocks on its thread: the tool still finishes, its result
+    is written to the call's record (a resume meanwhile is refused), and the resume goes on
+    from it: the tool ran once, and the answer uses its result."""
+    path, session_id = tmp_path / "s.db", random_id()
+    started, release, paid = threading.Event(), threading.Event(), []
+
+    @tool
+    def slow_pay(amount: int) -> str:
+        """Pay slowly."""
+        started.set()
+        release.wait(30)
+        paid.append(amount)
+        return f"paid {amount} (receipt r-1)"
+
+    def answer(request: Any) -> str:
+        return f"Final Answer: done, {request.messages[-1]['content']}"
+
+    async def cancelled_run() -> None:
+        runner = Agent(model=ScriptedModel([act("slow_pay", {"amount": 5})]),
+                       tools=[slow_pay], store=SQLiteStore(path))
+        task = asyncio.ensure_future(runner.arun("pay 5", session_id=session_id))
+        await asyncio.to_thread(started.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled_run())  # its event loop is gone; the tool still runs
+    later = Agent(model=ScriptedModel([answer]), tools=[slow_pay], store=SQLiteStore(path))
+    with pytest.raises(SessionBusy):  # the call is still in flight: not run a second time
+        later.resume(session_id)
+    release.set()
+    for _ in range(600):  # bounded: the lease is given back once the result is saved
+        try:
+            result = later.resume(session_id)
+            break
+        except SessionBusy:
+            time.sleep(0.05)
+    else:
+        pytest.fail("the late result was never saved: the session stayed busy")
+    assert paid == [5]
+    assert result.status == "completed"
+    assert result.final_answer == "done, Observation: paid 5 (receipt r-1)"

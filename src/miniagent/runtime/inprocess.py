@@ -9,6 +9,7 @@ all a driver does: the run itself (deadline, statuses, the last save) is
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,9 +20,11 @@ from miniagent.models.base import Model
 from miniagent.runtime.approvals import Approver
 from miniagent.runtime.asking import ask, ask_or_take
 from miniagent.runtime.bus import EventBus, Subscriber
+from miniagent.runtime.late_calls import LateCalls
 from miniagent.session import AgentSession
 from miniagent.store.base import CheckpointStore
 from miniagent.tool_context import ToolContext
+from miniagent.tools.runner import late_result
 from miniagent.tools.toolbox import Toolbox
 from miniagent.types import (
     CallRecord,
@@ -48,6 +51,8 @@ class InProcessEffects:
     bus: EventBus
     owner: str | None = None
     session_id: str = ""
+    late: LateCalls | None = None
+    """Where results of calls left in flight by a cancelled run are recorded."""
     approver: Approver | None = None
     subscribers: tuple[Subscriber, ...] = ()
     clock: Callable[[], float] = time.time
@@ -61,7 +66,19 @@ class InProcessEffects:
         return await self.model.generate(request, on_delta=sink)  # type: ignore[call-arg]
 
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
-        return await self.tools.execute(call, context)
+        """Run ``call`` in the toolbox; if the run stops waiting for it, a result that still
+        comes is recorded (:mod:`.late_calls`)."""
+        if self.late is None:
+            return await self.tools.execute(call, context)
+        arrival = self.late.expect(call.id)
+        token = late_result.set(arrival)
+        try:
+            return await self.tools.execute(call, context)
+        except asyncio.CancelledError:
+            self.late.abandon(arrival)
+            raise
+        finally:
+            late_result.reset(token)
 
     async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
         if call is None:

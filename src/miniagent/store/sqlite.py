@@ -33,6 +33,7 @@ from miniagent.store.base import (
     LEASE_SECONDS,
     SHOWN_MATCHES,
     LeaseRenewer,
+    held_here,
     lease_alive,
     resolve_id,
 )
@@ -375,6 +376,10 @@ class SQLiteStore:
         if holding:
             raise SessionBusy(f"session {session_id} was taken over by another process "
                               f"({row[0] or 'and released'}); this run stops here")
+        if row[0] is not None and lease_alive(row[0], row[1]) and held_here(row[0]):
+            raise SessionBusy(
+                f"session {session_id} is being run by this process ({row[0]}): a run, or a "
+                "tool call of a stopped run that is still under way; wait for it to end")
         if row[0] is not None and lease_alive(row[0], row[1]):
             raise SessionBusy(
                 f"session {session_id} is being run by another process ({row[0]}); wait for "
