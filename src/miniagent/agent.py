@@ -23,6 +23,7 @@ from miniagent.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.runtime.bus import EventBus, Subscriber
 from miniagent.runtime.guards import Limits
 from miniagent.runtime.inprocess import InProcessEffects
+from miniagent.runtime.late_calls import LateCalls
 from miniagent.runtime.run import run_session
 from miniagent.runtime.spec import AIDS_FOR, AgentSpec, Compression, rules_for
 from miniagent.session import FINAL, AgentSession
@@ -338,6 +339,7 @@ class Agent:
                             "serve the model): give Agent(model=...) to run it here")
         owner = new_owner()
         self.store.acquire(session_id, owner, force=force)
+        late: LateCalls | None = None
         try:
             session = fresh or self.store.load(session_id)
             if question is not None:
@@ -350,15 +352,22 @@ class Agent:
             toolbox = await Toolbox.gather(self.sources)
             rules = rules_for(_within_caller(self.spec, session), toolbox,
                               protocol=self.protocol)
+            late = LateCalls(self.store, session_id, owner,
+                             max_chars=rules.spec.limits.max_observation_chars)
             effects = InProcessEffects(
                 model=self.model, tools=toolbox, store=self.store, bus=self.bus, owner=owner,
-                approver=self.approver, subscribers=(on_event,) if on_event else ())
+                session_id=session_id, late=late, approver=self.approver,
+                subscribers=(on_event,) if on_event else ())
             with gcload.load.run():
                 result = await run_session(session, rules, effects)
             await self.bus.flush()  # run_finished has reached the subscribers on return
             return result
-        finally:
-            self.store.release(session_id, owner)
+        finally:  # a call left running by a cancelled run keeps the lease until it is saved
+            release = partial(self.store.release, session_id, owner)
+            if late is None:
+                release()
+            else:
+                late.release_when_settled(release)
 
     # -- warming up ----------------------------------------------------------------------
 

@@ -73,8 +73,15 @@ if hasattr(os, "register_at_fork"):  # POSIX only
     os.register_at_fork(after_in_child=_fresh_workers_after_fork)
 
 
-async def run_in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
-    """``await`` the result of ``fn(*args)`` run on a daemon worker thread."""
+async def run_in_daemon_thread(fn: Callable[..., T], *args: Any,
+                               on_done: Callable[[Any, BaseException | None], None] | None = None
+                               ) -> T:
+    """``await`` the result of ``fn(*args)`` run on a daemon worker thread.
+
+    ``on_done``, if given, gets the result (or the exception) on the worker thread as soon
+    as ``fn`` returns, whether anybody still waits for it or not (a waiter cancelled, an
+    event loop closed: ``fn`` runs to its end anyway).
+    """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
@@ -95,6 +102,8 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
             result = context.run(fn, *args)
         except BaseException as exc:  # handed to the awaiting task, not lost in the thread
             error = exc
+        if on_done is not None:
+            on_done(result, error)
         workers.done()
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
             loop.call_soon_threadsafe(deliver, result, error)

@@ -216,6 +216,38 @@ def test_an_approval_is_asked_inline_and_resume_asks_it_again(tmp_path: Path) ->
         assert session.leave() == 0
 
 
+def test_a_decision_made_in_another_shell_is_taken_at_the_approval_prompt(
+        tmp_path: Path) -> None:
+    """While the chat asks y/n (holding the session's lease), ``sessions approve`` from a
+    second process records the decision, and the chat goes on with it: the tool runs once,
+    the turn completes."""
+    from test_cli import cli
+
+    tools = tmp_path / "tools.py"
+    tools.write_text(APPROVAL_TOOLS, encoding="utf-8")
+    store = tmp_path / "sessions.db"
+    script = answers({"Observation": "Final Answer: a.txt is gone.",
+                      "delete a.txt": 'Thought: delete it\nAction: delete_file\n'
+                                      'Action Input: {"path": "a.txt"}'})
+    with StubServer(script).run_in_thread() as stub, \
+            chat(stub, tmp_path, "--tools", str(tools)) as session:
+        session.child.sendline("delete a.txt please")
+        (session_id,) = SESSION.findall(session.expect("Run it?"))
+        approved = cli("sessions", "approve", session_id, "--store", str(store),
+                       "--reason", "ok from the second shell")
+        assert approved.returncode == 0, approved.stderr
+        assert "the process waiting for this decision goes on with it" in approved.stdout
+        session.expect("decided in another process")
+        after = session.wait_prompt()
+        assert "deleted a.txt" in after and "a.txt is gone." in after
+        assert session.leave() == 0
+    saved = SQLiteStore(store).load(session_id)
+    assert saved.status == "completed" and saved.final_answer == "a.txt is gone."
+    (record,) = saved.steps[0].calls
+    assert (record.state, record.note) == ("completed", "ok from the second shell")
+    assert record.observation is not None and record.observation.output == "deleted a.txt"
+
+
 def test_tools_lists_the_agents_tools(tmp_path: Path) -> None:
     with StubServer([]).run_in_thread() as stub, \
             chat(stub, tmp_path, "--tools", "builtin") as session:
@@ -251,7 +283,8 @@ def test_ctrl_c_during_a_tool_call_says_how_to_finish_the_turn(tmp_path: Path) -
         session.expect("turn stopped; the session is kept")
         hint = session.wait_prompt()
         assert "a tool call was under way: /resume" in hint
-        assert "still open" in session.line("another question")  # refused, with the way on
+        # refused: the call still runs, and its result will be kept
+        assert "is being run by this process" in session.line("another question")
         assert session.leave() == 0
 
 

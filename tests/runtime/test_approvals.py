@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
-from miniagent.errors import DecisionError, SessionError
+from miniagent.errors import DecisionError, SessionBusy, SessionError
 from miniagent.ids import random_id
 from miniagent.session import AgentSession
 from miniagent.types import CallRecord, Message, Observation, Step, ToolCall
@@ -239,13 +241,16 @@ def test_invalid_arguments_of_an_approval_tool_get_the_error_not_a_person(tmp_pa
     assert "Missing required argument(s): name" in result.steps[0].observations[0].output
 
 
-def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:
+def test_a_decision_made_elsewhere_at_the_prompt_is_taken_and_wins(tmp_path: Path) -> None:
+    """Another process denies while this one waits at its prompt (holding the lease): the
+    denial is recorded, and this run goes on with it, over the answer given here."""
     path = tmp_path / "s.db"
     outcome: list[str] = []
 
     def approver(pending: Any) -> bool:
-        try:  # another process tries to deny while this one waits at its prompt
-            Agent(model=ScriptedModel([]), store=SQLiteStore(path)).deny(session_ids[0])
+        try:
+            Agent(model=ScriptedModel([]), store=SQLiteStore(path)).deny(
+                session_ids[0], reason="not today")
         except SessionError as exc:
             outcome.append(type(exc).__name__)
         return True
@@ -256,8 +261,34 @@ def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:
     session_ids.append(first.session_id)
     resumed = agent(["Final Answer: ok"], SQLiteStore(path), approver=approver)
     result = resumed.resume(first.session_id)
+    assert outcome == []
+    assert result.status == "completed" and RAN == []
+    (record,) = SQLiteStore(path).load(first.session_id).steps[0].calls
+    assert record.observation is not None and record.observation.is_error
+    assert "A person denied this call" in record.observation.output
+    assert "Reason: not today." in record.observation.output
+
+
+def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:
+    """Away from its approval prompt, a running session takes no decision from elsewhere."""
+    path = tmp_path / "s.db"
+    outcome: list[str] = []
+
+    @tool
+    def decide_myself() -> str:
+        """Try to decide this very session from another store."""
+        try:
+            Agent(model=ScriptedModel([]), store=SQLiteStore(path)).approve(session_ids[0])
+        except SessionError as exc:
+            outcome.append(type(exc).__name__)
+        return "tried"
+
+    session_ids = [random_id()]
+    runner = Agent(model=ScriptedModel([act("decide_myself", {}), "Final Answer: ok"]),
+                   tools=[decide_myself], store=SQLiteStore(path))
+    result = runner.run("q", session_id=session_ids[0])
     assert outcome == ["SessionBusy"]
-    assert result.status == "completed" and RAN == ["delete x"]
+    assert result.status == "completed"
 
 
 def test_deciding_twice_says_every_call_was_decided(tmp_path: Path) -> None:
@@ -268,3 +299,48 @@ def test_deciding_twice_says_every_call_was_decided(tmp_path: Path) -> None:
     with pytest.raises(DecisionError, match=r"has no call awaiting approval \(decided: .* "
                                             r"approved\); resume it"):
         control.deny(first.session_id)
+
+
+def test_a_result_that_comes_after_the_run_was_cancelled_is_recorded(tmp_path: Path) -> None:
+    """Cancelled while a sync tool blocks on its thread: the tool still finishes, its result
+    is written to the call's record (a resume meanwhile is refused), and the resume goes on
+    from it: the tool ran once, and the answer uses its result."""
+    path, session_id = tmp_path / "s.db", random_id()
+    started, release, paid = threading.Event(), threading.Event(), []
+
+    @tool
+    def slow_pay(amount: int) -> str:
+        """Pay slowly."""
+        started.set()
+        release.wait(30)
+        paid.append(amount)
+        return f"paid {amount} (receipt r-1)"
+
+    def answer(request: Any) -> str:
+        return f"Final Answer: done, {request.messages[-1]['content']}"
+
+    async def cancelled_run() -> None:
+        runner = Agent(model=ScriptedModel([act("slow_pay", {"amount": 5})]),
+                       tools=[slow_pay], store=SQLiteStore(path))
+        task = asyncio.ensure_future(runner.arun("pay 5", session_id=session_id))
+        await asyncio.to_thread(started.wait, 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled_run())  # its event loop is gone; the tool still runs
+    later = Agent(model=ScriptedModel([answer]), tools=[slow_pay], store=SQLiteStore(path))
+    with pytest.raises(SessionBusy):  # the call is still in flight: not run a second time
+        later.resume(session_id)
+    release.set()
+    for _ in range(600):  # bounded: the lease is given back once the result is saved
+        try:
+            result = later.resume(session_id)
+            break
+        except SessionBusy:
+            time.sleep(0.05)
+    else:
+        pytest.fail("the late result was never saved: the session stayed busy")
+    assert paid == [5]
+    assert result.status == "completed"
+    assert result.final_answer == "done, Observation: paid 5 (receipt r-1)"

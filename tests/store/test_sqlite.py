@@ -110,7 +110,7 @@ def test_lease_one_owner_at_a_time(tmp_path: Path) -> None:
     a, b = new_owner(), new_owner()
     store.acquire(session.id, a)
     store.acquire(session.id, a)  # re-entrant for the same owner
-    with pytest.raises(SessionBusy, match="being run by another process"):
+    with pytest.raises(SessionBusy, match="being run by this process"):
         SQLiteStore(tmp_path / "s.db").acquire(session.id, b)
     store.release(session.id, a)
     store.acquire(session.id, b)

@@ -10,9 +10,12 @@ import contextlib
 import gc
 import json
 import logging
+import subprocess
+import sys
 import threading
 import weakref
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -459,3 +462,43 @@ def test_an_async_warm_up_abandoned_with_its_event_loop_is_run_again_in_the_next
     # its loop is closed: nothing will ever settle it, so the next loop runs it again
     again = asyncio.run(run_warmups([shared], timeout=5.0))
     assert [again.outcomes[0].status, len(runs)] == ["warmed", 2]
+
+
+PROGRAM = '''
+import asyncio, gc, logging, sys
+from miniagent import Agent, ScriptedModel, tool
+
+logging.getLogger("miniagent.warmup").disabled = True  # the report says it (as the CLI does)
+
+
+async def load_index():
+    await asyncio.sleep(3600)
+
+
+@tool(warmup=load_index)
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"{key}: found"
+
+
+async def main():
+    agent = Agent(model=ScriptedModel(["Final Answer: done"]), tools=[lookup],
+                  warmup_timeout=float(sys.argv[1]))
+    async with agent:
+        print((await agent.arun("q")).final_answer)
+
+asyncio.run(main())
+gc.collect()
+'''
+
+
+def test_a_warm_up_cut_at_its_timeout_leaves_nothing_on_stderr(tmp_path: Path) -> None:
+    """The waiter that gave up still retrieves how the warm-up ended: asyncio has no "Future
+    exception was never retrieved" to print after the answer."""
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), "0.1"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "done"
+    assert done.stderr == ""

@@ -10,6 +10,7 @@ import typer
 
 from miniagent.cli import ui_cmd
 from miniagent.cli.chat import chat
+from miniagent.cli.chat_input import StoppableAnswers
 from miniagent.cli.common import (
     JsonOption,
     SessionTracker,
@@ -95,6 +96,7 @@ def run(
     tracker = SessionTracker()
     with cli_errors(verbose=options.verbose), interrupted(tracker, options.store):
         agent, headers = options.agent(config, interactive=interactive)
+        StoppableAnswers.for_approvals(agent)  # a decision made elsewhere ends its question
         show_progress(agent, as_json=as_json, verbose=options.verbose)
         if continue_id is not None:
             agent.session(continue_id)  # SessionNotFound: --continue names one that exists

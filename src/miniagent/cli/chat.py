@@ -144,7 +144,8 @@ class Conversation:
         stopped = self.guarded(ask)
         if stopped and self._calls_open(session_id):
             self.console.print(f"(a tool call was under way: /resume {session_id} finishes "
-                               "the turn before the next question)", markup=False)
+                               "the turn before the next question, once the call has ended; "
+                               "its result is kept)", markup=False)
 
     def _calls_open(self, session_id: str) -> bool:
         try:

@@ -4,7 +4,6 @@ history file) and the approver's answers (which a stopped turn gives up on)."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import select
 import sys
@@ -19,6 +18,7 @@ from miniagent.agent import Agent
 from miniagent.cli.build import ask_in_terminal
 from miniagent.cli.safe_text import visible
 from miniagent.store.sqlite import default_store_path
+from miniagent.types import PendingApproval
 
 HISTORY_LENGTH = 1000
 """Lines kept in the history file."""
@@ -44,7 +44,7 @@ class StoppableAnswers:
         if agent.approver is not ask_in_terminal or os.name != "posix":
             return None
         answers = cls(sys.stdin.fileno())
-        agent.approver = functools.partial(ask_in_terminal, stream=cast(TextIO, answers))
+        agent.approver = AskingHere(answers)
         return answers
 
     def readline(self) -> str:
@@ -69,6 +69,23 @@ class StoppableAnswers:
         self._idle.wait(10 * self.POLL)
         self._stop.clear()
         return asking
+
+
+class AskingHere:
+    """The terminal approver reading :class:`StoppableAnswers`; when the call is decided in
+    another process meanwhile (``miniagent sessions approve``), the run gives the question up
+    (:mod:`miniagent.runtime.asking`) and this says so."""
+
+    def __init__(self, answers: StoppableAnswers) -> None:
+        self.answers = answers
+
+    def __call__(self, pending: PendingApproval) -> bool | None:
+        return ask_in_terminal(pending, stream=cast(TextIO, self.answers))
+
+    def give_up(self) -> None:
+        if self.answers.give_up():
+            typer.echo()  # after the unanswered question's line
+        typer.echo("decided in another process; going on with that decision")
 
 
 def history_path() -> Path:

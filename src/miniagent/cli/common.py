@@ -18,6 +18,7 @@ import typer
 from miniagent.agent import Agent
 from miniagent.cli.safe_text import json_text, unicode_stream, visible
 from miniagent.errors import MiniAgentError, UserError
+from miniagent.extras import missing_extra
 from miniagent.runtime.events import Event
 from miniagent.types import RunResult
 
@@ -72,7 +73,8 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 @contextmanager
 def cli_errors(session_id: str | None = None, *, verbose: bool = False) -> Iterator[None]:
-    """Our exceptions become one line on stderr (exit 2 for usage mistakes, else 1).
+    """Our exceptions become one line on stderr (exit 2 for usage mistakes, else 1); so does
+    a module of an extra that is not installed, with the command that installs it.
 
     So does data nested deeper than Python's recursion limit (a damaged or hostile session
     row), wherever in loading, deciding or printing it is met; ``session_id`` names it. What
@@ -88,6 +90,11 @@ def cli_errors(session_id: str | None = None, *, verbose: bool = False) -> Itera
         raise fail(str(exc), 2) from None
     except MiniAgentError as exc:
         raise fail(str(exc), 1) from None
+    except ModuleNotFoundError as exc:
+        missing = missing_extra(exc, "this command")
+        if missing is None:
+            raise
+        raise fail(str(missing), 2) from None
     except RecursionError:
         what = f"session {session_id}" if session_id else "the data"
         raise fail(f"{what} cannot be read: it is nested too deeply", 1) from None

@@ -61,7 +61,9 @@ def mcp_servers(commands: list[str], urls: list[str], *, headers: dict[str, str]
     if not (commands or urls):
         return []
     from miniagent.mcp import MCPServer, ToolRule
+    from miniagent.mcp.connection import sdk
 
+    sdk()  # without the mcp extra: one line now, not a failed warm-up then a failed listing
     rules = {pattern: ToolRule(requires_approval=True) for pattern in approve}
     errlog = None if verbose else subprocess.DEVNULL  # a server's logs would cut the display
     servers: list[Any] = []

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from miniagent.cli.build import RunConfig, build_agent, open_store
+from miniagent.cli.chat_input import StoppableAnswers
 from miniagent.cli.common import (
     JsonOption,
     Mode,
@@ -254,8 +255,13 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
         session_id = sessions.resolve(session_id)
         _warn_forced(session_id, force)
         session = sessions.update(session_id, change, force=force)
+        taken = sessions.awaits_decisions(session_id)
     state = "approved" if approved else "denied"
     decided = [r.call.id for r in session.open_calls() if r.state == state]
+    if taken:  # e.g. a chat at its approval prompt: it goes on by itself
+        typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; the process "
+                           "waiting for this decision goes on with it"))
+        return
     typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; continue with:"))
     typer.echo(f"  {visible(resume_command(session_id, store))}")  # alone, to copy whole
 
@@ -378,6 +384,7 @@ def resume(
         headers = parse_headers(mcp_header)
         agent = build_agent(config, sessions, api_key=api_key, interactive=interactive,
                             mcp_headers=headers, verbose=verbose)
+        StoppableAnswers.for_approvals(agent)  # a decision made elsewhere ends its question
         show_progress(agent, as_json=as_json, verbose=verbose)
         if not as_json:
             _show_decided(agent, saved)

@@ -45,11 +45,13 @@ def ui(
     too): open the one-time link printed at start, or type the token (drawn at start, or
     the one in --token-env).
     """
-    import uvicorn
-
     from miniagent.cli.build import open_store
-    from miniagent.ui import app
-    from miniagent.ui.security import LOOPBACK_HOSTS
+
+    with cli_errors():  # a missing extra is one line too
+        import uvicorn
+
+        from miniagent.ui import app
+        from miniagent.ui.security import LOOPBACK_HOSTS
 
     token, drawn = _token(host, token_env)
     hosts = (*LOOPBACK_HOSTS, host.strip("[]")) if _loopback(host) else ("*",)

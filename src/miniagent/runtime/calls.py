@@ -7,10 +7,12 @@ through :meth:`CallRecord.move <miniagent.types.CallRecord.move>`, checked again
 
 from __future__ import annotations
 
+from miniagent.runtime.guards import truncate_observation
 from miniagent.runtime.subruns import new_usage, waiting_note
+from miniagent.session import AgentSession
 from miniagent.types import CallRecord, Observation, TokenUsage, ToolCall
 
-__all__ = ["answered", "record_outcome"]
+__all__ = ["answered", "record_late", "record_outcome"]
 
 
 def answered(call: ToolCall, text: str, reason: str, *, at: float) -> CallRecord:
@@ -43,3 +45,21 @@ def record_outcome(record: CallRecord, observation: Observation, *, at: float) -
     else:
         record.move("completed", f"the agent {sub.agent!r} ended: {sub.status}", at)
     return usage
+
+
+def record_late(session: AgentSession, call_id: str, observation: Observation, *,
+                max_chars: int, at: float) -> bool:
+    """Record the result of a call that came after its run stopped waiting (it was left
+    ``started``), as the run would have: cut to ``max_chars``, ``completed``. False when that
+    call is not ``started`` (unknown here, or decided since)."""
+    for step in reversed(session.steps):
+        for record in step.calls:
+            if record.call.id != call_id:
+                continue
+            if record.state != "started":
+                return False
+            observation.output = truncate_observation(observation.output, max_chars)
+            session.add_usage(record_outcome(record, observation, at=at))
+            step.tool_time = max(step.tool_time, observation.elapsed)
+            return True
+    return False

@@ -9,7 +9,7 @@ all a driver does: the run itself (deadline, statuses, the last save) is
 
 from __future__ import annotations
 
-import logging
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, cast
 from miniagent.ids import random_id
 from miniagent.models.base import Model
 from miniagent.runtime.approvals import Approver
+from miniagent.runtime.asking import ask, ask_or_take
 from miniagent.runtime.bus import EventBus, Subscriber
+from miniagent.runtime.late_calls import LateCalls
 from miniagent.session import AgentSession
 from miniagent.store.base import CheckpointStore
-from miniagent.threads import run_in_daemon_thread
 from miniagent.tool_context import ToolContext
+from miniagent.tools.runner import late_result
 from miniagent.tools.toolbox import Toolbox
 from miniagent.types import (
     CallRecord,
@@ -36,10 +38,8 @@ from miniagent.types import (
 
 if TYPE_CHECKING:  # events are built only for a listener (their module loads with it)
     from miniagent.models.streaming import DeltaChannel, DeltaSink
+    from miniagent.runtime.asking import DecisionDoor
     from miniagent.runtime.events import Event, ModelStarted
-
-log = logging.getLogger("miniagent")
-
 
 @dataclass(kw_only=True)
 class InProcessEffects:
@@ -50,6 +50,9 @@ class InProcessEffects:
     store: CheckpointStore
     bus: EventBus
     owner: str | None = None
+    session_id: str = ""
+    late: LateCalls | None = None
+    """Where results of calls left in flight by a cancelled run are recorded."""
     approver: Approver | None = None
     subscribers: tuple[Subscriber, ...] = ()
     clock: Callable[[], float] = time.time
@@ -63,7 +66,19 @@ class InProcessEffects:
         return await self.model.generate(request, on_delta=sink)  # type: ignore[call-arg]
 
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
-        return await self.tools.execute(call, context)
+        """Run ``call`` in the toolbox; if the run stops waiting for it, a result that still
+        comes is recorded (:mod:`.late_calls`)."""
+        if self.late is None:
+            return await self.tools.execute(call, context)
+        arrival = self.late.expect(call.id)
+        token = late_result.set(arrival)
+        try:
+            return await self.tools.execute(call, context)
+        except asyncio.CancelledError:
+            self.late.abandon(arrival)
+            raise
+        finally:
+            late_result.reset(token)
 
     async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:
         if call is None:
@@ -74,21 +89,16 @@ class InProcessEffects:
     async def wait_for_decision(self, pending: list[PendingApproval], until: float | None
                                 ) -> dict[str, Decision]:
         """Ask the inline approver, if any; without one every call keeps waiting (the session
-        is saved waiting: a person decides from any process sharing the store)."""
+        is saved waiting: a person decides from any process sharing the store). While it
+        asks, a decision recorded by another process is taken (:mod:`.asking`)."""
         if self.approver is None:
             return {}
         await self.bus.flush()  # the trace so far is shown before a person is asked
-        decisions: dict[str, Decision] = {}
-        for item in pending:
-            try:
-                answer = await run_in_daemon_thread(self.approver, item)
-            except Exception as exc:  # the call stays waiting: it never runs unapproved
-                log.warning("the approver failed on call %s (%s: %s); it keeps waiting",
-                            item.call_id, type(exc).__name__, exc)
-                continue
-            if answer is not None:
-                decisions[item.call_id] = Decision(approved=bool(answer))
-        return decisions
+        if self.owner is None or not self.session_id or not hasattr(
+                self.store, "accept_decisions"):
+            return await ask(self.approver, pending)
+        door = cast("DecisionDoor", self.store)  # a decision made elsewhere is taken too
+        return await ask_or_take(self.approver, pending, door, self.session_id, self.owner)
 
     def now(self) -> float:
         return self.clock()

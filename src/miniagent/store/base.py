@@ -126,6 +126,12 @@ def _this_process() -> str:
     return _process_identity(os.getpid())
 
 
+def held_here(owner: str | None) -> bool:
+    """Whether the lease ``owner`` is this process (another run of it, or a tool call of a
+    stopped run still under way)."""
+    return bool(owner) and str(owner).startswith(f"{_this_process()}:")
+
+
 def lease_alive(owner: str | None, until: float | None) -> bool:
     """True while the lease's owner may still be running the session.
 

@@ -28,10 +28,12 @@ from miniagent.errors import (
     UserError,
 )
 from miniagent.session import AgentSession
+from miniagent.store import decision_door as doors
 from miniagent.store.base import (
     LEASE_SECONDS,
     SHOWN_MATCHES,
     LeaseRenewer,
+    held_here,
     lease_alive,
     resolve_id,
 )
@@ -130,6 +132,7 @@ class SQLiteStore:
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute(_SCHEMA)
         db.execute(_CALLS)
+        db.execute(doors.SCHEMA)
         for index in _INDEXES:
             db.execute(index)
         return db
@@ -299,18 +302,63 @@ class SQLiteStore:
         With ``force``, a lease that looks held by a live process is overridden and dropped:
         if that process is still running the session, its next checkpoint is refused (it
         stops with an error) instead of writing over this change.
+
+        Without an owner, a decision on a session whose holder waits for one at its approval
+        prompt (:meth:`accept_decisions`) goes through: the holder goes on with it.
         """
         with self._transaction() as db:
-            self._check_lease(db, session_id, owner, force=force)
+            deciding = owner is None and not force and doors.open_for_holder(db, session_id)
+            if not deciding:
+                self._check_lease(db, session_id, owner, force=force)
             row = _execute(db, "SELECT data FROM sessions WHERE id = ?", session_id).fetchone()
             session = _with_calls(_decode(session_id, row[0]), self._saved_calls(db, session_id))
             change(session)
+            if deciding:  # only decisions go through the door: the session still waits
+                if session.status != "awaiting_approval":
+                    self._check_lease(db, session_id, owner)
+                doors.knock(db, session_id)
             session.updated_at = time.time()
             self._write(db, session)
             if force:
                 _execute(db, "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
                          "WHERE id = ? AND lease_owner IS NOT ?", session_id, owner)
+                doors.close(db, session_id)
         return session
+
+    def accept_decisions(self, session_id: str, owner: str, accept: bool = True) -> int:
+        """While ``owner`` holds the lease and waits for a person (an approval prompt), let
+        other processes decide its waiting calls (:meth:`update`); ``accept=False`` shuts that
+        again. Returns how many decisions arrived since it was opened (see
+        :mod:`miniagent.store.decision_door`).
+
+        Raises:
+            SessionBusy: ``owner`` no longer holds the lease.
+        """
+        with self._transaction() as db:
+            self._check_lease(db, session_id, owner, holding=True)
+            count = doors.arrived(db, session_id, owner)
+            if accept:
+                doors.open_door(db, session_id, owner)
+            else:
+                doors.close(db, session_id)
+        return count
+
+    def decisions_arrived(self, session_id: str, owner: str) -> int:
+        """How many decisions came from elsewhere since ``owner`` accepted them (a cheap read,
+        polled while it waits)."""
+        with self._lock:
+            try:
+                return doors.arrived(self._db, session_id, owner)
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+
+    def awaits_decisions(self, session_id: str) -> bool:
+        """Whether the process running the session waits for decisions and takes them."""
+        with self._lock:
+            try:
+                return doors.open_for_holder(self._db, session_id)
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
 
     def _check_lease(self, db: sqlite3.Connection, session_id: str, owner: str | None, *,
                      force: bool = False, holding: bool = False) -> None:
@@ -328,6 +376,10 @@ class SQLiteStore:
         if holding:
             raise SessionBusy(f"session {session_id} was taken over by another process "
                               f"({row[0] or 'and released'}); this run stops here")
+        if row[0] is not None and lease_alive(row[0], row[1]) and held_here(row[0]):
+            raise SessionBusy(
+                f"session {session_id} is being run by this process ({row[0]}): a run, or a "
+                "tool call of a stopped run that is still under way; wait for it to end")
         if row[0] is not None and lease_alive(row[0], row[1]):
             raise SessionBusy(
                 f"session {session_id} is being run by another process ({row[0]}); wait for "
@@ -345,13 +397,16 @@ class SQLiteStore:
             self._check_lease(db, session_id, owner, force=force)
             _execute(db, "UPDATE sessions SET lease_owner = ?, lease_until = ? WHERE id = ?",
                      owner, time.time() + LEASE_SECONDS, session_id)
+            doors.close(db, session_id)
         self._renewer.hold(session_id, owner)
 
     def release(self, session_id: str, owner: str) -> None:
         self._renewer.drop(session_id, owner)
         with self._transaction() as db:
-            _execute(db, "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
-                     "WHERE id = ? AND lease_owner = ?", session_id, owner)
+            cursor = _execute(db, "UPDATE sessions SET lease_owner = NULL, lease_until = NULL "
+                              "WHERE id = ? AND lease_owner = ?", session_id, owner)
+            if cursor.rowcount:
+                doors.close(db, session_id)
 
     def _renew(self, held: _Leases) -> _Leases:
         """Push the expiry of these leases forward; the ones no longer held are returned."""

@@ -48,9 +48,11 @@ from miniagent.tools.arguments import (
 )
 from miniagent.tools.runner import (
     Failure,
+    LateResult,
     describe,
     failure_text,
     is_async_callable,
+    late_result,
     retryable_failure,
     run_function,
 )
@@ -531,17 +533,11 @@ class ToolRegistry:
         if target is None:
             return _error(call, f"Unknown tool {preview(call.name)}.")
         args, kwargs = target.checker.bind(call.arguments)
-        outcome = await run_function(target.fn, target.is_async, args, kwargs, _rendered,
-                                     inline=target.inline)
-        if isinstance(outcome, Failure):
-            return _error(call, failure_text(target.name, outcome.error),
-                          retryable=retryable_failure(outcome.error, target.idempotent))
-        if isinstance(outcome, _Unshowable):
-            return _error(call, f"Tool {target.name!r} returned a result that cannot be "
-                                f"shown: {describe(outcome.error)}")
-        if isinstance(outcome, Observation):
-            return outcome  # its own text, error flag and sub-run (an agent used as a tool)
-        return Observation(call_id=call.id, tool_name=call.name, output=outcome)
+        late = late_result.get()
+        outcome = await run_function(
+            target.fn, target.is_async, args, kwargs, _rendered, inline=target.inline,
+            late=None if late is None else _Observing(late, target, call))
+        return _observed(target, call, outcome)
 
     async def warmup(self) -> None:
         """Run its tools' warm-ups (each once per process).
@@ -579,6 +575,34 @@ class _Unshowable:
     """A result whose rendering raised (anything: ``SystemExit`` from a ``__str__`` too)."""
 
     error: BaseException
+
+
+class _Observing:
+    """Hands a driver's :data:`~miniagent.tools.runner.late_result` the observation of what
+    a function's thread returned."""
+
+    def __init__(self, late: LateResult, target: Tool, call: ToolCall) -> None:
+        self.late, self.target, self.call = late, target, call
+
+    def start(self) -> None:
+        self.late.start()
+
+    def finish(self, outcome: Any) -> None:
+        self.late.finish(None if outcome is None else _observed(self.target, self.call, outcome))
+
+
+def _observed(target: Tool, call: ToolCall, outcome: Any) -> Observation:
+    """The observation of a function's outcome: what it raised, and a result that cannot be
+    shown, are errors."""
+    if isinstance(outcome, Failure):
+        return _error(call, failure_text(target.name, outcome.error),
+                      retryable=retryable_failure(outcome.error, target.idempotent))
+    if isinstance(outcome, _Unshowable):
+        return _error(call, f"Tool {target.name!r} returned a result that cannot be "
+                            f"shown: {describe(outcome.error)}")
+    if isinstance(outcome, Observation):
+        return outcome  # its own text, error flag and sub-run (an agent used as a tool)
+    return Observation(call_id=call.id, tool_name=call.name, output=outcome)
 
 
 def _rendered(value: Any) -> Observation | str | _Unshowable:

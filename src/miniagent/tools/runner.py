@@ -19,13 +19,13 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from miniagent.errors import ToolError
 from miniagent.threads import run_in_daemon_thread
 
-__all__ = ["Failure", "describe", "failure_text", "guarded", "is_async_callable",
-           "retryable_failure", "run_function", "run_with_timeout", "within"]
+__all__ = ["Failure", "LateResult", "describe", "failure_text", "guarded", "is_async_callable",
+           "late_result", "retryable_failure", "run_function", "run_with_timeout", "within"]
 
 
 @dataclasses.dataclass
@@ -56,21 +56,54 @@ async def run_with_timeout(
 
 async def run_function(fn: Callable[..., Any], is_async: bool, args: list[Any],
                        kwargs: dict[str, Any], render: Callable[[Any], Any] = _same, *,
-                       inline: bool = False) -> Any:
+                       inline: bool = False, late: LateResult | None = None) -> Any:
     """``render(fn(*args, **kwargs))``: awaited, or on a daemon worker thread (a sync ``fn``
     with ``inline`` is called right here, on the event loop, in a copy of the context); what
     any raises comes back as a :class:`Failure`. Rendering the result is part of the call: a
     result whose ``__str__`` raises (even ``SystemExit``) or hangs is the tool's problem, under
-    the call's guard and timeout, never the run's."""
+    the call's guard and timeout, never the run's.
+
+    A sync ``fn`` on a thread cannot be stopped, and its caller may stop waiting for it:
+    ``late`` is told when the thread starts and what it returned (rendered, or a
+    :class:`Failure`; None for a coroutine it returned, which nobody may run then)."""
     if is_async:  # a task of its own: a tool that swallows its cancellation is left behind
         return await within(guarded(lambda: _then(fn(*args, **kwargs), render)), None)
     if inline:
         result = contextvars.copy_context().run(_call_sync, fn, args, kwargs, render)
     else:
-        result = await run_in_daemon_thread(_call_sync, fn, args, kwargs, render)
+        if late is not None:
+            late.start()
+        result = await run_in_daemon_thread(
+            _call_sync, fn, args, kwargs, render,
+            on_done=None if late is None else functools.partial(_finished, late))
     if isinstance(result, _Pending):  # a sync wrapper that returned a coroutine
         return await within(guarded(lambda: _then(result.awaitable, render)), None)
     return result
+
+
+class LateResult(Protocol):
+    """Told about one call's work on a worker thread, which outlives a caller that stops
+    waiting (see :data:`late_result`)."""
+
+    def start(self) -> None:
+        """A worker thread starts the call's work."""
+
+    def finish(self, outcome: Any) -> None:
+        """The thread returned ``outcome``; None: nothing to record."""
+
+
+def _finished(late: LateResult, result: Any, error: BaseException | None) -> None:
+    if error is not None:
+        late.finish(Failure(error))
+    else:  # a sync wrapper's coroutine runs on the loop only while its caller waits
+        late.finish(None if isinstance(result, _Pending) else result)
+
+
+late_result: contextvars.ContextVar[LateResult | None] = contextvars.ContextVar(
+    "miniagent_late_result", default=None)
+"""Set by a driver around one tool call: told of work the call runs on a thread and of its
+outcome, so that a result that comes after the run stopped waiting is kept (see
+:mod:`miniagent.runtime.late_calls`). The function source tells it (its observation)."""
 
 
 async def _then(work: Awaitable[Any], render: Callable[[Any], Any]) -> Any:

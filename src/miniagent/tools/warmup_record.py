@@ -267,8 +267,10 @@ async def _wait(outcome: concurrent.futures.Future[None], timeout: float | None
                 ) -> tuple[WarmupStatus, str | None]:
     """Wait for a warm-up that another start runs (or ran); shielded, so that giving up here
     leaves it running for its owner."""
+    settled = asyncio.wrap_future(outcome)
+    settled.add_done_callback(_seen)  # given up on, it still settles: no "never retrieved"
     try:
-        await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(outcome)), timeout)
+        await asyncio.wait_for(asyncio.shield(settled), timeout)
     except asyncio.TimeoutError:
         return "timed_out", f"waited {timeout:g} s for the warm-up in flight (warm-up timeout)"
     except _Cut as exc:
@@ -277,3 +279,9 @@ async def _wait(outcome: concurrent.futures.Future[None], timeout: float | None
         return "failed", str(exc)
     return "already_warm", None
 
+
+def _seen(settled: asyncio.Future[None]) -> None:
+    """Retrieve how a warm-up ended for a waiter that no longer waits (its timeout passed, or
+    it was cancelled): the owner reports it, so asyncio need not log it as never retrieved."""
+    if not settled.cancelled():
+        settled.exception()

@@ -1,0 +1,125 @@
+"""Results of tool calls that arrive after their run stopped waiting (the in-process driver).
+
+A sync tool runs on a worker thread, which nothing can stop: when its run is cancelled (Ctrl-C
+in ``miniagent chat``, a task cancelled), the call goes on, and may still pay, send or delete.
+Dropping its result would leave the call ``started``: a resume would call its outcome unknown
+and offer to run it again. So the driver keeps the session's lease while such a call is in
+flight; when its result comes (the source tells :data:`~miniagent.tools.runner.late_result`), it
+is written to the call's record, ``completed``, and then the lease is given back. Work that is
+not on a thread (an async tool, an MCP server) stops with its run: nothing is kept for it. A
+resume meanwhile is refused as busy; a call that never returns holds the lease until this
+process ends (its outcome is then unknown, truly, and a resume asks a person).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from miniagent.runtime import incoming
+from miniagent.runtime.calls import record_late
+from miniagent.session import AgentSession
+from miniagent.store.base import CheckpointStore
+from miniagent.types import Observation
+
+__all__ = ["Arrival", "LateCalls"]
+
+log = logging.getLogger("miniagent")
+
+
+@dataclass(kw_only=True)
+class Arrival:
+    """One call's work on worker threads, as the source tells it
+    (:class:`~miniagent.tools.runner.LateResult`), and whether its run stopped waiting."""
+
+    calls: LateCalls
+    call_id: str
+    running: int = 0
+    """Threads of this call under way."""
+    outcome: Observation | None = None
+    """What the last thread returned."""
+    abandoned: bool = False
+
+    def start(self) -> None:
+        with self.calls.lock:
+            self.running += 1
+
+    def finish(self, outcome: Observation | None) -> None:
+        """A thread returned (on that thread): recorded if the run stopped waiting."""
+        with self.calls.lock:
+            self.running -= 1
+            if outcome is not None:
+                self.outcome = outcome
+            if not self.abandoned or self.running:
+                return
+        self.calls.landed(self)
+
+
+class LateCalls:
+    """The calls of one run left in flight when it was cancelled, and the lease they hold.
+
+    Args:
+        store: The run's store.
+        session_id: The run's session.
+        owner: The run's lease owner.
+        max_chars: The run's ``max_observation_chars``.
+    """
+
+    def __init__(self, store: CheckpointStore, session_id: str, owner: str, *,
+                 max_chars: int, clock: Callable[[], float] = time.time) -> None:
+        self.store, self.session_id, self.owner = store, session_id, owner
+        self.max_chars, self.clock = max_chars, clock
+        self.lock = threading.Lock()
+        self._in_flight = 0
+        self._release: Callable[[], None] | None = None
+
+    def expect(self, call_id: str) -> Arrival:
+        """What the source tells about the work of ``call_id`` (set as its ``late_result``)."""
+        return Arrival(calls=self, call_id=call_id)
+
+    def abandon(self, arrival: Arrival) -> None:
+        """The run stopped waiting for this call: a result it has, or that its thread still
+        brings, is recorded (the lease is kept until then)."""
+        with self.lock:
+            arrival.abandoned = True
+            if arrival.running:
+                self._in_flight += 1
+                return
+        if arrival.outcome is not None:  # it came just as the run was cancelled
+            self._record(arrival.call_id, arrival.outcome)
+
+    def landed(self, arrival: Arrival) -> None:
+        """The last thread of an abandoned call returned."""
+        if arrival.outcome is not None:
+            self._record(arrival.call_id, arrival.outcome)
+        with self.lock:
+            self._in_flight -= 1
+            release = self._release if not self._in_flight else None
+            if release is not None:
+                self._release = None
+        if release is not None:
+            release()
+
+    def release_when_settled(self, release: Callable[[], None]) -> None:
+        """Give the lease back now, or once the calls left in flight have been recorded."""
+        with self.lock:
+            if self._in_flight:
+                self._release = release
+                return
+        release()
+
+    def _record(self, call_id: str, observation: Observation) -> None:
+        kept = incoming.observation(observation)
+
+        def change(session: AgentSession) -> None:  # a call decided since is left as it is
+            record_late(session, call_id, kept, max_chars=self.max_chars, at=self.clock())
+
+        try:
+            self.store.update(self.session_id, change, owner=self.owner)
+        except Exception as exc:  # the store failed: the call stays started (outcome unknown)
+            log.warning("the result of call %s, which came after its run stopped, could not "
+                        "be saved (%s: %s)", call_id, type(exc).__name__, exc)
+
