@@ -1,10 +1,11 @@
 """SQLiteStore: the embedded default checkpoint store (one file, WAL mode).
 
-Each session is one row: a few columns for listing and the whole session as JSON. A save is a
-single transaction, so a crash at any point leaves the last complete checkpoint readable. A
-damaged row makes only that session unreadable; a damaged file is reported and never
-overwritten. The file, its folder and its WAL and SHM files are private to the user: they hold
-whole transcripts.
+Each session is one row: a few columns for listing (its counted tokens and a revision that
+every save counts up among them, so a listing or a follower never reads the JSON) and the whole
+session as JSON. A save is a single transaction, so a crash at any point leaves the last
+complete checkpoint readable. A damaged row makes only that session unreadable; a damaged file
+is reported and never overwritten. The file, its folder and its WAL and SHM files are private
+to the user: they hold whole transcripts.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from miniagent.store.base import (
     lease_alive,
     resolve_id,
 )
-from miniagent.store.listing import SessionQuery, SessionSummary
+from miniagent.store.listing import SessionQuery, SessionRevision, SessionSummary, stamp_of
 from miniagent.text import storable
 from miniagent.types import CallRecord
 from miniagent.wording import counted
@@ -52,9 +53,14 @@ CREATE TABLE IF NOT EXISTS sessions (
     updated_at REAL NOT NULL,
     data TEXT NOT NULL,
     lease_owner TEXT,
-    lease_until REAL
+    lease_until REAL,
+    tokens INTEGER,
+    revision INTEGER NOT NULL DEFAULT 0
 )
 """
+
+_ADDED = {"tokens": "tokens INTEGER", "revision": "revision INTEGER NOT NULL DEFAULT 0"}
+"""Columns a store made by an older miniagent lacks; added when it is opened for writing."""
 
 _CALLS = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -74,12 +80,14 @@ _INDEXES = (
 """What a page of the listing is read through (``page``): the newest (or oldest) rows of a
 status, from a keyset, without sorting the table."""
 
-_TOKENS = ("CASE WHEN json_extract(data, '$.usage.prompt_tokens') IS NULL "
+_TOKENS = ("CASE WHEN NOT json_valid(data) THEN NULL "
+           "WHEN json_extract(data, '$.usage.prompt_tokens') IS NULL "
            "OR json_extract(data, '$.usage.completion_tokens') IS NULL "
            "THEN json_extract(data, '$.usage.estimated_tokens') "
            "ELSE json_extract(data, '$.usage.prompt_tokens') "
            "+ json_extract(data, '$.usage.completion_tokens') END")
-"""A row's counted tokens (``TokenUsage.counted_tokens``), read for the rows of a page only."""
+"""A row's counted tokens (``TokenUsage.counted_tokens``) read from its JSON: what fills the
+``tokens`` column of a store made before it (a damaged row has none)."""
 
 _Leases = list[tuple[str, str]]  # (session id, owner)
 
@@ -120,6 +128,10 @@ class SQLiteStore:
             raise self._damaged(exc) from None
         # a row written by another program may hold invalid UTF-8: read it, never crash on it
         self._db.text_factory = lambda raw: raw.decode("utf-8", "replace")
+        # a store made before these columns, opened read-only: read around them
+        columns = _columns(self._db)
+        self._tokens = "tokens" if "tokens" in columns else _TOKENS
+        self._revision = "revision" if "revision" in columns else "0"
 
     def _open(self) -> sqlite3.Connection:
         _private_folder(self.path.parent)
@@ -132,6 +144,7 @@ class SQLiteStore:
         db.execute(_CALLS)
         for index in _INDEXES:
             db.execute(index)
+        _add_columns(db)
         return db
 
     def _open_readonly(self) -> sqlite3.Connection:
@@ -206,11 +219,12 @@ class SQLiteStore:
         _execute(db, "DELETE FROM calls WHERE session_id = ?", session.id)
         _execute(
             db,
-            "INSERT INTO sessions (id, status, question, steps, created_at, updated_at, data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET status = excluded.status,"
-            " steps = excluded.steps, updated_at = excluded.updated_at, data = excluded.data",
+            "INSERT INTO sessions (id, status, question, steps, created_at, updated_at, data, "
+            "tokens, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT(id) DO UPDATE SET "
+            "status = excluded.status, steps = excluded.steps, updated_at = excluded.updated_at,"
+            " data = excluded.data, tokens = excluded.tokens, revision = revision + 1",
             session.id, session.status, session.question, len(session.steps),
-            session.created_at, session.updated_at, data,
+            session.created_at, session.updated_at, data, session.usage.counted_tokens,
         )
 
     def load(self, session_id: str) -> AgentSession:
@@ -238,6 +252,40 @@ class SQLiteStore:
         except sqlite3.OperationalError:  # a store made before the calls table, read-only
             return []
 
+    def revision(self, session_id: str) -> SessionRevision:
+        """Where the saved session stands, read from its columns and its calls' index (never
+        its JSON): what a page that follows it compares (see
+        :class:`~miniagent.store.listing.SessionRevision`).
+
+        Raises:
+            SessionNotFound: No such session.
+        """
+        with self._lock:
+            try:
+                self._db.execute("BEGIN")  # the row and its saved calls as of one moment
+                try:
+                    row = _execute(self._db, f"SELECT {self._revision}, updated_at, status, "
+                                   "steps FROM sessions WHERE id = ?", session_id).fetchone()
+                    calls = self._calls_mark(session_id) if row else ()
+                finally:
+                    self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+        if row is None:
+            raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
+        return SessionRevision(session_id=session_id, status=row[2],
+                               stamp=stamp_of(*row, *calls))
+
+    def _calls_mark(self, session_id: str) -> tuple[int, int]:
+        """How many calls were saved one by one since the last full save, and the newest's
+        row id (a call saved again gets a new one). Holds the lock."""
+        try:
+            found = _execute(self._db, "SELECT count(*), coalesce(max(rowid), 0) FROM calls "
+                             "WHERE session_id = ?", session_id).fetchone()
+        except sqlite3.OperationalError:  # a store made before the calls table, read-only
+            return (0, 0)
+        return (found[0], found[1])
+
     def list(self, limit: int = 50) -> list[SessionSummary]:
         with self._lock:
             try:
@@ -257,10 +305,11 @@ class SQLiteStore:
     def page(self, query: SessionQuery) -> _Summaries:
         """One page of the listing (see :class:`~miniagent.store.listing.SessionQuery`), read
         through an index on ``(status, updated_at, id)`` or ``(updated_at, id)``: its cost
-        follows the page, not the store (a text filter reads on until the page is full)."""
+        follows the page, not the store (a text filter reads on until the page is full), nor
+        the sessions' size (only columns are read: never a session's JSON)."""
         where, params = _page_filter(query)
         order = "ASC" if query.oldest_first else "DESC"
-        sql = (f"SELECT id, status, steps, question, created_at, updated_at, {_TOKENS} "
+        sql = (f"SELECT id, status, steps, question, created_at, updated_at, {self._tokens} "
                f"FROM sessions {where} ORDER BY updated_at {order}, id {order} LIMIT ?")
         with self._lock:
             try:
@@ -373,6 +422,29 @@ class SQLiteStore:
 
 def _execute(db: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Cursor:
     return db.execute(sql, [storable(p) if isinstance(p, str) else p for p in params])
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in db.execute("PRAGMA table_info(sessions)").fetchall()}
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Add the columns a store made by an older miniagent lacks, filling ``tokens`` from each
+    row's JSON once (in one transaction: two processes opening the store at once add them
+    once)."""
+    if not set(_ADDED) - _columns(db):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        missing = [name for name in _ADDED if name not in _columns(db)]
+        for name in missing:
+            db.execute(f"ALTER TABLE sessions ADD COLUMN {_ADDED[name]}")
+        if "tokens" in missing:
+            db.execute(f"UPDATE sessions SET tokens = {_TOKENS}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _page_filter(query: SessionQuery) -> tuple[str, list[Any]]:
