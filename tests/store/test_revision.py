@@ -1,5 +1,5 @@
 """Where a saved session stands, read without its JSON (``revision``), and a store made before
-the columns that hold it: read as it is, given them when opened for writing."""
+the table that holds it: read as it is, given it when opened for writing."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_the_revision_moves_with_every_change_and_only_then(kind: str, tmp_path:
 
 
 def old_store(path: Path) -> None:
-    """A store as miniagent wrote it before the tokens and revision columns."""
+    """A store as miniagent wrote it before the revisions table."""
     session = AgentSession.start("old question", id="old", at=1.0)
     session.add_usage(TokenUsage(prompt_tokens=40, completion_tokens=2))
     db = sqlite3.connect(path)
@@ -56,14 +56,14 @@ def old_store(path: Path) -> None:
     db.close()
 
 
-def test_a_store_made_before_the_columns_is_read_and_then_given_them(tmp_path: Path) -> None:
+def test_a_store_made_before_the_revisions_is_read_and_then_given_them(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     old_store(path)
     read_only = SQLiteStore(path, readonly=True)
     as_it_was = [(r.session_id, r.tokens) for r in read_only.page(SessionQuery())]
     stamp = read_only.revision("old").stamp
     read_only.close()
-    store = SQLiteStore(path)  # opened for writing: the columns are added and filled
+    store = SQLiteStore(path)  # opened for writing: the table is added and filled
     given = [(r.session_id, r.tokens) for r in store.page(SessionQuery())]
     store.update("old", lambda s: None)  # saved again: its revision moves
     assert as_it_was == given == [("broken", None), ("old", 42)]

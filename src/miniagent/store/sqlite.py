@@ -1,11 +1,12 @@
 """SQLiteStore: the embedded default checkpoint store (one file, WAL mode).
 
-Each session is one row: a few columns for listing (its counted tokens and a revision that
-every save counts up among them, so a listing or a follower never reads the JSON) and the whole
-session as JSON. A save is a single transaction, so a crash at any point leaves the last
-complete checkpoint readable. A damaged row makes only that session unreadable; a damaged file
-is reported and never overwritten. The file, its folder and its WAL and SHM files are private
-to the user: they hold whole transcripts.
+Each session is one row: a few columns for listing and the whole session as JSON, and one row
+of a small side table (``revisions``: a count of its saves and its counted tokens), so that a
+listing or a page following the session never reads the JSON, nor steps over it (SQLite walks
+a large value's pages to reach the columns after it). A save is a single transaction, so a
+crash at any point leaves the last complete checkpoint readable. A damaged row makes only that
+session unreadable; a damaged file is reported and never overwritten. The file, its folder and
+its WAL and SHM files are private to the user: they hold whole transcripts.
 """
 
 from __future__ import annotations
@@ -53,14 +54,18 @@ CREATE TABLE IF NOT EXISTS sessions (
     updated_at REAL NOT NULL,
     data TEXT NOT NULL,
     lease_owner TEXT,
-    lease_until REAL,
-    tokens INTEGER,
-    revision INTEGER NOT NULL DEFAULT 0
+    lease_until REAL
 )
 """
 
-_ADDED = {"tokens": "tokens INTEGER", "revision": "revision INTEGER NOT NULL DEFAULT 0"}
-"""Columns a store made by an older miniagent lacks; added when it is opened for writing."""
+_REVISIONS = """
+CREATE TABLE IF NOT EXISTS revisions (
+    session_id TEXT PRIMARY KEY,
+    revision INTEGER NOT NULL,
+    tokens INTEGER
+) WITHOUT ROWID
+"""
+"""Each session's count of saves and counted tokens, written with the session."""
 
 _CALLS = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -87,7 +92,7 @@ _TOKENS = ("CASE WHEN NOT json_valid(data) THEN NULL "
            "ELSE json_extract(data, '$.usage.prompt_tokens') "
            "+ json_extract(data, '$.usage.completion_tokens') END")
 """A row's counted tokens (``TokenUsage.counted_tokens``) read from its JSON: what fills the
-``tokens`` column of a store made before it (a damaged row has none)."""
+``revisions`` table of a store made before it (a damaged row has none)."""
 
 _Leases = list[tuple[str, str]]  # (session id, owner)
 
@@ -128,10 +133,8 @@ class SQLiteStore:
             raise self._damaged(exc) from None
         # a row written by another program may hold invalid UTF-8: read it, never crash on it
         self._db.text_factory = lambda raw: raw.decode("utf-8", "replace")
-        # a store made before these columns, opened read-only: read around them
-        columns = _columns(self._db)
-        self._tokens = "tokens" if "tokens" in columns else _TOKENS
-        self._revision = "revision" if "revision" in columns else "0"
+        # a store made before the revisions table, opened read-only: read around it
+        self._revisions = _has_table(self._db, "revisions")
 
     def _open(self) -> sqlite3.Connection:
         _private_folder(self.path.parent)
@@ -144,7 +147,7 @@ class SQLiteStore:
         db.execute(_CALLS)
         for index in _INDEXES:
             db.execute(index)
-        _add_columns(db)
+        _add_revisions(db)
         return db
 
     def _open_readonly(self) -> sqlite3.Connection:
@@ -154,14 +157,14 @@ class SQLiteStore:
         uri = self.path.absolute().as_uri() + "?mode=ro"
         db = _connect_readonly(uri)
         try:
-            found = _has_sessions_table(db)
+            found = _has_table(db, "sessions")
         except sqlite3.OperationalError:
             # a WAL-mode file without its -shm cannot be opened read-only in a folder we may
             # not write; no writer has it open then (it would have made the -shm), so it is
             # read as an immutable file
             db.close()
             db = _connect_readonly(uri + "&immutable=1")
-            found = _has_sessions_table(db)
+            found = _has_table(db, "sessions")
         if not found:
             db.close()
             return _empty_store()
@@ -219,13 +222,15 @@ class SQLiteStore:
         _execute(db, "DELETE FROM calls WHERE session_id = ?", session.id)
         _execute(
             db,
-            "INSERT INTO sessions (id, status, question, steps, created_at, updated_at, data, "
-            "tokens, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT(id) DO UPDATE SET "
-            "status = excluded.status, steps = excluded.steps, updated_at = excluded.updated_at,"
-            " data = excluded.data, tokens = excluded.tokens, revision = revision + 1",
+            "INSERT INTO sessions (id, status, question, steps, created_at, updated_at, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET status = excluded.status,"
+            " steps = excluded.steps, updated_at = excluded.updated_at, data = excluded.data",
             session.id, session.status, session.question, len(session.steps),
-            session.created_at, session.updated_at, data, session.usage.counted_tokens,
+            session.created_at, session.updated_at, data,
         )
+        _execute(db, "INSERT INTO revisions (session_id, revision, tokens) VALUES (?, 1, ?) "
+                 "ON CONFLICT(session_id) DO UPDATE SET revision = revision + 1, "
+                 "tokens = excluded.tokens", session.id, session.usage.counted_tokens)
 
     def load(self, session_id: str) -> AgentSession:
         with self._lock:
@@ -253,8 +258,8 @@ class SQLiteStore:
             return []
 
     def revision(self, session_id: str) -> SessionRevision:
-        """Where the saved session stands, read from its columns and its calls' index (never
-        its JSON): what a page that follows it compares (see
+        """Where the saved session stands, read from its first columns, its revision and its
+        calls' index (never its JSON): what a page that follows it compares (see
         :class:`~miniagent.store.listing.SessionRevision`).
 
         Raises:
@@ -264,27 +269,29 @@ class SQLiteStore:
             try:
                 self._db.execute("BEGIN")  # the row and its saved calls as of one moment
                 try:
-                    row = _execute(self._db, f"SELECT {self._revision}, updated_at, status, "
-                                   "steps FROM sessions WHERE id = ?", session_id).fetchone()
-                    calls = self._calls_mark(session_id) if row else ()
+                    row = _execute(self._db, "SELECT updated_at, status, steps FROM sessions "
+                                   "WHERE id = ?", session_id).fetchone()
+                    marks = self._marks(session_id) if row else ()
                 finally:
                     self._db.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
         if row is None:
             raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
-        return SessionRevision(session_id=session_id, status=row[2],
-                               stamp=stamp_of(*row, *calls))
+        return SessionRevision(session_id=session_id, status=row[1],
+                               stamp=stamp_of(*row, *marks))
 
-    def _calls_mark(self, session_id: str) -> tuple[int, int]:
-        """How many calls were saved one by one since the last full save, and the newest's
-        row id (a call saved again gets a new one). Holds the lock."""
+    def _marks(self, session_id: str) -> tuple[int, int, int]:
+        """The session's count of saves, how many calls were saved one by one since the last,
+        and the newest one's row id (a call saved again gets a new one). Holds the lock."""
+        saves = _execute(self._db, "SELECT revision FROM revisions WHERE session_id = ?",
+                         session_id).fetchone() if self._revisions else None
         try:
-            found = _execute(self._db, "SELECT count(*), coalesce(max(rowid), 0) FROM calls "
+            calls = _execute(self._db, "SELECT count(*), coalesce(max(rowid), 0) FROM calls "
                              "WHERE session_id = ?", session_id).fetchone()
         except sqlite3.OperationalError:  # a store made before the calls table, read-only
-            return (0, 0)
-        return (found[0], found[1])
+            calls = (0, 0)
+        return (saves[0] if saves else 0, calls[0], calls[1])
 
     def list(self, limit: int = 50) -> list[SessionSummary]:
         with self._lock:
@@ -309,8 +316,10 @@ class SQLiteStore:
         the sessions' size (only columns are read: never a session's JSON)."""
         where, params = _page_filter(query)
         order = "ASC" if query.oldest_first else "DESC"
-        sql = (f"SELECT id, status, steps, question, created_at, updated_at, {self._tokens} "
-               f"FROM sessions {where} ORDER BY updated_at {order}, id {order} LIMIT ?")
+        tokens, joined = ("revisions.tokens", "LEFT JOIN revisions ON session_id = id") if (
+            self._revisions) else (_TOKENS, "")
+        sql = (f"SELECT id, status, steps, question, created_at, updated_at, {tokens} "
+               f"FROM sessions {joined} {where} ORDER BY updated_at {order}, id {order} LIMIT ?")
         with self._lock:
             try:
                 rows = _execute(self._db, sql, *params, query.limit).fetchall()
@@ -424,23 +433,23 @@ def _execute(db: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Cursor:
     return db.execute(sql, [storable(p) if isinstance(p, str) else p for p in params])
 
 
-def _columns(db: sqlite3.Connection) -> set[str]:
-    return {row[1] for row in db.execute("PRAGMA table_info(sessions)").fetchall()}
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                      (name,)).fetchone() is not None
 
 
-def _add_columns(db: sqlite3.Connection) -> None:
-    """Add the columns a store made by an older miniagent lacks, filling ``tokens`` from each
-    row's JSON once (in one transaction: two processes opening the store at once add them
+def _add_revisions(db: sqlite3.Connection) -> None:
+    """Give a store made by an older miniagent its revisions table, each session's tokens read
+    from its JSON once (in one transaction: two processes opening the store at once fill it
     once)."""
-    if not set(_ADDED) - _columns(db):
+    if _has_table(db, "revisions"):
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        missing = [name for name in _ADDED if name not in _columns(db)]
-        for name in missing:
-            db.execute(f"ALTER TABLE sessions ADD COLUMN {_ADDED[name]}")
-        if "tokens" in missing:
-            db.execute(f"UPDATE sessions SET tokens = {_TOKENS}")
+        if not _has_table(db, "revisions"):
+            db.execute(_REVISIONS)
+            db.execute(f"INSERT INTO revisions (session_id, revision, tokens) "
+                       f"SELECT id, 0, {_TOKENS} FROM sessions")
     except BaseException:
         db.execute("ROLLBACK")
         raise
@@ -502,16 +511,12 @@ def _connect_readonly(uri: str) -> sqlite3.Connection:
                            check_same_thread=False)
 
 
-def _has_sessions_table(db: sqlite3.Connection) -> bool:
-    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
-                      ).fetchone() is not None
-
-
 def _empty_store() -> sqlite3.Connection:
     """An empty store in memory that refuses writes: what a missing file reads as."""
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     db.execute(_SCHEMA)
     db.execute(_CALLS)
+    db.execute(_REVISIONS)
     db.execute("PRAGMA query_only = ON")
     return db
 
