@@ -14,9 +14,13 @@ file: the bare ``SELECT`` of the same page (the floor: what reading the rows cos
 same ``SELECT`` with the indexes forbidden (``NOT INDEXED``: what a listing that sorts the
 table costs).
 
+With ``--by-size``, it measures instead whether a listing costs more when the sessions are
+larger: ``/sessions`` over 50 small sessions, then over 50 sessions of 1 MB each (the same
+sessions, each with 1 MB of metadata), and prints the ratio (1.0: the size costs nothing).
+
 A script, not a test: it prints figures and asserts nothing.
 
-Usage: python benchmarks/ui_list.py [--sessions 100000] [--repeats 15]
+Usage: python benchmarks/ui_list.py [--sessions 100000] [--repeats 15] [--by-size]
 """
 
 from __future__ import annotations
@@ -82,6 +86,11 @@ def fill(path: Path, count: int, data: dict[str, Any]) -> None:
             rows.clear()
     db.executemany("INSERT INTO sessions (id, status, question, steps, created_at, updated_at, "
                    "data) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'revisions'").fetchone():
+        # what a save writes beside the row (a store of this version)
+        tokens = TokenUsage(**data["usage"]).counted_tokens
+        db.execute("INSERT INTO revisions (session_id, revision, tokens) SELECT id, 1, ? "
+                   "FROM sessions", (tokens,))
     db.execute("COMMIT")
     db.execute("ANALYZE")
     db.close()
@@ -126,11 +135,34 @@ def timed(run: Callable[[], Any], repeats: int) -> float:
     return median_ms(samples)
 
 
+def by_size(repeats: int) -> None:
+    """``/sessions`` over 50 small sessions and over 50 of 1 MB each: the ratio of the times."""
+    with tempfile.TemporaryDirectory() as folder:
+        data = template(Path(folder))
+        times = {}
+        for label, padding in (("small", 0), ("1 MB", 1_000_000)):
+            path = Path(folder) / f"{padding}.db"
+            fill(path, 50, {**data, "metadata": {"padding": "x" * padding}})
+            store = SQLiteStore(path)
+            inbox = app(store=store)
+            times[label] = median_ms([asyncio.run(render(inbox, "/sessions"))
+                                      for _ in range(repeats)])
+            print(f"/sessions over 50 sessions of {label:>5} ({path.stat().st_size / 1e6:6.1f} "
+                  f"MB of store): {times[label]:8.2f} ms (median of {repeats})")
+            store.close()
+        print(f"ratio, 1 MB sessions to small ones: {times['1 MB'] / times['small']:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--by-size", action="store_true",
+                        help="compare a listing of 50 small sessions with one of 50 of 1 MB")
     args = parser.parse_args()
+    if args.by_size:
+        by_size(args.repeats)
+        return
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "sessions.db"
         start = time.perf_counter()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from browsing import browse, new_page, serving
-from ui_support import HOSTILE, PAID, act, pay, waiting_agent
+from ui_support import HOSTILE, PAID, act, long_waiting_session, look, pay, waiting_agent
 
 from browser import needs_browser
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
@@ -183,4 +183,33 @@ def test_a_session_run_elsewhere_is_followed_from_its_saved_steps(tmp_path: Path
         assert page.evaluate("window.sameDocument") is True
         runner.join(30)
     assert finished == ["completed"]
+    assert opened.outside_requests == [] and opened.errors == []
+
+
+def test_a_long_session_followed_gets_its_new_steps_added_to_those_shown(
+        tmp_path: Path) -> None:
+    """The page shows the last 50 of 60 steps; decided and run on elsewhere, the session's
+    last step changes and a 61st comes: the page puts them in place of its own from its last
+    step on, and keeps the others and its link to the earlier steps."""
+    store, sid = long_waiting_session(tmp_path / "s.db", 60)
+    elsewhere = Agent(model=ScriptedModel(["Final Answer: paid after 60 steps"]),
+                      tools=[look, pay], store=SQLiteStore(tmp_path / "s.db"))
+    with serving(app(store=store)) as base, browse(base) as opened:
+        page = opened.page
+        page.goto(f"{base}/sessions/{sid}")
+        assert page.locator("ol.steps > li").count() == 50
+        page.evaluate("window.sameDocument = true")
+        runner = threading.Thread(target=lambda: (elsewhere.approve(sid),
+                                                  elsewhere.resume(sid)))
+        runner.start()
+        runner.join(60)
+        page.locator("pre.answer").wait_for()
+        steps = page.locator("ol.steps > li")
+        assert steps.count() == 51
+        assert steps.first.get_attribute("data-step") == "10"
+        assert "paid after 60 steps" in page.locator("details#step-61").inner_text()
+        assert "ran" in page.locator("details#step-60 .call .tag").inner_text()
+        assert page.locator('nav.paging.steps a[rel="prev"]').count() == 1
+        assert page.evaluate("window.sameDocument") is True
+    assert PAID == ["30 to Alice"]
     assert opened.outside_requests == [] and opened.errors == []

@@ -143,7 +143,7 @@ def test_the_event_stream_of_an_ended_session_says_so_and_ends(tmp_path: Path) -
     sid = agent.run("2 + 2?").session_id
     with client(app(agent)) as http:
         body = http.get(f"/sessions/{sid}/events").text  # it ends: the session has ended
-        version = re.search(r'data-version="(\w+)"', http.get(f"/sessions/{sid}").text)
+        version = re.search(r'data-since="(\w+)"', http.get(f"/sessions/{sid}").text)
     assert version is not None
     assert body == f"retry: 3000\n\nevent: changed\ndata: {version.group(1)}\n\n" \
                    "event: end\ndata: ended\n\n"

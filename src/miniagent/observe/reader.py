@@ -28,8 +28,8 @@ from miniagent.errors import UserError
 from miniagent.runtime.events import EventKind
 from miniagent.types import TokenUsage
 
-__all__ = ["ModelCall", "RunView", "StepView", "ToolRun", "Trace", "number", "objects",
-           "read_trace", "usage_of"]
+__all__ = ["ModelCall", "RunView", "StepView", "ToolRun", "Trace", "TraceFollower", "number",
+           "objects", "read_trace", "usage_of"]
 
 MAX_TRACE_BYTES = 512 * 1024 * 1024
 """A larger file is refused rather than read into memory."""
@@ -201,24 +201,62 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     Raises:
         UserError: the file cannot be read, is too large, or holds no trace record.
     """
-    path = Path(path)
-    try:
-        if path.stat().st_size > MAX_TRACE_BYTES:
-            raise UserError(f"{path} is larger than {MAX_TRACE_BYTES >> 20} MiB")
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UserError(f"cannot read the trace {path}: {exc.strerror or exc}") from None
-    builder = _Builder()
-    skipped = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        record = _record(line)
-        if record is None or not builder.add(record):
-            skipped.append(number)
-    if not builder.runs:
+    trace = TraceFollower(path).read(to_the_end=True)
+    if not trace.runs:
         raise UserError(f"{path} holds no trace record (a JSONL file written by --trace)")
-    return Trace(path=path, runs=builder.runs, skipped=skipped)
+    return trace
+
+
+class TraceFollower:
+    """A trace file read as it grows (the inbox's ``--trace``, appended to by its runs): each
+    :meth:`read` parses only the lines appended since the previous one, so a large file costs
+    its new lines, not its size. A file replaced (another inode) or cut shorter is read again
+    from its start. One reader at a time: the caller serialises its calls.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._restart(None)
+
+    def _restart(self, ident: tuple[int, int] | None) -> None:
+        self._ident, self._offset, self._lines = ident, 0, 0
+        self._builder, self._skipped = _Builder(), list[int]()
+
+    def read(self, *, to_the_end: bool = False) -> Trace:
+        """The trace so far: the runs of every whole line (ending in a newline; with
+        ``to_the_end``, the last line too, even cut short). The runs are this follower's own,
+        updated by the next read.
+
+        Raises:
+            UserError: the file cannot be read, or is larger than ``MAX_TRACE_BYTES``.
+        """
+        try:
+            stat = self.path.stat()
+            if stat.st_size > MAX_TRACE_BYTES:
+                raise UserError(f"{self.path} is larger than {MAX_TRACE_BYTES >> 20} MiB")
+            ident = (stat.st_dev, stat.st_ino)
+            if ident != self._ident or stat.st_size < self._offset:
+                self._restart(ident)
+            if stat.st_size > self._offset:
+                with self.path.open("rb") as file:
+                    file.seek(self._offset)
+                    chunk = file.read(stat.st_size - self._offset)
+                whole = len(chunk) if to_the_end else chunk.rfind(b"\n") + 1
+                self._add(chunk[:whole].decode("utf-8", errors="replace"))
+                self._offset += whole
+        except OSError as exc:
+            raise UserError(f"cannot read the trace {self.path}: {exc.strerror or exc}"
+                            ) from None
+        return Trace(path=self.path, runs=self._builder.runs, skipped=self._skipped)
+
+    def _add(self, text: str) -> None:
+        for line in text.splitlines():
+            self._lines += 1
+            if not line.strip():
+                continue
+            record = _record(line)
+            if record is None or not self._builder.add(record):
+                self._skipped.append(self._lines)
 
 
 def _record(line: str) -> dict[str, Any] | None:

@@ -1,14 +1,17 @@
-"""One line and one page of a session listing: :class:`SessionSummary`, :class:`SessionQuery`.
+"""One line and one page of a session listing: :class:`SessionSummary`, :class:`SessionQuery`,
+and where one session stands: :class:`SessionRevision`.
 
-What a store's ``list`` and ``page`` return and take (the CLI's and the UI's listings); the
-module loads with the first listing, not with ``import miniagent``.
+What a store's ``list``, ``page`` and ``revision`` return and take (the CLI's and the UI's
+listings, the UI's pages that follow a session); the module loads with the first listing, not
+with ``import miniagent``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
-__all__ = ["SessionQuery", "SessionSummary"]
+__all__ = ["SessionQuery", "SessionRevision", "SessionSummary", "stamp_of"]
 
 
 @dataclass(kw_only=True)
@@ -24,6 +27,24 @@ class SessionSummary:
     tokens: int | None = None
     """The session's counted tokens (see ``TokenUsage.counted_tokens``), where the listing
     reads them (:meth:`SQLiteStore.page`, :meth:`MemoryStore.page`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionRevision:
+    """Where a saved session stands, read without loading it (a store's ``revision``)."""
+
+    session_id: str
+    status: str
+    stamp: str
+    """A short text that changes whenever the saved session changes (a save, a call saved on
+    its own, a decision): a page that follows the session compares it, and reads the session
+    only when it differs."""
+
+
+def stamp_of(*parts: object) -> str:
+    """A stamp (:attr:`SessionRevision.stamp`) made of what marks a session's saved state."""
+    text = "|".join(repr(p) for p in parts)
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,7 +20,7 @@ from miniagent.text import storable
 from miniagent.types import CallRecord
 
 if TYPE_CHECKING:  # a listing's types load with the first listing
-    from miniagent.store.listing import SessionQuery, SessionSummary
+    from miniagent.store.listing import SessionQuery, SessionRevision, SessionSummary
 
 _Summaries = list["SessionSummary"]  # (the class's own ``list`` hides the builtin)
 
@@ -111,6 +111,21 @@ class MemoryStore:
                         key=lambda r: (r.updated_at, r.session_id),
                         reverse=not query.oldest_first)
         return chosen[:query.limit]
+
+    def revision(self, session_id: str) -> SessionRevision:
+        """Where the session stands (see :class:`~miniagent.store.listing.SessionRevision`),
+        read off the session object in O(calls of its last step).
+
+        Raises:
+            SessionNotFound: No such session.
+        """
+        from miniagent.store.listing import SessionRevision, stamp_of
+
+        session = self.load(session_id)
+        last = session.steps[-1].calls if session.steps else []
+        stamp = stamp_of(id(session), session.updated_at, session.status, len(session.steps),
+                         len(session.transitions), sum(len(r.moves) for r in last))
+        return SessionRevision(session_id=session_id, status=session.status, stamp=stamp)
 
     def resolve(self, text: str) -> str:
         """The id of the one session ``text`` names: its id or a unique prefix of it (see

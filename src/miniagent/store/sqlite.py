@@ -1,10 +1,12 @@
 """SQLiteStore: the embedded default checkpoint store (one file, WAL mode).
 
-Each session is one row: a few columns for listing and the whole session as JSON. A save is a
-single transaction, so a crash at any point leaves the last complete checkpoint readable. A
-damaged row makes only that session unreadable; a damaged file is reported and never
-overwritten. The file, its folder and its WAL and SHM files are private to the user: they hold
-whole transcripts.
+Each session is one row: a few columns for listing and the whole session as JSON, and one row
+of a small side table (``revisions``: a count of its saves and its counted tokens), so that a
+listing or a page following the session never reads the JSON, nor steps over it (SQLite walks
+a large value's pages to reach the columns after it). A save is a single transaction, so a
+crash at any point leaves the last complete checkpoint readable. A damaged row makes only that
+session unreadable; a damaged file is reported and never overwritten. The file, its folder and
+its WAL and SHM files are private to the user: they hold whole transcripts.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from miniagent.store.base import (
     lease_alive,
     resolve_id,
 )
-from miniagent.store.listing import SessionQuery, SessionSummary
+from miniagent.store.listing import SessionQuery, SessionRevision, SessionSummary, stamp_of
 from miniagent.text import storable
 from miniagent.types import CallRecord
 from miniagent.wording import counted
@@ -58,6 +60,15 @@ CREATE TABLE IF NOT EXISTS sessions (
 )
 """
 
+_REVISIONS = """
+CREATE TABLE IF NOT EXISTS revisions (
+    session_id TEXT PRIMARY KEY,
+    revision INTEGER NOT NULL,
+    tokens INTEGER
+) WITHOUT ROWID
+"""
+"""Each session's count of saves and counted tokens, written with the session."""
+
 _CALLS = """
 CREATE TABLE IF NOT EXISTS calls (
     session_id TEXT NOT NULL,
@@ -76,12 +87,14 @@ _INDEXES = (
 """What a page of the listing is read through (``page``): the newest (or oldest) rows of a
 status, from a keyset, without sorting the table."""
 
-_TOKENS = ("CASE WHEN json_extract(data, '$.usage.prompt_tokens') IS NULL "
+_TOKENS = ("CASE WHEN NOT json_valid(data) THEN NULL "
+           "WHEN json_extract(data, '$.usage.prompt_tokens') IS NULL "
            "OR json_extract(data, '$.usage.completion_tokens') IS NULL "
            "THEN json_extract(data, '$.usage.estimated_tokens') "
            "ELSE json_extract(data, '$.usage.prompt_tokens') "
            "+ json_extract(data, '$.usage.completion_tokens') END")
-"""A row's counted tokens (``TokenUsage.counted_tokens``), read for the rows of a page only."""
+"""A row's counted tokens (``TokenUsage.counted_tokens``) read from its JSON: what fills the
+``revisions`` table of a store made before it (a damaged row has none)."""
 
 _Leases = list[tuple[str, str]]  # (session id, owner)
 
@@ -122,6 +135,8 @@ class SQLiteStore:
             raise self._damaged(exc) from None
         # a row written by another program may hold invalid UTF-8: read it, never crash on it
         self._db.text_factory = lambda raw: raw.decode("utf-8", "replace")
+        # a store made before the revisions table, opened read-only: read around it
+        self._revisions = _has_table(self._db, "revisions")
 
     def _open(self) -> sqlite3.Connection:
         _private_folder(self.path.parent)
@@ -135,6 +150,7 @@ class SQLiteStore:
         db.execute(doors.SCHEMA)
         for index in _INDEXES:
             db.execute(index)
+        _add_revisions(db)
         return db
 
     def _open_readonly(self) -> sqlite3.Connection:
@@ -144,14 +160,14 @@ class SQLiteStore:
         uri = self.path.absolute().as_uri() + "?mode=ro"
         db = _connect_readonly(uri)
         try:
-            found = _has_sessions_table(db)
+            found = _has_table(db, "sessions")
         except sqlite3.OperationalError:
             # a WAL-mode file without its -shm cannot be opened read-only in a folder we may
             # not write; no writer has it open then (it would have made the -shm), so it is
             # read as an immutable file
             db.close()
             db = _connect_readonly(uri + "&immutable=1")
-            found = _has_sessions_table(db)
+            found = _has_table(db, "sessions")
         if not found:
             db.close()
             return _empty_store()
@@ -215,6 +231,9 @@ class SQLiteStore:
             session.id, session.status, session.question, len(session.steps),
             session.created_at, session.updated_at, data,
         )
+        _execute(db, "INSERT INTO revisions (session_id, revision, tokens) VALUES (?, 1, ?) "
+                 "ON CONFLICT(session_id) DO UPDATE SET revision = revision + 1, "
+                 "tokens = excluded.tokens", session.id, session.usage.counted_tokens)
 
     def load(self, session_id: str) -> AgentSession:
         with self._lock:
@@ -241,6 +260,42 @@ class SQLiteStore:
         except sqlite3.OperationalError:  # a store made before the calls table, read-only
             return []
 
+    def revision(self, session_id: str) -> SessionRevision:
+        """Where the saved session stands, read from its first columns, its revision and its
+        calls' index (never its JSON): what a page that follows it compares (see
+        :class:`~miniagent.store.listing.SessionRevision`).
+
+        Raises:
+            SessionNotFound: No such session.
+        """
+        with self._lock:
+            try:
+                self._db.execute("BEGIN")  # the row and its saved calls as of one moment
+                try:
+                    row = _execute(self._db, "SELECT updated_at, status, steps FROM sessions "
+                                   "WHERE id = ?", session_id).fetchone()
+                    marks = self._marks(session_id) if row else ()
+                finally:
+                    self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(exc) from None
+        if row is None:
+            raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
+        return SessionRevision(session_id=session_id, status=row[1],
+                               stamp=stamp_of(*row, *marks))
+
+    def _marks(self, session_id: str) -> tuple[int, int, int]:
+        """The session's count of saves, how many calls were saved one by one since the last,
+        and the newest one's row id (a call saved again gets a new one). Holds the lock."""
+        saves = _execute(self._db, "SELECT revision FROM revisions WHERE session_id = ?",
+                         session_id).fetchone() if self._revisions else None
+        try:
+            calls = _execute(self._db, "SELECT count(*), coalesce(max(rowid), 0) FROM calls "
+                             "WHERE session_id = ?", session_id).fetchone()
+        except sqlite3.OperationalError:  # a store made before the calls table, read-only
+            calls = (0, 0)
+        return (saves[0] if saves else 0, calls[0], calls[1])
+
     def list(self, limit: int = 50) -> list[SessionSummary]:
         with self._lock:
             try:
@@ -260,11 +315,14 @@ class SQLiteStore:
     def page(self, query: SessionQuery) -> _Summaries:
         """One page of the listing (see :class:`~miniagent.store.listing.SessionQuery`), read
         through an index on ``(status, updated_at, id)`` or ``(updated_at, id)``: its cost
-        follows the page, not the store (a text filter reads on until the page is full)."""
+        follows the page, not the store (a text filter reads on until the page is full), nor
+        the sessions' size (only columns are read: never a session's JSON)."""
         where, params = _page_filter(query)
         order = "ASC" if query.oldest_first else "DESC"
-        sql = (f"SELECT id, status, steps, question, created_at, updated_at, {_TOKENS} "
-               f"FROM sessions {where} ORDER BY updated_at {order}, id {order} LIMIT ?")
+        tokens, joined = ("revisions.tokens", "LEFT JOIN revisions ON session_id = id") if (
+            self._revisions) else (_TOKENS, "")
+        sql = (f"SELECT id, status, steps, question, created_at, updated_at, {tokens} "
+               f"FROM sessions {joined} {where} ORDER BY updated_at {order}, id {order} LIMIT ?")
         with self._lock:
             try:
                 rows = _execute(self._db, sql, *params, query.limit).fetchall()
@@ -430,6 +488,29 @@ def _execute(db: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Cursor:
     return db.execute(sql, [storable(p) if isinstance(p, str) else p for p in params])
 
 
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                      (name,)).fetchone() is not None
+
+
+def _add_revisions(db: sqlite3.Connection) -> None:
+    """Give a store made by an older miniagent its revisions table, each session's tokens read
+    from its JSON once (in one transaction: two processes opening the store at once fill it
+    once)."""
+    if _has_table(db, "revisions"):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if not _has_table(db, "revisions"):
+            db.execute(_REVISIONS)
+            db.execute(f"INSERT INTO revisions (session_id, revision, tokens) "
+                       f"SELECT id, 0, {_TOKENS} FROM sessions")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 def _page_filter(query: SessionQuery) -> tuple[str, list[Any]]:
     """The WHERE clause of a page of the listing, and its parameters."""
     clauses: list[str] = []
@@ -485,16 +566,12 @@ def _connect_readonly(uri: str) -> sqlite3.Connection:
                            check_same_thread=False)
 
 
-def _has_sessions_table(db: sqlite3.Connection) -> bool:
-    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
-                      ).fetchone() is not None
-
-
 def _empty_store() -> sqlite3.Connection:
     """An empty store in memory that refuses writes: what a missing file reads as."""
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     db.execute(_SCHEMA)
     db.execute(_CALLS)
+    db.execute(_REVISIONS)
     db.execute("PRAGMA query_only = ON")
     return db
 

@@ -22,7 +22,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from anyio import to_thread
 
 from miniagent.errors import (
     MiniAgentError,
@@ -35,7 +37,7 @@ from miniagent.runtime import events as ev
 from miniagent.runtime.approvals import decide
 from miniagent.session import FINAL, TURN_ENDED, AgentSession
 from miniagent.store.base import CheckpointStore
-from miniagent.store.listing import SessionQuery, SessionSummary
+from miniagent.store.listing import SessionQuery, SessionRevision, SessionSummary, stamp_of
 from miniagent.text import storable
 from miniagent.types import RunResult
 
@@ -60,6 +62,11 @@ class Sessions(Protocol):
     async def page(self, query: SessionQuery) -> list[SessionSummary]: ...
 
     async def load(self, session_id: str) -> AgentSession: ...
+
+    async def revision(self, session_id: str) -> SessionRevision:
+        """Where the session stands, as cheaply as the driver can tell (a store reads it
+        without loading the session)."""
+        ...
 
     def run_of(self, session_id: str) -> RunHere | None: ...
 
@@ -93,6 +100,21 @@ def version(session: AgentSession) -> str:
     moves = sum(len(r.moves) for r in session.steps[-1].calls) if session.steps else 0
     text = f"{len(session.transitions)}.{len(session.steps)}.{moves}.{session.status}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def revision_of(session: AgentSession) -> SessionRevision:
+    """Where a session read whole stands (for drivers that cannot tell more cheaply)."""
+    return SessionRevision(session_id=session.id, status=session.status,
+                           stamp=stamp_of(version(session), session.updated_at))
+
+
+_T = TypeVar("_T")
+
+
+async def off_loop(work: Callable[..., _T], *args: Any) -> _T:
+    """``work(*args)`` in a worker thread: a store's read or write (a whole session's JSON, a
+    busy SQLite file) never stalls the pages the event loop serves meanwhile."""
+    return await to_thread.run_sync(work, *args)
 
 
 class Refusal(UserError):
@@ -171,6 +193,9 @@ class LocalSessions:
     # -- reading --------------------------------------------------------------------------
 
     async def page(self, query: SessionQuery) -> list[SessionSummary]:
+        return await off_loop(self._page, query)
+
+    def _page(self, query: SessionQuery) -> list[SessionSummary]:
         page = getattr(self.store, "page", None)
         if page is None:  # a store of someone else's: filter its plain listing
             rows = self.store.list(100_000)
@@ -182,7 +207,15 @@ class LocalSessions:
         return rows_of(query)
 
     async def load(self, session_id: str) -> AgentSession:
-        return self.store.load(session_id)
+        return await off_loop(self.store.load, session_id)
+
+    async def revision(self, session_id: str) -> SessionRevision:
+        """Read from the store's columns where it can (``revision``: SQLiteStore and
+        MemoryStore), else from the session loaded whole."""
+        read: Callable[[str], SessionRevision] | None = getattr(self.store, "revision", None)
+        if read is None:  # a store of someone else's
+            return revision_of(await self.load(session_id))
+        return await off_loop(read, session_id)
 
     def run_of(self, session_id: str) -> RunHere | None:
         return self.runs.get(session_id)
@@ -214,7 +247,7 @@ class LocalSessions:
             decide(session, call_id, approved, reason, at=time.time())
 
         try:
-            session = self.store.update(session_id, change)
+            session = await off_loop(self.store.update, session_id, change)
         except Refusal:
             raise
         except SessionBusy as exc:
@@ -234,7 +267,7 @@ class LocalSessions:
 
     async def resume(self, session_id: str, seen: str) -> Done:
         self._not_running_here(session_id)
-        session = self.store.load(session_id)
+        session = await self.load(session_id)
         check_version(session, seen)
         not_a_sub_run(session, "resume")
         if session.status in FINAL:
@@ -251,7 +284,7 @@ class LocalSessions:
         question = storable(question.strip())
         if not question:
             raise Refusal("the question is empty")
-        session = self.store.load(session_id)
+        session = await self.load(session_id)
         check_version(session, seen)
         not_a_sub_run(session, "ask")
         if session.status not in TURN_ENDED or session.phase == "tools":
@@ -272,8 +305,8 @@ class LocalSessions:
                               "nothing to cancel")
 
         try:
-            cancel_session(self.store, session_id, reason or "cancelled in the inbox",
-                           check=check)
+            await off_loop(lambda: cancel_session(
+                self.store, session_id, reason or "cancelled in the inbox", check=check))
         except (Refusal, SessionNotFound):
             raise
         except MiniAgentError as exc:
@@ -292,7 +325,7 @@ class LocalSessions:
             return Done(message="This server runs no sessions (it has no agent); resume it "
                                 f"with: miniagent sessions resume {session_id}")
         try:
-            agent = self.agent_for(self.store.load(session_id))
+            agent = self.agent_for(await self.load(session_id))
         except MiniAgentError as exc:
             return Done(message=f"It cannot go on here: {exc}")
         run = RunHere(what="answering a new question" if how == "ask" else "resumed")

@@ -21,8 +21,16 @@ from temporalio.service import RPCError
 
 from miniagent.errors import MiniAgentError, SessionError
 from miniagent.session import AgentSession
-from miniagent.store.listing import SessionQuery, SessionSummary
-from miniagent.ui.backend import Done, Refusal, RunHere, Signal, check_version, not_a_sub_run
+from miniagent.store.listing import SessionQuery, SessionRevision, SessionSummary
+from miniagent.ui.backend import (
+    Done,
+    Refusal,
+    RunHere,
+    Signal,
+    check_version,
+    not_a_sub_run,
+    revision_of,
+)
 
 if TYPE_CHECKING:
     from miniagent.temporal import TemporalSessions
@@ -85,6 +93,10 @@ class TemporalInbox:
 
     async def load(self, session_id: str) -> AgentSession:
         return await (await self._remote()).session(session_id)
+
+    async def revision(self, session_id: str) -> SessionRevision:
+        """The workflow's query is the only way to tell: the session read whole."""
+        return revision_of(await self.load(session_id))
 
     def run_of(self, session_id: str) -> RunHere | None:
         return None  # sessions run in the cluster's workers, never here

@@ -27,9 +27,17 @@ from starlette.types import Receive, Scope, Send
 from miniagent.errors import MiniAgentError, SessionNotFound
 from miniagent.session import FINAL, AgentSession
 from miniagent.store.base import CheckpointStore
-from miniagent.store.listing import SessionQuery, SessionSummary
+from miniagent.store.listing import SessionQuery, SessionSummary, stamp_of
 from miniagent.ui import paths, views
-from miniagent.ui.backend import Done, LocalSessions, Refusal, Sessions, parent_of, version
+from miniagent.ui.backend import (
+    Done,
+    LocalSessions,
+    Refusal,
+    RunHere,
+    Sessions,
+    off_loop,
+    parent_of,
+)
 from miniagent.ui.guard import Guarded, read_form
 from miniagent.ui.report_pages import ReportPages
 from miniagent.ui.security import (
@@ -54,11 +62,12 @@ LIVE_SECONDS = 600.0
 """An event stream ends after this long (the browser opens it again)."""
 
 POLL_SECONDS = 1.0
-"""How often a page following a session run elsewhere reads its saved steps."""
+"""How often a page following a session run elsewhere reads where it stands (its revision: a
+few columns, never the session itself)."""
 
 MAX_STREAMS = 64
-"""At most this many pages follow sessions at once (each stream reads its session every
-second); more are refused (503) and the pages still work, reloaded by hand."""
+"""At most this many pages follow sessions at once (each stream reads its session's revision
+every second); more are refused (503) and the pages still work, reloaded by hand."""
 
 
 def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
@@ -289,25 +298,43 @@ class Inbox:
 
     async def session_page(self, request: Request, *, error: str = "",
                            status: int = 200) -> Response:
-        session = await self._load(request)
-        if isinstance(session, Response):
-            return session
-        ctx = self.ctx(request)
+        read = await self._current(request)
+        if isinstance(read, Response):
+            return read
+        since, session = read
+        report = await self._has_report(session.id)
         return HTMLResponse(views.session_page(
-            ctx, session, self.sessions.run_of(session.id), report=self._has_report(session.id),
+            self.ctx(request), session, self.sessions.run_of(session.id), report=report,
+            since=since, before=_number(request.query_params.get("before")),
             notice=self._note(request), error=error), status_code=status)
 
     async def session_part(self, request: Request) -> Response:
-        session = await self._load(request)
-        if isinstance(session, Response):
-            return session
+        """What changed on a session's page: nothing (304) while the session stands where the
+        page's ``If-None-Match`` says (read without loading it), else the live part, with only
+        the steps from position ``from`` on (the page's last one) when they are few."""
+        sid = request.path_params["sid"]
+        mark = await self._since(request, sid)
+        if isinstance(mark, Response):
+            return mark
+        tag = f'"{mark}"'
+        if request.headers.get("if-none-match") == tag:
+            return Response(status_code=304, headers={"ETag": tag})
+        read = await self._current(request, since=mark)
+        if isinstance(read, Response):
+            return read
+        since, session = read
+        start = _number(request.query_params.get("from"))
+        fresh = start if start is not None and 0 <= start < len(session.steps) and len(
+            session.steps) - start <= views.STEPS_SHOWN else None
         return HTMLResponse(views.live_part(self.ctx(request), session,
-                                            self.sessions.run_of(session.id)))
+                                            self.sessions.run_of(session.id), since=since,
+                                            fresh_from=fresh), headers={"ETag": tag})
 
     async def events(self, request: Request) -> Response:
-        """Server-sent events: ``changed`` (data: the session's version) whenever it moves,
-        woken by the run's events when it runs here, else by reading it every second;
-        ``end`` once it has ended and nothing here runs it."""
+        """Server-sent events: ``changed`` (data: where the session stands, see
+        :meth:`_since`) whenever it moves, woken by the run's events when it runs here, else
+        by reading its revision every second (never the session itself); ``end`` once it has
+        ended and nothing here runs it."""
         sid = request.path_params["sid"]
         sessions = self.sessions
         signal = sessions.signal(sid)
@@ -317,17 +344,16 @@ class Inbox:
             seen, until = None, time.monotonic() + LIVE_SECONDS
             while time.monotonic() < until:
                 try:
-                    session = await sessions.load(sid)
+                    mark = await sessions.revision(sid)
                 except MiniAgentError:
                     yield "event: end\ndata: gone\n\n"
                     return
-                now = version(session)
+                run = sessions.run_of(sid)
+                now = _stamp(mark.stamp, run)
                 if now != seen:
                     seen = now
                     yield f"event: changed\ndata: {now}\n\n"
-                run = sessions.run_of(sid)
-                here = run is not None and run.running
-                if session.status in FINAL and not here:
+                if mark.status in FINAL and not (run is not None and run.running):
                     yield "event: end\ndata: ended\n\n"
                     return
                 await signal.wait(POLL_SECONDS)
@@ -440,16 +466,35 @@ class Inbox:
 
     # -- helpers --------------------------------------------------------------------------
 
-    async def _load(self, request: Request) -> AgentSession | Response:
-        sid = request.path_params["sid"]
+    async def _since(self, request: Request, sid: str) -> str | Response:
+        """Where the session stands (its revision and this server's run of it), or the page
+        saying why it cannot be read."""
         try:
-            return await self.sessions.load(sid)
-        except SessionNotFound as exc:
+            mark = await self.sessions.revision(sid)
+        except MiniAgentError as exc:
+            return self._unreadable(request, exc)
+        return _stamp(mark.stamp, self.sessions.run_of(sid))
+
+    async def _current(self, request: Request, *, since: str | None = None
+                       ) -> tuple[str, AgentSession] | Response:
+        """The session and where it stood just before it was read (so a change that lands
+        in between is seen by the next comparison, never missed)."""
+        sid = request.path_params["sid"]
+        mark = since if since is not None else await self._since(request, sid)
+        if isinstance(mark, Response):
+            return mark
+        try:
+            return mark, await self.sessions.load(sid)
+        except MiniAgentError as exc:
+            return self._unreadable(request, exc)
+
+    def _unreadable(self, request: Request, exc: MiniAgentError) -> Response:
+        if isinstance(exc, SessionNotFound):
             return HTMLResponse(views.message_page(self.ctx(request), "No such session",
                                                    str(exc)), status_code=404)
-        except MiniAgentError as exc:  # damaged, or saved by a newer miniagent
-            return HTMLResponse(views.message_page(self.ctx(request), "Cannot show session",
-                                                   str(exc)), status_code=500)
+        # damaged, or saved by a newer miniagent
+        return HTMLResponse(views.message_page(self.ctx(request), "Cannot show session",
+                                               str(exc)), status_code=500)
 
     def _note(self, request: Request) -> str:
         return self.notes.pop(request.query_params.get("done", ""), "")
@@ -469,12 +514,14 @@ class Inbox:
         return HTMLResponse(views.message_page(self.ctx(request), "Refused", message),
                             status_code=400)
 
-    def _has_report(self, session_id: str) -> bool:
+    async def _has_report(self, session_id: str) -> bool:
+        """Whether the trace file holds a run of the session (read off the event loop, and
+        only what was appended since the last look: see :mod:`miniagent.ui.reports`)."""
         if self.trace is None:
             return False
         from miniagent.ui.reports import has_runs
 
-        return has_runs(self.trace, session_id)
+        return await off_loop(has_runs, self.trace, session_id)
 
 
 class _CountedStream(StreamingResponse):
@@ -502,6 +549,21 @@ class _CountedStream(StreamingResponse):
             self.inbox.streams -= 1
             with contextlib.suppress(Exception):
                 await self.body_iterator.aclose()  # type: ignore[attr-defined]
+
+
+def _stamp(stamp: str, run: RunHere | None) -> str:
+    """Where a session's page stands: the session's revision, and whether a run of it here is
+    going, failed or ended (shown on the page, not saved in the session)."""
+    if run is None:
+        return stamp
+    return stamp_of(stamp, run.running, run.error, run.result is not None)
+
+
+def _number(text: str | None) -> int | None:
+    """A query parameter's whole number, if it is one."""
+    if text is None or not (text.isascii() and text.isdigit()) or len(text) > 12:
+        return None
+    return int(text)
 
 
 def _after(text: str | None) -> tuple[float, str] | None:

@@ -2,9 +2,11 @@
 from elsewhere).
 
 The script only makes a session's page follow its run: it listens to the page's event stream
-(``/sessions/ID/events``) and, when the session's version changes, swaps in the part of the
-page that changed (``/sessions/ID/part``: HTML the server escaped). Without it every page
-works; a reload shows the same.
+(``/sessions/ID/events``) and, when the session has moved on, asks for the part of the page
+that changed (``/sessions/ID/part``: HTML the server escaped), saying where the page stands
+(``If-None-Match``; nothing comes back while that is still so) and its last step (``from``:
+only the steps from there on come back, which it puts in place of its own from there). Without
+it every page works; a reload shows the same.
 """
 
 from __future__ import annotations
@@ -89,18 +91,49 @@ SCRIPT = """
     return a && live.contains(a) && (a.tagName === 'INPUT' || a.tagName === 'TEXTAREA') &&
       a.value !== '';
   }
+  function lastStep() {
+    var items = live.querySelectorAll('ol.steps > li[data-step]');
+    return items.length ? items[items.length - 1].dataset.step : '0';
+  }
+  function merge(box) {
+    // a partial list: keep the steps the page shows before its first one, and its links
+    var list = box.querySelector('ol.steps[data-partial]');
+    if (!list) { return; }
+    var old = live.querySelector('ol.steps');
+    var from = Number(list.dataset.from);
+    var first = list.firstChild;
+    if (old) {
+      Array.prototype.filter.call(old.children, function (li) {
+        return Number(li.dataset.step) < from;
+      }).forEach(function (li) { list.insertBefore(li, first); });
+      list.dataset.from = old.dataset.from;
+    }
+    var links = live.querySelector('nav.paging.steps');
+    var slot = box.querySelector('nav.paging.steps');
+    if (links && slot) { slot.parentNode.replaceChild(links, slot); }
+    list.removeAttribute('data-partial');
+  }
   function refresh() {
-    if (busy || wanted === null || wanted === live.dataset.version || typing()) { return; }
+    if (busy || wanted === null || wanted === live.dataset.since || typing()) { return; }
     busy = true;
-    fetch(live.dataset.part, {credentials: 'same-origin', cache: 'no-store'})
-      .then(function (r) { return r.ok ? r.text() : null; })
+    var url = live.dataset.part + '?from=' + encodeURIComponent(lastStep());
+    fetch(url, {credentials: 'same-origin', cache: 'no-store',
+                headers: {'If-None-Match': '"' + live.dataset.since + '"'}})
+      .then(function (r) { return r.status === 200 ? r.text() : null; })
       .then(function (html) {
         busy = false;
         if (html === null) { return; }
         var open = openSteps();
-        live.innerHTML = html;
+        var box = document.createElement('div');
+        box.innerHTML = html;
+        merge(box);
+        live.innerHTML = '';
+        while (box.firstChild) { live.appendChild(box.firstChild); }
         var inner = live.firstElementChild;
-        if (inner && inner.dataset.version) { live.dataset.version = inner.dataset.version; }
+        if (inner && inner.dataset.since) {
+          live.dataset.version = inner.dataset.version;
+          live.dataset.since = inner.dataset.since;
+        }
         open.forEach(function (id) {
           var d = document.getElementById(id);
           if (d) { d.open = true; }

@@ -28,6 +28,13 @@ FOLD_CHARS = 160
 """An argument value longer than this is folded (its first characters shown, the rest on a
 click)."""
 
+STEPS_SHOWN = 50
+"""A session's page shows at most this many steps (its last ones; earlier ones a page each,
+``?before=STEP``), so a page's size does not grow with the session."""
+
+TRANSITIONS_SHOWN = 50
+"""A session's page shows its last this many transitions."""
+
 STATUSES = ("awaiting_approval", "running", "completed", "error", "timeout", "cancelled",
             "max_steps", "budget_exceeded", "loop_detected")
 
@@ -110,6 +117,7 @@ def inbox_page(ctx: Ctx, sessions: list[AgentSession], *, more: bool, seen: str,
     when more sessions wait, or fewer."""
     live = (f'<div id="live" data-live="{esc(ctx.url("/events"))}" '
             f'data-part="{esc(ctx.url("/part"))}" data-version="{esc(seen)}" '
+            f'data-since="{esc(seen)}" '
             f'aria-live="polite">{inbox_part(ctx, sessions, more=more, seen=seen)}</div>')
     return shell(ctx, "Inbox", live, notice=notice, error=error)
 
@@ -125,7 +133,7 @@ def inbox_part(ctx: Ctx, sessions: list[AgentSession], *, more: bool, seen: str)
                  "waiting sessions</a>.</p>") if more else ""
         body = (f"<h1>Inbox <span class=\"count\">{counted(len(sessions), 'session')} "
                 f"waiting</span></h1>{cards}{extra}")
-    return f'<div data-version="{esc(seen)}">{body}</div>'
+    return f'<div data-version="{esc(seen)}" data-since="{esc(seen)}">{body}</div>'
 
 
 def waiting_card(ctx: Ctx, session: AgentSession, *, heading: bool = True) -> str:
@@ -265,22 +273,39 @@ def _session_row(ctx: Ctx, r: SessionSummary) -> str:
 
 
 def session_page(ctx: Ctx, session: AgentSession, run: RunHere | None, *, report: bool,
-                 notice: str = "", error: str = "") -> str:
+                 since: str, before: int | None = None, notice: str = "",
+                 error: str = "") -> str:
+    """A session's page: its last ``STEPS_SHOWN`` steps, followed live (``since`` is where the
+    session stood when read, see :func:`live_part`); with ``before``, the steps before step
+    number ``before`` (at least the first ``STEPS_SHOWN``), as they are (a page of its
+    history is not followed)."""
     sid = esc(session.id)
-    live = esc(ctx.url(path_of(session.id, "/events")))
-    part = esc(ctx.url(path_of(session.id, "/part")))
     links = (f'<p class="links"><a href="{esc(ctx.url(path_of(session.id, "/report")))}">'
              "Trace report</a></p>") if report else ""
+    # a page of the history holds STEPS_SHOWN steps, the first one too
+    stop = len(session.steps) if before is None else min(max(before - 1, STEPS_SHOWN),
+                                                         len(session.steps))
+    part = live_part(ctx, session, run, since=since, stop=stop)
+    if stop == len(session.steps):
+        live = esc(ctx.url(path_of(session.id, "/events")))
+        follow = esc(ctx.url(path_of(session.id, "/part")))
+        part = (f'<div id="live" data-live="{live}" data-part="{follow}" '
+                f'data-version="{esc(version(session))}" data-since="{esc(since)}" '
+                f'aria-live="polite">{part}</div>')
     body = (f'<h1 class="question">{esc(clip(session.question, 400))}</h1>'
-            f'<p class="kv">session <span class="id">{sid}</span></p>{links}'
-            f'<div id="live" data-live="{live}" data-part="{part}" '
-            f'data-version="{esc(version(session))}" aria-live="polite">'
-            f"{live_part(ctx, session, run)}</div>")
+            f'<p class="kv">session <span class="id">{sid}</span></p>{links}{part}')
     return shell(ctx, clip(session.question, 80), body, notice=notice, error=error)
 
 
-def live_part(ctx: Ctx, session: AgentSession, run: RunHere | None) -> str:
-    """What changes while a session runs: the page swaps it in on each change."""
+def live_part(ctx: Ctx, session: AgentSession, run: RunHere | None, *, since: str,
+              stop: int | None = None, fresh_from: int | None = None) -> str:
+    """What changes while a session runs: the page swaps it in on each change.
+
+    Its steps are the ``STEPS_SHOWN`` before position ``stop`` (default: the last ones); with
+    ``fresh_from``, only the steps from that position on (``data-partial``: the page keeps
+    the ones it shows before it), so a page that follows a long session is sent what changed.
+    ``since`` is where the session stood when read (the ``/events`` stream's ``changed``).
+    """
     usage = token_count(session.usage)
     facts = (f'<p class="facts"><span class="tag {status_class(session.status)}" '
              f'data-status="{esc(session.status)}">{esc(session.status)}</span> '
@@ -292,10 +317,14 @@ def live_part(ctx: Ctx, session: AgentSession, run: RunHere | None) -> str:
               if session.final_answer is not None else "")
     waiting = (f'<h2>Waiting for a decision</h2>{waiting_card(ctx, session, heading=False)}'
                if session.pending_approvals() else "")
-    steps = _steps(session)
-    return (f'<div data-version="{esc(version(session))}">{facts}{here}{answer}{waiting}'
-            f"{_actions(ctx, session, run)}<h2>Steps</h2>{steps}<h2>Transitions</h2>"
-            f"{_transitions(session)}</div>")
+    stop = len(session.steps) if stop is None else stop
+    if fresh_from is not None:
+        steps = _steps(ctx, session, fresh_from, stop, partial=True)
+    else:
+        steps = _steps(ctx, session, max(0, stop - STEPS_SHOWN), stop)
+    return (f'<div data-version="{esc(version(session))}" data-since="{esc(since)}">{facts}'
+            f"{here}{answer}{waiting}{_actions(ctx, session, run)}<h2>Steps</h2>{steps}"
+            f"<h2>Transitions</h2>{_transitions(session)}</div>")
 
 
 def _run_here(run: RunHere | None) -> str:
@@ -339,21 +368,47 @@ def _actions(ctx: Ctx, session: AgentSession, run: RunHere | None) -> str:
     return f'<div class="actions">{"".join(forms)}</div>' if forms else ""
 
 
-def _steps(session: AgentSession) -> str:
+def _steps(ctx: Ctx, session: AgentSession, start: int, stop: int, *,
+           partial: bool = False) -> str:
+    """The steps at positions ``start`` to ``stop``, each item marked with its position
+    (``data-step``), after links to the pages of the steps before and after them (none in a
+    ``partial`` list: the page keeps its own)."""
     if not session.steps:
         return '<p class="muted">No step yet.</p>'
     turn_at = {t.first_step: (n, t) for n, t in enumerate(session.turns, 1)}
     out = []
-    for position, step in enumerate(session.steps):
+    for position in range(start, stop):
+        step = session.steps[position]
         if position in turn_at and len(session.turns) > 1:
             number, turn = turn_at[position]
-            out.append(f'<h3 class="turn">Turn {number}: {esc(clip(turn.question, 300))}</h3>')
+            out.append((position, f'<h3 class="turn">Turn {number}: '
+                                  f"{esc(clip(turn.question, 300))}</h3>"))
         if position in turn_at and turn_at[position][1].recalled:
-            out.append(details(esc("recalled from memory"),
-                               pre(turn_at[position][1].recalled or "")))
-        last = position == len(session.steps) - 1
-        out.append(_step(step, open_=last))
-    return f'<ol class="steps">{"".join(f"<li>{s}</li>" for s in out)}</ol>'
+            out.append((position, details(esc("recalled from memory"),
+                                          pre(turn_at[position][1].recalled or ""))))
+        out.append((position, _step(step, open_=position == len(session.steps) - 1)))
+    items = "".join(f'<li data-step="{p}">{s}</li>' for p, s in out)
+    paging = "" if partial else _steps_paging(ctx, session, start, stop)
+    mark = " data-partial" if partial else ""
+    return (f'<nav class="paging steps" aria-label="steps">{paging}</nav>'
+            f'<ol class="steps" data-from="{start}"{mark}>{items}</ol>')
+
+
+def _steps_paging(ctx: Ctx, session: AgentSession, start: int, stop: int) -> str:
+    """Where the shown steps sit among all, with links to the earlier and later ones."""
+    total = len(session.steps)
+    # the range only on a page of the history: the last steps' page grows as it follows
+    links = [f"Steps {start + 1:,}–{stop:,} of {total:,}."] if stop < total else []
+    base = path_of(session.id)
+    if start > 0:
+        links.append(f'<a rel="prev" href="{esc(ctx.url(base, before=str(start + 1)))}">'
+                     "Earlier steps</a>")
+    if stop < total:
+        later = stop + STEPS_SHOWN
+        href = ctx.url(base) if later >= total else ctx.url(base, before=str(later + 1))
+        links.append(f'<a rel="next" href="{esc(href)}">Later steps</a>')
+        links.append(f'<a href="{esc(ctx.url(base))}">The last steps</a>')
+    return " ".join(links)
 
 
 def _step(step: Step, *, open_: bool) -> str:
@@ -401,12 +456,16 @@ def _call(record: CallRecord) -> str:
 
 
 def _transitions(session: AgentSession) -> str:
+    shown = session.transitions[-TRANSITIONS_SHOWN:]
     rows = "".join(f"<tr><td>{esc(time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(t.at)))}"
                    f"</td><td>{esc(t.source)} → {esc(t.target)}</td><td>{esc(t.reason)}</td></tr>"
-                   for t in session.transitions)
+                   for t in shown)
     if not rows:
         return '<p class="muted">None yet.</p>'
-    return ('<div class="scroll"><table class="transitions"><thead><tr><th>When</th>'
+    earlier = len(session.transitions) - len(shown)
+    note = (f'<p class="kv">The last {len(shown)} of {len(session.transitions):,} '
+            f"(<code>miniagent sessions show</code> prints them all).</p>") if earlier else ""
+    return (f'{note}<div class="scroll"><table class="transitions"><thead><tr><th>When</th>'
             f"<th>Move</th><th>Why</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
 
