@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +204,11 @@ def test_a_20_mb_reply_is_cut_marked_and_read_back(tmp_path: Path) -> None:
     trace = tmp_path / "run.jsonl"
     tracer = JsonlTracer(trace, secrets=[key])
     result = Agent(model=ScriptedModel([reply]), on_event=tracer).run("北京天气？")
+    # the run waits for its subscribers at most EventBus.flush_timeout: on a loaded machine
+    # redacting 20 MB takes longer, and the last records arrive after run() returned
+    deadline = time.monotonic() + 300
+    while b'"run_finished"' not in trace.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.1)
     tracer.close()
     assert result.status == "completed" and len(result.final_answer or "") == 19_999_986
     text = trace.read_text(encoding="utf-8")
