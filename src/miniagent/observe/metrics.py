@@ -55,7 +55,8 @@ The agent's own, all prefixed ``miniagent_``:
   (the model tried again); a call is counted once more under its own ``ok`` / ``error`` /
   ``timeout``, so a success rate is ``ok / (ok + error + timeout)``;
 - ``tool_duration_seconds{tool}`` (histogram) and ``tool_consecutive_failures{tool}``
-  (gauge: the failed calls of that tool since its last success, across sessions);
+  (gauge: the failed calls of that tool since its last success, across sessions; none for
+  ``unknown_tool``, which has no success to end its count);
 - ``approvals_waiting`` and ``approval_oldest_wait_seconds`` (gauges): the calls this
   process saw asked for approval and not yet decided, and how long the oldest has waited;
 - ``parse_failures_total`` (a reply that was neither an action nor an answer) and
@@ -191,7 +192,7 @@ class Metrics:
         self._waiting: dict[tuple[str, str], _Waiting] = {}
         self._tools: set[str] = set()
         self._models: set[str] = set()
-        self._failures: dict[str, int] = {}  # by tool label: at most MAX_TOOLS + 2
+        self._failures: dict[str, int] = {}  # by tool label: at most MAX_TOOLS + 1 (other)
         self._failed_sinks: list[Any] = []
         self._lock = threading.Lock()
         self._handlers = {name.removeprefix("_on_"): getattr(self, name) for name in dir(self)
@@ -354,13 +355,14 @@ class Metrics:
         if observation.attempts > 1:  # the executor tried it again (its retry policy)
             self._count_call(tool, "retried", observation.attempts - 1)
         self._put("tool_duration", observation.elapsed, {"gen_ai.tool.name": tool})
+        if unknown:  # the model's mistake, not a failing tool: no tool can succeed it
+            return
         failed = self._session(session_id).failed_tools
         if outcome == "ok":
             failed.discard(name)
             self._failures[tool] = 0
         else:
-            if not unknown:
-                failed.add(name)
+            failed.add(name)
             self._failures[tool] = self._failures.get(tool, 0) + 1
         self._put("tool_failures", self._failures[tool], {"gen_ai.tool.name": tool})
 
