@@ -34,7 +34,8 @@ OtlpContentOption = Annotated[bool, typer.Option(
     "(redacted).")]
 MetricsOption = Annotated[str | None, typer.Option(
     "--metrics", metavar="HOST:PORT", help="Serve Prometheus metrics of the runs on "
-    "http://HOST:PORT/metrics while this command runs, e.g. 127.0.0.1:9464 (extra 'metrics').")]
+    "http://HOST:PORT/metrics while this command runs, e.g. 127.0.0.1:9464 (extra 'metrics'); "
+    "a scrape by DNS name needs that name in MINIAGENT_METRICS_HOSTS (comma-separated).")]
 
 
 @contextmanager
@@ -102,5 +103,6 @@ def serving_metrics(model: Any, address: str | None, meter_provider: Any = None
     if address is None:
         yield metrics
         return
-    with metrics.serve(address):  # a bad address is said before anything runs
+    hosts = os.environ.get("MINIAGENT_METRICS_HOSTS", "").split(",")  # names it is scraped by
+    with metrics.serve(address, hosts=hosts):  # a bad address is said before anything runs
         yield metrics

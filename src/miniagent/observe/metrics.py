@@ -4,7 +4,9 @@
 to into counters, gauges and histograms, read once and recorded by one backend or both
 (:mod:`~miniagent.observe.figures` names every figure for each).
 :meth:`Metrics.serve` (or :func:`serve_metrics`) serves them in Prometheus' text format on
-``/metrics`` (``miniagent run --metrics 127.0.0.1:9464``)::
+``/metrics`` (``miniagent run --metrics 127.0.0.1:9464``), to GET requests that name the
+server by address or as ``localhost`` only, with bounded connections
+(:mod:`~miniagent.observe.metrics_http`)::
 
     metrics = Metrics(model=describe_model(llm))
     agent.subscribe(metrics)
@@ -82,13 +84,19 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from miniagent.errors import ConfigError
 from miniagent.observe.describe import ModelInfo
-from miniagent.observe.metrics_prom import MISSING
+from miniagent.observe.metrics_http import (
+    MetricsAddress,
+    MetricsServer,
+    parse_address,
+    serve_metrics,
+)
 from miniagent.runtime import events as ev
 from miniagent.types import Observation, TokenUsage
 
@@ -223,8 +231,9 @@ class Metrics:
             if not session.failed_tools:  # nothing to remember of this session
                 self._sessions.pop(session_id, None)
 
-    def serve(self, address: MetricsAddress) -> MetricsServer:
-        """Serve these metrics on ``http://HOST:PORT/metrics`` (:func:`serve_metrics`).
+    def serve(self, address: MetricsAddress, *, hosts: Iterable[str] = ()) -> MetricsServer:
+        """Serve these metrics on ``http://HOST:PORT/metrics`` (:func:`serve_metrics`: only
+        ``GET /metrics``, only to IP addresses, ``localhost`` and ``hosts`` as Host names).
 
         Raises:
             ConfigError: these metrics have no Prometheus registry (only a meter provider).
@@ -232,7 +241,7 @@ class Metrics:
         if self.registry is None:
             raise ConfigError("these metrics go to an OpenTelemetry meter provider only; "
                               "give Metrics a registry to serve them for Prometheus too")
-        return serve_metrics(address, self.registry)
+        return serve_metrics(address, self.registry, hosts=hosts)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -411,85 +420,3 @@ def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: f
     return otlp_metrics.otlp_meter_provider(
         url, service_name=service_name, timeout=timeout, interval=interval,
         shutdown_timeout=shutdown_timeout)
-
-
-MetricsAddress = str | int | tuple[str, int]
-"""Where to serve metrics: ``"HOST:PORT"``, a port (on 127.0.0.1), or ``(host, port)``."""
-
-
-def parse_address(address: MetricsAddress) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:9464`` for IPv6), a port number (served on 127.0.0.1) or a
-    ``(host, port)`` pair, as a host and a port.
-
-    Example:
-        >>> parse_address("127.0.0.1:9464")
-        ('127.0.0.1', 9464)
-        >>> parse_address(9464)
-        ('127.0.0.1', 9464)
-
-    Raises:
-        ConfigError: none of those, or a port outside 0 to 65535.
-    """
-    if isinstance(address, int) and not isinstance(address, bool):
-        host, port = "127.0.0.1", str(address)
-    elif (isinstance(address, tuple) and len(address) == 2 and isinstance(address[0], str)
-          and isinstance(address[1], int) and not isinstance(address[1], bool)):
-        host, port = address[0], str(address[1])
-    elif isinstance(address, str):
-        host, sep, port = address.rpartition(":")
-        host = host.strip("[]") if sep else ""
-    else:
-        host, port = "", ""
-    if not host or not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"the metrics address must be HOST:PORT with a port from 0 to "
-                          f"65535, e.g. 127.0.0.1:9464 (in Python also a port, or (host, "
-                          f"port)), got {address!r}")
-    return host, int(port)
-
-
-@dataclass(kw_only=True)
-class MetricsServer:
-    """A running ``/metrics`` endpoint; :meth:`close` stops it."""
-
-    host: str
-    port: int
-    server: Any
-    thread: threading.Thread
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}/metrics"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(10)
-
-    def __enter__(self) -> MetricsServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def serve_metrics(address: MetricsAddress, registry: Any = None) -> MetricsServer:
-    """Serve ``registry`` (prometheus-client's default one when None) on
-    ``http://HOST:PORT/metrics`` from a daemon thread.
-
-    Raises:
-        ConfigError: ``address`` is not HOST:PORT, the port cannot be bound, or
-            prometheus-client is not installed.
-    """
-    host, port = parse_address(address)
-    try:
-        import prometheus_client as prom
-    except ImportError:
-        raise ConfigError(MISSING) from None
-    try:
-        server, thread = prom.start_http_server(
-            port, addr=host, registry=prom.REGISTRY if registry is None else registry)
-    except OSError as exc:
-        where = address if isinstance(address, str) else f"{host}:{port}"
-        raise ConfigError(f"cannot serve metrics on {where}: {exc.strerror or exc}") from None
-    return MetricsServer(host=host, port=server.server_address[1], server=server,
-                         thread=thread)
