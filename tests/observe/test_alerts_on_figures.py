@@ -76,3 +76,51 @@ def test_a_made_up_tool_name_does_not_fire_the_failing_tool_alert(tmp_path: Path
     assert not fires(metrics, "MiniagentToolFailingRepeatedly", tmp_path)
     run(metrics, [act("broken", city=city) for city in ("Oslo", "Rome", "Lima")])
     assert fires(metrics, "MiniagentToolFailingRepeatedly", tmp_path)  # a real tool does
+
+
+@tool(requires_approval=True)
+def pay(to: str) -> str:
+    """Pay someone."""
+    return f"paid {to}"
+
+
+def waiting_session(store_path: Path, metrics: Metrics) -> str:
+    from miniagent import SQLiteStore
+
+    agent = Agent(model=ScriptedModel([act("pay", to="Ana")]), tools=[pay],
+                  store=SQLiteStore(store_path), on_event=metrics)
+    result = agent.run("pay Ana")
+    assert result.status == "awaiting_approval"
+    return result.session_id
+
+
+def test_an_approval_decided_by_another_process_stops_waiting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sessions wait; another process (its own agent on the same file) approves and
+    finishes one, denies the other: two hours later, the gauges read through the store count
+    neither; a third, undecided, fires the alert."""
+    import time
+    import types
+    import urllib.request
+
+    from miniagent import SQLiteStore
+    from miniagent.observe import metrics as metrics_module
+
+    store = SQLiteStore(tmp_path / "s.db")
+    metrics = Metrics(model=describe_model(ScriptedModel([])), store=store)
+    decided, undecided = (waiting_session(tmp_path / "s.db", metrics) for _ in range(2))
+    elsewhere = Agent(model=ScriptedModel(["Final Answer: paid"]), tools=[pay],
+                      store=SQLiteStore(tmp_path / "s.db"))
+    elsewhere.approve(decided)
+    assert elsewhere.resume(decided).status == "completed"
+    elsewhere.deny(undecided)  # decided, not yet resumed: no longer waiting either
+    monkeypatch.setattr(metrics_module, "time", types.SimpleNamespace(
+        time=lambda: time.time() + 7200, monotonic=time.monotonic))  # two hours later
+    with metrics.serve("127.0.0.1:0") as server, \
+            urllib.request.urlopen(server.url, timeout=10) as response:
+        text = response.read().decode()
+    assert "miniagent_approvals_waiting 0.0" in text
+    assert "miniagent_approval_oldest_wait_seconds 0.0" in text
+    assert not fires(metrics, "MiniagentApprovalWaitingLong", tmp_path)
+    waiting_session(tmp_path / "s.db", metrics)  # one nobody decides
+    assert fires(metrics, "MiniagentApprovalWaitingLong", tmp_path)

@@ -60,7 +60,8 @@ The agent's own, all prefixed ``miniagent_``:
   (gauge: the failed calls of that tool since its last success, across sessions; none for
   ``unknown_tool``, which has no success to end its count);
 - ``approvals_waiting`` and ``approval_oldest_wait_seconds`` (gauges): the calls this
-  process saw asked for approval and not yet decided, and how long the oldest has waited;
+  process saw asked for approval and not yet decided (here, or, given the store, anywhere),
+  and how long the oldest has waited;
 - ``parse_failures_total`` (a reply that was neither an action nor an answer) and
   ``self_repairs_total`` (the next reply of that session that was);
 - ``guard_interventions_total{guard}`` (:data:`~miniagent.runtime.events.GuardName`);
@@ -89,7 +90,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miniagent.errors import ConfigError
+from miniagent.errors import ConfigError, SessionNotFound
 from miniagent.observe.describe import ModelInfo
 from miniagent.observe.metrics_http import (
     MetricsAddress,
@@ -114,6 +115,10 @@ MAX_MODELS = 10
 UNKNOWN_TOOL = "unknown_tool"
 """The label of calls of a tool no source has (a name the model made up)."""
 _UNKNOWN_TOOL = "Unknown tool "  # tools/toolbox.py's wording
+STORE_CHECK_SECONDS = 1.0
+"""The store is asked about the waiting calls at most this often (a scrape reads two gauges)."""
+MAX_STORE_CHECKS = 100
+"""Sessions whose waits one check reads from the store (the oldest waits first)."""
 MAX_SESSIONS = 10_000
 """Sessions whose state (failed tools, a parse failure) is remembered at once; the oldest is
 forgotten first."""
@@ -168,6 +173,10 @@ class Metrics:
             ``meter_provider`` is given: then there are no Prometheus metrics.
         meter_provider: An OpenTelemetry meter provider (:func:`otlp_meter_provider`, or the
             SDK's own) whose ``miniagent`` meter records the figures too.
+        store: The agent's checkpoint store: a call waiting for approval that another process
+            decided (or a session it ended) stops counting as waiting when the approval
+            gauges are read, at most once a second (:data:`STORE_CHECK_SECONDS`). Without
+            one, only this process's events end a wait.
 
     Raises:
         ConfigError: prometheus-client (for a registry) or OpenTelemetry (for a meter
@@ -175,8 +184,9 @@ class Metrics:
     """
 
     def __init__(self, *, model: ModelInfo, registry: Any = None,
-                 meter_provider: Any = None) -> None:
-        self.model = model
+                 meter_provider: Any = None, store: Any = None) -> None:
+        self.model, self.store = model, store
+        self._checked = -STORE_CHECK_SECONDS
         self.registry: Any = None
         """The Prometheus registry, or None when only OpenTelemetry records."""
         self.sinks: list[Any] = []
@@ -190,7 +200,7 @@ class Metrics:
 
             self.sinks.append(OtelSink(meter_provider))
         for sink in self.sinks:
-            sink.observe("approvals_waiting", lambda: len(self._waiting))
+            sink.observe("approvals_waiting", self._waiting_count)
             sink.observe("approval_age", self._oldest_wait)
         self._chat = {"gen_ai.operation.name": "chat",
                       "gen_ai.provider.name": model.provider or None,
@@ -289,10 +299,37 @@ class Metrics:
             session = self._sessions[session_id] = _Session()
         return session
 
+    def _waiting_count(self) -> int:
+        self._forget_decided()
+        with self._lock:
+            return len(self._waiting)
+
     def _oldest_wait(self) -> float:
+        self._forget_decided()
         with self._lock:
             since = min((w.since for w in self._waiting.values()), default=None)
         return 0.0 if since is None else max(0.0, time.time() - since)
+
+    def _forget_decided(self) -> None:
+        """Forget the waits the store says are over: a call decided, or a session ended or
+        gone, by another process (whose events never reach this one)."""
+        if self.store is None or time.monotonic() - self._checked < STORE_CHECK_SECONDS:
+            return
+        self._checked = time.monotonic()
+        with self._lock:
+            sessions = list(dict.fromkeys(key[0] for key in self._waiting))[:MAX_STORE_CHECKS]
+        for session_id in sessions:
+            try:
+                pending = {p.call_id for p in self.store.load(session_id).pending_approvals()}
+            except SessionNotFound:
+                pending = set()
+            except Exception as exc:  # an unreadable store: the waits stay as they are
+                log.debug("metrics: cannot read session %s: %s", session_id, exc)
+                continue
+            with self._lock:
+                for key in [k for k in self._waiting if k[0] == session_id]:
+                    if key[1] not in pending:
+                        del self._waiting[key]
 
     def _settle_waiting(self, session_id: str, *, denied: bool) -> None:
         for key in [k for k in self._waiting if k[0] == session_id]:
