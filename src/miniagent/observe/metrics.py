@@ -85,7 +85,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,6 +215,10 @@ class Metrics:
         self._lock = threading.Lock()
         self._handlers = {name.removeprefix("_on_"): getattr(self, name) for name in dir(self)
                           if name.startswith("_on_")}
+        self._workflow_handlers: dict[str, Callable[[Any], None]] = {  # not the calls' events
+            "run_finished": self._on_run_finished, "step_started": self._on_step_started,
+            "approval_requested": self._on_approval_requested,
+            "model_started": self._on_model_started, "tool_started": self._approved}
 
     def __call__(self, event: ev.Event) -> None:
         handler = self._handlers.get(event.kind)
@@ -240,6 +244,17 @@ class Metrics:
             self._tool_call(session_id, observation.tool_name, observation)
             if not session.failed_tools:  # nothing to remember of this session
                 self._sessions.pop(session_id, None)
+
+    def workflow_event(self, event: ev.Event) -> None:
+        """Count a run's end, its approvals and their decisions from an event of a workflow
+        this Temporal worker runs (the worker's activities count the model and tool calls)."""
+        handler = self._workflow_handlers.get(event.kind)
+        if handler is not None:
+            with self._lock:
+                handler(event)
+
+    def _approved(self, event: ev.ToolStarted) -> None:
+        self._waiting.pop((event.session_id, event.call.id), None)
 
     def serve(self, address: MetricsAddress, *, hosts: Iterable[str] = ()) -> MetricsServer:
         """Serve these metrics on ``http://HOST:PORT/metrics`` (:func:`serve_metrics`: only
