@@ -4,7 +4,6 @@ rebinding gives, and half-sent requests closed while a scrape is still served.""
 from __future__ import annotations
 
 import http.client
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +14,7 @@ from miniagent import ScriptedModel
 from miniagent.observe import metrics_http
 from miniagent.observe.describe import describe_model
 from miniagent.observe.metrics import Metrics, MetricsServer
+from miniagent.testing.slow_clients import closed_by_server, stalled_requests
 
 WAIT = 60.0
 """Seconds a half-sent request may stay open at most in these tests (a bound, not a measure:
@@ -68,33 +68,12 @@ def test_another_host_name_reads_nothing(server: MetricsServer, host: str) -> No
     assert status == 421 and "miniagent" not in text
 
 
-def half_sent(port: int) -> socket.socket:
-    """A connection that sent a request's first lines and never ends its head."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
-    sock.sendall(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-A: ".encode())
-    return sock
-
-
-def closed_by_server(sock: socket.socket) -> bool:
-    """Whether the server closes ``sock`` within :data:`WAIT` without answering."""
-    try:
-        return sock.recv(1024) == b""
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-
-
 def test_half_sent_requests_are_closed_and_a_scrape_is_served_meanwhile(
         server: MetricsServer) -> None:
-    stalled = [half_sent(server.port) for _ in range(50)]
-    try:
+    with stalled_requests(server.port, 50, path="/metrics", wait=WAIT) as stalled:
         status, text = ask(server)  # while the 50 are open
         assert status == 200 and "miniagent_runs_total" in text
         assert all(closed_by_server(sock) for sock in stalled)
-    finally:
-        for sock in stalled:
-            sock.close()
     assert ask(server)[0] == 200
 
 
@@ -102,13 +81,7 @@ def test_connections_over_the_limit_are_closed_at_once(monkeypatch: pytest.Monke
     monkeypatch.setattr(metrics_http, "MAX_CONNECTIONS", 5)
     monkeypatch.setattr(metrics_http, "REQUEST_SECONDS", 30.0)  # the 5 stay open meanwhile
     metrics = Metrics(model=describe_model(ScriptedModel([])))
-    with metrics.serve("127.0.0.1:0") as server:
-        stalled = [half_sent(server.port) for _ in range(5)]
-        try:
-            extra = half_sent(server.port)
-            extra.settimeout(20)  # well before the others' 30 s are up
-            assert closed_by_server(extra)
-            extra.close()
-        finally:
-            for sock in stalled:
-                sock.close()
+    with metrics.serve("127.0.0.1:0") as server, stalled_requests(server.port, 5), \
+            stalled_requests(server.port, 1) as [extra]:
+        extra.settimeout(20)  # well before the others' 30 s are up
+        assert closed_by_server(extra)

@@ -197,3 +197,22 @@ def test_a_strangers_wrong_tokens_do_not_lock_the_owner_out(tmp_path: Path) -> N
         assert typed.status_code == 303 and owner.get("/sessions").status_code == 200
         linked = stranger.get(inbox.link)  # the owner's link, opened on the throttled address
         assert linked.status_code == 303 and stranger.get("/sessions").status_code == 200
+
+
+def test_half_sent_requests_are_closed_and_the_owner_is_served_meanwhile(
+        tmp_path: Path) -> None:
+    """50 requests whose head never ends (slowloris) are closed by the inbox within a bounded
+    wait (its limit is 10 s), and the login page is served while they are open."""
+    from urllib.parse import urlsplit
+
+    from miniagent.testing.slow_clients import closed_by_server, stalled_requests
+
+    with served("--store", str(tmp_path / "s.db")) as inbox:
+        port = urlsplit(inbox.url).port
+        assert port is not None
+        with stalled_requests(port, 50, path="/login", wait=60) as stalled:
+            with httpx.Client(base_url=inbox.url, timeout=30) as owner:
+                assert owner.get("/login").status_code == 200
+            assert all(closed_by_server(sock) for sock in stalled)
+        with inbox.client() as owner:
+            assert owner.get("/sessions").status_code == 200
