@@ -197,8 +197,10 @@ class Agent:
         self.memory = memory  # a miniagent.Memory: see the class docstring
         if memory is not None:
             from miniagent.memory.tools import memory_tools
+            from miniagent.observe.redact import model_secrets
 
-            others.append(ToolRegistry(memory_tools(memory, memory_namespace)))
+            others.append(ToolRegistry(memory_tools(memory, memory_namespace,
+                                                    secrets=model_secrets(model))))
         self.sources: list[ToolSource] = [self.registry, *others]
         """Where the agent's tools come from: its own functions first, then the others."""
         if aids not in ("auto", "on", "off"):

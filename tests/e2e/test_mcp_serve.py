@@ -212,3 +212,21 @@ async def test_one_client_cannot_take_every_session(served_http: str) -> None:
         ended = await first.delete(served_http, headers={"mcp-session-id": session})
         assert ended.status_code == 200
         assert (await open_session(first)).status_code == 200  # room again
+
+
+def test_half_sent_requests_are_closed_and_a_client_is_served_meanwhile(
+        served_http: str) -> None:
+    """50 requests whose head never ends (slowloris) are closed by mcp-serve within a bounded
+    wait (its limit is 10 s); a JSON-RPC request is answered while they are open."""
+    from urllib.parse import urlsplit
+
+    import httpx2
+
+    from miniagent.testing.slow_clients import closed_by_server, stalled_requests
+
+    port = urlsplit(served_http).port
+    assert port is not None
+    with stalled_requests(port, 50, path="/mcp", wait=60) as stalled:
+        answer = httpx2.post(served_http, json=HELLO, headers=HEADERS, timeout=30)
+        assert answer.status_code == 200 and "miniagent" in answer.text
+        assert all(closed_by_server(sock) for sock in stalled)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from miniagent import Agent, Memory, MemoryItem, ScriptedModel, UserError
 from miniagent.memory import RECALL_HEADER, memory_tools, recall_block
 from miniagent.memory.tools import RECALL_FOOTER, RECALL_NONE
+from miniagent.observe.redact import REDACTED
 
 
 def item(text: str, item_id: str = "0123456789abcdef") -> MemoryItem:
@@ -142,3 +144,20 @@ def test_a_refused_memory_is_an_error_the_model_can_repair() -> None:
     assert long_text.is_error and "Not remembered" in long_text.output
     assert "the most is 8,000" in long_text.output
     assert long_query.is_error and "the most is 2,000" in long_query.output
+
+
+def test_credentials_are_not_stored_nor_recalled(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with Memory(path, secrets=["key-given-9876543210"]) as memory:
+        memory.add("deploy with key-given-9876543210 and password: hunter2",
+                   metadata={"source": "chat", "token": "t-555555"})
+        early = memory.add("the staging token is staging-abcdef-42")  # not yet known
+        _remember, recall = memory_tools(memory, secrets=["staging-abcdef-42"])
+        stored = {item.text: item.metadata for item in memory.list()}
+        block = asyncio.run(recall.fn(query="staging token"))
+    assert stored == {f"deploy with {REDACTED} and password: {REDACTED}":
+                      {"source": "chat", "token": REDACTED},
+                      "the staging token is staging-abcdef-42": {}}
+    assert f'"the staging token is {REDACTED}"' in block and early in block
+    raw = b"".join(file.read_bytes() for file in tmp_path.glob("m.db*"))
+    assert b"hunter2" not in raw and b"key-given" not in raw and b"t-555555" not in raw

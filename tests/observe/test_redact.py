@@ -121,3 +121,16 @@ def test_a_runs_trace_and_spans_never_hold_a_raw_credential(tmp_path: Path) -> N
     attributes = json.dumps([dict(s.attributes or {}) for s in spans.get_finished_spans()],
                             ensure_ascii=False)
     assert "hunter2-secret" not in attributes and "welcome ana" in attributes
+
+
+def test_unquoted_credential_keys_lose_the_word_after_them() -> None:
+    redact = Redactor(from_env=False)
+    assert redact.text("the admin password: hunter2, thanks") == (
+        f"the admin password: {REDACTED}, thanks")
+    assert redact.text("API_KEY=abc123 make deploy") == f"API_KEY={REDACTED} make deploy"
+    assert redact.text("GET http://h/x?user=a&token=t0k3n&page=2") == (
+        f"GET http://h/x?user=a&token={REDACTED}&page=2")
+    line = redact.json_line({"note": "first line\npassword: hunter2\nlast"})
+    assert "hunter2" not in line and json.loads(line)["note"].endswith(f"{REDACTED}\nlast")
+    plain = "max_tokens=512, tokens: 30, the password is asked for later"
+    assert redact.text(plain) == plain

@@ -54,4 +54,5 @@ async def test_run_and_worker_send_metrics_naming_the_workers_model(
                        "miniagent.tool.outcome": "ok"}, 1)]
     durations = [p for p in worked if p.name == "gen_ai.client.operation.duration"]
     assert [(p.attributes["gen_ai.request.model"], p.count) for p in durations] == [("stub", 2)]
-    assert not [p for p in worked if p.name == "miniagent.runs"]  # a worker sees no run end
+    runs = [p for p in worked if p.name == "miniagent.runs"]  # the workflow ran on it
+    assert [(p.attributes, p.value) for p in runs] == [({"miniagent.run.status": "completed"}, 1)]

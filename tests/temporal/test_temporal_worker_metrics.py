@@ -1,18 +1,27 @@
-"""A worker's metrics: its activities count each model call attempt and each tool call."""
+"""A worker's metrics: its activities count each model call attempt and each tool call; the
+workflows it runs count their runs and approvals (the series the runs and approvals alerts
+read)."""
 
 from __future__ import annotations
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 pytest.importorskip("prometheus_client")
 
+import asyncio
+import socket
+import urllib.request
+
+from temporal_helpers import Processes, wait_status
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from miniagent import ScriptedModel, tool
 from miniagent.errors import ModelHTTPError
 from miniagent.observe.describe import describe_model
 from miniagent.observe.metrics import Metrics
+from miniagent.temporal import TemporalSessions
 from miniagent.temporal.activities import SessionActivities
 from miniagent.temporal.contracts import ToolInput
 from miniagent.tools.registry import ToolRegistry
@@ -60,3 +69,51 @@ async def test_the_worker_counts_model_calls_and_tool_calls() -> None:
     assert sample(metrics, "miniagent_tool_calls_total", tool="broken", outcome="error") == 2
     assert sample(metrics, "miniagent_tool_calls_total", tool="broken", outcome="retried") == 1
     assert sample(metrics, "miniagent_tool_consecutive_failures", tool="broken") == 2
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The worker's samples by ``name{labels}``; empty while it does not serve yet."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return {}
+    return {f"{s.name}{dict(sorted(s.labels.items()))}": s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+async def scraped(port: int, name: str, value: float) -> None:
+    """Wait (a bounded 60 s) until the worker serves ``name`` (with its labels) at ``value``."""
+    for _ in range(240):
+        if scrape(port).get(name) == value:
+            return
+        await asyncio.sleep(0.25)
+    shown = {k: v for k, v in scrape(port).items() if k.startswith("miniagent_")
+             and "_bucket" not in k and "_created" not in k}
+    raise AssertionError(f"{name} never reached {value}: {shown}")
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_the_worker_serves_the_runs_and_approvals_of_its_workflows(
+        dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
+    port = free_port()
+    procs.worker(task_queue, "react", "--metrics", f"127.0.0.1:{port}")
+    sessions = TemporalSessions(dev_env.client, task_queue)
+    session_id = await sessions.start("transfer money")
+    await wait_status(sessions, session_id, "awaiting_approval")
+    await scraped(port, "miniagent_approvals_waiting{}", 1)
+    assert scrape(port)["miniagent_approval_oldest_wait_seconds{}"] >= 0
+    approved = procs.cli("sessions", "approve", session_id)
+    assert approved.returncode == 0, approved.stderr
+    assert (await sessions.result(session_id)).status == "completed"
+    await scraped(port, "miniagent_runs_total{'status': 'completed'}", 1)
+    samples = scrape(port)
+    assert samples["miniagent_approvals_waiting{}"] == 0
+    assert samples["miniagent_run_steps_count{}"] == 1
+    assert samples["miniagent_tool_calls_total{'outcome': 'ok', 'tool': 'transfer'}"] == 1

@@ -177,3 +177,42 @@ def test_the_approval_page_shows_what_the_session_goes_on_with(tmp_path: Path) -
         with served("--store", str(store)) as inbox, inbox.client() as http:
             page = http.get("/").text
     assert f"model server {stub.base_url} (stub)" in page and str(tools) in page
+
+
+def test_a_strangers_wrong_tokens_do_not_lock_the_owner_out(tmp_path: Path) -> None:
+    """Wrong tokens are throttled per client address: a stranger at 127.0.0.2 who used up its
+    tries is refused even with the right token, while the owner at 127.0.0.1 logs in; and
+    the one-time link printed at start logs in from the stranger's own address too (its code
+    cannot be guessed, so no throttle stands before it)."""
+    with served("--store", str(tmp_path / "s.db")) as inbox, httpx.Client(
+            base_url=inbox.url, transport=httpx.HTTPTransport(local_address="127.0.0.2")
+            ) as stranger, httpx.Client(base_url=inbox.url) as owner:
+        origin = {"Origin": inbox.url.rstrip("/")}
+        statuses = [stranger.post("/login", data={"token": f"guess-number-{n:04d}-xx"},
+                                  headers=origin).status_code for n in range(25)]
+        assert statuses[0] == 403 and statuses[-1] == 429
+        assert stranger.post("/login", data={"token": inbox.token},
+                             headers=origin).status_code == 429
+        typed = owner.post("/login", data={"token": inbox.token}, headers=origin)
+        assert typed.status_code == 303 and owner.get("/sessions").status_code == 200
+        linked = stranger.get(inbox.link)  # the owner's link, opened on the throttled address
+        assert linked.status_code == 303 and stranger.get("/sessions").status_code == 200
+
+
+def test_half_sent_requests_are_closed_and_the_owner_is_served_meanwhile(
+        tmp_path: Path) -> None:
+    """50 requests whose head never ends (slowloris) are closed by the inbox within a bounded
+    wait (its limit is 10 s), and the login page is served while they are open."""
+    from urllib.parse import urlsplit
+
+    from miniagent.testing.slow_clients import closed_by_server, stalled_requests
+
+    with served("--store", str(tmp_path / "s.db")) as inbox:
+        port = urlsplit(inbox.url).port
+        assert port is not None
+        with stalled_requests(port, 50, path="/login", wait=60) as stalled:
+            with httpx.Client(base_url=inbox.url, timeout=30) as owner:
+                assert owner.get("/login").status_code == 200
+            assert all(closed_by_server(sock) for sock in stalled)
+        with inbox.client() as owner:
+            assert owner.get("/sessions").status_code == 200

@@ -34,7 +34,8 @@ OtlpContentOption = Annotated[bool, typer.Option(
     "(redacted).")]
 MetricsOption = Annotated[str | None, typer.Option(
     "--metrics", metavar="HOST:PORT", help="Serve Prometheus metrics of the runs on "
-    "http://HOST:PORT/metrics while this command runs, e.g. 127.0.0.1:9464 (extra 'metrics').")]
+    "http://HOST:PORT/metrics while this command runs, e.g. 127.0.0.1:9464 (extra 'metrics'); "
+    "a scrape by DNS name needs that name in MINIAGENT_METRICS_HOSTS (comma-separated).")]
 
 
 @contextmanager
@@ -66,7 +67,8 @@ def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
         if meter_provider is not None:
             closers.append(meter_provider.shutdown)  # sends the last figures
     try:
-        with serving_metrics(agent.model, metrics, meter_provider) as counting:
+        store = agent.store if agent.temporal is None else None  # decisions made elsewhere
+        with serving_metrics(agent.model, metrics, meter_provider, store=store) as counting:
             if counting is not None:
                 agent.subscribe(counting)
             yield
@@ -86,11 +88,12 @@ def otlp_meters(url: str | None) -> Any:
 
 
 @contextmanager
-def serving_metrics(model: Any, address: str | None, meter_provider: Any = None
-                    ) -> Iterator[Any]:
+def serving_metrics(model: Any, address: str | None, meter_provider: Any = None, *,
+                    store: Any = None) -> Iterator[Any]:
     """A :class:`~miniagent.observe.metrics.Metrics` of ``model``'s calls served on
     ``address`` (HOST:PORT) until the end and/or recorded by ``meter_provider`` (the caller
-    shuts it down); None when neither is given."""
+    shuts it down); None when neither is given. ``store``: where the approval gauges see
+    decisions made by other processes."""
     if address is None and meter_provider is None:
         yield None
         return
@@ -98,9 +101,10 @@ def serving_metrics(model: Any, address: str | None, meter_provider: Any = None
     from miniagent.observe.metrics_prom import new_registry
 
     metrics = Metrics(model=describe_model(model), meter_provider=meter_provider,
-                      registry=new_registry() if address is not None else None)
+                      registry=new_registry() if address is not None else None, store=store)
     if address is None:
         yield metrics
         return
-    with metrics.serve(address):  # a bad address is said before anything runs
+    hosts = os.environ.get("MINIAGENT_METRICS_HOSTS", "").split(",")  # names it is scraped by
+    with metrics.serve(address, hosts=hosts):  # a bad address is said before anything runs
         yield metrics

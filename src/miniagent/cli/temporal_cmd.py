@@ -133,6 +133,7 @@ def worker(
     """
     from miniagent.cli.build import env
     from miniagent.cli.loading import load_tools
+    from miniagent.observe.redact import model_secrets
 
     with leaving():
         if mode not in ("react", "native", "auto"):
@@ -146,9 +147,9 @@ def worker(
                                           for t in tools or []], workspace.resolve())]
         sources += mcp_servers(list(mcp or []), list(mcp_url or []),  # MCP servers too
                                headers=parse_headers(mcp_header), approve=list(mcp_approve or []))
-        if memory is not None:
-            sources.append(_memory_source(memory, memory_namespace))
         llm = build_model(config, api_key)
+        if memory is not None:  # the model's API key is never stored in it
+            sources.append(_memory_source(memory, memory_namespace, model_secrets(llm)))
         options = {name: value for name, value in (
             ("max_concurrent_activities", max_concurrent_activities),
             ("max_task_queue_activities_per_second", task_queue_activities_per_second))
@@ -162,11 +163,11 @@ def worker(
                 meter_provider.shutdown()  # sends the last figures
 
 
-def _memory_source(path: Path, namespace: str) -> Any:
+def _memory_source(path: Path, namespace: str, secrets: list[str]) -> Any:
     from miniagent.memory import Memory, memory_tools
     from miniagent.tools.registry import ToolRegistry
 
-    return ToolRegistry(memory_tools(Memory(path.resolve()), namespace))
+    return ToolRegistry(memory_tools(Memory(path.resolve()), namespace, secrets=secrets))
 
 
 async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],

@@ -79,8 +79,11 @@ def ui(
         typer.echo(f"or type this token at {url}login: {token}")
     else:
         typer.echo(visible(f"or type the token in ${token_env} at {url}login"))
+    from miniagent.web_limits import uvicorn_options
+
     server = uvicorn.Server(uvicorn.Config(inbox, log_level="warning", lifespan="on",
-                                           proxy_headers=False, server_header=False))
+                                           proxy_headers=False, server_header=False,
+                                           **uvicorn_options()))  # slow clients are cut
     server.run(sockets=[listener])
 
 

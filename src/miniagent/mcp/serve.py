@@ -176,8 +176,11 @@ async def serve_http(server: Any, *, host: str, port: int, token: str | None = N
     """Serve streamable HTTP on ``host:port`` (port 0: one the OS picks, told to ``on_ready``)."""
     import uvicorn
 
+    from miniagent.web_limits import uvicorn_options
+
     app = http_app(server, host=host, token=token, allowed_hosts=allowed_hosts)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                            **uvicorn_options())  # slow clients are cut
     web = uvicorn.Server(config)
 
     async def announce() -> None:

@@ -13,6 +13,11 @@ Tables: ``memory_items`` holds each item and its index terms (see
 kept in step with the items by triggers, so that deleting an item removes its terms from the
 index in the same transaction; ``memory_vectors`` holds the embeddings, when there is an
 embedder (see :mod:`miniagent.memory.vectors`).
+
+Credentials are never stored: a text and its metadata are redacted on the way in, with the
+rules of the traces (:class:`~miniagent.observe.redact.Redactor`: the values of
+credential-named environment variables, ``password: ...``, ``Bearer ...``, ``sk-...``, and the
+secrets given to :class:`Memory`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -42,6 +47,7 @@ from miniagent.memory.items import (
     encoded_metadata,
 )
 from miniagent.memory.vectors import checked_vectors, fuse, pack, top_cosine
+from miniagent.observe.redact import Redactor
 from miniagent.store.sqlite import immediate_transaction
 from miniagent.threads import run_in_daemon_thread
 
@@ -99,6 +105,9 @@ class Memory:
             thread the method runs in: a worker thread for the ``a``-methods, so from async
             code use those. Every item added gets a vector; items added without an embedder
             are found by full-text search only. See :func:`~miniagent.memory.endpoint_embedder`.
+        secrets: Values never to store (an API key), replaced by ``[REDACTED]`` in what is
+            added, as are credential-named environment variables' values and text that looks
+            like a credential (see the module docstring).
 
     Raises:
         ConfigError: The file cannot be opened or written, is another program's database,
@@ -118,9 +127,12 @@ class Memory:
         >>> memory.close()
     """
 
-    def __init__(self, path: str | Path | None = None, *, embed: Embedder | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, embed: Embedder | None = None,
+                 secrets: Iterable[str] = ()) -> None:
         self.path = None if path is None or str(path) == ":memory:" else Path(path)
         self.embed = embed
+        self.redact = Redactor(secrets)
+        """What :meth:`add` stores goes through it first (``redact.add(value)``: one more)."""
         self._lock = threading.Lock()
         self._closed = False
         try:
@@ -244,7 +256,8 @@ class Memory:
 
     def add(self, text: str, namespace: str = "default",
             metadata: dict[str, Any] | None = None) -> str:
-        """Save ``text`` and return its id.
+        """Save ``text`` and return its id; credentials in it and in ``metadata`` are
+        replaced by ``[REDACTED]`` first (see the module docstring).
 
         Args:
             text: What to remember, up to :data:`~miniagent.memory.MAX_ITEM_CHARS`.
@@ -256,8 +269,9 @@ class Memory:
                 JSON object (or is too long), or an embedder that returns something else
                 than one vector of the file's length.
         """
-        text, namespace = checked_text(text), checked_namespace(namespace)
-        encoded = encoded_metadata(metadata)
+        text = self.redact.text(checked_text(text))
+        namespace = checked_namespace(namespace)
+        encoded = encoded_metadata(self.redact(metadata))
         indexed = terms.index_terms(text)
         vector = self._embedded(text) if self.embed is not None else None
         item_id = random_id()

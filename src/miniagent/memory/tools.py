@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from miniagent.errors import ToolError, UserError
 from miniagent.memory.items import MAX_K, MemoryItem
+from miniagent.observe.redact import Redactor
 from miniagent.runtime.recall import NOTHING_FOUND
 from miniagent.tools.registry import Tool
 
@@ -105,7 +107,7 @@ def _line(item: MemoryItem, item_chars: int, room: int) -> str | None:
 
 
 def memory_tools(memory: Memory, namespace: str = "default", *, k: int = 5,
-                 max_chars: int = RECALL_MAX_CHARS) -> list[Tool]:
+                 max_chars: int = RECALL_MAX_CHARS, secrets: Iterable[str] = ()) -> list[Tool]:
     """``remember`` and ``recall``: tools an agent uses to save facts and find them again.
 
     Args:
@@ -113,6 +115,9 @@ def memory_tools(memory: Memory, namespace: str = "default", *, k: int = 5,
         namespace: The namespace both tools keep to (a user, a project).
         k: How many memories ``recall`` returns at most.
         max_chars: The longest text ``recall`` returns (see :func:`recall_block`).
+        secrets: Credentials the agent holds (its model's API key): never stored by
+            ``remember``, never shown by ``recall`` (a memory stored before is redacted as it
+            is shown), like every credential the memory's redactor knows.
 
     Returns:
         ``remember(text)``, which saves a memory and answers with its id (not idempotent: run
@@ -127,6 +132,7 @@ def memory_tools(memory: Memory, namespace: str = "default", *, k: int = 5,
     if not 1 <= k <= MAX_K:
         raise UserError(f"k must be from 1 to {MAX_K}, got {k}")
     recall_block([], max_chars)  # checks max_chars now, not at the first call
+    redact = Redactor(secrets)
 
     async def remember(text: str) -> str:
         """Save a fact to long-term memory, to be recalled in later conversations.
@@ -135,7 +141,8 @@ def memory_tools(memory: Memory, namespace: str = "default", *, k: int = 5,
             text: The fact, self-contained (who, what, when), in a sentence or two.
         """
         try:
-            item_id = await memory.aadd(text, namespace=namespace)
+            item_id = await memory.aadd(redact.text(text) if isinstance(text, str) else text,
+                                        namespace=namespace)
         except UserError as exc:
             raise ToolError(f"Not remembered: {exc}.") from None
         return f"Remembered (id {item_id})."
@@ -150,6 +157,8 @@ def memory_tools(memory: Memory, namespace: str = "default", *, k: int = 5,
             items = await memory.asearch(query, k=k, namespace=namespace)
         except UserError as exc:
             raise ToolError(f"Cannot search: {exc}.") from None
-        return recall_block(items, max_chars)
+        shown = [replace(item, text=memory.redact.text(redact.text(item.text)))
+                 for item in items]
+        return recall_block(shown, max_chars)
 
     return [Tool(remember, idempotent=False), Tool(recall, idempotent=True)]

@@ -4,7 +4,9 @@
 to into counters, gauges and histograms, read once and recorded by one backend or both
 (:mod:`~miniagent.observe.figures` names every figure for each).
 :meth:`Metrics.serve` (or :func:`serve_metrics`) serves them in Prometheus' text format on
-``/metrics`` (``miniagent run --metrics 127.0.0.1:9464``)::
+``/metrics`` (``miniagent run --metrics 127.0.0.1:9464``), to GET requests that name the
+server by address or as ``localhost`` only, with bounded connections
+(:mod:`~miniagent.observe.metrics_http`)::
 
     metrics = Metrics(model=describe_model(llm))
     agent.subscribe(metrics)
@@ -55,9 +57,11 @@ The agent's own, all prefixed ``miniagent_``:
   (the model tried again); a call is counted once more under its own ``ok`` / ``error`` /
   ``timeout``, so a success rate is ``ok / (ok + error + timeout)``;
 - ``tool_duration_seconds{tool}`` (histogram) and ``tool_consecutive_failures{tool}``
-  (gauge: the failed calls of that tool since its last success, across sessions);
+  (gauge: the failed calls of that tool since its last success, across sessions; none for
+  ``unknown_tool``, which has no success to end its count);
 - ``approvals_waiting`` and ``approval_oldest_wait_seconds`` (gauges): the calls this
-  process saw asked for approval and not yet decided, and how long the oldest has waited;
+  process saw asked for approval and not yet decided (here, or, given the store, anywhere),
+  and how long the oldest has waited;
 - ``parse_failures_total`` (a reply that was neither an action nor an answer) and
   ``self_repairs_total`` (the next reply of that session that was);
 - ``guard_interventions_total{guard}`` (:data:`~miniagent.runtime.events.GuardName`);
@@ -81,13 +85,19 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miniagent.errors import ConfigError
+from miniagent.errors import ConfigError, SessionNotFound
 from miniagent.observe.describe import ModelInfo
-from miniagent.observe.metrics_prom import MISSING
+from miniagent.observe.metrics_http import (
+    MetricsAddress,
+    MetricsServer,
+    parse_address,
+    serve_metrics,
+)
 from miniagent.runtime import events as ev
 from miniagent.types import Observation, TokenUsage
 
@@ -105,6 +115,10 @@ MAX_MODELS = 10
 UNKNOWN_TOOL = "unknown_tool"
 """The label of calls of a tool no source has (a name the model made up)."""
 _UNKNOWN_TOOL = "Unknown tool "  # tools/toolbox.py's wording
+STORE_CHECK_SECONDS = 1.0
+"""The store is asked about the waiting calls at most this often (a scrape reads two gauges)."""
+MAX_STORE_CHECKS = 100
+"""Sessions whose waits one check reads from the store (the oldest waits first)."""
 MAX_SESSIONS = 10_000
 """Sessions whose state (failed tools, a parse failure) is remembered at once; the oldest is
 forgotten first."""
@@ -159,6 +173,10 @@ class Metrics:
             ``meter_provider`` is given: then there are no Prometheus metrics.
         meter_provider: An OpenTelemetry meter provider (:func:`otlp_meter_provider`, or the
             SDK's own) whose ``miniagent`` meter records the figures too.
+        store: The agent's checkpoint store: a call waiting for approval that another process
+            decided (or a session it ended) stops counting as waiting when the approval
+            gauges are read, at most once a second (:data:`STORE_CHECK_SECONDS`). Without
+            one, only this process's events end a wait.
 
     Raises:
         ConfigError: prometheus-client (for a registry) or OpenTelemetry (for a meter
@@ -166,8 +184,9 @@ class Metrics:
     """
 
     def __init__(self, *, model: ModelInfo, registry: Any = None,
-                 meter_provider: Any = None) -> None:
-        self.model = model
+                 meter_provider: Any = None, store: Any = None) -> None:
+        self.model, self.store = model, store
+        self._checked = -STORE_CHECK_SECONDS
         self.registry: Any = None
         """The Prometheus registry, or None when only OpenTelemetry records."""
         self.sinks: list[Any] = []
@@ -181,7 +200,7 @@ class Metrics:
 
             self.sinks.append(OtelSink(meter_provider))
         for sink in self.sinks:
-            sink.observe("approvals_waiting", lambda: len(self._waiting))
+            sink.observe("approvals_waiting", self._waiting_count)
             sink.observe("approval_age", self._oldest_wait)
         self._chat = {"gen_ai.operation.name": "chat",
                       "gen_ai.provider.name": model.provider or None,
@@ -191,11 +210,15 @@ class Metrics:
         self._waiting: dict[tuple[str, str], _Waiting] = {}
         self._tools: set[str] = set()
         self._models: set[str] = set()
-        self._failures: dict[str, int] = {}  # by tool label: at most MAX_TOOLS + 2
+        self._failures: dict[str, int] = {}  # by tool label: at most MAX_TOOLS + 1 (other)
         self._failed_sinks: list[Any] = []
         self._lock = threading.Lock()
         self._handlers = {name.removeprefix("_on_"): getattr(self, name) for name in dir(self)
                           if name.startswith("_on_")}
+        self._workflow_handlers: dict[str, Callable[[Any], None]] = {  # not the calls' events
+            "run_finished": self._on_run_finished, "step_started": self._on_step_started,
+            "approval_requested": self._on_approval_requested,
+            "model_started": self._on_model_started, "tool_started": self._approved}
 
     def __call__(self, event: ev.Event) -> None:
         handler = self._handlers.get(event.kind)
@@ -222,8 +245,20 @@ class Metrics:
             if not session.failed_tools:  # nothing to remember of this session
                 self._sessions.pop(session_id, None)
 
-    def serve(self, address: MetricsAddress) -> MetricsServer:
-        """Serve these metrics on ``http://HOST:PORT/metrics`` (:func:`serve_metrics`).
+    def workflow_event(self, event: ev.Event) -> None:
+        """Count a run's end, its approvals and their decisions from an event of a workflow
+        this Temporal worker runs (the worker's activities count the model and tool calls)."""
+        handler = self._workflow_handlers.get(event.kind)
+        if handler is not None:
+            with self._lock:
+                handler(event)
+
+    def _approved(self, event: ev.ToolStarted) -> None:
+        self._waiting.pop((event.session_id, event.call.id), None)
+
+    def serve(self, address: MetricsAddress, *, hosts: Iterable[str] = ()) -> MetricsServer:
+        """Serve these metrics on ``http://HOST:PORT/metrics`` (:func:`serve_metrics`: only
+        ``GET /metrics``, only to IP addresses, ``localhost`` and ``hosts`` as Host names).
 
         Raises:
             ConfigError: these metrics have no Prometheus registry (only a meter provider).
@@ -231,7 +266,7 @@ class Metrics:
         if self.registry is None:
             raise ConfigError("these metrics go to an OpenTelemetry meter provider only; "
                               "give Metrics a registry to serve them for Prometheus too")
-        return serve_metrics(address, self.registry)
+        return serve_metrics(address, self.registry, hosts=hosts)
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -279,10 +314,37 @@ class Metrics:
             session = self._sessions[session_id] = _Session()
         return session
 
+    def _waiting_count(self) -> int:
+        self._forget_decided()
+        with self._lock:
+            return len(self._waiting)
+
     def _oldest_wait(self) -> float:
+        self._forget_decided()
         with self._lock:
             since = min((w.since for w in self._waiting.values()), default=None)
         return 0.0 if since is None else max(0.0, time.time() - since)
+
+    def _forget_decided(self) -> None:
+        """Forget the waits the store says are over: a call decided, or a session ended or
+        gone, by another process (whose events never reach this one)."""
+        if self.store is None or time.monotonic() - self._checked < STORE_CHECK_SECONDS:
+            return
+        self._checked = time.monotonic()
+        with self._lock:
+            sessions = list(dict.fromkeys(key[0] for key in self._waiting))[:MAX_STORE_CHECKS]
+        for session_id in sessions:
+            try:
+                pending = {p.call_id for p in self.store.load(session_id).pending_approvals()}
+            except SessionNotFound:
+                pending = set()
+            except Exception as exc:  # an unreadable store: the waits stay as they are
+                log.debug("metrics: cannot read session %s: %s", session_id, exc)
+                continue
+            with self._lock:
+                for key in [k for k in self._waiting if k[0] == session_id]:
+                    if key[1] not in pending:
+                        del self._waiting[key]
 
     def _settle_waiting(self, session_id: str, *, denied: bool) -> None:
         for key in [k for k in self._waiting if k[0] == session_id]:
@@ -354,13 +416,14 @@ class Metrics:
         if observation.attempts > 1:  # the executor tried it again (its retry policy)
             self._count_call(tool, "retried", observation.attempts - 1)
         self._put("tool_duration", observation.elapsed, {"gen_ai.tool.name": tool})
+        if unknown:  # the model's mistake, not a failing tool: no tool can succeed it
+            return
         failed = self._session(session_id).failed_tools
         if outcome == "ok":
             failed.discard(name)
             self._failures[tool] = 0
         else:
-            if not unknown:
-                failed.add(name)
+            failed.add(name)
             self._failures[tool] = self._failures.get(tool, 0) + 1
         self._put("tool_failures", self._failures[tool], {"gen_ai.tool.name": tool})
 
@@ -409,85 +472,3 @@ def otlp_meter_provider(url: str, *, service_name: str = "miniagent", timeout: f
     return otlp_metrics.otlp_meter_provider(
         url, service_name=service_name, timeout=timeout, interval=interval,
         shutdown_timeout=shutdown_timeout)
-
-
-MetricsAddress = str | int | tuple[str, int]
-"""Where to serve metrics: ``"HOST:PORT"``, a port (on 127.0.0.1), or ``(host, port)``."""
-
-
-def parse_address(address: MetricsAddress) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:9464`` for IPv6), a port number (served on 127.0.0.1) or a
-    ``(host, port)`` pair, as a host and a port.
-
-    Example:
-        >>> parse_address("127.0.0.1:9464")
-        ('127.0.0.1', 9464)
-        >>> parse_address(9464)
-        ('127.0.0.1', 9464)
-
-    Raises:
-        ConfigError: none of those, or a port outside 0 to 65535.
-    """
-    if isinstance(address, int) and not isinstance(address, bool):
-        host, port = "127.0.0.1", str(address)
-    elif (isinstance(address, tuple) and len(address) == 2 and isinstance(address[0], str)
-          and isinstance(address[1], int) and not isinstance(address[1], bool)):
-        host, port = address[0], str(address[1])
-    elif isinstance(address, str):
-        host, sep, port = address.rpartition(":")
-        host = host.strip("[]") if sep else ""
-    else:
-        host, port = "", ""
-    if not host or not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"the metrics address must be HOST:PORT with a port from 0 to "
-                          f"65535, e.g. 127.0.0.1:9464 (in Python also a port, or (host, "
-                          f"port)), got {address!r}")
-    return host, int(port)
-
-
-@dataclass(kw_only=True)
-class MetricsServer:
-    """A running ``/metrics`` endpoint; :meth:`close` stops it."""
-
-    host: str
-    port: int
-    server: Any
-    thread: threading.Thread
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}/metrics"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(10)
-
-    def __enter__(self) -> MetricsServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def serve_metrics(address: MetricsAddress, registry: Any = None) -> MetricsServer:
-    """Serve ``registry`` (prometheus-client's default one when None) on
-    ``http://HOST:PORT/metrics`` from a daemon thread.
-
-    Raises:
-        ConfigError: ``address`` is not HOST:PORT, the port cannot be bound, or
-            prometheus-client is not installed.
-    """
-    host, port = parse_address(address)
-    try:
-        import prometheus_client as prom
-    except ImportError:
-        raise ConfigError(MISSING) from None
-    try:
-        server, thread = prom.start_http_server(
-            port, addr=host, registry=prom.REGISTRY if registry is None else registry)
-    except OSError as exc:
-        where = address if isinstance(address, str) else f"{host}:{port}"
-        raise ConfigError(f"cannot serve metrics on {where}: {exc.strerror or exc}") from None
-    return MetricsServer(host=host, port=server.server_address[1], server=server,
-                         thread=thread)

@@ -12,7 +12,11 @@ replaced by ``[REDACTED]``:
 - what looks like a credential in free text: ``Bearer <token>``, ``Basic <token>`` and
   ``sk-...`` keys, and the quoted value after a credential-named key written as text
   (``"password": "..."``, ``'token': '...'``, ``\\"api_key\\": \\"...\\"`` inside a JSON
-  string): a tool call's raw argument text, broken JSON, a Python dict, JSON inside a string.
+  string): a tool call's raw argument text, broken JSON, a Python dict, JSON inside a string;
+  and the word after a credential-named key written unquoted (``password: hunter2``,
+  ``API_KEY=...``, ``?token=...``), as people write them in a sentence, a note or a URL.
+
+The same rules keep credentials out of long-term memory (:mod:`miniagent.memory`).
 
 Example:
     >>> redact = Redactor(["sk-live-1234567890abcdef"], from_env=False)
@@ -194,6 +198,62 @@ def _keyed_values_redacted(text: str) -> str:
     lowered = text.lower()
     if not any(hint in lowered for hint in _KEY_HINTS):
         return text
+    return _quoted_values_redacted(_unquoted_values_redacted(text, lowered))
+
+
+_KEYED_WORD = re.compile(r"(?:(?<![\w\\-])|(?<=\\[nrt]))(?P<key>[A-Za-z][A-Za-z0-9_-]{0,63})"
+                         r"[ \t]*[:=][ \t]*(?=(?P<value>[^\s,;&\"'\\}\])]+))")
+"""An unquoted key (at a word's start, or after an escaped newline or tab inside a JSON
+string), ``:`` or ``=``, and the word after it: ``password: x``, ``API_KEY=x``, ``?token=x``.
+The word ends at a space, a quote, a backslash or a separator. The word is looked ahead at,
+not taken, so that a key inside an ordinary key's word (``http://h/?token=x``) is found too."""
+
+
+def _unquoted_values_redacted(text: str, lowered: str) -> str:
+    """The word after every unquoted credential-named key replaced (see :data:`_KEYED_WORD`).
+
+    The pattern is tried only where a key can begin: at the start of the word around each
+    :data:`_KEY_HINTS` found in ``lowered`` (found at C speed: a long text is not scanned
+    position by position)."""
+    parts: list[str] = []
+    last = 0
+    for start in _key_starts(text, lowered):
+        match = _KEYED_WORD.match(text, start)
+        if match is None or start < last:
+            continue
+        value = match.group("value")
+        if not _secret_key(match.group("key")) or value.startswith(REDACTED[:-1]):
+            continue
+        parts.append(text[last:match.end()])
+        parts.append(REDACTED)
+        last = match.end() + len(value)
+    if not parts:
+        return text
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def _key_starts(text: str, lowered: str) -> list[int]:
+    """Where the words holding a :data:`_KEY_HINTS` begin (at most 64 characters before it),
+    in order."""
+    starts: set[int] = set()
+    for hint in _KEY_HINTS:
+        at = lowered.find(hint)
+        while at >= 0:
+            start = at
+            while start > 0 and at - start < 64 and text[start - 1] in _KEY_CHARS:
+                start -= 1
+            starts.add(start)
+            if start > 0 and text[start - 1] == "\\" and text[start] in "nrt":
+                starts.add(start + 1)  # after an escaped newline or tab in a JSON string
+            at = lowered.find(hint, at + len(hint))
+    return sorted(starts)
+
+
+def _quoted_values_redacted(text: str) -> str:
     parts: list[str] = []
     last = 0
     for match in _KEYED.finditer(text):

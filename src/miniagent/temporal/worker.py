@@ -65,7 +65,8 @@ async def session_worker(client: Client, *, task_queue: str, model: Model,
     its agent's).
 
     ``metrics`` (a :class:`~miniagent.observe.metrics.Metrics`) counts the model calls and
-    tool calls this worker makes.
+    tool calls this worker makes, and the runs and approvals of the workflows it runs (their
+    events as they happen here, not as a replay rebuilds them).
 
     ``options`` go to :class:`temporalio.worker.Worker` (e.g. ``max_concurrent_activities``).
     """
@@ -74,7 +75,8 @@ async def session_worker(client: Client, *, task_queue: str, model: Model,
     tools = await Toolbox.gather(sources)
     caps = model.capabilities
     register(task_queue, Served(tools=tools, tool_mode=caps.tool_mode,
-                                native_tools=caps.native_tools))
+                                native_tools=caps.native_tools,
+                                observe=None if metrics is None else metrics.workflow_event))
     activities = SessionActivities(model, tools, heartbeat_every=heartbeat_every,
                                    metrics=metrics)
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=1))

@@ -1,4 +1,5 @@
-"""What a worker serves, by task queue: its toolbox and its model's profile.
+"""What a worker serves, by task queue: its toolbox, its model's profile, and who counts the
+events of the workflows it runs (its metrics).
 
 A worker (:func:`~miniagent.temporal.worker.session_worker`) lists its tool sources once when it
 starts and registers the result here under its task queue. The session workflow runs in that
@@ -11,7 +12,9 @@ task queue reads that worker's registration, which serves the same tools.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from miniagent.errors import UserError
 from miniagent.tools.toolbox import Toolbox
@@ -21,11 +24,14 @@ __all__ = ["Served", "register", "served", "unregister"]
 
 @dataclass(frozen=True)
 class Served:
-    """One worker's tools and the profile of its model."""
+    """One worker's tools, the profile of its model, and its metrics' workflow hook."""
 
     tools: Toolbox
     tool_mode: str = "auto"
     native_tools: bool | None = None
+    observe: Callable[[Any], None] | None = None
+    """Told each event the workflows of this worker emit, replays left out
+    (:meth:`~miniagent.observe.metrics.Metrics.workflow_event`)."""
 
 
 _SERVED: dict[str, Served] = {}

@@ -131,6 +131,7 @@ class WorkflowEffects:
 
     def __init__(self, flow: SessionWorkflow, tools: Served) -> None:
         self.flow, self.tools, self.options = flow, tools.tools, flow.options
+        self.observe = tools.observe
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         check_size(request, "the model request (the whole transcript)")
@@ -223,6 +224,14 @@ class WorkflowEffects:
 
     def emit(self, event: ev.Event) -> None:
         self.flow.log.append(event)
+        if self.observe is not None and not workflow.unsafe.is_replaying():
+            # the worker's metrics: outside the workflow's state, so a replay (which skips
+            # this) and a metrics failure change nothing the workflow decides
+            with workflow.unsafe.sandbox_unrestricted():
+                try:
+                    self.observe(event)
+                except Exception as exc:
+                    workflow.logger.warning("metrics: an event was not counted: %s", exc)
 
 
 @workflow.defn(name=WORKFLOW_NAME, failure_exception_types=[ValidationError, UserError])

@@ -443,15 +443,17 @@ class Inbox:
 
     def _login_by_link(self, request: Request, ctx: views.Ctx, peer: str) -> Response:
         """``GET /login?once=CODE``: a one-time link printed at start logs this browser in
-        and never works again (so the browser's history keeps nothing that does)."""
+        and never works again (so the browser's history keeps nothing that does). A valid
+        link works from a throttled address too: its code cannot be guessed, and another user
+        of the same address (loopback, a proxy) must not lock its owner out."""
+        if self.gate.token is not None and self.gate.redeem(request.query_params["once"]):
+            return self._logged_in(request, ctx)
         if not self.throttle.allowed(peer):
             return self._too_many(ctx)
-        if self.gate.token is None or not self.gate.redeem(request.query_params["once"]):
-            self.throttle.failed(peer)
-            return HTMLResponse(views.login_page(ctx, error=(
-                "That login link was used already or has expired: type the token.")),
-                status_code=403)
-        return self._logged_in(request, ctx)
+        self.throttle.failed(peer)
+        return HTMLResponse(views.login_page(ctx, error=(
+            "That login link was used already or has expired: type the token.")),
+            status_code=403)
 
     def _logged_in(self, request: Request, ctx: views.Ctx) -> Response:
         response = RedirectResponse(f"{ctx.base}/", status_code=303)
