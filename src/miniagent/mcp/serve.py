@@ -11,8 +11,9 @@ Over streamable HTTP (:func:`serve_http`), an optional bearer token is required 
 request, compared in constant time, and DNS-rebinding protection always checks the ``Host`` and
 ``Origin`` headers (loopback names, the bound address, and the names given with
 ``--allow-host``). At most :data:`MAX_CALLS` calls run at once and :data:`MAX_SESSIONS` sessions
-are kept, :data:`MAX_SESSIONS_PER_CLIENT` of them for one client (one remote address); a
-client's idempotency key is scoped to that client's connection.
+are kept, :data:`MAX_SESSIONS_PER_CLIENT` of them for one client (one remote address: past
+them, its least recently used idle session is ended); a client's idempotency key is scoped to
+that client's connection.
 """
 
 from __future__ import annotations
@@ -130,8 +131,9 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 64
 """MCP sessions one server keeps at a time (the SDK's default is 10,000); past them, 503."""
 MAX_SESSIONS_PER_CLIENT = 16
-"""MCP sessions one client (one remote address) may hold at a time; past them, 429. Clients
-behind one proxy, or every client on this machine, share an address, hence a quarter."""
+"""MCP sessions one client (one remote address) may hold at a time; one more ends its least
+recently used idle session (429 only when every one has a request in flight). Clients behind
+one proxy, or every client on this machine, share an address, hence a quarter."""
 SESSION_IDLE_TIMEOUT = 30 * 60.0
 """Seconds a session may go without a request in flight before it is closed."""
 
