@@ -143,6 +143,20 @@ async def test_concurrent_calls_are_bounded(tmp_path: Path) -> None:
     assert 1 < most <= MAX_CALLS
 
 
+async def test_a_tool_without_a_docstring_is_served_with_a_description(tmp_path: Path) -> None:
+    """Clients that require a description (the conformance suite's tools-list) accept it."""
+    (tmp_path / "bare.py").write_text(
+        "from miniagent import tool\n\n@tool\ndef get_weather(city: str) -> str:\n"
+        "    return city\n", encoding="utf-8")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "miniagent", "mcp-serve", "--tools",
+                                      str(tmp_path / "bare.py")],
+        env={**os.environ, **env()})
+    async with Client(params) as client:
+        listed = await client.list_tools()
+    assert [(t.name, t.description) for t in listed.tools] == [("get_weather", "Get weather.")]
+
+
 async def test_rebinding_protection_holds_on_any_address(tools_file: Path) -> None:
     """The SDK protects only 127.0.0.1, localhost and ::1 by itself: on another address (here
     127.0.0.2, still loopback) the Host and Origin checks hold too."""

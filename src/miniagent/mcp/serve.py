@@ -4,8 +4,9 @@ A :class:`~miniagent.tools.registry.ToolRegistry` becomes a low-level MCP ``Serv
 official SDK: ``tools/list`` gives each tool's JSON Schema, ``tools/call`` runs it through
 :meth:`ToolRegistry.execute`, so MCP clients get the same argument validation, coercion,
 timeouts and error messages as our own agents (an error observation is an ``is_error``
-result). Tools that require approval are not served: an MCP client has no way to ask our
-person, and such a tool never runs unapproved.
+result). A tool without a description (no docstring) is described by its name, since some
+clients require one. Tools that require approval are not served: an MCP client has no way to
+ask our person, and such a tool never runs unapproved.
 
 Over streamable HTTP (:func:`serve_http`), an optional bearer token is required on every
 request, compared in constant time, and DNS-rebinding protection always checks the ``Host`` and
@@ -105,8 +106,15 @@ def _client_of(clients: weakref.WeakKeyDictionary[Any, str], ctx: Any) -> str:
 
 def _describe(types: Any, item: Tool) -> Any:
     hints = types.ToolAnnotations(idempotent_hint=True) if item.idempotent else None
-    return types.Tool(name=item.name, description=item.description,
+    return types.Tool(name=item.name, description=item.description or _from_name(item.name),
                       input_schema=item.parameters, annotations=hints)
+
+
+def _from_name(name: str) -> str:
+    """A description for a tool that has none (no docstring), which some clients require:
+    its name as words (``get_weather``: ``Get weather.``)."""
+    words = " ".join(name.replace("-", " ").replace("_", " ").split()) or name
+    return f"{words[:1].upper()}{words[1:]}."
 
 
 def _client_key(params: Any) -> str | None:
