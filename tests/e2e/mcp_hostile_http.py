@@ -4,6 +4,8 @@ It shakes hands properly (``initialize``; ``server/discover`` is an unknown meth
 client falls back to the handshake), then answers ``tools/list`` as the test says: an endless
 body (a bounded generator: at most :data:`ENDLESS_BYTES`), a small gzip body that unpacks to
 far more than any cap, or a ``Content-Length`` of a gigabyte. It counts the bytes it sent.
+In mode ``oauth`` it refuses every request as an OAuth resource server does: 401 with
+``WWW-Authenticate: Bearer`` and a JSON body ``{"error": "invalid_token", ...}``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ UNPACKED_BYTES = 128 << 20
 """What the gzip answer unpacks to."""
 _PIECE = (json.dumps({"name": "t", "description": "x" * 900, "inputSchema": {
     "type": "object"}}) + ",").encode() * 64  # about 64 kB of tool entries
+_EXPIRED = {"error": "invalid_token", "error_description": "The access token expired"}
 
 
 class HostileMCP:
@@ -56,7 +59,10 @@ def _handler(state: HostileMCP) -> type[BaseHTTPRequestHandler]:
             message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             method = message.get("method", "")
             state.methods.append(method)
-            if "id" not in message:
+            if state.mode == "oauth":
+                self._send(401, json.dumps(_EXPIRED).encode(), "application/json",
+                           {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+            elif "id" not in message:
                 self._send(202, b"", "text/plain")
             elif method == "initialize":
                 self._answer(message["id"], {

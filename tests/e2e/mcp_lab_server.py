@@ -27,6 +27,14 @@ def die() -> str:
 
 
 @server.tool()
+def die_counted(ledger: str) -> str:
+    """Write a line to the file ``ledger`` (what this server received), then exit unanswered."""
+    with open(ledger, "a", encoding="utf-8") as file:
+        file.write(f"{os.getpid()}\n")
+    os._exit(3)
+
+
+@server.tool()
 def count() -> int:
     """Count the calls of this tool (a side effect: not idempotent)."""
     calls["count"] += 1

@@ -79,6 +79,21 @@ def test_the_cap_is_one_line_without_the_sdks_traceback() -> None:
 
 # -- errors that say their cause ----------------------------------------------------------
 
+async def test_an_oauth_refusal_with_a_json_body_names_its_status() -> None:
+    with hostile_mcp("oauth") as (url, state):
+        server = MCPServer.http(url, connect_timeout=10)
+        try:
+            with pytest.raises(ToolDefinitionError) as caught:
+                await server.list_tools()
+        finally:
+            await server.aclose()
+    assert state.methods  # it was asked, and refused
+    assert str(caught.value) == (
+        f"cannot list the tools of MCP server {url}: MCP error -32603: HTTP 401 Unauthorized: "
+        'check the token (the server says: {"error": "invalid_token", "error_description": '
+        '"The access token expired"})')
+
+
 @pytest.mark.usefixtures("no_orphans")
 async def test_a_stdio_server_that_exits_at_start_is_told_with_its_stderr(
         capsys: pytest.CaptureFixture[str]) -> None:

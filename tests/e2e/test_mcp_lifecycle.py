@@ -21,7 +21,7 @@ from miniagent import Agent, RetryPolicy, ScriptedModel
 from miniagent.mcp import MCPServer, ToolRule
 from miniagent.store.sqlite import SQLiteStore
 from miniagent.tools.toolbox import Toolbox
-from miniagent.types import ToolCall
+from miniagent.types import Observation, ToolCall
 from miniagent.waits import reporting_waits
 
 __all__ = ["no_orphans"]  # fixture
@@ -148,28 +148,48 @@ async def test_a_dead_server_is_started_again_on_the_next_call() -> None:
 
 
 @pytest.mark.usefixtures("no_orphans")
-async def test_an_idempotent_call_meeting_a_dead_server_is_sent_again() -> None:
-    server = lab()
-    try:
-        await server.list_tools()
+async def test_an_idempotent_call_meeting_a_dead_server_is_sent_again_under_its_policy() -> None:
+    async def after_a_kill(server: MCPServer) -> tuple[Observation, int]:
+        toolbox = await Toolbox.gather([server])
         first_pid = int((await call(server, "pid"))[0])
         os.kill(first_pid, signal.SIGKILL)
         assert not wait_gone({first_pid})
-        output, is_error = await call(server, "pid")
+        return await toolbox.execute(ToolCall(id="c", name="pid", arguments={})), first_pid
+
+    policy = RetryPolicy(max_attempts=2, initial_delay=0.01)
+    server = lab(rules={"pid": ToolRule(retry=policy)})
+    try:
+        observation, _ = await after_a_kill(server)
     finally:
         await server.aclose()
     # pid is not annotated idempotent: the call fails once, the server restarts on the next
-    assert is_error and "started again" in output
-    server = lab(rules={"pid": ToolRule(idempotent=True)})
+    assert observation.is_error and "started again" in observation.output
+    assert observation.attempts == 1
+    server = lab(rules={"pid": ToolRule(idempotent=True, retry=policy)})
     try:
-        await server.list_tools()
-        first_pid = int((await call(server, "pid"))[0])
-        os.kill(first_pid, signal.SIGKILL)
-        assert not wait_gone({first_pid})
-        output, is_error = await call(server, "pid")
+        observation, first_pid = await after_a_kill(server)
     finally:
         await server.aclose()
-    assert not is_error and int(output) != first_pid
+    assert not observation.is_error and int(observation.output) != first_pid
+    assert observation.attempts == 2
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_an_idempotent_call_is_sent_as_often_as_the_record_says(tmp_path: Path) -> None:
+    """tool_retry=3 bounds what the server receives: one layer of retries, not two."""
+    ledger = tmp_path / "received.txt"
+    model = ScriptedModel([react("die_counted", {"ledger": str(ledger)}),
+                           "Thought: it failed\nFinal Answer: gave up"])
+    agent = Agent(model=model, tools=[lab(rules={"die_counted": ToolRule(idempotent=True)})],
+                  tool_retry=RetryPolicy(max_attempts=3, initial_delay=0.01))
+    try:
+        result = await agent.arun("crash it")
+    finally:
+        await agent.aclose()
+    observation = result.steps[0].calls[0].observation
+    assert observation is not None and observation.is_error
+    assert observation.attempts == 3
+    assert len(ledger.read_text(encoding="utf-8").splitlines()) == 3
 
 
 @pytest.mark.usefixtures("no_orphans")
@@ -313,17 +333,19 @@ async def test_the_idempotency_key_reaches_the_server() -> None:
 
 @pytest.mark.usefixtures("no_orphans")
 async def test_concurrent_calls_meeting_a_dead_server_restart_it_once() -> None:
-    server = lab(rules={"pid": ToolRule(idempotent=True)})
+    server = lab(rules={"pid": ToolRule(idempotent=True,
+                                        retry=RetryPolicy(max_attempts=2, initial_delay=0.01))})
     try:
-        await server.list_tools()
+        toolbox = await Toolbox.gather([server])
         first_pid = int((await call(server, "pid"))[0])
         os.kill(first_pid, signal.SIGKILL)
         assert not wait_gone({first_pid})
-        results = await asyncio.gather(*(call(server, "pid") for _ in range(4)))
+        results = await asyncio.gather(*(
+            toolbox.execute(ToolCall(id=f"c{i}", name="pid", arguments={})) for i in range(4)))
     finally:
         await server.aclose()
-    assert all(not is_error for _, is_error in results)
-    pids = {int(output) for output, _ in results}
+    assert all(not result.is_error for result in results)
+    pids = {int(result.output) for result in results}
     assert len(pids) == 1 and first_pid not in pids
 
 

@@ -291,36 +291,37 @@ class MCPServer:
 
     async def _invoke(self, server_name: str, arguments: dict[str, Any],
                       timeout: float | None = None) -> str:
-        """The result's text; raises :class:`ToolError` with what the model should read."""
+        """The result's text; raises :class:`ToolError` with what the model should read.
+
+        Sent once: trying again is the executor's, under the tool's retry policy (a lost
+        connection or a timeout is ``retryable`` for an idempotent tool), so the server
+        receives as many attempts as the observation records."""
         limit = timeout or self.config.call_timeout
-        for attempt in (1, 2):
-            client = await self._client_or_error()
-            try:
-                result = await asyncio.wait_for(
-                    client.call_tool(server_name, arguments, read_timeout_seconds=limit,
-                                     meta=_meta()), limit)
-            except asyncio.TimeoutError:
-                trouble = self._trouble(client)
-                raise ToolError(f"MCP tool {server_name!r} did not answer within {limit:g} s "
-                                f"(call timeout){f'; {trouble}' if trouble else ''}.",
-                                retryable=self._idempotent.get(server_name, False)) from None
-            except Exception as exc:
-                if not _connection_lost(exc):
-                    raise ToolError(f"MCP tool {server_name!r} failed: {_why(exc)}") from None
-                trouble = await self._exit_trouble(client)
-                await self._drop(client)
-                if attempt == 1 and self._idempotent.get(server_name, False):
-                    continue  # safe to send again to a restarted server
-                raise ToolError(
-                    f"MCP server {self.config.label} closed the connection during "
-                    f"{server_name!r} ({trouble or 'it may have exited'}); the call's outcome "
-                    "is unknown. The server is started again on the next call.",
-                    retryable=self._idempotent.get(server_name, False)) from None
-            text = result_text(result)
-            if getattr(result, "is_error", False):
-                raise ToolError(f"MCP tool {server_name!r} returned an error: {text}")
-            return text
-        raise AssertionError("unreachable")  # pragma: no cover
+        idempotent = self._idempotent.get(server_name, False)
+        client = await self._client_or_error()
+        try:
+            result = await asyncio.wait_for(
+                client.call_tool(server_name, arguments, read_timeout_seconds=limit,
+                                 meta=_meta()), limit)
+        except asyncio.TimeoutError:
+            trouble = self._trouble(client)
+            raise ToolError(f"MCP tool {server_name!r} did not answer within {limit:g} s "
+                            f"(call timeout){f'; {trouble}' if trouble else ''}.",
+                            retryable=idempotent) from None
+        except Exception as exc:
+            if not _connection_lost(exc):
+                raise ToolError(f"MCP tool {server_name!r} failed: {_why(exc)}") from None
+            trouble = await self._exit_trouble(client)
+            await self._drop(client)
+            raise ToolError(
+                f"MCP server {self.config.label} closed the connection during "
+                f"{server_name!r} ({trouble or 'it may have exited'}); the call's outcome "
+                "is unknown. The server is started again on the next call.",
+                retryable=idempotent) from None
+        text = result_text(result)
+        if getattr(result, "is_error", False):
+            raise ToolError(f"MCP tool {server_name!r} returned an error: {text}")
+        return text
 
     async def _client_or_error(self) -> Any:
         try:

@@ -8,9 +8,10 @@ any refusal (401, 403, 500...) into ``Server returned an error response``. The
   the decoded bytes (a small gzip body cannot unpack into gigabytes); the SDK reports the
   :class:`ResponseTooLarge` as the failure of that one request. Event streams are left alone:
   the SDK bounds each event (we give it the same cap) and a call's timeout bounds the stream;
-- a refusal whose body is not a JSON-RPC error becomes one that names the status (``HTTP 401
-  Unauthorized: check the token``) and what the server said; 404 is left to the SDK, which
-  reads it as an unknown method or an ended session.
+- a refusal whose body is not a JSON-RPC error (plain text, an OAuth error's JSON
+  ``{"error": "invalid_token"}``, nothing) becomes one that names the status (``HTTP 401
+  Unauthorized: check the token``) and what the server said; a JSON-RPC error is passed on as
+  it is; 404 is left to the SDK, which reads it as an unknown method or an ended session.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = ["MAX_RESPONSE_BYTES", "BoundedTransport", "ResponseTooLarge", "http_c
 MAX_RESPONSE_BYTES = DEFAULT_MAX_BODY_BYTES
 """The longest answer read from an MCP server (32 MiB, as for a model's answer)."""
 _EXCERPT_BYTES = 300  # of a refusal's body, to show what the server said
+_REFUSAL_BYTES = 64 << 10  # a refusal's body read at most, to find a JSON-RPC error in it
 _HINTS = {401: "check the token", 403: "the token is not allowed here"}
 _INTERNAL_ERROR = -32603  # the code the SDK gives a refusal too
 
@@ -61,8 +63,7 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
         kind = response.headers.get("content-type", "").lower()
         if kind.startswith("text/event-stream"):
             return response
-        if response.status_code >= 400 and response.status_code != 404 \
-                and not kind.startswith("application/json"):
+        if response.status_code >= 400 and response.status_code != 404:
             return await _refusal(response, request)
         return _BoundedResponse(self._limit, status_code=response.status_code,
                                 headers=response.headers, stream=response.stream,
@@ -94,31 +95,51 @@ class _BoundedResponse(httpx2.Response):
 
 
 async def _refusal(response: httpx2.Response, request: httpx2.Request) -> httpx2.Response:
-    """The refusal as a JSON-RPC error naming its status (the SDK shows a JSON-RPC error body
-    as the request's error), with the start of what the server said."""
-    said = await _excerpt(response)
-    status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
-    hint = _HINTS.get(response.status_code)
-    message = status + (f": {hint}" if hint else "") + (f" (the server says: {said})"
-                                                         if said else "")
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": _INTERNAL_ERROR, "message": message}}
+    """The refusal as a JSON-RPC error (the SDK shows one as the request's error): the
+    server's own when its body is one, else one naming the status and the start of what the
+    server said."""
+    body = await _start_of(response)
+    if _is_rpc_error(body):
+        content = body
+    else:
+        said = " ".join(body[:_EXCERPT_BYTES].decode("utf-8", "replace").split())
+        status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+        hint = _HINTS.get(response.status_code)
+        message = status + (f": {hint}" if hint else "") + (f" (the server says: {said})"
+                                                             if said else "")
+        content = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+            "code": _INTERNAL_ERROR, "message": message}}, ensure_ascii=False).encode()
     return httpx2.Response(response.status_code, headers={"content-type": "application/json"},
-                           content=json.dumps(body, ensure_ascii=False).encode(),
-                           extensions=response.extensions, request=request)
+                           content=content, extensions=response.extensions, request=request)
 
 
-async def _excerpt(response: httpx2.Response) -> str:
-    """The first bytes of a plain-text body, on one line; the rest is not read."""
+async def _start_of(response: httpx2.Response) -> bytes:
+    """About the first :data:`_REFUSAL_BYTES` of a text or JSON body that is not compressed
+    (a compressed one is not unpacked); the rest is not read."""
+    kind = response.headers.get("content-type", "").lower()
     kept = b""
     try:
-        if response.headers.get("content-type", "").startswith("text/") and \
+        if (kind.startswith("text/") or "json" in kind) and \
                 not response.headers.get("content-encoding"):
             async for chunk in response.stream:  # type: ignore[union-attr]
                 kept += chunk
-                if len(kept) >= _EXCERPT_BYTES:
-                    break
+                if len(kept) > _REFUSAL_BYTES:
+                    break  # cut: no longer JSON, its start is shown
     except httpx2.HTTPError:
-        pass  # the refusal is told without it
+        pass  # the refusal is told with what arrived
     finally:
         await response.aclose()
-    return " ".join(kept[:_EXCERPT_BYTES].decode("utf-8", "replace").split())
+    return kept
+
+
+def _is_rpc_error(body: bytes) -> bool:
+    """Whether ``body`` is a JSON-RPC error, which the SDK shows with its own message."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
+        return False
+    error = value.get("error")
+    return (isinstance(error, dict) and isinstance(error.get("message"), str)
+            and isinstance(error.get("code"), int))

@@ -4,15 +4,17 @@ A :class:`~miniagent.tools.registry.ToolRegistry` becomes a low-level MCP ``Serv
 official SDK: ``tools/list`` gives each tool's JSON Schema, ``tools/call`` runs it through
 :meth:`ToolRegistry.execute`, so MCP clients get the same argument validation, coercion,
 timeouts and error messages as our own agents (an error observation is an ``is_error``
-result). Tools that require approval are not served: an MCP client has no way to ask our
-person, and such a tool never runs unapproved.
+result). A tool without a description (no docstring) is described by its name, since some
+clients require one. Tools that require approval are not served: an MCP client has no way to
+ask our person, and such a tool never runs unapproved.
 
 Over streamable HTTP (:func:`serve_http`), an optional bearer token is required on every
 request, compared in constant time, and DNS-rebinding protection always checks the ``Host`` and
 ``Origin`` headers (loopback names, the bound address, and the names given with
 ``--allow-host``). At most :data:`MAX_CALLS` calls run at once and :data:`MAX_SESSIONS` sessions
-are kept, :data:`MAX_SESSIONS_PER_CLIENT` of them for one client (one remote address); a
-client's idempotency key is scoped to that client's connection.
+are kept, :data:`MAX_SESSIONS_PER_CLIENT` of them for one client (one remote address: past
+them, its least recently used idle session is ended); a client's idempotency key is scoped to
+that client's connection.
 """
 
 from __future__ import annotations
@@ -104,8 +106,15 @@ def _client_of(clients: weakref.WeakKeyDictionary[Any, str], ctx: Any) -> str:
 
 def _describe(types: Any, item: Tool) -> Any:
     hints = types.ToolAnnotations(idempotent_hint=True) if item.idempotent else None
-    return types.Tool(name=item.name, description=item.description,
+    return types.Tool(name=item.name, description=item.description or _from_name(item.name),
                       input_schema=item.parameters, annotations=hints)
+
+
+def _from_name(name: str) -> str:
+    """A description for a tool that has none (no docstring), which some clients require:
+    its name as words (``get_weather``: ``Get weather.``)."""
+    words = " ".join(name.replace("-", " ").replace("_", " ").split()) or name
+    return f"{words[:1].upper()}{words[1:]}."
 
 
 def _client_key(params: Any) -> str | None:
@@ -130,8 +139,9 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 64
 """MCP sessions one server keeps at a time (the SDK's default is 10,000); past them, 503."""
 MAX_SESSIONS_PER_CLIENT = 16
-"""MCP sessions one client (one remote address) may hold at a time; past them, 429. Clients
-behind one proxy, or every client on this machine, share an address, hence a quarter."""
+"""MCP sessions one client (one remote address) may hold at a time; one more ends its least
+recently used idle session (429 only when every one has a request in flight). Clients behind
+one proxy, or every client on this machine, share an address, hence a quarter."""
 SESSION_IDLE_TIMEOUT = 30 * 60.0
 """Seconds a session may go without a request in flight before it is closed."""
 
