@@ -262,11 +262,9 @@ def _on_this_machine(base_url: str) -> bool:
     import ipaddress
     from urllib.parse import urlsplit
 
-    host = urlsplit(base_url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
+    try:  # a malformed URL is refused, with its reason, by the model built from it
+        host = urlsplit(base_url).hostname or ""
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 
