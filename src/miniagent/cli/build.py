@@ -277,7 +277,7 @@ def _served_model_entry(base_url: str, model: str | None,
 
     request = urllib.request.Request(f"{base_url.rstrip('/')}/models")
     if api_key:
-        request.add_header("Authorization", f"Bearer {api_key}")
+        request.add_unredirected_header("Authorization", f"Bearer {api_key}")
     try:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback
         with opener.open(request, timeout=SERVED_PROBE_TIMEOUT) as reply:
