@@ -52,6 +52,7 @@ from miniagent.cli.observing import (
 )
 from miniagent.cli.safe_text import markup, visible
 from miniagent.errors import ConfigError
+from miniagent.sync import run_coroutine
 from miniagent.types import RunResult
 
 T = TypeVar("T")
@@ -61,6 +62,12 @@ TemporalOption = Annotated[str | None, typer.Option(
     "the SQLite store.")]
 TaskQueueOption = Annotated[str, typer.Option(
     "--task-queue", help="The Temporal task queue the workers serve.")]
+
+STOP_GRACE = 5.0
+"""Seconds a stopping worker gives its shutdown (its calls in flight cancelled and reported,
+the server told it leaves) before it leaves all the same: a server that did not answer held
+it 30 s per request. Left so, it is a worker that died: the cluster gives its calls to
+another worker after their heartbeat timeout."""
 
 
 def exit_now(code: int) -> NoReturn:
@@ -157,7 +164,7 @@ def worker(
         meter_provider = otlp_meters(otlp)
         try:
             with serving_metrics(llm, metrics, meter_provider) as counting:
-                _run(lambda: _serve(temporal, task_queue, llm, sources, counting, options))
+                run_coroutine(_serve(temporal, task_queue, llm, sources, counting, options))
         finally:
             if meter_provider is not None:
                 meter_provider.shutdown()  # sends the last figures
@@ -185,10 +192,25 @@ async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],
     typer.echo(visible(f"miniagent worker: serving task queue {task_queue} at {address} "
                        f"(tools: {names}); Ctrl-C stops"), err=True)
     try:
-        await serving.run()
+        await _run_until_cancelled(serving)
     finally:  # MCP server processes end with the worker
         for source in sources:
             await source.aclose()
+
+
+async def _run_until_cancelled(serving: Any) -> None:
+    """Run the worker; once cancelled (Ctrl-C), give its shutdown :data:`STOP_GRACE`
+    seconds, then leave all the same."""
+    running = asyncio.ensure_future(serving.run())
+    try:
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        running.cancel()  # its shutdown cancels the calls in flight (a sync tool's thread
+        # cannot be stopped: it ends with the process)
+        if not (await asyncio.wait({running}, timeout=STOP_GRACE))[0]:
+            typer.echo(f"miniagent worker: the shutdown did not end within {STOP_GRACE:g} s "
+                       "(the cluster does not answer); leaving without it", err=True)
+        raise
 
 
 # -- miniagent run --temporal, sessions resume --temporal ---------------------------------
