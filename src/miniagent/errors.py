@@ -21,7 +21,8 @@
         └── SessionError        a session cannot be loaded, saved or moved that way
             ├── SessionNotFound
             ├── SessionVersionError   saved by a newer miniagent
-            ├── SessionBusy           another process is running it
+            ├── SessionBusy           another process is running it (or has the store
+            │                         locked for now: try again)
             └── StoreCorrupted        the store file (or one session in it) is damaged
         └── PayloadTooLarge     a payload over a driver's size limit (Temporal's 2 MB)
     └── RunInterrupted          raised by a driver's effects: the run cannot go on here
@@ -130,7 +131,8 @@ class SessionVersionError(SessionError):
 
 
 class SessionBusy(SessionError):
-    """Another live process holds the session's lease."""
+    """Another live process holds the session's lease, or held the store's file locked for
+    longer than the store waits (trying again later may succeed)."""
 
 
 class StoreCorrupted(SessionError):

@@ -11,8 +11,9 @@ limits here are kept per process, not per agent or per loop, so they hold across
   A tool's slots belong to its definition (a :class:`SlotKey` its copies share: a renamed,
   prefixed or re-ruled copy counts against the same limit), not to its name, so two tools
   that happen to share a name never wait for each other. A call made inside a call of the
-  same tool (an agent that calls itself, through any depth) finds how many slots its own
-  callers hold (:func:`held_by_callers`): waiting when they hold them all would never end.
+  same tool (an agent that calls itself, through any depth) finds that its callers hold a
+  slot (:func:`held_by_callers`), and the toolbox refuses it rather than let it wait: two
+  such calls, each holding one of two slots, would each wait for the other's.
 - :class:`RateWindow`: at most N units (requests, or tokens) started in any 60 seconds,
   reserved in arrival order.
 - :class:`Endpoint`: what the sessions sharing a model endpoint share (:func:`endpoint`): its

@@ -14,12 +14,18 @@ from miniagent.mcp.session_quota import SessionsPerClient
 
 class Sessions:
     """The app behind the cap: it opens a session per request without one, ends it on DELETE;
-    a GET of a session waits until ``release`` is set (a stream held open: a busy session)."""
+    a GET of a session waits until ``release`` is set (a stream held open: a busy session),
+    and says so through :meth:`streaming`."""
 
     def __init__(self) -> None:
         self.live: set[str] = set()
         self.release = asyncio.Event()
         self._numbers = itertools.count(1)
+        self._streams: dict[str, asyncio.Event] = {}
+
+    def streaming(self, session: str) -> asyncio.Event:
+        """Set once a GET of ``session`` holds its stream open."""
+        return self._streams.setdefault(session, asyncio.Event())
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         await asyncio.sleep(0)  # as a real app would: concurrent requests interleave
@@ -36,6 +42,7 @@ class Sessions:
             if scope["method"] == "DELETE":
                 self.live.discard(given.decode())
             elif scope["method"] == "GET":
+                self.streaming(given.decode()).set()
                 await self.release.wait()
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
@@ -117,11 +124,11 @@ async def test_a_busy_session_is_never_ended() -> None:
     app = SessionsPerClient(backend, limit=2, idle_timeout=60)
     first, second = await open_session(app), await open_session(app)
     streams = [asyncio.create_task(request(app, "10.0.0.1", "GET", first))]
-    await asyncio.sleep(0.01)  # the stream is open: first is busy
+    await asyncio.wait_for(backend.streaming(first).wait(), 10)  # first is busy now
     third = await open_session(app)  # second, idle, is ended although first is older
     assert backend.live == {first, third} and second not in backend.live
     streams.append(asyncio.create_task(request(app, "10.0.0.1", "GET", third)))
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(backend.streaming(third).wait(), 10)
     status, _, body = await request(app, "10.0.0.1")
     assert status == 429 and backend.live == {first, third}
     assert json.loads(body)["error"]["message"] == (

@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("prometheus_client")
 
+from metric_tools import broken, weather
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -46,18 +47,6 @@ def fires(metrics: Metrics, alertname: str, tmp_path: Path) -> bool:
         return False
     assert alertname in done.stdout + done.stderr, done.stdout + done.stderr  # no other fault
     return True
-
-
-@tool
-def weather(city: str) -> str:
-    """Current weather of a city."""
-    return "sunny"
-
-
-@tool
-def broken(city: str) -> str:
-    """A tool that always fails."""
-    raise RuntimeError("service unavailable")
 
 
 def act(name: str, **args: Any) -> str:

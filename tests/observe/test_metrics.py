@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("prometheus_client")
 
+from metric_tools import broken, weather
 from prometheus_client.parser import text_string_to_metric_families
 
 from miniagent import Agent, ScriptedModel, tool
@@ -28,18 +29,6 @@ from miniagent.observe.metrics import (
 from miniagent.runtime import events as ev
 from miniagent.store.sqlite import SQLiteStore
 from miniagent.types import Observation, ToolCall
-
-
-@tool
-def weather(city: str) -> str:
-    """Current weather of a city."""
-    return "sunny"
-
-
-@tool
-def broken(city: str) -> str:
-    """A tool that always fails."""
-    raise RuntimeError("service unavailable")
 
 
 @tool(timeout=0.05)

@@ -63,9 +63,25 @@ def test_a_store_made_before_the_revisions_is_read_and_then_given_them(tmp_path:
     as_it_was = [(r.session_id, r.tokens) for r in read_only.page(SessionQuery())]
     stamp = read_only.revision("old").stamp
     read_only.close()
-    store = SQLiteStore(path)  # opened for writing: the table is added and filled
+    store = SQLiteStore(path)  # opened for writing: the table is added, empty
     given = [(r.session_id, r.tokens) for r in store.page(SessionQuery())]
     store.update("old", lambda s: None)  # saved again: its revision moves
     assert as_it_was == given == [("broken", None), ("old", 42)]
     assert store.revision("old").stamp != stamp
     assert SQLiteStore(path).revision("broken").status == "completed"  # opened again: as is
+
+
+def test_a_session_saved_without_a_revisions_row_lists_its_tokens(tmp_path: Path) -> None:
+    """An older miniagent that writes to a store a newer one has opened adds no revisions row:
+    its sessions' tokens are read from their JSON until they are saved again."""
+    path = tmp_path / "s.db"
+    SQLiteStore(path).close()
+    session = AgentSession.start("older", id="older", at=1.0)
+    session.add_usage(TokenUsage(prompt_tokens=30, completion_tokens=7))
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO sessions VALUES ('older', 'completed', 'older', 0, 1.0, 1.0, ?, "
+               "NULL, NULL)", (json.dumps(session.to_dict()),))
+    db.commit()
+    db.close()
+    store = SQLiteStore(path)
+    assert [(r.session_id, r.tokens) for r in store.page(SessionQuery())] == [("older", 37)]

@@ -2,8 +2,9 @@
 
 Slots belong to a tool's definition, not its name, so a sub-agent's tool never waits for the
 agent tool that called it because the two share a name. An agent tool's depth is judged before
-its call waits for a slot, and a call whose enclosing calls hold every slot of its own tool is
-refused. Each run has a timeout, so a regression ends the run (as a failed assertion) instead
+its call waits for a slot, and a call made inside a call of its own tool is refused, however
+many slots are free: calls that hold every slot between them would otherwise each wait for the
+other's. Each run has a timeout, so a regression ends the run (as a failed assertion) instead
 of hanging the test.
 """
 
@@ -66,20 +67,48 @@ async def test_a_call_inside_its_own_only_slot_is_refused_not_left_waiting() -> 
     agent.sources.append(WithRules(agent.as_tool(name="myself", description="Me."), LIMIT_ONE))
     result = await agent.arun("q")
     assert result.status == "completed"
-    assert "is called from inside its own call(s), which hold every slot" in (
-        result.final_answer or "")
+    assert "is called from inside a call of itself" in (result.final_answer or "")
     assert len(model.requests) == 4
 
 
-async def test_a_second_slot_lets_a_nested_call_run() -> None:
-    """With two slots the nested call takes the free one; the depth rule then stops it."""
-    model = ScriptedModel([act("myself", {"question": "again"})] * 3
-                          + [answer_with_observation] * 3)
+async def test_a_nested_call_is_refused_even_while_a_second_slot_is_free() -> None:
+    """A free slot now may be taken by another session's call a moment later: a nested call
+    never waits on its own tool, so it is refused whatever the count."""
+    model = ScriptedModel([act("myself", {"question": "again"})] * 2
+                          + [answer_with_observation] * 2)
     agent = Agent(model=model, timeout=5)
     agent.sources.append(WithRules(agent.as_tool(name="myself", description="Me.", max_depth=2),
                                    {"*": ToolRule(max_concurrency=2)}))
     result = await agent.arun("q")
     assert result.status == "completed"
-    assert "may nest at most 2 deep, and this call would run at depth 3" in (
-        result.final_answer or "")
-    assert len(model.requests) == 6
+    assert "is called from inside a call of itself" in (result.final_answer or "")
+    assert len(model.requests) == 4
+
+
+def _two_delegations_each_calling_itself(request: ModelRequest) -> dict[str, Any]:
+    """The top run calls ``myself`` twice at once; each sub-run calls it once more."""
+    question = next(m["content"] for m in request.messages if m["role"] == "user")
+    seen = [str(m["content"]) for m in request.messages if m["role"] == "tool"]
+    if seen:
+        return {"content": " | ".join(seen)}
+    asks = {"top": ["a", "b"], "a": ["again"], "b": ["again"]}.get(question, [])
+    if not asks:
+        return {"content": "deep"}
+    return {"content": None, "tool_calls": [
+        {"id": f"c{i}", "type": "function",
+         "function": {"name": "myself", "arguments": json.dumps({"question": ask})}}
+        for i, ask in enumerate(asks)]}
+
+
+async def test_parallel_calls_each_holding_a_slot_do_not_wait_for_each_other_nested() -> None:
+    """Two slots, two calls at once: each holds one, and each one's nested call of the same
+    tool is refused at once (it would wait for a slot only the other could free: forever)."""
+    model = ScriptedModel([_two_delegations_each_calling_itself] * 8, tool_mode="native")
+    agent = Agent(model=model, timeout=10, tool_concurrency=2)
+    agent.sources.append(WithRules(agent.as_tool(name="myself", description="Me."),
+                                   {"*": ToolRule(max_concurrency=2)}))
+    result = await agent.arun("top")
+    assert result.status == "completed"
+    refusal = "is called from inside a call of itself"
+    assert (result.final_answer or "").count(refusal) == 2
+    assert "deep" not in (result.final_answer or "")

@@ -175,8 +175,10 @@ class Metrics:
             SDK's own) whose ``miniagent`` meter records the figures too.
         store: The agent's checkpoint store: a call waiting for approval that another process
             decided (or a session it ended) stops counting as waiting when the approval
-            gauges are read, at most once a second (:data:`STORE_CHECK_SECONDS`). Without
-            one, only this process's events end a wait.
+            gauges are read, at most once a second (:data:`STORE_CHECK_SECONDS`): each
+            session's revision is read, and the session loaded only while it still waits and
+            has changed since it was last loaded. Without one, only this process's events
+            end a wait.
 
     Raises:
         ConfigError: prometheus-client (for a registry) or OpenTelemetry (for a meter
@@ -187,6 +189,8 @@ class Metrics:
                  meter_provider: Any = None, store: Any = None) -> None:
         self.model, self.store = model, store
         self._checked = -STORE_CHECK_SECONDS
+        self._pending_at: dict[str, tuple[str, frozenset[str]]] = {}
+        """The waiting calls of a session as last loaded, and its revision's stamp then."""
         self.registry: Any = None
         """The Prometheus registry, or None when only OpenTelemetry records."""
         self.sinks: list[Any] = []
@@ -332,19 +336,44 @@ class Metrics:
             return
         self._checked = time.monotonic()
         with self._lock:
-            sessions = list(dict.fromkeys(key[0] for key in self._waiting))[:MAX_STORE_CHECKS]
-        for session_id in sessions:
-            try:
-                pending = {p.call_id for p in self.store.load(session_id).pending_approvals()}
-            except SessionNotFound:
-                pending = set()
-            except Exception as exc:  # an unreadable store: the waits stay as they are
-                log.debug("metrics: cannot read session %s: %s", session_id, exc)
+            sessions = list(dict.fromkeys(key[0] for key in self._waiting))
+            self._pending_at = {s: v for s, v in self._pending_at.items() if s in sessions}
+        for session_id in sessions[:MAX_STORE_CHECKS]:
+            pending = self._still_pending(session_id)
+            if pending is None:  # an unreadable store: the waits stay as they are
                 continue
             with self._lock:
                 for key in [k for k in self._waiting if k[0] == session_id]:
                     if key[1] not in pending:
                         del self._waiting[key]
+
+    def _still_pending(self, session_id: str) -> frozenset[str] | None:
+        """The session's calls the store says still wait; None when it cannot say.
+
+        The session's revision (a few columns) is read first: a session no longer waiting
+        has no waiting call, and one whose stamp is the one seen at the last load has the
+        calls found then. Only a waiting session that changed is loaded (a scrape reads the
+        gauges once a second, and a session may be large)."""
+        revision = None
+        try:
+            if hasattr(self.store, "revision"):  # a store of the protocol alone has none
+                revision = self.store.revision(session_id)
+                if revision.status != "awaiting_approval":
+                    return frozenset()
+                known = self._pending_at.get(session_id)
+                if known is not None and known[0] == revision.stamp:
+                    return known[1]
+            session = self.store.load(session_id)
+        except SessionNotFound:
+            return frozenset()
+        except Exception as exc:
+            log.debug("metrics: cannot read session %s: %s", session_id, exc)
+            return None
+        pending = frozenset(p.call_id for p in session.pending_approvals())
+        if revision is not None:
+            with self._lock:
+                self._pending_at[session_id] = (revision.stamp, pending)
+        return pending
 
     def _settle_waiting(self, session_id: str, *, denied: bool) -> None:
         for key in [k for k in self._waiting if k[0] == session_id]:

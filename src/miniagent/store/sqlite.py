@@ -5,7 +5,9 @@ of a small side table (``revisions``: a count of its saves and its counted token
 listing or a page following the session never reads the JSON, nor steps over it (SQLite walks
 a large value's pages to reach the columns after it). A save is a single transaction, so a
 crash at any point leaves the last complete checkpoint readable. A damaged row makes only that
-session unreadable; a damaged file is reported and never overwritten. The file, its folder and
+session unreadable; a damaged file is reported and never overwritten. A lock another process
+holds for longer than ``BUSY_SECONDS`` is :class:`~miniagent.errors.SessionBusy` (try again),
+never taken for damage. The file, its folder and
 its WAL and SHM files are private to the user: they hold whole transcripts.
 """
 
@@ -93,8 +95,15 @@ _TOKENS = ("CASE WHEN NOT json_valid(data) THEN NULL "
            "THEN json_extract(data, '$.usage.estimated_tokens') "
            "ELSE json_extract(data, '$.usage.prompt_tokens') "
            "+ json_extract(data, '$.usage.completion_tokens') END")
-"""A row's counted tokens (``TokenUsage.counted_tokens``) read from its JSON: what fills the
-``revisions`` table of a store made before it (a damaged row has none)."""
+"""A row's counted tokens (``TokenUsage.counted_tokens``) read from its JSON: what a row saved
+before the ``revisions`` table lists (a damaged row has none)."""
+
+_LISTED_TOKENS = f"COALESCE(revisions.tokens, {_TOKENS})"
+"""A listed row's tokens: from its revisions row, else (saved by an older miniagent and not
+since) from its JSON."""
+
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+"""SQLite's primary result codes for a lock another connection holds."""
 
 _Leases = list[tuple[str, str]]  # (session id, owner)
 
@@ -122,6 +131,10 @@ class SQLiteStore:
     RENEW_SECONDS = LEASE_SECONDS / 4
     """How often the leases this store holds are renewed while their runs go on."""
 
+    BUSY_SECONDS = 10.0
+    """How long a read or write waits for another process's lock on the file before it gives
+    up with :class:`~miniagent.errors.SessionBusy`."""
+
     def __init__(self, path: str | Path | None = None, *, readonly: bool = False) -> None:
         self.path = Path(path) if path is not None else default_store_path()
         self.readonly = readonly
@@ -141,7 +154,7 @@ class SQLiteStore:
     def _open(self) -> sqlite3.Connection:
         _private_folder(self.path.parent)
         _private_file(self.path)  # SQLite gives the WAL and SHM files the same mode
-        db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None,
+        db = sqlite3.connect(self.path, timeout=self.BUSY_SECONDS, isolation_level=None,
                              check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
@@ -158,7 +171,7 @@ class SQLiteStore:
             _no_file_in_the_way(self.path)
             return _empty_store()  # nothing saved yet: an empty listing, not an error
         uri = self.path.absolute().as_uri() + "?mode=ro"
-        db = _connect_readonly(uri)
+        db = _connect_readonly(uri, self.BUSY_SECONDS)
         try:
             found = _has_table(db, "sessions")
         except sqlite3.OperationalError:
@@ -166,7 +179,7 @@ class SQLiteStore:
             # not write; no writer has it open then (it would have made the -shm), so it is
             # read as an immutable file
             db.close()
-            db = _connect_readonly(uri + "&immutable=1")
+            db = _connect_readonly(uri + "&immutable=1", self.BUSY_SECONDS)
             found = _has_table(db, "sessions")
         if not found:
             db.close()
@@ -179,6 +192,11 @@ class SQLiteStore:
             "the file and its folder ('miniagent sessions list' and 'show' can still read it)")
 
     def _damaged(self, exc: Exception) -> SessionError:
+        """What a failing SQLite call means: only an error no other cause explains is damage."""
+        if _is_busy(exc):  # another process held its lock past our wait: nothing is wrong
+            return SessionBusy(
+                f"session store {self.path} is busy: another process held it locked for over "
+                f"{self.BUSY_SECONDS:g} s ({exc}); nothing was lost, try again in a moment")
         if "readonly" in str(exc):
             return self._unwritable(exc)
         if "unable to open" in str(exc):  # a folder, /proc, a missing device: not corruption
@@ -235,18 +253,25 @@ class SQLiteStore:
                  "ON CONFLICT(session_id) DO UPDATE SET revision = revision + 1, "
                  "tokens = excluded.tokens", session.id, session.usage.counted_tokens)
 
-    def load(self, session_id: str) -> AgentSession:
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """The connection inside one read transaction, under the lock: what is read in it
+        (a row and its saved calls) is as of one moment. A database error becomes
+        :meth:`_damaged`'s."""
         with self._lock:
             try:
-                self._db.execute("BEGIN")  # one snapshot of the session and its saved calls
+                self._db.execute("BEGIN")
                 try:
-                    row = _execute(self._db, "SELECT data FROM sessions WHERE id = ?",
-                                   session_id).fetchone()
-                    calls = self._saved_calls(self._db, session_id) if row else []
+                    yield self._db
                 finally:
                     self._db.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
+
+    def load(self, session_id: str) -> AgentSession:
+        with self._snapshot() as db:
+            row = _execute(db, "SELECT data FROM sessions WHERE id = ?", session_id).fetchone()
+            calls = self._saved_calls(db, session_id) if row else []
         if row is None:
             raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
         return _with_calls(_decode(session_id, row[0]), calls)
@@ -268,29 +293,22 @@ class SQLiteStore:
         Raises:
             SessionNotFound: No such session.
         """
-        with self._lock:
-            try:
-                self._db.execute("BEGIN")  # the row and its saved calls as of one moment
-                try:
-                    row = _execute(self._db, "SELECT updated_at, status, steps FROM sessions "
-                                   "WHERE id = ?", session_id).fetchone()
-                    marks = self._marks(session_id) if row else ()
-                finally:
-                    self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                raise self._damaged(exc) from None
+        with self._snapshot() as db:
+            row = _execute(db, "SELECT updated_at, status, steps FROM sessions WHERE id = ?",
+                           session_id).fetchone()
+            marks = self._marks(db, session_id) if row else ()
         if row is None:
             raise SessionNotFound(f"no session {storable(session_id)!r} in {self.path}")
         return SessionRevision(session_id=session_id, status=row[1],
                                stamp=stamp_of(*row, *marks))
 
-    def _marks(self, session_id: str) -> tuple[int, int, int]:
+    def _marks(self, db: sqlite3.Connection, session_id: str) -> tuple[int, int, int]:
         """The session's count of saves, how many calls were saved one by one since the last,
-        and the newest one's row id (a call saved again gets a new one). Holds the lock."""
-        saves = _execute(self._db, "SELECT revision FROM revisions WHERE session_id = ?",
+        and the newest one's row id (a call saved again gets a new one)."""
+        saves = _execute(db, "SELECT revision FROM revisions WHERE session_id = ?",
                          session_id).fetchone() if self._revisions else None
         try:
-            calls = _execute(self._db, "SELECT count(*), coalesce(max(rowid), 0) FROM calls "
+            calls = _execute(db, "SELECT count(*), coalesce(max(rowid), 0) FROM calls "
                              "WHERE session_id = ?", session_id).fetchone()
         except sqlite3.OperationalError:  # a store made before the calls table, read-only
             calls = (0, 0)
@@ -316,10 +334,11 @@ class SQLiteStore:
         """One page of the listing (see :class:`~miniagent.store.listing.SessionQuery`), read
         through an index on ``(status, updated_at, id)`` or ``(updated_at, id)``: its cost
         follows the page, not the store (a text filter reads on until the page is full), nor
-        the sessions' size (only columns are read: never a session's JSON)."""
+        the sessions' size (only columns are read: a session's JSON only while it has no
+        revisions row, saved by an older miniagent and not since)."""
         where, params = _page_filter(query)
         order = "ASC" if query.oldest_first else "DESC"
-        tokens, joined = ("revisions.tokens", "LEFT JOIN revisions ON session_id = id") if (
+        tokens, joined = (_LISTED_TOKENS, "LEFT JOIN revisions ON session_id = id") if (
             self._revisions) else (_TOKENS, "")
         sql = (f"SELECT id, status, steps, question, created_at, updated_at, {tokens} "
                f"FROM sessions {joined} {where} ORDER BY updated_at {order}, id {order} LIMIT ?")
@@ -494,21 +513,21 @@ def _has_table(db: sqlite3.Connection, name: str) -> bool:
 
 
 def _add_revisions(db: sqlite3.Connection) -> None:
-    """Give a store made by an older miniagent its revisions table, each session's tokens read
-    from its JSON once (in one transaction: two processes opening the store at once fill it
-    once)."""
-    if _has_table(db, "revisions"):
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        if not _has_table(db, "revisions"):
-            db.execute(_REVISIONS)
-            db.execute(f"INSERT INTO revisions (session_id, revision, tokens) "
-                       f"SELECT id, 0, {_TOKENS} FROM sessions")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
+    """Give a store made by an older miniagent its revisions table, empty: a session gets its
+    row at its next save, and until then the listing reads its tokens from its JSON
+    (:data:`_LISTED_TOKENS`). Filling it here would hold the write lock over every session's
+    JSON, and a large store would keep other processes waiting past their busy timeout."""
+    if not _has_table(db, "revisions"):
+        db.execute(_REVISIONS)
+
+
+def _is_busy(exc: Exception) -> bool:
+    """Whether SQLite gave up waiting for another connection's lock (SQLITE_BUSY, _LOCKED)."""
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if isinstance(code, int):
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    text = str(exc)
+    return "database is locked" in text or "table is locked" in text
 
 
 def _page_filter(query: SessionQuery) -> tuple[str, list[Any]]:
@@ -561,8 +580,8 @@ def _no_file_in_the_way(path: Path) -> None:
             return
 
 
-def _connect_readonly(uri: str) -> sqlite3.Connection:
-    return sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None,
+def _connect_readonly(uri: str, busy_seconds: float) -> sqlite3.Connection:
+    return sqlite3.connect(uri, uri=True, timeout=busy_seconds, isolation_level=None,
                            check_same_thread=False)
 
 

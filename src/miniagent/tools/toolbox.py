@@ -24,8 +24,9 @@ A tool with ``max_concurrency`` runs at most that many calls at once in the proc
 sessions and agents (:func:`miniagent.limits.tool_slots`, kept per tool definition, not per
 name): each attempt takes a slot before step 3 (first come, first served) and gives it back
 after step 4. First the tool's ``precheck`` may refuse the call (an agent tool nested too deep),
-and a call whose own enclosing calls hold every slot of its tool (an agent that calls itself)
-is refused: it could never get one. The wait
+and a call made inside a call of the same tool (an agent that calls itself) is refused: it
+would wait for a slot while its caller holds one, and callers that hold every slot between
+them, each waiting so, would wait forever (:func:`miniagent.limits.held_by_callers`). The wait
 is not part of the tool's timeout (that is for the tool's work), but the run's deadline bounds
 it: a call still waiting then is not run and gets an error observation. A call that has to
 wait is reported (:func:`miniagent.waits.report_wait`: a ``slot_waiting`` event). A call that
@@ -232,10 +233,11 @@ class Toolbox:
             return await self._run(tool, source, checked, context)
         key, what = tool.slot_key, f"tool {tool.name}"
         reason = f"{counted(limit, 'call')} at once (max_concurrency)"
-        if held_by_callers(key) >= limit:
-            return (f"Tool {tool.name!r} was not run: it is called from inside its own "
-                    f"call(s), which hold every slot ({reason}), so it would wait forever. "
-                    "Answer without calling it again.")
+        if held_by_callers(key):  # waiting while holding a slot of the same tool can deadlock
+            return (f"Tool {tool.name!r} was not run: it is called from inside a call of "
+                    f"itself, and a tool limited to {reason} is never run inside its own "
+                    "call (the calls holding its slots could each wait for the other's "
+                    "forever). Answer without calling it again.")
         slots = tool_slots(key)
         deadline = context.deadline if context is not None else None
         if not await slots.acquire(limit, until=deadline,
