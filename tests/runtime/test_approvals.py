@@ -15,7 +15,15 @@ from miniagent import Agent, ScriptedModel, SQLiteStore, tool
 from miniagent.errors import DecisionError, SessionBusy, SessionError
 from miniagent.ids import random_id
 from miniagent.session import AgentSession
-from miniagent.types import CallRecord, Message, Observation, Step, ToolCall
+from miniagent.types import (
+    CallRecord,
+    Decision,
+    Message,
+    Observation,
+    PendingApproval,
+    Step,
+    ToolCall,
+)
 
 RAN: list[str] = []
 
@@ -267,6 +275,37 @@ def test_a_decision_made_elsewhere_at_the_prompt_is_taken_and_wins(tmp_path: Pat
     assert record.observation is not None and record.observation.is_error
     assert "A person denied this call" in record.observation.output
     assert "Reason: not today." in record.observation.output
+
+
+async def test_the_prompt_looks_for_decisions_off_the_event_loop() -> None:
+    """While a person is asked, the store is read for decisions made elsewhere (a read that
+    may wait out a busy database) without holding up the event loop."""
+    from miniagent.runtime.asking import ask_or_take
+
+    loop = asyncio.get_running_loop()
+    looked, loop_free = threading.Event(), list[bool]()
+
+    class Door:
+        def accept_decisions(self, session_id: str, owner: str, accept: bool = True) -> int:
+            return 0
+
+        def decisions_arrived(self, session_id: str, owner: str) -> int:
+            turned = threading.Event()  # set only if the loop runs meanwhile
+            loop.call_soon_threadsafe(turned.set)
+            loop_free.append(turned.wait(10))
+            looked.set()
+            return 0
+
+        def load(self, session_id: str) -> AgentSession:
+            raise AssertionError("no decision arrived")
+
+    def approver(_pending: Any) -> bool:
+        return looked.wait(30)
+
+    pending = [PendingApproval(call_id="c1", tool="pay", arguments={"amount": 500})]
+    answers = await ask_or_take(approver, pending, Door(), "s1", "me")
+    assert answers == {"c1": Decision(approved=True)}
+    assert loop_free and all(loop_free)
 
 
 def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:

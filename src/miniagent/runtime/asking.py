@@ -70,7 +70,8 @@ async def ask_or_take(approver: Approver, pending: list[PendingApproval], store:
     try:
         while not asking.done():
             await asyncio.wait({asking}, timeout=POLL_SECONDS)
-            if not asking.done() and store.decisions_arrived(session_id, owner):
+            if not asking.done() and await run_in_daemon_thread(  # may wait on a busy store
+                    store.decisions_arrived, session_id, owner):
                 stopped.set()
                 await _give_up(approver)
                 break
