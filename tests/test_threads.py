@@ -39,6 +39,26 @@ async def test_a_cancelled_wait_leaves_the_thread_harmless() -> None:
     assert await run_in_daemon_thread(lambda: "next") == "next"
 
 
+
+async def test_an_on_done_that_raises_still_hands_the_result_back(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``on_done`` failing (a store closed, a database error) is logged; the waiter still gets
+    the result, or the exception, of the call."""
+
+    def broken_store(_result: object, _error: BaseException | None) -> None:
+        raise RuntimeError("the store is closed")
+
+    def boom() -> None:
+        raise ValueError("no")
+
+    assert await asyncio.wait_for(
+        run_in_daemon_thread(lambda: "paid", on_done=broken_store), 10) == "paid"
+    with pytest.raises(ValueError, match="no"):
+        await asyncio.wait_for(run_in_daemon_thread(boom, on_done=broken_store), 10)
+    logged = [r.exc_info[1] for r in caplog.records if r.exc_info]
+    assert [str(e) for e in logged] == ["the store is closed"] * 2
+
+
 def test_a_forked_child_gets_fresh_workers() -> None:
     import os
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import logging
 import os
 import queue
 import threading
@@ -22,6 +23,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+log = logging.getLogger("miniagent")
 
 
 class _Workers:
@@ -80,7 +83,8 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any,
 
     ``on_done``, if given, gets the result (or the exception) on the worker thread as soon
     as ``fn`` returns, whether anybody still waits for it or not (a waiter cancelled, an
-    event loop closed: ``fn`` runs to its end anyway).
+    event loop closed: ``fn`` runs to its end anyway). What ``on_done`` raises is logged;
+    the waiter gets ``fn``'s outcome all the same.
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
@@ -102,11 +106,15 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any,
             result = context.run(fn, *args)
         except BaseException as exc:  # handed to the awaiting task, not lost in the thread
             error = exc
-        if on_done is not None:
-            on_done(result, error)
-        workers.done()
-        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
-            loop.call_soon_threadsafe(deliver, result, error)
+        try:
+            if on_done is not None:
+                on_done(result, error)
+        except Exception:  # e.g. its store closed: the waiter must still get the result
+            log.exception("recording the outcome of %r failed", fn)
+        finally:
+            workers.done()
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits now
+                loop.call_soon_threadsafe(deliver, result, error)
 
     workers = _WORKERS
     workers.submit(job)

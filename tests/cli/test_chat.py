@@ -248,6 +248,32 @@ def test_a_decision_made_in_another_shell_is_taken_at_the_approval_prompt(
     assert record.observation is not None and record.observation.output == "deleted a.txt"
 
 
+def test_a_chat_killed_at_the_approval_prompt_waits_for_no_decision(tmp_path: Path) -> None:
+    """The chat is SIGKILLed while it asks y/n (its lease and decision door stay in the
+    store): ``sessions approve`` records the decision as for a session nobody holds, and says
+    how to resume it instead of promising that a process goes on with it."""
+    from test_cli import cli
+
+    tools = tmp_path / "tools.py"
+    tools.write_text(APPROVAL_TOOLS, encoding="utf-8")
+    store = tmp_path / "sessions.db"
+    script = answers({"delete a.txt": 'Thought: delete it\nAction: delete_file\n'
+                                      'Action Input: {"path": "a.txt"}'})
+    with StubServer(script).run_in_thread() as stub, \
+            chat(stub, tmp_path, "--tools", str(tools)) as session:
+        session.child.sendline("delete a.txt please")
+        (session_id,) = SESSION.findall(session.expect("Run it?"))
+        session.child.kill(signal.SIGKILL)
+        session.child.expect(pexpect.EOF)
+        session.child.wait()  # reaped: its pid is not running
+    approved = cli("sessions", "approve", session_id, "--store", str(store))
+    assert approved.returncode == 0, approved.stderr
+    assert "goes on with it" not in approved.stdout
+    assert "continue with:" in approved.stdout and f"resume {session_id}" in approved.stdout
+    (record,) = SQLiteStore(store).load(session_id).steps[0].calls
+    assert record.state == "approved"
+
+
 def test_tools_lists_the_agents_tools(tmp_path: Path) -> None:
     with StubServer([]).run_in_thread() as stub, \
             chat(stub, tmp_path, "--tools", "builtin") as session:

@@ -15,7 +15,15 @@ from miniagent import Agent, ScriptedModel, SQLiteStore, tool
 from miniagent.errors import DecisionError, SessionBusy, SessionError
 from miniagent.ids import random_id
 from miniagent.session import AgentSession
-from miniagent.types import CallRecord, Message, Observation, Step, ToolCall
+from miniagent.types import (
+    CallRecord,
+    Decision,
+    Message,
+    Observation,
+    PendingApproval,
+    Step,
+    ToolCall,
+)
 
 RAN: list[str] = []
 
@@ -269,6 +277,37 @@ def test_a_decision_made_elsewhere_at_the_prompt_is_taken_and_wins(tmp_path: Pat
     assert "Reason: not today." in record.observation.output
 
 
+async def test_the_prompt_looks_for_decisions_off_the_event_loop() -> None:
+    """While a person is asked, the store is read for decisions made elsewhere (a read that
+    may wait out a busy database) without holding up the event loop."""
+    from miniagent.runtime.asking import ask_or_take
+
+    loop = asyncio.get_running_loop()
+    looked, loop_free = threading.Event(), list[bool]()
+
+    class Door:
+        def accept_decisions(self, session_id: str, owner: str, accept: bool = True) -> int:
+            return 0
+
+        def decisions_arrived(self, session_id: str, owner: str) -> int:
+            turned = threading.Event()  # set only if the loop runs meanwhile
+            loop.call_soon_threadsafe(turned.set)
+            loop_free.append(turned.wait(10))
+            looked.set()
+            return 0
+
+        def load(self, session_id: str) -> AgentSession:
+            raise AssertionError("no decision arrived")
+
+    def approver(_pending: Any) -> bool:
+        return looked.wait(30)
+
+    pending = [PendingApproval(call_id="c1", tool="pay", arguments={"amount": 500})]
+    answers = await ask_or_take(approver, pending, Door(), "s1", "me")
+    assert answers == {"c1": Decision(approved=True)}
+    assert loop_free and all(loop_free)
+
+
 def test_a_decision_cannot_overwrite_a_running_session(tmp_path: Path) -> None:
     """Away from its approval prompt, a running session takes no decision from elsewhere."""
     path = tmp_path / "s.db"
@@ -344,3 +383,78 @@ def test_a_result_that_comes_after_the_run_was_cancelled_is_recorded(tmp_path: P
     assert paid == [5]
     assert result.status == "completed"
     assert result.final_answer == "done, Observation: paid 5 (receipt r-1)"
+
+
+class _LastSaveGate(SQLiteStore):
+    """A store that calls ``at_last_save(before)`` around the save of a run that timed out
+    (``before`` True: ahead of the write, False: after it)."""
+
+    def __init__(self, path: Path, at_last_save: Any) -> None:
+        super().__init__(path)
+        self.at_last_save = at_last_save
+
+    def save(self, session: AgentSession, *, owner: str | None = None) -> None:
+        last = session.status == "timeout"
+        if last:
+            self.at_last_save(True)
+        super().save(session, owner=owner)
+        if last:
+            self.at_last_save(False)
+
+
+@pytest.mark.parametrize("release_at", ["before the last save", "after the last save",
+                                        "after the run returned"])
+def test_a_result_that_comes_at_the_deadline_is_kept(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     release_at: str) -> None:
+    """A run hits its deadline while a sync tool blocks; the tool returns just before the
+    run's last save, just after it, or once the run has returned: its result is recorded
+    either way (the last save does not write the call back to ``started``), and a resume
+    goes on from it: the tool ran once, and the answer uses its result."""
+    from miniagent.runtime.late_calls import Arrival
+
+    path, session_id = tmp_path / "s.db", random_id()
+    started, release, handed_over, paid = (threading.Event(), threading.Event(),
+                                           threading.Event(), [])
+    finish = Arrival.finish
+
+    def finish_and_tell(self: Arrival, outcome: Any) -> None:
+        finish(self, outcome)
+        handed_over.set()  # the tool's thread has given its result to the driver
+
+    monkeypatch.setattr(Arrival, "finish", finish_and_tell)
+
+    @tool
+    def slow_pay(amount: int) -> str:
+        """Pay slowly."""
+        started.set()
+        release.wait(30)
+        paid.append(amount)
+        return f"paid {amount} (receipt r-2)"
+
+    def at_last_save(before: bool) -> None:
+        if release_at == ("before the last save" if before else "after the last save"):
+            release.set()
+            assert handed_over.wait(30)
+
+    runner = Agent(model=ScriptedModel([act("slow_pay", {"amount": 7})]), tools=[slow_pay],
+                   store=_LastSaveGate(path, at_last_save), timeout=0.3)
+    first = runner.run("pay 7", session_id=session_id)
+    assert first.status == "timeout" and started.is_set()
+    release.set()
+
+    def answer(request: Any) -> str:
+        return f"Final Answer: done, {request.messages[-1]['content']}"
+
+    later = Agent(model=ScriptedModel([answer]), tools=[slow_pay], store=SQLiteStore(path))
+    for _ in range(600):  # bounded: the lease is given back once the result is saved
+        try:
+            result = later.resume(session_id)
+            break
+        except SessionBusy:
+            time.sleep(0.05)
+    else:
+        pytest.fail("the late result was never saved: the session stayed busy")
+    assert paid == [7]
+    assert result.status == "completed"
+    assert result.final_answer == "done, Observation: paid 7 (receipt r-2)"

@@ -35,7 +35,8 @@ LINUX_PROC = process_start(os.getpid()) is not None
 
 # A process that takes a session's lease, prints its owner id, then obeys one line of stdin:
 # "crash" ends it without releasing anything; "save" checkpoints under its lease and prints
-# the outcome; anything else (or end of input) releases the lease and exits.
+# the outcome; "door" waits for decisions from elsewhere (as a run at its approval prompt) and
+# prints "open"; anything else (or end of input) releases the lease and exits.
 HOLDER = """
 import os, sys
 from miniagent.errors import SessionBusy
@@ -53,6 +54,10 @@ if command == "save":
         print("saved", flush=True)
     except SessionBusy as exc:
         print(f"refused: {exc}", flush=True)
+    sys.stdin.readline()
+if command == "door":
+    store.accept_decisions(session_id, owner)
+    print("open", flush=True)
     sys.stdin.readline()
 store.release(session_id, owner)
 """
@@ -130,6 +135,22 @@ def test_a_sigkilled_holder_frees_its_lease_at_once(tmp_path: Path,
     holder.proc.wait()
     assert lease_row(path, session_id)[0] == holder.owner  # nothing released it
     store.acquire(session_id, new_owner())
+
+
+
+def test_a_door_left_by_a_sigkilled_holder_waits_for_nothing(tmp_path: Path,
+                                                             holders: list[Holder]) -> None:
+    """Killed at its approval prompt, a holder leaves its decision door behind: nobody waits
+    there any more, so a decision is one for a session nobody holds."""
+    path = tmp_path / "s.db"
+    session_id = saved(path)
+    holders.append(holder := Holder(path, session_id))
+    assert holder.tell("door") == "open"
+    store = SQLiteStore(path)
+    assert store.awaits_decisions(session_id)
+    holder.proc.send_signal(signal.SIGKILL)
+    holder.proc.wait()
+    assert not store.awaits_decisions(session_id)
 
 
 @pytest.mark.skipif(not LINUX_PROC, reason="process start times come from Linux /proc")

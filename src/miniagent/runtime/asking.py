@@ -70,7 +70,11 @@ async def ask_or_take(approver: Approver, pending: list[PendingApproval], store:
     try:
         while not asking.done():
             await asyncio.wait({asking}, timeout=POLL_SECONDS)
-            if not asking.done() and store.decisions_arrived(session_id, owner):
+            if asking.done():
+                break
+            # off the loop: the read may wait as long as the store's busy timeout
+            came: int = await run_in_daemon_thread(store.decisions_arrived, session_id, owner)
+            if came and not asking.done():
                 stopped.set()
                 await _give_up(approver)
                 break

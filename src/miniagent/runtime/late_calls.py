@@ -1,11 +1,13 @@
 """Results of tool calls that arrive after their run stopped waiting (the in-process driver).
 
 A sync tool runs on a worker thread, which nothing can stop: when its run is cancelled (Ctrl-C
-in ``miniagent chat``, a task cancelled), the call goes on, and may still pay, send or delete.
-Dropping its result would leave the call ``started``: a resume would call its outcome unknown
-and offer to run it again. So the driver keeps the session's lease while such a call is in
-flight; when its result comes (the source tells :data:`~miniagent.tools.runner.late_result`), it
-is written to the call's record, ``completed``, and then the lease is given back. Work that is
+in ``miniagent chat``, a task cancelled) or hits its deadline, the call goes on, and may still
+pay, send or delete. Dropping its result would leave the call ``started``: a resume would call
+its outcome unknown and offer to run it again. So the driver keeps the session's lease while
+such a call is in flight; when its result has come (the source tells
+:data:`~miniagent.tools.runner.late_result`) and the run has made its last save (which still
+shows the call ``started``), it is written to the call's record, ``completed``, and then the
+lease is given back. Work that is
 not on a thread (an async tool, an MCP server) stops with its run: nothing is kept for it. A
 resume meanwhile is refused as busy; a call that never returns holds the lease until this
 process ends (its outcome is then unknown, truly, and a resume asks a person).
@@ -59,7 +61,11 @@ class Arrival:
 
 
 class LateCalls:
-    """The calls of one run left in flight when it was cancelled, and the lease they hold.
+    """The calls of one run left in flight when it stopped waiting (cancelled, or past its
+    deadline), and the lease they hold.
+
+    A result is recorded only once the run has made its last write (:meth:`release_when_settled`):
+    the run's last save, of its own copy of the session, would write the call back ``started``.
 
     Args:
         store: The run's store.
@@ -73,7 +79,9 @@ class LateCalls:
         self.store, self.session_id, self.owner = store, session_id, owner
         self.max_chars, self.clock = max_chars, clock
         self.lock = threading.Lock()
-        self._in_flight = 0
+        self._waiting: list[Arrival] = []  # abandoned calls not recorded yet
+        self._recording = 0  # results being written now
+        self._run_over = False
         self._release: Callable[[], None] | None = None
 
     def expect(self, call_id: str) -> Arrival:
@@ -82,44 +90,58 @@ class LateCalls:
 
     def abandon(self, arrival: Arrival) -> None:
         """The run stopped waiting for this call: a result it has, or that its thread still
-        brings, is recorded (the lease is kept until then)."""
+        brings, is recorded once the run is over (the lease is kept until then)."""
         with self.lock:
             arrival.abandoned = True
-            if arrival.running:
-                self._in_flight += 1
-                return
-        if arrival.outcome is not None:  # it came just as the run was cancelled
-            self._record(arrival.call_id, arrival.outcome)
+            self._waiting.append(arrival)
+        self._settle()
 
     def landed(self, arrival: Arrival) -> None:
-        """The last thread of an abandoned call returned."""
-        if arrival.outcome is not None:
-            self._record(arrival.call_id, arrival.outcome)
+        """The last thread of an abandoned call returned (on that thread)."""
+        try:
+            self._settle()
+        except Exception as exc:  # nobody above this thread would hear of it
+            log.warning("the lease of session %s could not be given back after a late result "
+                        "(%s: %s); it expires by itself", self.session_id,
+                        type(exc).__name__, exc)
+
+    def release_when_settled(self, release: Callable[[], None]) -> None:
+        """The run has made its last write: record the results that came, and give the lease
+        back now, or once the calls still in flight have been recorded."""
         with self.lock:
-            self._in_flight -= 1
-            release = self._release if not self._in_flight else None
-            if release is not None:
-                self._release = None
+            self._run_over, self._release = True, release
+        self._settle()
+
+    def _settle(self) -> None:
+        """Once the run is over: record the abandoned calls whose threads have all returned;
+        when none is left, give the lease back (whichever thread records last does)."""
+        with self.lock:
+            if not self._run_over:
+                return
+            ready = [a for a in self._waiting if not a.running]
+            self._waiting = [a for a in self._waiting if a.running]
+            self._recording += len(ready)
+        for arrival in ready:
+            try:
+                if arrival.outcome is not None:
+                    self._record(arrival.call_id, arrival.outcome)
+            finally:
+                with self.lock:
+                    self._recording -= 1
+        with self.lock:
+            if self._waiting or self._recording:
+                return
+            release, self._release = self._release, None
         if release is not None:
             release()
 
-    def release_when_settled(self, release: Callable[[], None]) -> None:
-        """Give the lease back now, or once the calls left in flight have been recorded."""
-        with self.lock:
-            if self._in_flight:
-                self._release = release
-                return
-        release()
-
     def _record(self, call_id: str, observation: Observation) -> None:
-        kept = incoming.observation(observation)
-
         def change(session: AgentSession) -> None:  # a call decided since is left as it is
-            record_late(session, call_id, kept, max_chars=self.max_chars, at=self.clock())
+            record_late(session, call_id, incoming.observation(observation),
+                        max_chars=self.max_chars, at=self.clock())
 
         try:
             self.store.update(self.session_id, change, owner=self.owner)
         except Exception as exc:  # the store failed: the call stays started (outcome unknown)
             log.warning("the result of call %s, which came after its run stopped, could not "
                         "be saved (%s: %s)", call_id, type(exc).__name__, exc)
-

@@ -6,8 +6,8 @@ session's lease while it waits; ``sessions approve`` from another shell would be
 While it is open, :meth:`~miniagent.store.sqlite.SQLiteStore.update` without an owner (a
 decision) goes through for that owner's session and counts itself in the row; the run polls the
 count, and closes the door before it goes on, in the transaction that tells it what arrived. A
-door counts only while its owner holds the lease: a row left by a process that died is inert,
-and a new lease drops it.
+door counts only while its owner holds a live lease: a row left by a process that died is inert
+(a decision then goes through as for a session nobody holds), and a new lease drops it.
 
 The functions take the store's connection inside its transaction (or its read lock).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from miniagent.store.base import lease_alive
 from miniagent.text import storable
 
 __all__ = ["SCHEMA", "arrived", "close", "knock", "open_door", "open_for_holder"]
@@ -50,14 +51,15 @@ def arrived(db: sqlite3.Connection, session_id: str, owner: str) -> int:
 
 
 def open_for_holder(db: sqlite3.Connection, session_id: str) -> bool:
-    """Whether the session's lease holder has its door open (it waits for decisions)."""
+    """Whether the session's lease holder has its door open (it waits for decisions) and is
+    alive (a holder killed at its prompt leaves its row and its lease behind)."""
     try:
-        row = db.execute("SELECT 1 FROM decision_doors AS d JOIN sessions AS s ON "
-                         "s.id = d.session_id AND s.lease_owner = d.owner WHERE d.session_id = ?",
-                         (storable(session_id),)).fetchone()
+        row = db.execute("SELECT s.lease_owner, s.lease_until FROM decision_doors AS d "
+                         "JOIN sessions AS s ON s.id = d.session_id AND s.lease_owner = d.owner "
+                         "WHERE d.session_id = ?", (storable(session_id),)).fetchone()
     except sqlite3.OperationalError:
         return False
-    return row is not None
+    return row is not None and lease_alive(row[0], row[1])
 
 
 def knock(db: sqlite3.Connection, session_id: str) -> None:
