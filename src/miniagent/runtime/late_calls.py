@@ -7,10 +7,10 @@ its outcome unknown and offer to run it again. So the driver keeps the session's
 such a call is in flight; when its result has come (the source tells
 :data:`~miniagent.tools.runner.late_result`) and the run has made its last save (which still
 shows the call ``started``), it is written to the call's record, ``completed``, and then the
-lease is given back. Work that is
-not on a thread (an async tool, an MCP server) stops with its run: nothing is kept for it. A
-resume meanwhile is refused as busy; a call that never returns holds the lease until this
-process ends (its outcome is then unknown, truly, and a resume asks a person).
+lease is given back. Work that is not on a thread (an async tool, an MCP server) stops with
+its run: nothing is kept for it. A resume meanwhile is refused as busy; a call that never
+returns holds the lease until this process ends (its outcome is then unknown, truly, and a
+resume asks a person).
 """
 
 from __future__ import annotations
