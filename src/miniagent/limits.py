@@ -38,6 +38,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from miniagent.errors import ConfigError
 from miniagent.waits import report_wait
@@ -433,9 +434,13 @@ _HELD: contextvars.ContextVar[tuple[SlotKey, ...]] = contextvars.ContextVar(
 """The tool slots the calls enclosing this one hold (a sub-agent's calls see its caller's)."""
 
 
-def tool_slots(key: SlotKey) -> Slots:
-    """The slots of the tool ``key`` names, shared by every session of the process (and
-    forgotten with the last tool that holds ``key``)."""
+def tool_slots(key: Any) -> Slots:
+    """The slots of the tool ``key`` names (a :class:`SlotKey`, or a tool: its ``slot_key``),
+    shared by every session of the process (and forgotten with the last tool that holds it)."""
+    key = getattr(key, "slot_key", key)
+    if not isinstance(key, SlotKey):  # a name no longer says which tool: copies share slots
+        raise TypeError(f"tool_slots takes a tool or its slot_key, got "
+                        f"{type(key).__name__} {key!r:.60}")
     with _LOCK:
         found = _TOOLS.get(key)
         if found is None:

@@ -23,7 +23,7 @@ from miniagent.limits import tool_slots
 async def lookup(key: str) -> str:
     """Look a key up (one lookup at a time)."""
     for _ in range(1000):  # the first call holds its slot until the second waits (<= 10 s)
-        if tool_slots("lookup").queued or key == "b":
+        if tool_slots(lookup).queued or key == "b":
             break
         await asyncio.sleep(0.01)
     return f"value of {key}"

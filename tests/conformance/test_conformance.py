@@ -406,7 +406,7 @@ async def test_a_tool_limit_holds_and_the_wait_is_an_event(drivers: list[Driver]
             most[-1] = max(most[-1], state["now"])
             try:  # the first call holds its slot until the second waits for it (at most 10 s)
                 for _ in range(1000):
-                    if tool_slots("book_seat").queued or state["done"]:
+                    if tool_slots(book_seat).queued or state["done"]:
                         break
                     await asyncio.sleep(0.01)
                 return f"booked {seat}"

@@ -43,7 +43,11 @@ class StoppableAnswers:
         """Give ``agent``'s terminal approver (if it has one) answers that can be stopped."""
         if agent.approver is not ask_in_terminal or os.name != "posix":
             return None
-        answers = cls(sys.stdin.fileno())
+        try:
+            fd = sys.stdin.fileno()
+        except (AttributeError, OSError, ValueError):  # input that is no file: asked as before
+            return None
+        answers = cls(fd)
         agent.approver = AskingHere(answers)
         return answers
 
