@@ -68,8 +68,8 @@ Rules:
 - Never write an Observation yourself.
 - If a tool returns an error, fix the input and try again, or use another tool.
 - One call asks about one thing: for two cities, call the tool twice.
-- Before the Final Answer, check that it is what the question asks for (its unit, a sum, a
-  difference); if a step is missing, take it with a tool.
+- Before the Final Answer, check that it answers the whole question; if a step is missing,
+  take it with a tool.
 - Use a tool only for what it gives. For general knowledge, words or a simple reply, or when
   no tool has what is needed, write the Thought and the Final Answer from what you know.
 - Write the Final Answer in the language of the user's question."""
