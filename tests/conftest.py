@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sysconfig
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -17,6 +18,12 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent.temporal import data_converter
+
+# Tests press Ctrl-C (SIGINT) on the processes they start. A test run started in the background
+# of a script has SIGINT ignored, and the processes it starts inherit that (POSIX), so their
+# Ctrl-C would never arrive: this process takes the default handling back, and they get it too.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

@@ -89,7 +89,7 @@ def react_grammar(tools: Sequence[ToolLike], *, final: bool = True,
         ...     '''Echo the text.'''
         ...     return text
         >>> print(react_grammar([echo]).splitlines()[0])
-        root ::= "Thought: " thought "\\n" (action | final)
+        root ::= "Thought: " thought "\\n" (action "\\n"? | final)
     """
     builder = JsonSchemaGrammar(string_chars=string_bound(max_tokens))
     actions = [_action(builder, tool) for tool in tools]
