@@ -21,6 +21,7 @@ from miniagent.types import (
     Message,
     Observation,
     PendingApproval,
+    RunResult,
     Step,
     ToolCall,
 )
@@ -372,17 +373,21 @@ def test_a_result_that_comes_after_the_run_was_cancelled_is_recorded(tmp_path: P
     with pytest.raises(SessionBusy):  # the call is still in flight: not run a second time
         later.resume(session_id)
     release.set()
-    for _ in range(600):  # bounded: the lease is given back once the result is saved
-        try:
-            result = later.resume(session_id)
-            break
-        except SessionBusy:
-            time.sleep(0.05)
-    else:
-        pytest.fail("the late result was never saved: the session stayed busy")
+    result = _resumed_once_free(later, session_id)
     assert paid == [5]
     assert result.status == "completed"
     assert result.final_answer == "done, Observation: paid 5 (receipt r-1)"
+
+
+def _resumed_once_free(agent: Agent, session_id: str) -> RunResult:
+    """``agent.resume(session_id)`` as soon as the late result is saved and the lease given
+    back (bounded: 30 s)."""
+    for _ in range(600):
+        try:
+            return agent.resume(session_id)
+        except SessionBusy:
+            time.sleep(0.05)
+    pytest.fail("the late result was never saved: the session stayed busy")
 
 
 class _LastSaveGate(SQLiteStore):
@@ -447,14 +452,7 @@ def test_a_result_that_comes_at_the_deadline_is_kept(tmp_path: Path,
         return f"Final Answer: done, {request.messages[-1]['content']}"
 
     later = Agent(model=ScriptedModel([answer]), tools=[slow_pay], store=SQLiteStore(path))
-    for _ in range(600):  # bounded: the lease is given back once the result is saved
-        try:
-            result = later.resume(session_id)
-            break
-        except SessionBusy:
-            time.sleep(0.05)
-    else:
-        pytest.fail("the late result was never saved: the session stayed busy")
+    result = _resumed_once_free(later, session_id)
     assert paid == [7]
     assert result.status == "completed"
     assert result.final_answer == "done, Observation: paid 7 (receipt r-2)"
