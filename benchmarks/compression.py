@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.runtime.compress import estimate
-from miniagent.session import AgentSession
-from miniagent.types import ModelRequest
+from miniagent.core.runtime.compress import estimate
+from miniagent.core.session import AgentSession
+from miniagent.core.types import ModelRequest
 
 _WORDS = ("river", "delta", "harbour", "granite", "census", "tariff", "orbit", "lattice",
           "meadow", "quartz", "ledger", "beacon", "canyon", "vertex", "saffron", "tundra")
@@ -91,7 +91,7 @@ def token_counter(args: argparse.Namespace) -> tuple[str, Any]:
         try:
             import llama_cpp
 
-            from miniagent.models.local import resolve_model_path
+            from miniagent.core.models.local import resolve_model_path
 
             vocab = llama_cpp.Llama(model_path=str(resolve_model_path(args.model_path)),
                                     vocab_only=True, verbose=False)
@@ -150,7 +150,7 @@ async def warm_and_cold(model: Any, requests: list[ModelRequest], step: int, rep
 
 
 async def llama_cpp_figures(plain: Run, compressed: Run, args: argparse.Namespace) -> None:
-    from miniagent.models.local import LocalModel
+    from miniagent.core.models.local import LocalModel
 
     model = LocalModel(args.model_path, n_ctx=args.n_ctx, n_threads=1, grammar=False)
     model.load()

@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from miniagent.models.http import HttpClient
+from miniagent.core.models.http import HttpClient
 
 PAYLOAD = json.dumps(
     {"model": "bench", "messages": [{"role": "user", "content": "Say ok."}], "max_tokens": 8}
@@ -87,7 +87,7 @@ RUNNERS: dict[str, Callable[[str, int], Awaitable[tuple[float, float]]]] = {
     "httpx.AsyncClient": run_httpx,
 }
 IMPORTS = {
-    "miniagent HttpClient": "miniagent.models.openai_compat",
+    "miniagent HttpClient": "miniagent.core.models.openai_compat",
     "aiohttp": "aiohttp",
     "httpx.AsyncClient": "httpx",
 }

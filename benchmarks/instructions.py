@@ -50,7 +50,7 @@ async def floor_runs_in_turn(url: str, n: int) -> None:
 
 
 def parses(n: int) -> None:
-    from miniagent.protocol.react_parser import parse_react
+    from miniagent.core.protocol.react_parser import parse_react
 
     for _ in range(WARM_UP + n):
         parse_react(ACTIONS[0])

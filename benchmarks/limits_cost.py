@@ -20,7 +20,7 @@ import time
 import uuid
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.types import ModelRequest
+from miniagent.core.types import ModelRequest
 
 
 class Seen:

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from miniagent import Agent, tool
-from miniagent.models.local import LocalModel
-from miniagent.tools.builtin import calculator
-from miniagent.types import ModelRequest, ModelResponse, RunResult
+from miniagent.core.models.local import LocalModel
+from miniagent.core.tools.builtin import calculator
+from miniagent.core.types import ModelRequest, ModelResponse, RunResult
 
 _WEATHER = {"paris": "18 C, sunny", "tokyo": "24 C, rain", "oslo": "3 C, snow"}
 _CAPITALS = {"france": "Paris", "japan": "Tokyo", "norway": "Oslo", "italy": "Rome"}

@@ -23,9 +23,9 @@ import sys
 import time
 from typing import Any
 
-from miniagent.models.local import resolve_model_path
-from miniagent.protocol.react import render_system_prompt
-from miniagent.tools.builtin import builtin_tools
+from miniagent.core.models.local import resolve_model_path
+from miniagent.core.protocol.react import render_system_prompt
+from miniagent.core.tools.builtin import builtin_tools
 
 TOOLS = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                            "parameters": t.parameters}}

@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 from miniagent import tool
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.types import ToolCall
 from miniagent.mcp import MCPServer
-from miniagent.tools.registry import ToolRegistry
-from miniagent.types import ToolCall
 
 TOOLS = '''
 from miniagent import tool

@@ -50,8 +50,8 @@ from raw_floor import floor_runs
 from react_stub import raise_nofile_limit
 
 from miniagent import Agent, OpenAICompatibleModel, tool
-from miniagent.models.http import HttpClient, HttpResponse
-from miniagent.protocol.react import ReactProtocol
+from miniagent.core.models.http import HttpClient, HttpResponse
+from miniagent.core.protocol.react import ReactProtocol
 
 STUB = Path(__file__).with_name("react_stub.py")
 

@@ -23,8 +23,8 @@ import time
 from typing import Any
 
 from miniagent import OpenAICompatibleModel
+from miniagent.core.types import ModelRequest
 from miniagent.testing.stub_server import StreamStyle, StubServer
-from miniagent.types import ModelRequest
 
 TEXT = ("Thought: " + "I should look this up before I answer, to be sure. " * 22
         + '\nAction: search\nAction Input: {"query": "北京 weather today"}')
@@ -70,9 +70,9 @@ async def compare(kind: str, reply: Any, n: int, piece: int) -> None:
 
 def parse_cost(reply: Any, piece: int, repeat: int = 200) -> float:
     """Seconds of client work per event: SSE reading plus accumulation of one streamed reply."""
-    from miniagent.models.sse import SSEReader
-    from miniagent.models.streaming import StreamAccumulator
-    from miniagent.protocol.react import STOP_WORDS
+    from miniagent.core.models.sse import SSEReader
+    from miniagent.core.models.streaming import StreamAccumulator
+    from miniagent.core.protocol.react import STOP_WORDS
     from miniagent.testing.stub_server import stream_events
 
     spec = {"content": reply} if isinstance(reply, str) else reply

@@ -7,9 +7,9 @@ deadline for the whole command; a peer runner's own timeout plus a hard deadline
 after which its process group is killed and it starts again for the tasks left. A runtime
 that fails gets an ``error`` record for each task it did not finish; the others go on.
 
-A peer's task becomes a :class:`~miniagent.types.RunResult` built from what its runner saw:
+A peer's task becomes a :class:`~miniagent.core.types.RunResult` built from what its runner saw:
 one step per chat completion the server answered (usage as reported), with the tool calls of
-that reply as miniagent decodes them (:func:`~miniagent.protocol.native.normalize_completion`),
+that reply as miniagent decodes them (:func:`~miniagent.core.protocol.native.normalize_completion`),
 except the framework's own answer tool (smolagents' ``final_answer``); a tool function the
 framework ran is matched to the earliest unmatched call of that name, and one matching none
 (a call the framework read from the reply's text) is added to the latest step. Calls are
@@ -31,13 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from miniagent.evals.checks import Checker
-from miniagent.evals.faults import FaultLog
-from miniagent.evals.runner import score_run
-from miniagent.evals.tasks import EvalTask
-from miniagent.protocol.native import normalize_completion
-from miniagent.tools.registry import ToolRegistry
-from miniagent.types import (
+from miniagent.core.protocol.native import normalize_completion
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.types import (
     CallRecord,
     Observation,
     RunResult,
@@ -46,6 +42,10 @@ from miniagent.types import (
     TokenUsage,
     ToolCall,
 )
+from miniagent.evals.checks import Checker
+from miniagent.evals.faults import FaultLog
+from miniagent.evals.runner import score_run
+from miniagent.evals.tasks import EvalTask
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from miniagent import Agent, tool
-from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.core.models.openai_compat import OpenAICompatibleModel
 
 HERE = Path(__file__).resolve().parent
 TICK = os.sysconf("SC_CLK_TCK")

@@ -1,7 +1,7 @@
 """Tool selection with 60 tools and 40 questions: prompt tokens per request, and recall.
 
 For each question the first request is rendered twice, offering all 60 tools and offering the
-``K`` that :mod:`miniagent.runtime.selection` picks, with the ReAct protocol (tools in the
+``K`` that :mod:`miniagent.core.runtime.selection` picks, with the ReAct protocol (tools in the
 system prompt, plus a grammar that is not counted: it is not prompt) and the native protocol
 (the ``tools`` field). Prompt tokens are counted with the tokenizer of the embedded model
 (SmolLM2's, through llama.cpp, its ChatML template written out; for native requests the
@@ -27,11 +27,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from miniagent.protocol.native import NativeProtocol
-from miniagent.protocol.react import ReactProtocol
-from miniagent.runtime.selection import select_tools
-from miniagent.tools.registry import Tool
-from miniagent.types import Message, ModelRequest
+from miniagent.core.protocol.native import NativeProtocol
+from miniagent.core.protocol.react import ReactProtocol
+from miniagent.core.runtime.selection import select_tools
+from miniagent.core.tools.registry import Tool
+from miniagent.core.types import Message, ModelRequest
 
 # name, description, {parameter: description}
 SPECS: list[tuple[str, str, dict[str, str]]] = [
@@ -187,7 +187,7 @@ def token_counter() -> tuple[Callable[[str], int], str]:
     try:
         import llama_cpp
 
-        from miniagent.models.local import resolve_model_path
+        from miniagent.core.models.local import resolve_model_path
 
         vocab = llama_cpp.Llama(model_path=str(resolve_model_path()), vocab_only=True,
                                 verbose=False)

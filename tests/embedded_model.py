@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from miniagent.errors import ConfigError
-from miniagent.models.local import resolve_model_path
+from miniagent.core.errors import ConfigError
+from miniagent.core.models.local import resolve_model_path
 
 
 def model_path() -> Path:

@@ -12,7 +12,7 @@ import hashlib
 import zipfile
 from pathlib import Path
 
-from miniagent.models.catalog import CatalogModel
+from miniagent.core.models.catalog import CatalogModel
 
 VERSION = "0.1.0"
 

@@ -9,15 +9,19 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1] / "src" / "miniagent"
 
 
+def _part(parts: tuple[str, ...]) -> str:
+    """A core package or module is named without its ``core`` folder."""
+    return parts[1] if parts[0] == "core" and len(parts) > 1 else parts[0]
+
+
 def package_imports() -> dict[str, set[str]]:
     """Which top-level parts of miniagent each part imports at module level."""
     edges: dict[str, set[str]] = defaultdict(set)
     for path in ROOT.rglob("*.py"):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        source = parts[0]
+        source = _part(path.relative_to(ROOT).with_suffix("").parts)
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("miniagent."):
-                target = (node.module or "").split(".")[1]
+                target = _part(tuple((node.module or "").split(".")[1:]))
                 if target != source:
                     edges[source].add(target)
     return edges

@@ -51,25 +51,26 @@ def test_import_stays_light() -> None:
 
 LAZY_MODULES = (
     # tracing, grammars, MCP, Temporal, reports, memory, SQLite, pydantic
-    "miniagent.observe", "miniagent.protocol.grammar", "miniagent.protocol.json_grammar",
+    "miniagent.observe", "miniagent.core.protocol.grammar", "miniagent.core.protocol.json_grammar",
     "miniagent.mcp", "miniagent.temporal", "miniagent.report", "miniagent.memory",
-    "miniagent.store.sqlite", "sqlite3", "pathlib", "pydantic",
+    "miniagent.core.store.sqlite", "sqlite3", "pathlib", "pydantic",
     # warm-up, tool-source wrappers, agents as tools, tools from a JSON schema: each loads
     # when it is used
-    "miniagent.tools.warmup", "miniagent.tools.wrappers", "miniagent.tools.agent_tool",
-    "miniagent.tools.schema_tool",
+    "miniagent.core.tools.warmup", "miniagent.core.tools.wrappers",
+    "miniagent.core.tools.agent_tool",
+    "miniagent.core.tools.schema_tool",
     # events: built only for a subscriber (on_event, a trace, the CLI), loaded with the first
-    "miniagent.runtime.events",
+    "miniagent.core.runtime.events",
     # context compression and a memory's recall: loaded by the agents that configure them
-    "miniagent.runtime.compress", "miniagent.runtime.recall",
+    "miniagent.core.runtime.compress", "miniagent.core.runtime.recall",
     # tool selection and quoted answers (a small-model aid): loaded by the agents using them
-    "miniagent.runtime.selection", "miniagent.protocol.quotes",
+    "miniagent.core.runtime.selection", "miniagent.core.protocol.quotes",
     # the hybrid protocol: built only for tool_mode="hybrid"
-    "miniagent.protocol.hybrid",
+    "miniagent.core.protocol.hybrid",
     # a session listing's types (the CLI's, the UI's)
-    "miniagent.store.listing",
+    "miniagent.core.store.listing",
     # streaming (server-sent events): loaded with a streaming model's first call
-    "miniagent.models.streaming", "miniagent.models.sse",
+    "miniagent.core.models.streaming", "miniagent.core.models.sse",
     # stdlib modules of rare paths: "did you mean" (difflib), hashed names (hashlib), URL
     # checks at model construction (urllib.parse, ipaddress), name patterns (fnmatch)
     "difflib", "hashlib", "urllib", "ipaddress", "fnmatch",
@@ -100,7 +101,7 @@ def test_lazy_names_load_on_first_use() -> None:
         "ToolRule, WarmupReport, WithRules; "
         "print(all(isinstance(c, type) for c in (Event, Filtered, Memory, MemoryItem, Prefixed, "
         "SQLiteStore, ToolRule, WarmupReport, WithRules)), "
-        "'miniagent.tools.wrappers' in sys.modules, miniagent.WarmupReport is WarmupReport)"
+        "'miniagent.core.tools.wrappers' in sys.modules, miniagent.WarmupReport is WarmupReport)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True", "True"]

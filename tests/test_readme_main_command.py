@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from miniagent.models.catalog import CACHE_ENV, DEFAULT_MODEL, installed_path, user_cache_dir
+from miniagent.core.models.catalog import CACHE_ENV, DEFAULT_MODEL, installed_path, user_cache_dir
 
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
 

@@ -17,8 +17,9 @@ Write typed Python functions, point an :class:`Agent` at any OpenAI-compatible
 
 from typing import TYPE_CHECKING, Any
 
-from miniagent.agent import Agent
-from miniagent.errors import (
+from miniagent._internal.limits import EndpointLimits
+from miniagent.core.agent import Agent
+from miniagent.core.errors import (
     ConfigError,
     DecisionError,
     MiniAgentError,
@@ -43,21 +44,20 @@ from miniagent.errors import (
     ToolsNotSupported,
     UserError,
 )
-from miniagent.limits import EndpointLimits
-from miniagent.models.base import Capabilities, Model
-from miniagent.models.openai_compat import OpenAICompatibleModel
-from miniagent.models.scripted import ScriptedModel
-from miniagent.protocol.base import ActionProtocol
-from miniagent.protocol.registry import register_protocol
-from miniagent.retry import RetryPolicy
-from miniagent.runtime.guards import Limits
-from miniagent.runtime.spec import AgentSpec
-from miniagent.session import AgentSession
-from miniagent.store import CheckpointStore, MemoryStore
-from miniagent.tool_context import ToolContext, tool_context
-from miniagent.tools.registry import Tool, ToolRegistry, tool
-from miniagent.tools.source import ToolSource
-from miniagent.types import (
+from miniagent.core.models.base import Capabilities, Model
+from miniagent.core.models.openai_compat import OpenAICompatibleModel
+from miniagent.core.models.scripted import ScriptedModel
+from miniagent.core.protocol.base import ActionProtocol
+from miniagent.core.protocol.registry import register_protocol
+from miniagent.core.retry import RetryPolicy
+from miniagent.core.runtime.guards import Limits
+from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.session import AgentSession
+from miniagent.core.store import CheckpointStore, MemoryStore
+from miniagent.core.tool_context import ToolContext, tool_context
+from miniagent.core.tools.registry import Tool, ToolRegistry, tool
+from miniagent.core.tools.source import ToolSource
+from miniagent.core.types import (
     CallRecord,
     Decision,
     Message,
@@ -73,21 +73,21 @@ from miniagent.types import (
 )
 
 if TYPE_CHECKING:
+    from miniagent.core.runtime.events import Event
+    from miniagent.core.store.sqlite import SQLiteStore
+    from miniagent.core.tools.warmup import WarmupReport
+    from miniagent.core.tools.wrappers import Filtered, Prefixed, ToolRule, WithRules
     from miniagent.memory.items import MemoryItem
     from miniagent.memory.store import Memory
-    from miniagent.runtime.events import Event
-    from miniagent.store.sqlite import SQLiteStore
-    from miniagent.tools.warmup import WarmupReport
-    from miniagent.tools.wrappers import Filtered, Prefixed, ToolRule, WithRules
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "SQLiteStore": "miniagent.store.sqlite", "Memory": "miniagent.memory.store",
-    "MemoryItem": "miniagent.memory.items", "WarmupReport": "miniagent.tools.warmup",
-    "Filtered": "miniagent.tools.wrappers", "Prefixed": "miniagent.tools.wrappers",
-    "ToolRule": "miniagent.tools.wrappers", "WithRules": "miniagent.tools.wrappers",
-    "Event": "miniagent.runtime.events",
+    "SQLiteStore": "miniagent.core.store.sqlite", "Memory": "miniagent.memory.store",
+    "MemoryItem": "miniagent.memory.items", "WarmupReport": "miniagent.core.tools.warmup",
+    "Filtered": "miniagent.core.tools.wrappers", "Prefixed": "miniagent.core.tools.wrappers",
+    "ToolRule": "miniagent.core.tools.wrappers", "WithRules": "miniagent.core.tools.wrappers",
+    "Event": "miniagent.core.runtime.events",
 }
 """Names whose module loads on first use, not with ``import miniagent``: sqlite3, memory,
 warm-up, the tool-source wrappers and the events (built only for a subscriber) are not on

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import miniagent
-from miniagent.store.sqlite import SQLiteStore
+from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.testing.stub_server import Fault, Reply, StubServer
 
 pexpect = pytest.importorskip("pexpect")

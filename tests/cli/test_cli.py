@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import miniagent
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 from miniagent.testing.stub_server import StubServer
 
 KEPT = ("MINIAGENT_STORE", "MINIAGENT_MODEL_CACHE")
@@ -116,7 +116,7 @@ def test_tools_prints_schemas_from_a_file(tmp_path: Path) -> None:
 
 
 def test_run_without_endpoint_or_model_file_is_one_clear_line(tmp_path: Path) -> None:
-    from miniagent.models.local import INSTALL_HINT, runtime_available
+    from miniagent.core.models.local import INSTALL_HINT, runtime_available
 
     out = cli("run", "hello", env={"MINIAGENT_MODEL_PATH": str(tmp_path / "none.gguf")})
     assert out.returncode == 2
@@ -129,7 +129,7 @@ def test_run_without_endpoint_or_model_file_is_one_clear_line(tmp_path: Path) ->
 
 def test_run_offline_with_the_embedded_model() -> None:
     pytest.importorskip("xllamacpp")
-    from miniagent.models.local import resolve_model_path
+    from miniagent.core.models.local import resolve_model_path
 
     try:
         resolve_model_path()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import miniagent
-from miniagent.session import SCHEMA_VERSION
+from miniagent.core.session import SCHEMA_VERSION
 from miniagent.testing.stub_server import StubServer
 
 

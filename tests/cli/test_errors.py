@@ -96,7 +96,7 @@ def deeply_nested_session(store: Path) -> str:
     import sqlite3
 
     from miniagent import Agent, ScriptedModel
-    from miniagent.store.sqlite import SQLiteStore
+    from miniagent.core.store.sqlite import SQLiteStore
 
     result = Agent(model=ScriptedModel(["Final Answer: ok"]), store=SQLiteStore(store)).run("q")
     with sqlite3.connect(store) as db:
@@ -139,7 +139,7 @@ def test_an_inline_approver_that_raises_is_one_line_and_the_call_waits(
     from rich.prompt import Confirm
 
     import miniagent.cli
-    from miniagent.store.sqlite import SQLiteStore
+    from miniagent.core.store.sqlite import SQLiteStore
     from miniagent.testing.stub_server import StubServer
 
     def terminal_gone(*_args: object, **_kwargs: object) -> bool:
@@ -190,7 +190,7 @@ def test_a_library_error_log_is_one_line_unless_verbose(
 
 def awaiting_session(store: Path) -> str:
     from miniagent import Agent, ScriptedModel, tool
-    from miniagent.store.sqlite import SQLiteStore
+    from miniagent.core.store.sqlite import SQLiteStore
 
     @tool(requires_approval=True)
     def wipe(target: str) -> str:

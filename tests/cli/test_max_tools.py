@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import miniagent
-from miniagent.store.sqlite import SQLiteStore
+from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.testing.stub_server import StubServer
 
 

@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from core_only import PYPROJECT, core_only_python
-from miniagent.extras import EXTRA_MODULES
+from miniagent._internal.extras import EXTRA_MODULES
 
 pytestmark = pytest.mark.skipif(sys.version_info < (3, 11), reason="reads pyproject with tomllib")
 

@@ -16,9 +16,9 @@ from typer.testing import CliRunner, Result
 import miniagent
 from fake_wheels import fake_model
 from miniagent.cli import app
-from miniagent.errors import ConfigError
-from miniagent.models.catalog import CACHE_ENV, CATALOG, DEFAULT_MODEL
-from miniagent.models.local import MODEL_PATH_ENV, resolve_model_path
+from miniagent.core.errors import ConfigError
+from miniagent.core.models.catalog import CACHE_ENV, CATALOG, DEFAULT_MODEL
+from miniagent.core.models.local import MODEL_PATH_ENV, resolve_model_path
 
 
 def model_path(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -141,7 +141,7 @@ def test_install_failures_are_one_line(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_ctrl_c_says_the_install_goes_on_when_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    from miniagent.models import install as install_mod
+    from miniagent.core.models import install as install_mod
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_max_tools import TOOLS, cli
 
-from miniagent.store.sqlite import SQLiteStore
+from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.testing.stub_server import StubServer
 
 

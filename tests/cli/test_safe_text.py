@@ -141,7 +141,7 @@ def test_a_huge_final_answer_is_clipped_on_the_terminal_and_whole_in_json(tmp_pa
 def test_a_terminal_that_cannot_encode_the_text_gets_escapes_not_a_traceback(
         tmp_path: Path) -> None:
     from miniagent import Agent, ScriptedModel
-    from miniagent.store.sqlite import SQLiteStore
+    from miniagent.core.store.sqlite import SQLiteStore
 
     store = tmp_path / "s.db"
     model = ScriptedModel(["Final Answer: 北京今天多云 🙂"])

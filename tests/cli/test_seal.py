@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from miniagent.cli.seal import key_path, sealed, unsealed
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)

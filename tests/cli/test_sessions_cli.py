@@ -10,7 +10,7 @@ from typer.testing import CliRunner, Result
 
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.cli import app
-from miniagent.store.sqlite import SQLiteStore
+from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.testing.stub_server import StubServer
 
 TOOLS = '''
@@ -149,7 +149,7 @@ def test_deciding_a_session_that_waits_for_nothing_says_how_to_go_on(
         tmp_path: Path, command: str) -> None:
     import time
 
-    from miniagent.session import AgentSession
+    from miniagent.core.session import AgentSession
 
     store = tmp_path / "s.db"
     session = AgentSession.start("q", id="5a5a0000", at=time.time())

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 
 
 def _read_all(fd: int, proc: subprocess.Popen[bytes], limit: float) -> str:
@@ -32,7 +32,7 @@ def _read_all(fd: int, proc: subprocess.Popen[bytes], limit: float) -> str:
 
 def test_the_load_and_each_step_are_announced_on_a_terminal() -> None:
     pytest.importorskip("xllamacpp")
-    from miniagent.models.local import resolve_model_path
+    from miniagent.core.models.local import resolve_model_path
 
     try:
         name = resolve_model_path().name

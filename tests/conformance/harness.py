@@ -11,7 +11,7 @@ order, the JSONL trace's records, and the token usage) must be the same on every
   process, followed by the agent's client;
 - ``minimal``: a test driver that implements the effects and nothing else (sessions saved as
   JSON in a dict, ids from a counter, no lease, no bus) over the same
-  :func:`~miniagent.runtime.run.run_session`: what a new driver needs to write.
+  :func:`~miniagent.core.runtime.run.run_session`: what a new driver needs to write.
 """
 
 from __future__ import annotations
@@ -29,16 +29,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from miniagent import Agent, MemoryStore, SQLiteStore
-from miniagent.models.base import Model
-from miniagent.observe.jsonl import JsonlTracer
-from miniagent.runtime.approvals import decide
-from miniagent.runtime.events import Event
-from miniagent.runtime.run import run_session
-from miniagent.runtime.spec import rules_for
-from miniagent.session import FINAL, AgentSession
-from miniagent.tool_context import ToolContext
-from miniagent.tools.toolbox import Toolbox
-from miniagent.types import (
+from miniagent.core.models.base import Model
+from miniagent.core.runtime.approvals import decide
+from miniagent.core.runtime.events import Event
+from miniagent.core.runtime.run import run_session
+from miniagent.core.runtime.spec import rules_for
+from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.tool_context import ToolContext
+from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.types import (
     CallRecord,
     Decision,
     ModelRequest,
@@ -48,6 +47,7 @@ from miniagent.types import (
     RunResult,
     ToolCall,
 )
+from miniagent.observe.jsonl import JsonlTracer
 
 
 @dataclass

@@ -35,16 +35,23 @@ from miniagent import (
     tool,
     tool_context,
 )
-from miniagent.errors import TurnRefused
-from miniagent.limits import endpoint, tool_slots
-from miniagent.models.base import Capabilities
-from miniagent.protocol.native import NativeProtocol
-from miniagent.protocol.react import EXAMPLE_ANSWER, ReactProtocol
-from miniagent.runtime import events as ev
-from miniagent.runtime.approvals import INTERRUPTED_NOTE
-from miniagent.runtime.loop import AT_LIMIT
+from miniagent._internal.limits import endpoint, tool_slots
+from miniagent.core.errors import TurnRefused
+from miniagent.core.models.base import Capabilities
+from miniagent.core.protocol.native import NativeProtocol
+from miniagent.core.protocol.react import EXAMPLE_ANSWER, ReactProtocol
+from miniagent.core.runtime import events as ev
+from miniagent.core.runtime.approvals import INTERRUPTED_NOTE
+from miniagent.core.runtime.loop import AT_LIMIT
+from miniagent.core.types import (
+    Message,
+    ModelRequest,
+    ParsedOutput,
+    RunResult,
+    TokenUsage,
+    ToolLike,
+)
 from miniagent.testing.stub_server import StubServer
-from miniagent.types import Message, ModelRequest, ParsedOutput, RunResult, TokenUsage, ToolLike
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

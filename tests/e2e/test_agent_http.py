@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, OpenAICompatibleModel, tool
+from miniagent.core.tools.builtin import builtin_tools
 from miniagent.testing.stub_server import Fault, StubServer
-from miniagent.tools.builtin import builtin_tools
 
 
 @tool

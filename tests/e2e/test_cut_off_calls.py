@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, OpenAICompatibleModel, tool
-from miniagent.runtime.events import Event, GuardIntervened
+from miniagent.core.runtime.events import Event, GuardIntervened
 from miniagent.testing.stub_server import StubServer
 
 CUT = '{"to": "Alice", "amount": 15'

@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, OpenAICompatibleModel, Tool, tool
-from miniagent.errors import ConfigError
-from miniagent.models.local import resolve_model_path
-from miniagent.tools.builtin import calculator
-from miniagent.types import ModelRequest, RunResult
+from miniagent.core.errors import ConfigError
+from miniagent.core.models.local import resolve_model_path
+from miniagent.core.tools.builtin import calculator
+from miniagent.core.types import ModelRequest, RunResult
 
 ALLOWED = {"completed", "max_steps", "loop_detected"}
 READY_TIMEOUT = 60.0

@@ -16,8 +16,8 @@ import pytest
 from test_llama_server import llama_server
 
 from miniagent import Agent, OpenAICompatibleModel
-from miniagent.runtime import events as ev
-from miniagent.tools.builtin import calculator
+from miniagent.core.runtime import events as ev
+from miniagent.core.tools.builtin import calculator
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import pytest
 from mcp_support import descendants, everything_entry, everything_url, no_orphans, node, wait_gone
 
 from miniagent import Agent, ScriptedModel
+from miniagent.core.types import ToolCall
 from miniagent.mcp import MCPServer, ToolRule
-from miniagent.types import ToolCall
 
 __all__ = ["everything_url", "no_orphans"]  # fixtures used below
 

@@ -13,9 +13,9 @@ import pytest
 from mcp_hostile_http import _bomb, hostile_mcp
 from mcp_support import SRC, no_orphans
 
-from miniagent.errors import ToolDefinitionError
+from miniagent.core.errors import ToolDefinitionError
+from miniagent.core.types import ToolCall
 from miniagent.mcp import MCPServer, ToolRule
-from miniagent.types import ToolCall
 
 __all__ = ["no_orphans"]  # fixture
 

@@ -18,11 +18,11 @@ import pytest
 from mcp_support import LAB_SERVER, TIME_ARGS, descendants, no_orphans, wait_gone
 
 from miniagent import Agent, RetryPolicy, ScriptedModel
+from miniagent._internal.waits import reporting_waits
+from miniagent.core.store.sqlite import SQLiteStore
+from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.types import Observation, ToolCall
 from miniagent.mcp import MCPServer, ToolRule
-from miniagent.store.sqlite import SQLiteStore
-from miniagent.tools.toolbox import Toolbox
-from miniagent.types import Observation, ToolCall
-from miniagent.waits import reporting_waits
 
 __all__ = ["no_orphans"]  # fixture
 

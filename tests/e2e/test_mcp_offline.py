@@ -15,15 +15,15 @@ import pytest
 from mcp_support import TIME_ARGS, descendants, wait_gone
 
 from miniagent import Agent
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
+from miniagent.core.runtime.events import Event, ModelStarted
+from miniagent.core.types import ModelRequest
 from miniagent.mcp import MCPServer
-from miniagent.runtime.events import Event, ModelStarted
-from miniagent.types import ModelRequest
 
 
 def test_embedded_model_gets_the_time_servers_tools() -> None:
     pytest.importorskip("xllamacpp")
-    from miniagent.models.local import LocalModel, resolve_model_path
+    from miniagent.core.models.local import LocalModel, resolve_model_path
 
     try:
         path = resolve_model_path()

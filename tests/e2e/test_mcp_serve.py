@@ -86,7 +86,7 @@ async def test_our_client_reaches_our_server_with_its_token(
     assert sent == f"{result.session_id}:{record.call.id}"
     bad = MCPServer.http(served_http, headers={"Authorization": "Bearer wrong"},
                          connect_timeout=10)
-    with pytest.raises(miniagent.errors.ToolDefinitionError) as refused:
+    with pytest.raises(miniagent.core.errors.ToolDefinitionError) as refused:
         await bad.list_tools()
     await bad.aclose()
     assert str(refused.value) == (

@@ -14,8 +14,8 @@ import pytest
 from mcp_support import LAB_SERVER, TIME_ARGS, descendants, no_orphans
 
 from miniagent import Agent, ScriptedModel
+from miniagent.core.tools.wrappers import Prefixed
 from miniagent.mcp import MCPServer
-from miniagent.tools.wrappers import Prefixed
 
 __all__ = ["no_orphans"]  # fixture
 

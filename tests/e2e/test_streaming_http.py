@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, OpenAICompatibleModel, tool
-from miniagent.errors import ModelResponseError
-from miniagent.runtime import events as ev
+from miniagent.core.errors import ModelResponseError
+from miniagent.core.runtime import events as ev
+from miniagent.core.types import ModelRequest
 from miniagent.testing.stub_server import (
     LLAMA_CPP,
     OLLAMA,
@@ -24,7 +25,6 @@ from miniagent.testing.stub_server import (
     StreamStyle,
     StubServer,
 )
-from miniagent.types import ModelRequest
 
 
 @tool

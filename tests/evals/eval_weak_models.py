@@ -11,10 +11,10 @@ import threading
 from collections import Counter
 from typing import Any
 
-from miniagent.errors import ModelError
-from miniagent.models.base import Capabilities
-from miniagent.models.scripted import _to_response
-from miniagent.types import ModelRequest, ModelResponse, TokenUsage, ToolMode
+from miniagent.core.errors import ModelError
+from miniagent.core.models.base import Capabilities
+from miniagent.core.models.scripted import _to_response
+from miniagent.core.types import ModelRequest, ModelResponse, TokenUsage, ToolMode
 
 USAGE = {"prompt": 100, "completion": 10, "cached": 50}
 """What every reply reports, so token metrics can be computed by hand."""

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from miniagent.cli.eval_cmd import load_eval_tools
+from miniagent.core.models.base import Capabilities
+from miniagent.core.types import ModelRequest, ModelResponse, ToolCall
 from miniagent.evals.builtin import FIXTURES, TASKS, TOOLS
 from miniagent.evals.metrics import summarize
 from miniagent.evals.runner import EvalConfig, run_eval
 from miniagent.evals.tasks import EvalTask, load_tasks
-from miniagent.models.base import Capabilities
-from miniagent.types import ModelRequest, ModelResponse, ToolCall
 
 ROOT = Path(__file__).parents[2]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from test_eval_resume import env
 
-from miniagent.runtime.loop import AT_LIMIT
+from miniagent.core.runtime.loop import AT_LIMIT
 from miniagent.testing.fault_proxy import FaultProxy
 from miniagent.testing.stub_server import StubServer
 

@@ -7,11 +7,11 @@ import asyncio
 import pytest
 
 from miniagent import Agent
-from miniagent.errors import ModelConnectionError, ModelHTTPError, ModelTimeout
-from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.core.errors import ModelConnectionError, ModelHTTPError, ModelTimeout
+from miniagent.core.models.openai_compat import OpenAICompatibleModel
+from miniagent.core.types import ModelRequest
 from miniagent.testing.fault_proxy import FAULT_KINDS, FaultProxy
 from miniagent.testing.stub_server import StubServer
-from miniagent.types import ModelRequest
 
 REQUEST = ModelRequest(messages=[{"role": "user", "content": "hi"}])
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_eval_cli import TOOLS, miniagent_eval, react_server, tasks_file
 
-from miniagent.errors import UserError
+from miniagent.core.errors import UserError
 from miniagent.evals.tasks import parse_tasks
 from miniagent.testing.stub_server import StubServer
 

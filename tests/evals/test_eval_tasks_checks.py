@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from miniagent.errors import UserError
+from miniagent.core.errors import UserError
 from miniagent.evals.checks import check_answer, numbers_in
 from miniagent.evals.tasks import Expected, load_tasks, parse_tasks
 

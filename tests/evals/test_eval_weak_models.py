@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 from eval_weak_models import USAGE, ByQuestion, react
 
+from miniagent.core.tools.registry import ToolRegistry
 from miniagent.evals.faults import ToolFaults
 from miniagent.evals.metrics import summarize
 from miniagent.evals.runner import EvalConfig, run_eval
 from miniagent.evals.tasks import parse_tasks
-from miniagent.tools.registry import ToolRegistry
 
 HERE = Path(__file__).parent
 

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from miniagent.cli.mcp_cmd import mcp_servers, parse_headers
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 
 
 def test_headers_from_options_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:

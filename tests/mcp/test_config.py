@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
+from miniagent.core.tools.wrappers import exposed_name, first_rule, is_offered
 from miniagent.mcp import MCPServer, ServerConfig, ToolRule
-from miniagent.tools.wrappers import exposed_name, first_rule, is_offered
 
 VALID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 from miniagent.observe.jsonl import FIELD_LIMIT, JsonlTracer
 from miniagent.observe.reader import read_trace
 from miniagent.testing.stub_server import StubServer

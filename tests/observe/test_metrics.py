@@ -17,7 +17,10 @@ from metric_tools import broken, weather
 from prometheus_client.parser import text_string_to_metric_families
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.errors import ConfigError, ModelHTTPError
+from miniagent.core.errors import ConfigError, ModelHTTPError
+from miniagent.core.runtime import events as ev
+from miniagent.core.store.sqlite import SQLiteStore
+from miniagent.core.types import Observation, ToolCall
 from miniagent.observe.describe import describe_model
 from miniagent.observe.metrics import (
     MAX_TOOLS,
@@ -26,9 +29,6 @@ from miniagent.observe.metrics import (
     parse_address,
     serve_metrics,
 )
-from miniagent.runtime import events as ev
-from miniagent.store.sqlite import SQLiteStore
-from miniagent.types import Observation, ToolCall
 
 
 @tool(timeout=0.05)
@@ -138,7 +138,7 @@ def test_a_scripted_run_s_metrics_equal_the_hand_computed_ones(tmp_path: Any) ->
 
 def test_a_waiting_approval_is_counted_with_its_age() -> None:
     metrics = Metrics(model=describe_model(ScriptedModel([])))
-    from miniagent.types import PendingApproval
+    from miniagent.core.types import PendingApproval
 
     metrics(ev.ApprovalRequested(session_id="s", span_id="1", at=1.0, pending=[
         PendingApproval(call_id="c", tool="delete_file", arguments={})]))

@@ -24,13 +24,13 @@ from test_metrics import act, broken, delete_file, reply, slow, weather
 
 import miniagent
 from miniagent import Agent, ScriptedModel
-from miniagent.errors import ConfigError, ModelHTTPError
+from miniagent.core.errors import ConfigError, ModelHTTPError
+from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.observe.describe import describe_model
 from miniagent.observe.figures import DURATION_BUCKETS, FIGURES, TOKEN_BUCKETS
 from miniagent.observe.metrics import Metrics, otlp_meter_provider
 from miniagent.observe.metrics_prom import new_registry
 from miniagent.observe.otlp_metrics import metrics_endpoint
-from miniagent.store.sqlite import SQLiteStore
 from miniagent.testing.stub_server import StubServer
 
 SCRIPT = [
@@ -190,9 +190,9 @@ def test_metrics_on_a_meter_provider_alone_cannot_be_served() -> None:
 
 
 def test_a_client_without_a_model_names_the_one_that_answered_and_caps_the_names() -> None:
+    from miniagent.core.runtime import events as ev
+    from miniagent.core.types import ModelResponse, ParsedOutput
     from miniagent.observe.metrics import MAX_MODELS
-    from miniagent.runtime import events as ev
-    from miniagent.types import ModelResponse, ParsedOutput
 
     metrics = Metrics(model=describe_model(None))  # a Temporal agent has no model
     for n in range(MAX_MODELS + 3):
@@ -317,7 +317,7 @@ class _BrokenMeterProvider:
 
 def test_a_meter_that_raises_never_reaches_the_call_and_spares_the_other_backend(
         caplog: pytest.LogCaptureFixture) -> None:
-    from miniagent.types import Observation
+    from miniagent.core.types import Observation
 
     metrics = Metrics(model=describe_model(ScriptedModel([])), registry=new_registry(),
                       meter_provider=_BrokenMeterProvider())

@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from otlp_receiver import otlp_receiver
 
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 from miniagent.observe.describe import describe_model
 from miniagent.observe.otel import ATTRIBUTE_LIMIT, CONTENT_ENV, OtelTracer, otlp_provider
 from miniagent.observe.otlp import MAX_REQUEST_BYTES
@@ -220,8 +220,8 @@ def test_otlp_url_must_be_http() -> None:
 
 
 def test_the_error_status_of_a_run_is_redacted() -> None:
-    from miniagent.runtime import events as ev
-    from miniagent.types import RunResult
+    from miniagent.core.runtime import events as ev
+    from miniagent.core.types import RunResult
 
     key = "sk-" + secrets.token_hex(20)
     tracer, exporter = memory_tracer(ScriptedModel([]), secrets=[key])
@@ -290,8 +290,8 @@ def test_every_text_attribute_is_cut_to_the_span_limit(monkeypatch: pytest.Monke
     _no_length_limits(monkeypatch)
     monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "100")
     monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "5000")  # the span's limit wins
-    from miniagent.runtime import events as ev
-    from miniagent.types import RunResult
+    from miniagent.core.runtime import events as ev
+    from miniagent.core.types import RunResult
 
     tracer, exporter = memory_tracer(ScriptedModel([]), capture_content=True)
     tracer(ev.RunStarted(session_id="s", span_id="a", question="问" * 1000))

@@ -10,11 +10,11 @@ from otlp_receiver import Receiver, otlp_receiver
 from test_otel import SCRIPT, weather
 
 from miniagent import Agent, ScriptedModel
-from miniagent.models.base import Model
-from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.core.models.base import Model
+from miniagent.core.models.openai_compat import OpenAICompatibleModel
+from miniagent.core.types import RunResult
 from miniagent.observe.describe import describe_model
 from miniagent.observe.otel import OtelTracer, otlp_provider
-from miniagent.types import RunResult
 
 INTERNAL, CLIENT = 1, 3  # SPAN_KIND_* as OTLP sends them
 

@@ -7,7 +7,7 @@ from otlp_receiver import otlp_receiver
 from test_otel import weather
 from test_otel_kinds import traced_run
 
-from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.core.models.openai_compat import OpenAICompatibleModel
 from miniagent.testing.stub_server import LLAMA_CPP, StubServer
 
 USAGE = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, ScriptedModel, tool
+from miniagent._internal.wording import counted
 from miniagent.cli.trace_show import trace_lines
 from miniagent.observe.reader import read_trace
 from miniagent.report.trace_html import render_trace
-from miniagent.wording import counted
 
 JUNK: list[Any] = [None, "x", -1, 1e308, 10**400, True, [], ["a", 1], {}, {"a": [1]},
                    "</script><img src=x onerror=alert(1)>"]

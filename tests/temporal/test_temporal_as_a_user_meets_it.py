@@ -14,7 +14,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.testing.stub_server import StubServer
 

@@ -7,13 +7,14 @@ from datetime import timedelta
 import pytest
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
-from miniagent import errors, tool
-from miniagent.errors import UserError
-from miniagent.retry import RetryPolicy
+from miniagent import tool
+from miniagent.core import errors
+from miniagent.core.errors import UserError
+from miniagent.core.retry import RetryPolicy
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.types import ToolCall
 from miniagent.temporal.faults import model_error, model_failure, tool_retry, tool_time
 from miniagent.temporal.workers import Served, register, served, unregister
-from miniagent.tools.registry import ToolRegistry
-from miniagent.types import ToolCall
 
 
 def http(status: int, retry_after: float | None = None) -> errors.ModelHTTPError:

@@ -12,8 +12,8 @@ from temporal_helpers import act, wait_status
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, AgentSpec, ScriptedModel, tool
+from miniagent.core.types import ModelRequest
 from miniagent.temporal import TemporalSessions, agent_worker
-from miniagent.types import ModelRequest
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 DAY = 24 * 3600

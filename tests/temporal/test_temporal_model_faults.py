@@ -10,7 +10,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, tool
-from miniagent.models.openai_compat import OpenAICompatibleModel
+from miniagent.core.models.openai_compat import OpenAICompatibleModel
 from miniagent.temporal import agent_worker
 from miniagent.testing.stub_server import Fault, StubServer
 

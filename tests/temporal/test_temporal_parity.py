@@ -10,12 +10,12 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.models.base import Capabilities
+from miniagent.core.models.base import Capabilities
+from miniagent.core.types import RunResult
 from miniagent.temporal import TemporalSessions, agent_worker, data_converter, workers
 from miniagent.temporal import workflow as workflow_module
 from miniagent.temporal.worker import sandbox
 from miniagent.temporal.workflow import SessionWorkflow
-from miniagent.types import RunResult
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -146,8 +146,8 @@ async def test_compression_and_tool_choice_work_the_same_on_temporal(
 
 async def test_a_protocol_a_worker_cannot_rebuild_is_refused_at_start(
         dev_env: WorkflowEnvironment, task_queue: str) -> None:
-    from miniagent.errors import UserError
-    from miniagent.protocol.react import ReactProtocol
+    from miniagent.core.errors import UserError
+    from miniagent.core.protocol.react import ReactProtocol
 
     class Shouty(ReactProtocol):
         """Named 'react' (inherited), but not the ReactProtocol a worker would build."""

@@ -12,7 +12,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.errors import SessionBusy, TurnRefused
+from miniagent.core.errors import SessionBusy, TurnRefused
 from miniagent.temporal import agent_worker
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

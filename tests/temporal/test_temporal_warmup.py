@@ -13,14 +13,14 @@ from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.cli.build import RunConfig, temporal_agent
-from miniagent.models.base import Capabilities
-from miniagent.runtime.loop import first_request
-from miniagent.runtime.spec import rules_for, with_small_model_aids
+from miniagent.core.models.base import Capabilities
+from miniagent.core.runtime.loop import first_request
+from miniagent.core.runtime.spec import rules_for, with_small_model_aids
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.types import ModelRequest
 from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.temporal.worker import warm_served
-from miniagent.tools.registry import ToolRegistry
-from miniagent.tools.toolbox import Toolbox
-from miniagent.types import ModelRequest
 
 loads: list[str] = []
 

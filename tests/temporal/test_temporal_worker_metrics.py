@@ -18,15 +18,15 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from miniagent import ScriptedModel, tool
-from miniagent.errors import ModelHTTPError
+from miniagent.core.errors import ModelHTTPError
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.types import ModelRequest, ToolCall
 from miniagent.observe.describe import describe_model
 from miniagent.observe.metrics import Metrics
 from miniagent.temporal import TemporalSessions
 from miniagent.temporal.activities import SessionActivities
 from miniagent.temporal.contracts import ToolInput
-from miniagent.tools.registry import ToolRegistry
-from miniagent.tools.toolbox import Toolbox
-from miniagent.types import ModelRequest, ToolCall
 
 
 @tool

@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 from ui_support import LOCAL
 
 from miniagent import SQLiteStore
-from miniagent.session import AgentSession
+from miniagent.core.session import AgentSession
 from miniagent.ui import app
 from miniagent.ui.guard import CSP
 

@@ -17,8 +17,8 @@ from starlette.testclient import TestClient
 from ui_support import LOCAL, hidden, long_waiting_session
 
 from miniagent import SQLiteStore
-from miniagent.session import AgentSession
-from miniagent.types import TokenUsage
+from miniagent.core.session import AgentSession
+from miniagent.core.types import TokenUsage
 from miniagent.ui import app, server
 
 BASE = "http://127.0.0.1:8765"

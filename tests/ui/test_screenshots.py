@@ -16,7 +16,7 @@ from ui_support import act, pay
 
 from browser import needs_browser
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
-from miniagent.types import ToolMode
+from miniagent.core.types import ToolMode
 from miniagent.ui import app
 
 pytestmark = needs_browser

@@ -12,11 +12,11 @@ from starlette.testclient import TestClient
 from ui_support import LOCAL, act, hidden, pay, waiting_agent
 
 from miniagent import Agent, ScriptedModel, SQLiteStore
-from miniagent.errors import ModelConnectionError
+from miniagent.core.errors import ModelConnectionError
+from miniagent.core.session import AgentSession
 from miniagent.observe.reader import Trace, read_trace
 from miniagent.report.html import csp
 from miniagent.report.trace_html import SCRIPT, render_trace
-from miniagent.session import AgentSession
 from miniagent.ui import app
 
 BASE = "http://127.0.0.1:8765"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from miniagent import MemoryStore
-from miniagent.session import AgentSession
+from miniagent.core.session import AgentSession
 from miniagent.ui import app
 from miniagent.ui.server import MAX_STREAMS
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from ui_support import act, hidden
 
 from miniagent.cli import app
-from miniagent.store.sqlite import SQLiteStore
+from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.testing.stub_server import StubServer
 
 TOKEN = "a-token-of-24-characters"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from miniagent import Agent, MemoryStore, ScriptedModel, SQLiteStore, tool
-from miniagent.session import AgentSession
+from miniagent.core.session import AgentSession
 
 HOSTILE = ("</script><script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
            "<a href=\"javascript:window.pwned=3\">x</a>")

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from miniagent._internal.version import installed_version
 from miniagent.cli import ui_cmd
 from miniagent.cli.chat import chat
 from miniagent.cli.chat_input import StoppableAnswers
@@ -44,8 +45,7 @@ from miniagent.cli.sessions import sessions_app
 from miniagent.cli.temporal_cmd import worker as worker_cmd
 from miniagent.cli.trace_cmd import trace_app
 from miniagent.cli.warming import warm_then
-from miniagent.errors import UserError
-from miniagent.version import installed_version
+from miniagent.core.errors import UserError
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -114,12 +114,12 @@ def demo(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False,  # noqa: E501
 ) -> None:
     """Watch the loop work with no model: a scripted model served over real local HTTP."""
-    from miniagent.agent import Agent
     from miniagent.cli.demo import QUESTION, SCRIPT, demo_workspace
     from miniagent.cli.display import TraceDisplay
-    from miniagent.models.openai_compat import OpenAICompatibleModel
+    from miniagent.core.agent import Agent
+    from miniagent.core.models.openai_compat import OpenAICompatibleModel
+    from miniagent.core.tools.builtin import builtin_tools
     from miniagent.testing.stub_server import StubServer
-    from miniagent.tools.builtin import builtin_tools
 
     display = TraceDisplay(verbose=verbose)
     display.console.print(

@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 
 import typer
 
-from miniagent import defaults
-from miniagent.agent import Agent
+from miniagent._internal import defaults
+from miniagent._internal.limits import EndpointLimits
 from miniagent.cli.loading import load_tools
 from miniagent.cli.seal import RECORD, sealed, unsealed
-from miniagent.errors import ConfigError, ModelError
-from miniagent.limits import EndpointLimits
-from miniagent.models.base import Model
-from miniagent.models.openai_compat import GrammarField
+from miniagent.core.agent import Agent
+from miniagent.core.errors import ConfigError, ModelError
+from miniagent.core.models.base import Model
+from miniagent.core.models.openai_compat import GrammarField
+from miniagent.core.protocol.registry import default_protocol
+from miniagent.core.store.sqlite import SQLiteStore, default_store_path
+from miniagent.core.types import PendingApproval, ToolMode
 from miniagent.observe.redact import redact_command, redact_url
-from miniagent.protocol.registry import default_protocol
-from miniagent.store.sqlite import SQLiteStore, default_store_path
-from miniagent.types import PendingApproval, ToolMode
 
 if TYPE_CHECKING:
-    from miniagent.models.local import LocalModel
+    from miniagent.core.models.local import LocalModel
 
 
 def env(*names: str) -> str | None:
@@ -66,10 +66,10 @@ class RunConfig:
     mcp_approve: list[str] = field(default_factory=list)
     memory: str | None = None  # a long-term memory file (absolute path)
     memory_namespace: str = "default"
-    model_concurrency: int | None = None  # the endpoint's limits (miniagent.limits)
+    model_concurrency: int | None = None  # the endpoint's limits (miniagent._internal.limits)
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
-    aids: str = "auto"  # auto, on or off (miniagent.models.profiles)
+    aids: str = "auto"  # auto, on or off (miniagent.core.models.profiles)
     instructions: str | None = None
     temperature: float | None = defaults.TEMPERATURE
     token_budget: int | None = None
@@ -218,7 +218,7 @@ def build_model(config: RunConfig, api_key: str | None) -> Model:
         typer.echo(visible(local_notice(local)), err=True)
         _load_with_status(local)
         return local
-    from miniagent.models.openai_compat import OpenAICompatibleModel
+    from miniagent.core.models.openai_compat import OpenAICompatibleModel
 
     return OpenAICompatibleModel(
         base_url=config.base_url, model=config.model or "default",
@@ -239,11 +239,11 @@ SERVED_PROBE_TIMEOUT = 3.0
 
 def served_aids(base_url: str, model: str | None, api_key: str | None) -> tuple[str, ...]:
     """The aids a served model is measured to need, from its name
-    (:func:`~miniagent.models.profiles.aids_for_served`); when the name tells no size (e.g.
+    (:func:`~miniagent.core.models.profiles.aids_for_served`); when the name tells no size (e.g.
     llama.cpp's server, which serves any name), from the server's ``GET /models`` entry: its
     id and, from llama.cpp, its parameter count. Only a server on this machine is asked (a
     remote one serves large models); one that does not answer: none."""
-    from miniagent.models.profiles import aids_for_served
+    from miniagent.core.models.profiles import aids_for_served
 
     found = aids_for_served(model) if model else None
     if found is not None or not _on_this_machine(base_url):

@@ -17,7 +17,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from miniagent.agent import Agent
+from miniagent._internal.ids import random_id
+from miniagent._internal.wording import counted
 from miniagent.cli.build import RunConfig, open_store
 from miniagent.cli.chat_input import LineHistory, StoppableAnswers, history_path
 from miniagent.cli.common import cli_errors, fail, show_progress
@@ -29,11 +30,10 @@ from miniagent.cli.run_options import RunOptions
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.sessions import sessions_table
 from miniagent.cli.warming import warm_then
-from miniagent.errors import MiniAgentError, UserError
-from miniagent.ids import random_id
-from miniagent.store.sqlite import SQLiteStore
-from miniagent.types import RunResult
-from miniagent.wording import counted
+from miniagent.core.agent import Agent
+from miniagent.core.errors import MiniAgentError, UserError
+from miniagent.core.store.sqlite import SQLiteStore
+from miniagent.core.types import RunResult
 
 PROMPT = "you> "
 LISTED_SESSIONS = 10

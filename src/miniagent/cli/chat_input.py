@@ -14,11 +14,11 @@ from typing import TextIO, cast
 
 import typer
 
-from miniagent.agent import Agent
 from miniagent.cli.build import ask_in_terminal
 from miniagent.cli.safe_text import visible
-from miniagent.store.sqlite import default_store_path
-from miniagent.types import PendingApproval
+from miniagent.core.agent import Agent
+from miniagent.core.store.sqlite import default_store_path
+from miniagent.core.types import PendingApproval
 
 HISTORY_LENGTH = 1000
 """Lines kept in the history file."""
@@ -78,7 +78,7 @@ class StoppableAnswers:
 class AskingHere:
     """The terminal approver reading :class:`StoppableAnswers`; when the call is decided in
     another process meanwhile (``miniagent sessions approve``), the run gives the question up
-    (:mod:`miniagent.runtime.asking`) and this says so."""
+    (:mod:`miniagent.core.runtime.asking`) and this says so."""
 
     def __init__(self, answers: StoppableAnswers) -> None:
         self.answers = answers

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from miniagent.agent import Agent
+from miniagent._internal.extras import missing_extra
 from miniagent.cli.safe_text import json_text, unicode_stream, visible
-from miniagent.errors import MiniAgentError, UserError
-from miniagent.extras import missing_extra
-from miniagent.runtime.events import Event
-from miniagent.types import RunResult
+from miniagent.core.agent import Agent
+from miniagent.core.errors import MiniAgentError, UserError
+from miniagent.core.runtime.events import Event
+from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
     from miniagent.cli.display import TraceDisplay

@@ -16,11 +16,11 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.status import Status
 
+from miniagent._internal.wording import counted, token_count, unreported_tokens
 from miniagent.cli.common import session_command
 from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
-from miniagent.runtime import events as ev
-from miniagent.types import RunResult, Step, TokenUsage
-from miniagent.wording import counted, token_count, unreported_tokens
+from miniagent.core.runtime import events as ev
+from miniagent.core.types import RunResult, Step, TokenUsage
 
 _SHOWN_CHARS = 600
 """Thoughts and observations in the live trace are shown up to this many characters."""

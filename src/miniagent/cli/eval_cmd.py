@@ -11,15 +11,15 @@ from typing import Annotated, Any
 
 import typer
 
-from miniagent import defaults
+from miniagent._internal import defaults
+from miniagent._internal.files import write_private
 from miniagent.cli.build import RunConfig, build_model, env
 from miniagent.cli.common import cli_errors, echo_json, fail, positive_seconds
 from miniagent.cli.loading import import_source, module_tools
-from miniagent.errors import UserError
+from miniagent.core.errors import UserError
+from miniagent.core.models.base import Model
+from miniagent.core.tools.registry import Tool, ToolRegistry
 from miniagent.evals.checks import Checker
-from miniagent.files import write_private
-from miniagent.models.base import Model
-from miniagent.tools.registry import Tool, ToolRegistry
 
 MODES = ("react", "native", "auto")
 

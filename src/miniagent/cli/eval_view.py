@@ -20,9 +20,9 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from miniagent._internal.wording import counted
 from miniagent.cli.safe_text import markup
 from miniagent.evals.metrics import mean_tokens
-from miniagent.wording import counted
 
 ETA_AFTER = 3
 """Finished task runs before the bar shows an ETA: one run's time says too little."""

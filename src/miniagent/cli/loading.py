@@ -12,9 +12,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from miniagent.errors import UserError
-from miniagent.tools.registry import Tool, ToolRegistry
-from miniagent.tools.source import ToolSource
+from miniagent.core.errors import UserError
+from miniagent.core.tools.registry import Tool, ToolRegistry
+from miniagent.core.tools.source import ToolSource
 
 
 def load_tools(sources: Iterable[str], workspace: Path) -> ToolRegistry:
@@ -31,8 +31,8 @@ def listed_schemas(sources: Sequence[ToolSource]) -> list[dict[str, Any]]:
     closed again); what ``miniagent tools`` prints."""
     if not sources:
         return []
-    from miniagent.sync import run_coroutine
-    from miniagent.tools.toolbox import Toolbox
+    from miniagent._internal.sync import run_coroutine
+    from miniagent.core.tools.toolbox import Toolbox
 
     async def listed() -> list[dict[str, Any]]:
         try:
@@ -46,7 +46,7 @@ def listed_schemas(sources: Sequence[ToolSource]) -> list[dict[str, Any]]:
 
 def _tools_of(source: str, workspace: Path) -> list[Tool]:
     if source == "builtin":
-        from miniagent.tools.builtin import builtin_tools
+        from miniagent.core.tools.builtin import builtin_tools
 
         return builtin_tools(workspace)
     found = module_tools(_import(source))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import cast
 
-from miniagent.models.catalog import DEFAULT_MODEL
-from miniagent.models.local import LocalModel
-from miniagent.types import ToolMode
+from miniagent.core.models.catalog import DEFAULT_MODEL
+from miniagent.core.models.local import LocalModel
+from miniagent.core.types import ToolMode
 
 __all__ = ["TINY_MODEL_NOTICE", "local_model", "local_notice"]
 
@@ -18,7 +18,8 @@ TINY_MODEL_NOTICE = (
     "with a bigger GGUF (e.g. a 7B instruct model, Q4_K_M) or --base-url of a server "
     "(llama.cpp, vLLM, Ollama, ...)."
 )
-"""Shown when the embedded model is a tiny one (see :func:`miniagent.models.profiles.is_tiny`)."""
+"""Shown when the embedded model is a tiny one (see
+:func:`miniagent.core.models.profiles.is_tiny`)."""
 
 
 def local_model(model_path: str | None, tool_mode: str, grammar: bool) -> LocalModel:
@@ -26,7 +27,7 @@ def local_model(model_path: str | None, tool_mode: str, grammar: bool) -> LocalM
 
     Args:
         model_path: ``--model-path`` (a file or an installed catalog model's name);
-            ``None`` resolves one (see :func:`~miniagent.models.local.resolve_model_path`).
+            ``None`` resolves one (see :func:`~miniagent.core.models.local.resolve_model_path`).
         tool_mode: ``react``, ``native`` or ``auto`` (``auto`` runs grammar ReAct).
         grammar: Whether to honour grammar-constrained decoding.
 

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from miniagent.errors import ConfigError
-from miniagent.wording import counted
+from miniagent._internal.wording import counted
+from miniagent.core.errors import ConfigError
 
 McpOption = Annotated[list[str] | None, typer.Option(
     "--mcp", help="An MCP server started as this command line, over stdio "

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from miniagent._internal.wording import counted
 from miniagent.cli.common import JsonOption, cli_errors, echo_json, fail
 from miniagent.cli.safe_text import visible
-from miniagent.errors import ConfigError, UserError
-from miniagent.wording import counted
+from miniagent.core.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
     from miniagent.memory import Memory, MemoryItem
@@ -42,7 +42,7 @@ SHOWN_CHARS = 300
 
 def default_memory_path() -> Path:
     """``MINIAGENT_MEMORY``, else ``memory.db`` beside the default session store."""
-    from miniagent.store.sqlite import default_store_path
+    from miniagent.core.store.sqlite import default_store_path
 
     explicit = os.environ.get("MINIAGENT_MEMORY")
     if explicit:

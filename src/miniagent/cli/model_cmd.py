@@ -9,8 +9,8 @@ import typer
 
 from miniagent.cli.common import JsonOption, cli_errors, echo_json, fail
 from miniagent.cli.safe_text import visible
-from miniagent.models.catalog import CATALOG, DEFAULT_MODEL, InstalledModel, installed
-from miniagent.models.local import resolve_model_path
+from miniagent.core.models.catalog import CATALOG, DEFAULT_MODEL, InstalledModel, installed
+from miniagent.core.models.local import resolve_model_path
 
 __all__ = ["install_model", "list_models", "model_app", "model_path_command"]
 
@@ -59,7 +59,7 @@ def install_model(
     Parts already downloaded are kept, so an interrupted install goes on where it stopped.
     Progress goes to stderr; the installed file's path to stdout.
     """
-    from miniagent.models.install import install
+    from miniagent.core.models.install import install
 
     def progress(line: str) -> None:
         typer.echo(visible(line), err=True)

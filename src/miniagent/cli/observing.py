@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from miniagent.agent import Agent
+from miniagent.core.agent import Agent
 from miniagent.observe.describe import describe_model
 from miniagent.observe.redact import model_secrets
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from miniagent.protocol.jsonscan import MAX_DEPTH, decode_arguments, loads_limited
-from miniagent.protocol.native import (
+from miniagent.core.protocol.jsonscan import MAX_DEPTH, decode_arguments, loads_limited
+from miniagent.core.protocol.native import (
     MAX_BODY_DEPTH,
     normalize_completion,
     reported_cached_tokens,
 )
-from miniagent.protocol.react_parser import parse_react
-from miniagent.types import ToolCall
+from miniagent.core.protocol.react_parser import parse_react
+from miniagent.core.types import ToolCall
 
 INVALID: dict[str, Any] = {"_invalid": True}
 

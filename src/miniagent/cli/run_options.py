@@ -21,8 +21,7 @@ from typing import Annotated, Any, get_type_hints
 import typer
 from typer.models import ArgumentInfo
 
-from miniagent import defaults
-from miniagent.agent import Agent
+from miniagent._internal import defaults
 from miniagent.cli.build import (
     ModelConcurrencyOption,
     RequestsPerMinuteOption,
@@ -43,7 +42,8 @@ from miniagent.cli.mcp_cmd import (
 from miniagent.cli.memory_cmd import MemoryFileOption, MemoryNamespaceOption
 from miniagent.cli.observing import MetricsOption, OtlpContentOption, OtlpOption, TraceOption
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
-from miniagent.store.sqlite import SQLiteStore
+from miniagent.core.agent import Agent
+from miniagent.core.store.sqlite import SQLiteStore
 
 
 @dataclass(kw_only=True)

@@ -18,8 +18,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from miniagent.errors import ConfigError
-from miniagent.files import private_dir
+from miniagent._internal.files import private_dir
+from miniagent.core.errors import ConfigError
 
 RECORD, SEAL = "cli", "cli_seal"
 """The metadata keys of the record and of its seal."""

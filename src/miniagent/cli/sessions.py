@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from miniagent._internal.wording import counted, token_count
 from miniagent.cli.build import RunConfig, build_agent, open_store
 from miniagent.cli.chat_input import StoppableAnswers
 from miniagent.cli.common import (
@@ -38,15 +39,14 @@ from miniagent.cli.observing import (
 from miniagent.cli.safe_text import markup, visible
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.cli.warming import warm_then
-from miniagent.errors import DecisionError, UserError
-from miniagent.runtime import events as ev
-from miniagent.session import FINAL, AgentSession
-from miniagent.store.listing import SessionSummary
-from miniagent.types import CallRecord
-from miniagent.wording import counted, token_count
+from miniagent.core.errors import DecisionError, UserError
+from miniagent.core.runtime import events as ev
+from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.store.listing import SessionSummary
+from miniagent.core.types import CallRecord
 
 if TYPE_CHECKING:
-    from miniagent.agent import Agent
+    from miniagent.core.agent import Agent
 
 sessions_app = typer.Typer(no_args_is_help=True, help="Saved sessions: inspect, approve, resume.")
 
@@ -244,7 +244,7 @@ def _warn_forced(session_id: str, force: bool) -> None:
 
 def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | None,
             store: StoreOption, force: bool) -> None:
-    from miniagent.runtime.approvals import decide
+    from miniagent.core.runtime.approvals import decide
 
     def change(session: AgentSession) -> None:
         _check_something_waits(session, "approve" if approved else "deny", store)
@@ -318,7 +318,7 @@ def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = No
         from miniagent.cli.temporal_cmd import cancel_remote
 
         cancel_remote(temporal, session_id, reason or "cancelled from the command line")
-    from miniagent.agent import cancel_session
+    from miniagent.core.agent import cancel_session
 
     with cli_errors(session_id):
         sessions = open_store(store)

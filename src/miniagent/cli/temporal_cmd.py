@@ -18,6 +18,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
+from miniagent._internal.sync import run_coroutine
 from miniagent.cli.build import (
     ModelConcurrencyOption,
     RequestsPerMinuteOption,
@@ -51,9 +52,8 @@ from miniagent.cli.observing import (
     serving_metrics,
 )
 from miniagent.cli.safe_text import markup, visible
-from miniagent.errors import ConfigError
-from miniagent.sync import run_coroutine
-from miniagent.types import RunResult
+from miniagent.core.errors import ConfigError
+from miniagent.core.types import RunResult
 
 T = TypeVar("T")
 
@@ -171,8 +171,8 @@ def worker(
 
 
 def _memory_source(path: Path, namespace: str, secrets: list[str]) -> Any:
+    from miniagent.core.tools.registry import ToolRegistry
     from miniagent.memory import Memory, memory_tools
-    from miniagent.tools.registry import ToolRegistry
 
     return ToolRegistry(memory_tools(Memory(path.resolve()), namespace, secrets=secrets))
 

@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
+from miniagent._internal.wording import counted
 from miniagent.cli.common import cli_errors, fail
 from miniagent.cli.safe_text import visible
-from miniagent.wording import counted
 
 trace_app = typer.Typer(no_args_is_help=True,
                         help="Read a JSONL trace written by 'miniagent run --trace FILE'.")

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
+from miniagent._internal.wording import counted, token_count, unreported_tokens
 from miniagent.cli.safe_text import clip, visible
+from miniagent.core.types import TokenUsage
 from miniagent.observe.reader import ModelCall, RunView, StepView, Trace, objects
 from miniagent.observe.reader import number as finite
-from miniagent.types import TokenUsage
-from miniagent.wording import counted, token_count, unreported_tokens
 
 SHORT = 600
 """Characters of a thought, observation or answer shown without ``--full``."""

@@ -14,12 +14,12 @@ import typer
 from miniagent.cli.common import StoreOption, cli_errors, fail
 from miniagent.cli.safe_text import visible
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from miniagent.agent import Agent
-    from miniagent.session import AgentSession
-    from miniagent.store.sqlite import SQLiteStore
+    from miniagent.core.agent import Agent
+    from miniagent.core.session import AgentSession
+    from miniagent.core.store.sqlite import SQLiteStore
 
 DEFAULT_PORT = 8321
 
@@ -79,7 +79,7 @@ def ui(
         typer.echo(f"or type this token at {url}login: {token}")
     else:
         typer.echo(visible(f"or type the token in ${token_env} at {url}login"))
-    from miniagent.web_limits import uvicorn_options
+    from miniagent._internal.web_limits import uvicorn_options
 
     server = uvicorn.Server(uvicorn.Config(inbox, log_level="warning", lifespan="on",
                                            proxy_headers=False, server_header=False,

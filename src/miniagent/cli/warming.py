@@ -1,6 +1,6 @@
 """Warming up before the first step, as the CLI shows it: a status line on a terminal while the
 warm-ups run, one warning line per warm-up that failed (the run goes on: that tool warms on its
-first call instead). See :mod:`miniagent.tools.warmup`."""
+first call instead). See :mod:`miniagent.core.tools.warmup`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, TypeVar
 import typer
 
 if TYPE_CHECKING:
-    from miniagent.agent import Agent
-    from miniagent.tools.warmup import WarmupReport
+    from miniagent.core.agent import Agent
+    from miniagent.core.tools.warmup import WarmupReport
 
 T = TypeVar("T")
 
@@ -45,9 +45,9 @@ async def shown(start: Callable[[], Awaitable[WarmupReport]]) -> WarmupReport:
 
 def warm_then(agent: Agent, work: Callable[[], Awaitable[T]]) -> T:
     """What ``agent.run`` does, warmed up first in the same event loop (MCP servers stay
-    connected for the run): :meth:`Agent.start <miniagent.agent.Agent.start>` shown, then
+    connected for the run): :meth:`Agent.start <miniagent.core.agent.Agent.start>` shown, then
     ``work()``, then the agent closed."""
-    from miniagent.sync import run_coroutine
+    from miniagent._internal.sync import run_coroutine
 
     async def main() -> T:
         try:

@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from miniagent.core.tools.arguments import check_arguments
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.types import RunResult, ToolCall
 from miniagent.evals.tasks import EvalTask, ExpectedCall
-from miniagent.tools.arguments import check_arguments
-from miniagent.tools.registry import ToolRegistry
-from miniagent.types import RunResult, ToolCall
 
 
 @dataclass(kw_only=True)

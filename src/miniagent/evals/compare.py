@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from miniagent.errors import UserError
+from miniagent.core.errors import UserError
 
 _TRACKED = ("accuracy", "tool_call_accuracy", "call_validity", "parse_failure_rate",
             "self_repair_rate")

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from miniagent.errors import ToolError
-from miniagent.tools.registry import Tool, ToolRegistry
+from miniagent.core.errors import ToolError
+from miniagent.core.tools.registry import Tool, ToolRegistry
 
 FAULT_MESSAGE = ("Service unavailable (503): {tool} did not answer this time. "
                  "The service is flaky; calling it again may work.")

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from miniagent.errors import UserError
+from miniagent._internal.files import private_dir, write_private
+from miniagent._internal.wording import counted
+from miniagent.core.errors import UserError
 from miniagent.evals.metrics import mean_tokens
-from miniagent.files import private_dir, write_private
 from miniagent.report.html import (
     BarSeries,
     bar_chart,
@@ -38,7 +39,6 @@ from miniagent.report.html import (
     status_class,
     table,
 )
-from miniagent.wording import counted
 
 COLORS = ("var(--s1)", "var(--s3)", "var(--s4)", "var(--s2)")
 

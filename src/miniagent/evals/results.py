@@ -17,8 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from miniagent.errors import UserError
-from miniagent.files import open_private, private_dir, write_private
+from miniagent._internal.files import open_private, private_dir, write_private
+from miniagent.core.errors import UserError
 
 RESULTS = "results.jsonl"
 CONFIG = "config.json"

@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miniagent import defaults
-from miniagent.agent import Agent
+from miniagent._internal import defaults
+from miniagent.core.agent import Agent
+from miniagent.core.models.base import Model
+from miniagent.core.store.memory import MemoryStore
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.types import RunResult, TokenUsage
 from miniagent.evals.calls import score_calls
 from miniagent.evals.checks import Checker, check_answer
 from miniagent.evals.faults import FaultLog, ToolFaults
 from miniagent.evals.results import TRACES, ResultsFile, run_key
 from miniagent.evals.tasks import EvalTask
-from miniagent.models.base import Model
-from miniagent.store.memory import MemoryStore
-from miniagent.tools.registry import ToolRegistry
-from miniagent.types import RunResult, TokenUsage
 
 ModelFactory = Callable[[str], Model]
 """Builds the model for one mode (``react``, ``native``, ``auto``)."""

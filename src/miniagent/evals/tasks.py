@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from miniagent.errors import UserError
+from miniagent.core.errors import UserError
 
 CHECKS = ("exact", "number", "regex", "contains", "one_of")
 """The built-in answer checks; ``python:NAME`` names a function of the tools file."""

@@ -1,8 +1,8 @@
 """An MCP server as a tool source: :class:`MCPServer`.
 
 ``MCPServer.stdio("python", args=["-m", "mcp_server_time"])`` or ``MCPServer.http(url)`` is a
-:class:`~miniagent.tools.source.ToolSource`: pass it among an agent's tools. Its tools are
-plain :class:`~miniagent.tools.registry.Tool` objects built with ``Tool.from_schema``, so the
+:class:`~miniagent.core.tools.source.ToolSource`: pass it among an agent's tools. Its tools are
+plain :class:`~miniagent.core.tools.registry.Tool` objects built with ``Tool.from_schema``, so the
 registry validates arguments against the server's schema and applies approval rules, timeouts
 and idempotency to them like to any tool, in whichever driver runs them.
 
@@ -24,17 +24,23 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from miniagent.errors import ToolDefinitionError, ToolError
-from miniagent.limits import SlotKey
+from miniagent._internal.limits import SlotKey
+from miniagent.core.errors import ToolDefinitionError, ToolError
+from miniagent.core.retry import RetryPolicy
+from miniagent.core.tool_context import ToolContext, current_context
+from miniagent.core.tools.registry import ApprovalRule, Tool
+from miniagent.core.tools.runner import describe
+from miniagent.core.tools.wrappers import (
+    ToolRule,
+    exposed_name,
+    first_rule,
+    is_offered,
+    name_digest,
+)
+from miniagent.core.types import Observation, ToolCall
 from miniagent.mcp.config import ServerConfig
 from miniagent.mcp.connection import Connection, ServerError
 from miniagent.mcp.results import result_text
-from miniagent.retry import RetryPolicy
-from miniagent.tool_context import ToolContext, current_context
-from miniagent.tools.registry import ApprovalRule, Tool
-from miniagent.tools.runner import describe
-from miniagent.tools.wrappers import ToolRule, exposed_name, first_rule, is_offered, name_digest
-from miniagent.types import Observation, ToolCall
 
 __all__ = ["MCPServer", "ToolRule"]
 
@@ -188,7 +194,7 @@ class MCPServer:
 
     async def warmup(self) -> None:
         """Start (or reach) the server and list its tools now, so that the first call pays no
-        connection (``Agent.start()`` calls it; see :mod:`miniagent.tools.warmup`).
+        connection (``Agent.start()`` calls it; see :mod:`miniagent.core.tools.warmup`).
 
         A stdio server whose process has ended since the last warm-up is started again.
 
@@ -378,7 +384,7 @@ class MCPServer:
 
 def _schema_bytes(item: Any) -> int:
     """About the size of a listed tool's schema (its JSON), bounded by the tool's own limit."""
-    from miniagent.tools.schema_cost import MAX_SCHEMA_BYTES
+    from miniagent.core.tools.schema_cost import MAX_SCHEMA_BYTES
 
     schema = getattr(item, "input_schema", None)
     try:

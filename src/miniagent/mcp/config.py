@@ -1,5 +1,5 @@
 """What an MCP server is (a command or a URL); the rules for its tools are the generic ones of
-:mod:`miniagent.tools.wrappers` (``ToolRule``, prefix, allow/deny).
+:mod:`miniagent.core.tools.wrappers` (``ToolRule``, prefix, allow/deny).
 
 :class:`ServerConfig` is plain data. :meth:`ServerConfig.record` is the form a session keeps
 for resuming: it never holds header values (bearer tokens) and never the environment given to
@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
+from miniagent.core.tools.wrappers import ToolRule, check_prefix
 from miniagent.observe.redact import expand_references, redact_command, redact_url
-from miniagent.tools.wrappers import ToolRule, check_prefix
 
 __all__ = ["ServerConfig", "ToolRule"]
 

@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import IO, Any, TextIO, cast
 
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 from miniagent.mcp.config import ServerConfig
 from miniagent.mcp.stderr import StderrTail
 

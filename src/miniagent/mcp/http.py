@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx2
 
-from miniagent.models.http import DEFAULT_MAX_BODY_BYTES
+from miniagent.core.models.http import DEFAULT_MAX_BODY_BYTES
 
 __all__ = ["MAX_RESPONSE_BYTES", "BoundedTransport", "ResponseTooLarge", "http_client"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from miniagent.wording import counted
+from miniagent._internal.wording import counted
 
 __all__ = ["describe_size", "result_text"]
 

@@ -1,6 +1,6 @@
 """Our tools served over MCP: ``miniagent mcp-serve --tools FILE``.
 
-A :class:`~miniagent.tools.registry.ToolRegistry` becomes a low-level MCP ``Server`` of the
+A :class:`~miniagent.core.tools.registry.ToolRegistry` becomes a low-level MCP ``Server`` of the
 official SDK: ``tools/list`` gives each tool's JSON Schema, ``tools/call`` runs it through
 :meth:`ToolRegistry.execute`, so MCP clients get the same argument validation, coercion,
 timeouts and error messages as our own agents (an error observation is an ``is_error``
@@ -27,12 +27,12 @@ import weakref
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
+from miniagent._internal.version import installed_version
+from miniagent.core.tool_context import ToolContext
+from miniagent.core.tools.registry import Tool, ToolRegistry
+from miniagent.core.types import ToolCall
 from miniagent.mcp.client import IDEMPOTENCY_META
 from miniagent.mcp.connection import sdk
-from miniagent.tool_context import ToolContext
-from miniagent.tools.registry import Tool, ToolRegistry
-from miniagent.types import ToolCall
-from miniagent.version import installed_version
 
 __all__ = ["build_server", "serve_http", "serve_stdio", "served_tools"]
 
@@ -186,7 +186,7 @@ async def serve_http(server: Any, *, host: str, port: int, token: str | None = N
     """Serve streamable HTTP on ``host:port`` (port 0: one the OS picks, told to ``on_ready``)."""
     import uvicorn
 
-    from miniagent.web_limits import uvicorn_options
+    from miniagent._internal.web_limits import uvicorn_options
 
     app = http_app(server, host=host, token=token, allowed_hosts=allowed_hosts)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",

@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from miniagent.errors import ModelHTTPError, ModelResponseError, UserError
-from miniagent.models.http import HttpClient
-from miniagent.models.openai_compat import _checked_api_key, _checked_base_url
-from miniagent.sync import run_coroutine
+from miniagent._internal.sync import run_coroutine
+from miniagent.core.errors import ModelHTTPError, ModelResponseError, UserError
+from miniagent.core.models.http import HttpClient
+from miniagent.core.models.openai_compat import _checked_api_key, _checked_base_url
 
 __all__ = ["endpoint_embedder"]
 
@@ -40,8 +40,8 @@ def endpoint_embedder(base_url: str, model: str, api_key: str | None = None, *,
     Raises:
         ConfigError: ``base_url`` or ``api_key`` cannot work (at once, not at the first call).
 
-    The returned function raises :class:`~miniagent.errors.ModelHTTPError` for a non-2xx
-    answer, :class:`~miniagent.errors.ModelResponseError` for a body that is not an
+    The returned function raises :class:`~miniagent.core.errors.ModelHTTPError` for a non-2xx
+    answer, :class:`~miniagent.core.errors.ModelResponseError` for a body that is not an
     embeddings list, and the HTTP client's errors when the server cannot be reached.
 
     Example:

@@ -7,7 +7,7 @@ Example:
     >>> checked_text("  ")
     Traceback (most recent call last):
     ...
-    miniagent.errors.UserError: a memory's text is empty
+    miniagent.core.errors.UserError: a memory's text is empty
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from miniagent.errors import UserError
-from miniagent.text import storable
+from miniagent._internal.text import storable
+from miniagent.core.errors import UserError
 
 __all__ = [
     "MAX_ITEM_CHARS", "MAX_K", "MAX_LIST", "MAX_METADATA_CHARS", "MAX_NAMESPACE_CHARS",

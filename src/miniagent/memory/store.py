@@ -1,7 +1,7 @@
 """Memory: long-term memory in one SQLite file, searched by BM25 (FTS5) and, optionally, by
 embeddings.
 
-The file follows the session store's conventions (:mod:`miniagent.store.sqlite`): WAL mode
+The file follows the session store's conventions (:mod:`miniagent.core.store.sqlite`): WAL mode
 and a 10 s busy timeout, so that several processes can share it; the file, its folder and its
 WAL and SHM files private to the user (memories are about people); every write one
 transaction. A file that is not a memory file (another program's database) is refused and a
@@ -31,9 +31,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from miniagent.errors import ConfigError, SessionError, StoreCorrupted, UserError
-from miniagent.files import FILE_MODE, private_dir
-from miniagent.ids import random_id
+from miniagent._internal.files import FILE_MODE, private_dir
+from miniagent._internal.ids import random_id
+from miniagent._internal.threads import run_in_daemon_thread
+from miniagent.core.errors import ConfigError, SessionError, StoreCorrupted, UserError
+from miniagent.core.store.sqlite import immediate_transaction
 from miniagent.memory import terms
 from miniagent.memory.items import (
     MAX_K,
@@ -48,8 +50,6 @@ from miniagent.memory.items import (
 )
 from miniagent.memory.vectors import checked_vectors, fuse, pack, top_cosine
 from miniagent.observe.redact import Redactor
-from miniagent.store.sqlite import immediate_transaction
-from miniagent.threads import run_in_daemon_thread
 
 __all__ = ["APPLICATION_ID", "CANDIDATES", "SCHEMA_VERSION", "Embedder", "Memory"]
 

@@ -4,7 +4,7 @@ SQLite's FTS5 tokenizers do not fit Chinese: ``unicode61`` keeps a whole run of 
 characters as one token (``东京的咖啡`` is one word), and ``trigram`` cannot match a query
 shorter than three characters, yet most Chinese words have two (东京, 咖啡). So the text is
 tokenised here, with the tokenizer tool selection uses
-(:func:`miniagent.runtime.selection.tokenize`): lower-cased English words with common endings
+(:func:`miniagent.core.runtime.selection.tokenize`): lower-cased English words with common endings
 cut and stop words dropped, and each run of Chinese or Japanese characters as its single
 characters and its overlapping pairs. The terms are stored space-separated and FTS5 indexes
 them with ``unicode61``, which keeps each term whole. A query goes through the same tokenizer;
@@ -16,7 +16,7 @@ with the pair 东京 also has 东 and 京, and outranks one with only 京.
 The index depends on the tokenizer, so a file records a fingerprint of it
 (:func:`fingerprint`); a file indexed by a different tokenizer is reindexed when it is opened.
 
-The tokenizer is imported where it is used, not at module level: :mod:`miniagent.runtime`
+The tokenizer is imported where it is used, not at module level: :mod:`miniagent.core.runtime`
 sits above this package (the step logic recalls memories), and must be able to import it.
 
 Example:
@@ -44,7 +44,7 @@ _PROBE = ("Planning meetings, running tests and the cities' getCityForecast of c
 
 
 def _tokenize(text: str) -> list[str]:
-    from miniagent.runtime.selection import tokenize
+    from miniagent.core.runtime.selection import tokenize
 
     return tokenize(text)
 

@@ -24,11 +24,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from miniagent.errors import ToolError, UserError
+from miniagent.core.errors import ToolError, UserError
+from miniagent.core.runtime.recall import NOTHING_FOUND
+from miniagent.core.tools.registry import Tool
 from miniagent.memory.items import MAX_K, MemoryItem
 from miniagent.observe.redact import Redactor
-from miniagent.runtime.recall import NOTHING_FOUND
-from miniagent.tools.registry import Tool
 
 if TYPE_CHECKING:
     from miniagent.memory.store import Memory

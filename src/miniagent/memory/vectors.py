@@ -31,7 +31,7 @@ from array import array
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from miniagent.errors import UserError
+from miniagent.core.errors import UserError
 
 __all__ = ["MAX_DIMENSIONS", "RRF_K", "fuse", "pack", "top_cosine", "unpack"]
 

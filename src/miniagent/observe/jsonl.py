@@ -33,12 +33,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from miniagent.errors import ConfigError
-from miniagent.files import open_private
+from miniagent._internal.files import open_private
+from miniagent.core.errors import ConfigError
+from miniagent.core.runtime.events import Event
 from miniagent.observe.cut import cut_strings
 from miniagent.observe.records import event_record
 from miniagent.observe.redact import Redactor
-from miniagent.runtime.events import Event
 
 __all__ = ["FIELD_LIMIT", "JsonlTracer"]
 

@@ -64,7 +64,7 @@ The agent's own, all prefixed ``miniagent_``:
   and how long the oldest has waited;
 - ``parse_failures_total`` (a reply that was neither an action nor an answer) and
   ``self_repairs_total`` (the next reply of that session that was);
-- ``guard_interventions_total{guard}`` (:data:`~miniagent.runtime.events.GuardName`);
+- ``guard_interventions_total{guard}`` (:data:`~miniagent.core.runtime.events.GuardName`);
 - ``model_errors_total{error_type, status_code}``: failed model calls, with the HTTP status
   (``429``, ``500``, ...) of a non-2xx answer, else "".
 
@@ -90,7 +90,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from miniagent.errors import ConfigError, SessionNotFound
+from miniagent.core.errors import ConfigError, SessionNotFound
+from miniagent.core.runtime import events as ev
+from miniagent.core.types import Observation, TokenUsage
 from miniagent.observe.describe import ModelInfo
 from miniagent.observe.metrics_http import (
     MetricsAddress,
@@ -98,8 +100,6 @@ from miniagent.observe.metrics_http import (
     parse_address,
     serve_metrics,
 )
-from miniagent.runtime import events as ev
-from miniagent.types import Observation, TokenUsage
 
 __all__ = ["ALERT_RULES", "MAX_TOOLS", "UNKNOWN_TOOL", "Metrics", "MetricsAddress", "MetricsServer",
            "otlp_meter_provider", "parse_address", "serve_metrics", "tool_outcome"]
@@ -133,7 +133,7 @@ def tool_outcome(observation: Observation) -> str:
     """``ok``, ``timeout`` or ``error``: what a finished call's observation says.
 
     Example:
-        >>> from miniagent.types import Observation
+        >>> from miniagent.core.types import Observation
         >>> tool_outcome(Observation(call_id="1", tool_name="t", output="Tool 't' timed out "
         ...              "after 2 s.", is_error=True))
         'timeout'

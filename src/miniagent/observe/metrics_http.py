@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 from miniagent.observe.metrics_prom import MISSING
 
 __all__ = ["MAX_CONNECTIONS", "REQUEST_SECONDS", "MetricsAddress", "MetricsServer",

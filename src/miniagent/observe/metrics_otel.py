@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 from miniagent.observe.figures import FIGURES, Figure
 
 __all__ = ["OtelSink"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 from miniagent.observe.figures import FIGURES, Figure
 
 __all__ = ["MISSING", "PrometheusSink", "new_registry"]

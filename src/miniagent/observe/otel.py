@@ -51,12 +51,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
+from miniagent.core.runtime import events as ev
+from miniagent.core.types import RunResult, TokenUsage
 from miniagent.observe.cut import cut_text, fitted_json
 from miniagent.observe.describe import ModelInfo
 from miniagent.observe.redact import Redactor
-from miniagent.runtime import events as ev
-from miniagent.types import RunResult, TokenUsage
 
 try:
     from opentelemetry import trace as otel_trace
@@ -280,7 +280,7 @@ class OtelTracer:
         request, model = event.request, self.model
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat", **_known(model),
-            "miniagent.protocol": request.protocol}
+            "miniagent.core.protocol": request.protocol}
         if request.temperature is not None:
             attributes["gen_ai.request.temperature"] = request.temperature
         if request.max_tokens is not None:

@@ -26,7 +26,7 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.resources import Resource
 
-from miniagent.errors import ConfigError
+from miniagent.core.errors import ConfigError
 from miniagent.observe.otlp import (
     _HELD_BACK,
     SHUTDOWN_TIMEOUT,

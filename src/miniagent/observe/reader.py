@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from miniagent.errors import UserError
-from miniagent.runtime.events import EventKind
-from miniagent.types import TokenUsage
+from miniagent.core.errors import UserError
+from miniagent.core.runtime.events import EventKind
+from miniagent.core.types import TokenUsage
 
 __all__ = ["ModelCall", "RunView", "StepView", "ToolRun", "Trace", "TraceFollower", "number",
            "objects", "read_trace", "usage_of"]

@@ -9,7 +9,7 @@ hold them), with ``steps`` as their count.
 
 A token usage is ``prompt_tokens``, ``completion_tokens`` and ``cached_tokens`` as the server
 reported them; when it reported none, the three are null and ``estimated_tokens`` is the step
-logic's estimate (:mod:`miniagent.runtime.estimate`).
+logic's estimate (:mod:`miniagent.core.runtime.estimate`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from miniagent.runtime import events as ev
-from miniagent.types import ModelResponse, RunResult, TokenUsage
+from miniagent.core.runtime import events as ev
+from miniagent.core.types import ModelResponse, RunResult, TokenUsage
 
 __all__ = ["TRACE_VERSION", "event_record"]
 

@@ -14,7 +14,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from miniagent.files import write_private
+from miniagent._internal.files import write_private
+from miniagent._internal.wording import counted, token_count, unreported_tokens
+from miniagent.core.types import TokenUsage
 from miniagent.observe.reader import (
     ModelCall,
     RunView,
@@ -26,8 +28,6 @@ from miniagent.observe.reader import (
 )
 from miniagent.observe.reader import number as finite
 from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre, status_class
-from miniagent.types import TokenUsage
-from miniagent.wording import counted, token_count, unreported_tokens
 
 __all__ = ["render_trace", "write_trace_html"]
 

@@ -3,7 +3,7 @@
 They run in the worker, with its model and its toolbox; the workflow only sees their inputs and
 results. A tool activity hands the call to the toolbox (the same executor as in process: it
 validates the call and runs it in the source that owns the tool) with a
-:class:`~miniagent.tool_context.ToolContext` whose idempotency key is the workflow id and the
+:class:`~miniagent.core.tool_context.ToolContext` whose idempotency key is the workflow id and the
 activity id (stable across retries), and heartbeats while the tool runs so that a dead worker
 is noticed within the heartbeat timeout. A tool's transient failures are tried again inside the
 activity, by that executor, with the tool's retry policy (or the run's, which the input
@@ -32,15 +32,15 @@ from pydantic_core import to_json
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from miniagent import errors
-from miniagent.models.base import Model
+from miniagent._internal.waits import reporting_waits
+from miniagent.core import errors
+from miniagent.core.models.base import Model
+from miniagent.core.tool_context import ToolContext
+from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.types import ModelRequest, ModelResponse, Observation
 from miniagent.observe.describe import describe_model
 from miniagent.temporal.contracts import SlotWait, ToolInput
 from miniagent.temporal.faults import PAYLOAD_LIMIT, PAYLOAD_TOO_LARGE, model_failure
-from miniagent.tool_context import ToolContext
-from miniagent.tools.toolbox import Toolbox
-from miniagent.types import ModelRequest, ModelResponse, Observation
-from miniagent.waits import reporting_waits
 
 MODEL_NAME_CHARS = 200
 """The most characters of a model's name a reply keeps in the workflow's history."""
@@ -48,7 +48,7 @@ MODEL_NAME_CHARS = 200
 GENERATE, RUN_TOOL = "miniagent.generate", "miniagent.run_tool"
 SMALL_MODEL = "miniagent.small_model"
 """The local activity telling a workflow whether the worker's model is small (see
-:attr:`~miniagent.runtime.spec.AgentSpec.aids_from_model`)."""
+:attr:`~miniagent.core.runtime.spec.AgentSpec.aids_from_model`)."""
 SLOT_WAITING = "slot_waiting"
 """The signal by which an activity tells its workflow that a call waits for a slot."""
 MODEL_WAIT = "model"

@@ -34,7 +34,10 @@ from temporalio.client import (
 from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from miniagent.errors import (
+from miniagent._internal.ids import random_id
+from miniagent._internal.text import storable
+from miniagent._internal.threads import run_in_daemon_thread
+from miniagent.core.errors import (
     ConfigError,
     DecisionError,
     PayloadTooLarge,
@@ -43,11 +46,11 @@ from miniagent.errors import (
     TurnRefused,
     UserError,
 )
-from miniagent.ids import random_id
-from miniagent.protocol.registry import build_protocol
-from miniagent.runtime.events import Event
-from miniagent.runtime.spec import AgentSpec
-from miniagent.session import AgentSession
+from miniagent.core.protocol.registry import build_protocol
+from miniagent.core.runtime.events import Event
+from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.session import AgentSession
+from miniagent.core.types import Decision, RunResult
 from miniagent.temporal.contracts import (
     DecisionInput,
     DecisionOutcome,
@@ -60,13 +63,10 @@ from miniagent.temporal.converter import data_converter
 from miniagent.temporal.events import EVENT_PAGE, event_from
 from miniagent.temporal.faults import PAYLOAD_LIMIT
 from miniagent.temporal.workflow import WORKFLOW_NAME, SessionWorkflow
-from miniagent.text import storable
-from miniagent.threads import run_in_daemon_thread
-from miniagent.types import Decision, RunResult
 
 if TYPE_CHECKING:
-    from miniagent.agent import Agent
-    from miniagent.runtime.bus import Subscriber
+    from miniagent.core.agent import Agent
+    from miniagent.core.runtime.bus import Subscriber
 
 __all__ = ["DEFAULT_TASK_QUEUE", "TemporalDriver", "TemporalSessions", "connect"]
 

@@ -3,7 +3,7 @@
 Plain keyword-only dataclasses, carried by Temporal's pydantic data converter (see
 :mod:`miniagent.temporal.converter`). Nothing here reads a clock or makes an id, so building one
 inside workflow code is safe; every field has a default or is given. The agent itself travels
-as its :class:`~miniagent.runtime.spec.AgentSpec`, the same description every driver runs.
+as its :class:`~miniagent.core.runtime.spec.AgentSpec`, the same description every driver runs.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from miniagent.retry import RetryPolicy
-from miniagent.runtime.spec import AgentSpec
-from miniagent.session import AgentSession
-from miniagent.types import Decision, PendingApproval, SessionStatus, ToolCall
+from miniagent.core.retry import RetryPolicy
+from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.session import AgentSession
+from miniagent.core.types import Decision, PendingApproval, SessionStatus, ToolCall
 
 
 @dataclass(kw_only=True)
@@ -65,7 +65,7 @@ class ToolInput:
 
 @dataclass(kw_only=True)
 class SlotWait:
-    """An activity's call waits for a slot (:mod:`miniagent.limits`): the worker tells the
+    """An activity's call waits for a slot (:mod:`miniagent._internal.limits`): the worker tells the
     workflow, which emits ``slot_waiting`` in the call's span. ``key`` is the tool activity's
     id, or ``model`` for the model call."""
 

@@ -2,7 +2,7 @@
 
 The session workflow emits the step logic's events into a bounded log (the latest
 ``TemporalOptions.event_log``); a client that follows the session asks for what is new with
-the ``events`` query and hands the same typed :class:`~miniagent.runtime.events.Event` objects
+the ``events`` query and hands the same typed :class:`~miniagent.core.runtime.events.Event` objects
 to its subscribers as in process: the CLI's live trace, ``--trace`` JSONL and ``--otlp`` spans
 are the same code on both drivers. A record is the event's fields as JSON plus its ``kind``.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from miniagent.runtime import events as ev
+from miniagent.core.runtime import events as ev
 
 __all__ = ["EVENT_PAGE", "EventLog", "event_from", "event_record"]
 

@@ -4,7 +4,7 @@ An activity raises :class:`~temporalio.exceptions.ApplicationError`: its ``type`
 miniagent error, ``non_retryable`` follows the HTTP transport's classification (connection
 errors, timeouts, 408, 409, 429 and 5xx are worth retrying; other 4xx, and 2xx answers that
 are not a completion, are not), and a ``Retry-After`` becomes ``next_retry_delay``. In the
-workflow the final failure is turned back into the same :class:`~miniagent.errors.ModelError`
+workflow the final failure is turned back into the same :class:`~miniagent.core.errors.ModelError`
 subclass, which the step logic handles as it does in process.
 """
 
@@ -16,8 +16,8 @@ from datetime import timedelta
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from miniagent import errors
-from miniagent.retry import RetryPolicy as ToolRetry
+from miniagent.core import errors
+from miniagent.core.retry import RetryPolicy as ToolRetry
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 RETRY_AFTER_MAX = 60.0
@@ -82,7 +82,7 @@ def model_retry(attempts: int) -> RetryPolicy:
 def tool_retry(idempotent: bool, policy: ToolRetry | None = None) -> RetryPolicy:
     """The tool activity's retry policy, for the failures of its *worker* (it died, it lost
     its heartbeat): the tool's own transient failures are tried again inside the activity, by
-    the same executor as in process (:mod:`miniagent.retry`).
+    the same executor as in process (:mod:`miniagent.core.retry`).
 
     A non-idempotent tool is tried once: after a worker died mid-call its outcome is unknown,
     and a person decides (as in process). An idempotent one is tried again, with the tool's

@@ -1,9 +1,9 @@
 """A Temporal worker that serves miniagent sessions: the workflow, and activities over one
 model and any number of tool sources.
 
-Tools come from :class:`~miniagent.tools.source.ToolSource` objects (a
-:class:`~miniagent.tools.registry.ToolRegistry` of ``@tool`` functions, an MCP server, an
-agent, any wrapper of :mod:`miniagent.tools.wrappers`), listed once into a toolbox when the
+Tools come from :class:`~miniagent.core.tools.source.ToolSource` objects (a
+:class:`~miniagent.core.tools.registry.ToolRegistry` of ``@tool`` functions, an MCP server, an
+agent, any wrapper of :mod:`miniagent.core.tools.wrappers`), listed once into a toolbox when the
 worker starts. The workflows this worker runs read that toolbox (and the model's profile) from
 :mod:`miniagent.temporal.workers`; its tool activity runs calls through it.
 """
@@ -19,25 +19,25 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from miniagent import defaults
-from miniagent.models.base import Model
-from miniagent.protocol.registry import ProtocolRef
-from miniagent.runtime.spec import AIDS_FOR, AgentSpec
-from miniagent.temporal.activities import SessionActivities
-from miniagent.temporal.workers import Served, register
-from miniagent.temporal.workflow import SessionWorkflow
-from miniagent.tools.source import ToolSource
-from miniagent.tools.toolbox import Toolbox
-from miniagent.tools.warmup import (
+from miniagent._internal import defaults
+from miniagent.core.models.base import Model
+from miniagent.core.protocol.registry import ProtocolRef
+from miniagent.core.runtime.spec import AIDS_FOR, AgentSpec
+from miniagent.core.tools.source import ToolSource
+from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.tools.warmup import (
     WarmupReport,
     model_warmups,
     run_warmups,
     source_warmups,
     warm_model_prompt,
 )
+from miniagent.temporal.activities import SessionActivities
+from miniagent.temporal.workers import Served, register
+from miniagent.temporal.workflow import SessionWorkflow
 
 if TYPE_CHECKING:
-    from miniagent.agent import Agent
+    from miniagent.core.agent import Agent
 
 PASSED_THROUGH = ("miniagent", "pydantic", "pydantic_core", "annotated_types", "jsonschema",
                   "docstring_parser")
@@ -97,7 +97,7 @@ async def warm_served(sources: Sequence[ToolSource], model: Model | None, *,
                       timeout: float | None = defaults.WARMUP_TIMEOUT,
                       spec: AgentSpec | None = None) -> WarmupReport:
     """Run the warm-ups of what a worker serves, once per process (see
-    :mod:`miniagent.tools.warmup`): its tools' and sources', and its model's with the first
+    :mod:`miniagent.core.tools.warmup`): its tools' and sources', and its model's with the first
     request of a run of ``spec`` over them (default :data:`CLIENT_SPEC`), so that a first step
     of such a run finds its prompt in the embedded model's cache."""
     warm_model = partial(warm_model_prompt, model, sources, spec or CLIENT_SPEC)
@@ -108,7 +108,7 @@ async def warm_served(sources: Sequence[ToolSource], model: Model | None, *,
 async def agent_worker(agent: Agent, client: Client | None = None, *,
                        task_queue: str | None = None, **options: Any) -> Worker:
     """A worker serving ``agent``'s model and tools (its client and task queue by default)."""
-    from miniagent.errors import ConfigError
+    from miniagent.core.errors import ConfigError
 
     target = client or agent.temporal
     queue = task_queue or agent.task_queue

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from miniagent.errors import UserError
-from miniagent.tools.toolbox import Toolbox
+from miniagent.core.errors import UserError
+from miniagent.core.tools.toolbox import Toolbox
 
 __all__ = ["Served", "register", "served", "unregister"]
 

@@ -1,18 +1,18 @@
-"""The session workflow: the run shell of :mod:`miniagent.runtime.run`, run as Temporal
+"""The session workflow: the run shell of :mod:`miniagent.core.runtime.run`, run as Temporal
 workflow code.
 
 There is no second loop and no second run shell here. :class:`WorkflowEffects` implements the
-step logic's :class:`~miniagent.runtime.effects.Effects` and nothing else: a model call and a
+step logic's :class:`~miniagent.core.runtime.effects.Effects` and nothing else: a model call and a
 tool call are activities, time is ``workflow.now()``, ids come from ``workflow.uuid4()``, the
 checkpoint is the workflow's own history (at a step boundary it may ask to continue as new:
-:class:`~miniagent.errors.Rollover`), waiting for a person is ``workflow.wait_condition`` on
+:class:`~miniagent.core.errors.Rollover`), waiting for a person is ``workflow.wait_condition`` on
 the decisions the update and signal handlers record, and events go to a bounded log that
 clients follow (the ``events`` query). A tool activity that fails for good on a non-idempotent
-tool raises :class:`~miniagent.errors.ToolInterrupted`: its outcome is unknown, and the step
+tool raises :class:`~miniagent.core.errors.ToolInterrupted`: its outcome is unknown, and the step
 logic recovers it as after a crash.
 
-The agent arrives as its :class:`~miniagent.runtime.spec.AgentSpec`; its rules are built by the
-same :func:`~miniagent.runtime.spec.rules_for` as in process, over the tools this worker serves
+The agent arrives as its :class:`~miniagent.core.runtime.spec.AgentSpec`; its rules are built by the
+same :func:`~miniagent.core.runtime.spec.rules_for` as in process, over the tools this worker serves
 (:mod:`miniagent.temporal.workers`), so approvals are judged where the tools live.
 
 The module is safe for Temporal's sandbox: miniagent's modules and pydantic are passed
@@ -33,11 +33,25 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from miniagent.errors import PayloadTooLarge, Rollover, ToolInterrupted, UserError
-    from miniagent.runtime import events as ev
-    from miniagent.runtime.run import run_session
-    from miniagent.runtime.spec import AgentSpec, rules_for, with_small_model_aids
-    from miniagent.session import AgentSession
+    from miniagent._internal.text import storable
+    from miniagent._internal.waits import WaitReporter, current_reporter
+    from miniagent.core.errors import PayloadTooLarge, Rollover, ToolInterrupted, UserError
+    from miniagent.core.runtime import events as ev
+    from miniagent.core.runtime.run import run_session
+    from miniagent.core.runtime.spec import AgentSpec, rules_for, with_small_model_aids
+    from miniagent.core.session import AgentSession
+    from miniagent.core.tool_context import ToolContext
+    from miniagent.core.tools.arguments import shorten
+    from miniagent.core.types import (
+        CallRecord,
+        Decision,
+        ModelRequest,
+        ModelResponse,
+        Observation,
+        PendingApproval,
+        RunResult,
+        ToolCall,
+    )
     from miniagent.temporal.activities import (
         GENERATE,
         MODEL_WAIT,
@@ -65,20 +79,6 @@ with workflow.unsafe.imports_passed_through():
         tool_time,
     )
     from miniagent.temporal.workers import Served, served
-    from miniagent.text import storable
-    from miniagent.tool_context import ToolContext
-    from miniagent.tools.arguments import shorten
-    from miniagent.types import (
-        CallRecord,
-        Decision,
-        ModelRequest,
-        ModelResponse,
-        Observation,
-        PendingApproval,
-        RunResult,
-        ToolCall,
-    )
-    from miniagent.waits import WaitReporter, current_reporter
 
 WORKFLOW_NAME = "MiniAgentSession"
 TOOL_MARGIN = 30.0
@@ -367,7 +367,7 @@ class SessionWorkflow:
     @contextlib.contextmanager
     def relaying_waits(self, key: str) -> Iterator[None]:
         """While an activity runs, its worker's ``slot_waiting`` signals reach the reporter the
-        step logic installed around the call (:mod:`miniagent.limits`)."""
+        step logic installed around the call (:mod:`miniagent._internal.limits`)."""
         reporter = current_reporter()
         if reporter is None:
             yield

@@ -35,8 +35,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
-from miniagent.errors import ModelError
-from miniagent.models.http import HttpClient
+from miniagent.core.errors import ModelError
+from miniagent.core.models.http import HttpClient
 from miniagent.testing.stub_server import _read_request, _Request
 
 __all__ = ["FAULT_KINDS", "FaultProxy"]

@@ -23,7 +23,7 @@ def __getattr__(name: str) -> Any:
         try:
             from miniagent.ui.server import app
         except ImportError as exc:
-            from miniagent.errors import ConfigError
+            from miniagent.core.errors import ConfigError
 
             raise ConfigError(f"the inbox needs Starlette and uvicorn ({exc}); install them "
                               "with: pip install 'miniagent[ui]'") from None

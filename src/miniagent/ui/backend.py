@@ -1,9 +1,9 @@
 """What the inbox does to sessions, through the same calls as the command line.
 
-A decision is ``store.update`` with :func:`miniagent.runtime.approvals.decide` (the lease is
+A decision is ``store.update`` with :func:`miniagent.core.runtime.approvals.decide` (the lease is
 checked, sub-agents get the decision relayed), as ``miniagent sessions approve`` does; the run
 that follows is ``Agent.aresume`` (``sessions resume``), a new question ``Agent.arun`` with the
-session's id (``run --continue``), cancelling :func:`miniagent.agent.cancel_session`
+session's id (``run --continue``), cancelling :func:`miniagent.core.agent.cancel_session`
 (``sessions cancel``). Runs started here are tasks of this server's event loop; their events
 wake the pages that follow them (:class:`Signal`).
 
@@ -26,23 +26,23 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from anyio import to_thread
 
-from miniagent.errors import (
+from miniagent._internal.text import storable
+from miniagent.core.errors import (
     MiniAgentError,
     SessionBusy,
     SessionNotFound,
     TurnRefused,
     UserError,
 )
-from miniagent.runtime import events as ev
-from miniagent.runtime.approvals import decide
-from miniagent.session import FINAL, TURN_ENDED, AgentSession
-from miniagent.store.base import CheckpointStore
-from miniagent.store.listing import SessionQuery, SessionRevision, SessionSummary, stamp_of
-from miniagent.text import storable
-from miniagent.types import RunResult
+from miniagent.core.runtime import events as ev
+from miniagent.core.runtime.approvals import decide
+from miniagent.core.session import FINAL, TURN_ENDED, AgentSession
+from miniagent.core.store.base import CheckpointStore
+from miniagent.core.store.listing import SessionQuery, SessionRevision, SessionSummary, stamp_of
+from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
-    from miniagent.agent import Agent
+    from miniagent.core.agent import Agent
 
 log = logging.getLogger("miniagent")
 
@@ -86,7 +86,7 @@ class Sessions(Protocol):
 
 def parent_of(session: AgentSession) -> str | None:
     """The id of the session whose call runs this one (a sub-agent's session), if any."""
-    from miniagent.tools.agent_tool import PARENT_KEY
+    from miniagent.core.tools.agent_tool import PARENT_KEY
 
     parent = session.metadata.get(PARENT_KEY)
     found = parent.get("session_id") if isinstance(parent, dict) else None
@@ -292,7 +292,7 @@ class LocalSessions:
         return await self._go_on(session_id, "ask", question)
 
     async def cancel(self, session_id: str, reason: str | None, seen: str) -> Done:
-        from miniagent.agent import cancel_session
+        from miniagent.core.agent import cancel_session
 
         self._not_running_here(session_id)
         reason = storable(reason.strip()) if reason and reason.strip() else None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from miniagent.errors import UserError
+from miniagent.core.errors import UserError
 from miniagent.evals.html_report import TraceRefused, confined, render
 from miniagent.observe.reader import read_trace
 from miniagent.report.trace_html import render_trace

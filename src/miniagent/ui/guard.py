@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from miniagent.errors import MiniAgentError, SessionNotFound
+from miniagent.core.errors import MiniAgentError, SessionNotFound
 from miniagent.ui import views
 from miniagent.ui.security import (
     MAX_FORM_BYTES,

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.service import RPCError
 
-from miniagent.errors import MiniAgentError, SessionError
-from miniagent.session import AgentSession
-from miniagent.store.listing import SessionQuery, SessionRevision, SessionSummary
+from miniagent.core.errors import MiniAgentError, SessionError
+from miniagent.core.session import AgentSession
+from miniagent.core.store.listing import SessionQuery, SessionRevision, SessionSummary
 from miniagent.ui.backend import (
     Done,
     Refusal,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from miniagent.errors import UserError
+from miniagent.core.errors import UserError
 from miniagent.observe.reader import Trace, TraceFollower
 from miniagent.report.trace_html import render_trace
 

@@ -24,10 +24,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from miniagent.errors import MiniAgentError, SessionNotFound
-from miniagent.session import FINAL, AgentSession
-from miniagent.store.base import CheckpointStore
-from miniagent.store.listing import SessionQuery, SessionSummary, stamp_of
+from miniagent.core.errors import MiniAgentError, SessionNotFound
+from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.store.base import CheckpointStore
+from miniagent.core.store.listing import SessionQuery, SessionSummary, stamp_of
 from miniagent.ui import paths, views
 from miniagent.ui.backend import (
     Done,
@@ -50,7 +50,7 @@ from miniagent.ui.security import (
 from miniagent.ui.static import SCRIPT, STYLESHEET
 
 if TYPE_CHECKING:
-    from miniagent.agent import Agent
+    from miniagent.core.agent import Agent
     from miniagent.temporal import TemporalSessions
 
 INBOX_SIZE = 50

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from miniagent._internal.wording import counted, token_count
+from miniagent.core.session import FINAL, TURN_ENDED, AgentSession
+from miniagent.core.store.listing import SessionQuery, SessionSummary
+from miniagent.core.types import CallRecord, Step
 from miniagent.report.html import details, esc, pre, status_class
-from miniagent.session import FINAL, TURN_ENDED, AgentSession
-from miniagent.store.listing import SessionQuery, SessionSummary
-from miniagent.types import CallRecord, Step
 from miniagent.ui.backend import RunHere, parent_of, version
 from miniagent.ui.paths import segment
-from miniagent.wording import counted, token_count
 
 FOLD_CHARS = 160
 """An argument value longer than this is folded (its first characters shown, the rest on a

@@ -10,10 +10,10 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from miniagent.errors import ToolError
-from miniagent.tools.calculator import calculator
-from miniagent.tools.registry import tool
-from miniagent.tools.workspace import workspace_tools
+from miniagent.core.errors import ToolError
+from miniagent.core.tools.calculator import calculator
+from miniagent.core.tools.registry import tool
+from miniagent.core.tools.workspace import workspace_tools
 
 __all__ = ["calculator", "convert_units", "count_file_lines", "country_facts", "list_files",
            "read_file", "says_yes", "weather"]

@@ -1,0 +1,2 @@
+"""Internal helpers shared by the core and the extensions: ids, text, files, waits and
+throttles, threads, defaults and bounds. Not public API: names here may change freely."""

@@ -1,0 +1,330 @@
+"""Guards that keep a run bounded and safe: steps, tokens, repetition, observation size, calls
+and answers that were cut off, plain prose taken as the answer, and what a small model copied
+from the worked example.
+
+These are plain checks over the session and the model's reply; the run's deadline is in
+:mod:`miniagent.core.runtime.run`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from miniagent._internal import defaults
+from miniagent._internal.bounds import seconds, whole
+from miniagent._internal.wording import counted
+from miniagent.core.protocol.jsonscan import incomplete
+from miniagent.core.protocol.react import EXAMPLE_ANSWER, EXAMPLE_PLACEHOLDERS
+from miniagent.core.types import ModelResponse, ParsedOutput, Step, ToolCall
+
+
+@dataclass(kw_only=True)
+class Limits:
+    """The bounds of one run.
+
+    Attributes:
+        max_steps: model calls allowed before the run ends with ``max_steps``.
+        token_budget: total (prompt + completion) tokens allowed; ``None`` = no limit.
+        timeout: wall-clock seconds for the whole run; ``None`` = no limit.
+        max_observation_chars: longer tool outputs are cut, with an explicit notice.
+        repeat_limit: the same tool with the same normalised arguments this many times
+            gets an intervention instead of running; once more ends the run.
+        max_calls_per_step: calls of one reply that are run; the rest are dropped and the
+            model is told the limit.
+        tool_concurrency: calls of one step that run at the same time.
+        answer_after_repeat: after an intervention on a repeated call, or after two steps in
+            a row whose calls gave the same results (no progress: ``calculator("17*23")``
+            then ``calculator("391")``), the next step must be the Final Answer
+            (``tool_choice`` ``none`` for that step): a small model that repeats a call it
+            has the result of would otherwise repeat it until the run ends
+            ``loop_detected`` or ``max_steps``.
+        answer_after_results: after this many steps of the turn whose calls all ran and
+            succeeded, the next step must be the Final Answer (``None``: no such rule). A
+            small model that has its result tends to go on calling (``17 * 23`` gives 391,
+            then ``391 * 23``, ...) until ``max_steps``; 1 stops it after one round of calls.
+            A failed call does not count, so the model can still repair its input.
+
+    Raises:
+        UserError: a field that cannot bound a run: ``NaN`` or ``inf``, a negative number,
+            a float where a count is meant (see :mod:`miniagent._internal.bounds`). A 0 means what
+            it
+            says: no model call left (``max_steps``, as a sub-agent's share can be), no
+            tokens, and for ``repeat_limit`` and ``max_observation_chars`` no such check.
+    """
+
+    max_steps: int = defaults.MAX_STEPS
+    token_budget: int | None = None
+    timeout: float | None = None
+    max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS
+    repeat_limit: int = defaults.REPEAT_LIMIT
+    max_calls_per_step: int = defaults.MAX_CALLS_PER_STEP
+    tool_concurrency: int = defaults.TOOL_CONCURRENCY
+    answer_after_repeat: bool = True
+    answer_after_results: int | None = None
+
+    def __post_init__(self) -> None:
+        for label in ("max_steps", "max_observation_chars", "repeat_limit"):
+            whole(label, getattr(self, label), least=0)
+        for label in ("max_calls_per_step", "tool_concurrency"):
+            whole(label, getattr(self, label), least=1)
+        for label in ("token_budget", "answer_after_results"):
+            if getattr(self, label) is not None:
+                whole(label, getattr(self, label), least=0)
+        if self.timeout is not None:
+            seconds("timeout", self.timeout)
+
+
+REPEATED = "repeated: answered with an intervention"
+"""The reason recorded on a repeated call that was answered instead of run."""
+
+
+def repeated_last(steps: Sequence[Step]) -> bool:
+    """Whether the last step holds a call answered with a repeat intervention."""
+    return bool(steps) and any(record.moves and record.moves[-1].reason == REPEATED
+                               for record in steps[-1].calls)
+
+
+def no_progress(steps: Sequence[Step]) -> bool:
+    """Whether the last two steps' calls were of the same tools and gave the same results."""
+    if len(steps) < 2:
+        return False
+    last, before = (_results(step) for step in steps[-2:])
+    return last is not None and last == before
+
+
+def rounds_done(steps: Sequence[Step]) -> int:
+    """How many of ``steps`` had calls that all ran and succeeded (see
+    :attr:`Limits.answer_after_results`)."""
+    return sum(1 for step in steps
+               if step.calls and all(record.succeeded for record in step.calls))
+
+
+def _results(step: Step) -> list[tuple[str, str]] | None:
+    seen = [(r.call.name, r.observation.output) for r in step.calls
+            if r.observation is not None and not r.observation.is_error]
+    return seen if seen and len(seen) == len(step.calls) else None
+
+
+def truncate_observation(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters and say so, so the model knows data is missing."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    removed = len(text) - limit
+    return f"{text[:limit]}\n... [truncated {removed:,} of {len(text):,} chars]"
+
+
+def too_many_calls(sent: int, limit: int) -> str:
+    """The notice appended to a step's last observation when a reply held too many calls."""
+    return (f"\n[Only the first {limit} of the {sent:,} tool calls in your reply were run: "
+            f"send at most {limit} per reply.]")
+
+
+def cut_off(call: ToolCall, response: ModelResponse, max_tokens: int | None) -> str | None:
+    """Why ``call`` must not run because the reply that carried it was cut off, or None.
+
+    A reply that ended for length (``finish_reason: length``) may hold a call whose arguments
+    look whole but are not ("amount": 15 of 1500); arguments whose JSON was never closed were
+    cut off whatever the server says (llama.cpp reports ``tool_calls`` even then). Such a call
+    is never run, and never repaired into one: the model is told to send it again.
+    """
+    if response.finish_reason == "length":
+        why = f"your reply was cut off at {_limit(max_tokens)} before the call was complete"
+    elif incomplete(call.raw_arguments):
+        why = (f"its arguments end before their JSON is closed: the reply was cut off (by "
+               f"{_limit(max_tokens)}, or the server stopped)")
+    else:
+        return None
+    return (f"The call of '{call.name}' was not run: {why}. Send the whole call again, with "
+            "shorter arguments (or fewer calls in one reply).")
+
+
+def judged(parsed: ParsedOutput, response: ModelResponse, *, offered: bool,
+           choice: str | None, steps: Sequence[Step], max_tokens: int | None) -> ParsedOutput:
+    """The reply as the step takes it, the same whatever the protocol:
+
+    - one that ended for length (``finish_reason: length``) with no call is no answer: its
+      text may stop mid-sentence; the model is told (:func:`cut_answer`; a call it holds is
+      refused by :func:`cut_off`);
+    - plain prose (:attr:`~miniagent.core.types.ParsedOutput.plain_answer`) is the answer where the
+      step offered no tool (``offered``) or allowed no call (``choice`` ``none``), or where the
+      step before it (the last of ``steps``) was plain prose too, so the model was told the
+      format once; never while a tool must be called;
+    - the worked example's Final Answer, copied as it is, is no answer (:func:`copied_answer`).
+    """
+    if response.finish_reason == "length" and parsed.kind in ("final", "invalid"):
+        return dataclasses.replace(parsed, kind="invalid", final_answer=None, plain_answer=None,
+                                   error=cut_answer(max_tokens))
+    if parsed.kind == "invalid" and parsed.plain_answer and _plain_allowed(
+            parsed, offered, choice, steps):
+        thought = None if parsed.thought == parsed.plain_answer else parsed.thought
+        parsed = dataclasses.replace(parsed, kind="final", final_answer=parsed.plain_answer,
+                                     thought=thought, error=None)
+    copied = copied_answer(parsed.final_answer) if parsed.kind == "final" else None
+    if copied is not None:
+        return dataclasses.replace(parsed, kind="invalid", final_answer=None, error=copied)
+    return parsed
+
+
+def _plain_allowed(parsed: ParsedOutput, offered: bool, choice: str | None,
+                   steps: Sequence[Step]) -> bool:
+    if choice not in (None, "auto", "none"):
+        return False  # a tool must be called
+    if not offered or choice == "none":
+        return True
+    last = steps[-1] if steps else None
+    return (last is not None and not last.calls and last.final_answer is None
+            and last.error == parsed.error)
+
+
+def cut_answer(max_tokens: int | None) -> str:
+    """The format error of a reply that ended for length without a complete call: the text it
+    has is no answer (it may stop mid-sentence, or mid-number)."""
+    return (f"your reply was cut off at {_limit(max_tokens)}: answer shorter, or call a "
+            "tool")
+
+
+_PLACEHOLDER_TOKENS = "|".join(re.escape(p) for p in sorted(EXAMPLE_PLACEHOLDERS)
+                               if p.startswith("<"))
+# A placeholder written as a value without quotes, as the worked example shows numbers.
+_UNQUOTED = re.compile(rf"[:,\[][ \t\r\n]*(?:{_PLACEHOLDER_TOKENS})")
+
+
+def copied_example(call: ToolCall) -> str | None:
+    """Why ``call`` must not run because its arguments hold the worked example's placeholders
+    (:data:`~miniagent.core.protocol.react.EXAMPLE_PLACEHOLDERS`: ``"..."``, ``<integer>``), or
+    None. A small model copies the example's Action Input (``remember {"text": "..."}`` was
+    stored); the model is told to put the real values in instead."""
+    found = _placeholder_in(call.arguments)
+    if found is None:
+        unquoted = _UNQUOTED.search(call.raw_arguments) if "<" in call.raw_arguments else None
+        found = unquoted.group().lstrip(":,[ \t\r\n") if unquoted else None
+    if found is None:
+        return None
+    return (f"The call of '{call.name}' was not run: its arguments hold the placeholder "
+            f"{found} of the example, not a value. Call it again with the real values, taken "
+            "from the question or from an Observation.")
+
+
+def _placeholder_in(arguments: Any) -> str | None:
+    """The first argument value that is one of the example's placeholders, as JSON text."""
+    stack = [arguments]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if value.strip() in EXAMPLE_PLACEHOLDERS:
+                return json.dumps(value.strip())
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return None
+
+
+def copied_answer(answer: str | None) -> str | None:
+    """The format error of a Final Answer that is the worked example's, copied as it is
+    (:data:`~miniagent.core.protocol.react.EXAMPLE_ANSWER`), or None."""
+    if answer is None or _plain(answer) != _plain(EXAMPLE_ANSWER):
+        return None
+    return ("your Final Answer is the example's placeholder text, not an answer: write the "
+            "answer itself, taken from the Observations")
+
+
+def _plain(text: str) -> str:
+    return _SPACES.sub(" ", text.strip().strip("\"'`*.。").strip()).casefold()
+
+
+def _limit(max_tokens: int | None) -> str:
+    return (f"the max_tokens limit ({counted(max_tokens, 'token')})" if max_tokens is not None
+            else "the server's token limit")
+
+
+Verdict = Literal["ok", "intervene", "stop"]
+
+_SPACES = re.compile(r"\s+")
+
+
+def _normalise(value: Any) -> Any:
+    """A hashable form in which near-identical arguments are equal: case, spacing, key order,
+    2 vs 2.0. Arguments are bounded in depth where they enter (``runtime/incoming.py``)."""
+    if isinstance(value, str):
+        return _SPACES.sub(" ", value.strip().lower())
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):  # 2 == 2.0; an int too large for a float stays exact
+        return float(value) if -(2**53) <= value <= 2**53 else value
+    if isinstance(value, dict):
+        items = ((str(k).lower(), _normalise(v)) for k, v in value.items())
+        return ("{}", tuple(sorted(items, key=lambda item: item[0])))
+    if isinstance(value, list | tuple):
+        return ("[]", tuple(_normalise(v) for v in value))
+    return str(value)
+
+
+def action_key(call: ToolCall) -> tuple[str, Any]:
+    """A key equal for calls of the same tool with the same normalised arguments."""
+    args = call.arguments if call.arguments else call.raw_arguments.strip()
+    return call.name, _normalise(args)
+
+
+_EARLIER_CHARS = 500
+
+
+def earlier_result(steps: Sequence[Step], call: ToolCall) -> str | None:
+    """The output of the last successful run of the same action, if there was one."""
+    key = action_key(call)
+    for step in reversed(steps):
+        for record in step.calls:
+            seen = record.observation
+            if seen is not None and not seen.is_error and action_key(record.call) == key:
+                return seen.output
+    return None
+
+
+class LoopDetector:
+    """Counts repeated actions across a run.
+
+    The ``limit``-th identical action gets an intervention (the tool does not run and
+    the model is told to answer from what it knows); any identical action after the
+    intervention ends the run with ``loop_detected``.
+    """
+
+    def __init__(self, limit: int = defaults.REPEAT_LIMIT) -> None:
+        self.limit = limit
+        self._seen: Counter[tuple[str, Any]] = Counter()
+
+    @classmethod
+    def replaying(cls, steps: list[Step], limit: int) -> LoopDetector:
+        """A detector that has seen these steps' calls (a resumed run keeps its counts)."""
+        detector = cls(limit)
+        for step in steps:
+            for call in step.tool_calls:
+                detector.check(call)
+        return detector
+
+    def check(self, call: ToolCall) -> Verdict:
+        key = action_key(call)
+        self._seen[key] += 1
+        count = self._seen[key]
+        if self.limit <= 0 or count < self.limit:
+            return "ok"
+        return "intervene" if count == self.limit else "stop"
+
+    @staticmethod
+    def intervention(call: ToolCall, count: int, earlier: str | None = None) -> str:
+        """What a repeated call is answered with; ``earlier`` is the result it already had."""
+        text = (
+            f"You have called '{call.name}' with the same arguments {count} times; the result "
+            "will not change. Do not repeat it. Use the observations you already have and "
+            "give your Final Answer, or try a different tool or different arguments."
+        )
+        if earlier is not None:
+            text += f" Its result was: {truncate_observation(earlier, _EARLIER_CHARS)}"
+        return text

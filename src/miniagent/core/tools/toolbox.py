@@ -1,0 +1,307 @@
+"""The tools of one run, and the one executor every call goes through: :class:`Toolbox`.
+
+A run lists its tool sources once (:meth:`Toolbox.gather`): each tool is kept with the source
+that listed it. A call is judged and run here, the same way whatever its source:
+
+1. an unknown name gets the list of valid ones (and a "did you mean");
+2. the arguments are checked and coerced (:func:`~miniagent.core.tools.arguments.check_arguments`:
+   broken JSON, a bare value, missing or unknown names, the tool's schema);
+3. the validated call goes to **the source that owns the tool**
+   (:meth:`~miniagent.core.tools.source.ToolSource.call_tool`: a function runs, an MCP server is
+   sent ``tools/call``, an agent answers), with the call's
+   :class:`~miniagent.core.tool_context.ToolContext` installed, under the tool's timeout (then the
+   source's call is a task of its own: one that ignores cancellation is left behind; without a
+   timeout, the run's deadline leaves the whole run's work behind after a grace);
+4. whatever happens becomes an :class:`~miniagent.core.types.Observation`; nothing raises but the
+   caller's own cancellation;
+5. a transient failure is tried again under the tool's :class:`~miniagent.core.retry.RetryPolicy`
+   (else the run's, ``ToolContext.default_retry``), with backoff and jitter, never past the
+   run's deadline: steps 3 and 4 again, with the same context but its ``attempt`` number (see
+   :mod:`miniagent.core.retry` for what is transient, and when a tool that is not idempotent
+   is tried again). The observation records the attempts made.
+
+A tool with ``max_concurrency`` runs at most that many calls at once in the process, across all
+sessions and agents (:func:`miniagent._internal.limits.tool_slots`, kept per tool definition, not
+per
+name): each attempt takes a slot before step 3 (first come, first served) and gives it back
+after step 4. First the tool's ``precheck`` may refuse the call (an agent tool nested too deep),
+and a call made inside a call of the same tool (an agent that calls itself) is refused: it
+would wait for a slot while its caller holds one, and callers that hold every slot between
+them, each waiting so, would wait forever (:func:`miniagent._internal.limits.held_by_callers`). The
+wait
+is not part of the tool's timeout (that is for the tool's work), but the run's deadline bounds
+it: a call still waiting then is not run and gets an error observation. A call that has to
+wait is reported (:func:`miniagent._internal.waits.report_wait`: a ``slot_waiting`` event). A call
+that
+timed out gives its slot back at once, even though a sync tool's thread may run on (Python
+cannot stop a thread; holding the slot would let one hung call starve the tool).
+
+Approval is judged here too (:meth:`needs_approval`), on the validated arguments, where the
+tool lives: a Temporal workflow asks its worker's toolbox, so a predicate that says no never
+makes a person wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import random
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from miniagent._internal.limits import held_by_callers, holding, tool_slots
+from miniagent._internal.waits import report_wait
+from miniagent._internal.wording import counted
+from miniagent.core.errors import ToolDefinitionError
+from miniagent.core.retry import RetryPolicy
+from miniagent.core.tool_context import ToolContext, using_context
+from miniagent.core.tools.arguments import check_arguments, preview
+from miniagent.core.tools.registry import Tool
+from miniagent.core.tools.runner import Failure, describe, failure_text, guarded, within
+from miniagent.core.tools.source import ToolSource
+from miniagent.core.types import Observation, ToolCall, replaced
+
+__all__ = ["Toolbox"]
+
+
+class Toolbox:
+    """Tools by name, each with the source that runs it.
+
+    Args:
+        entries: ``(tool, source)`` pairs; names must be unique.
+        default_timeout: seconds a call of a tool that sets no timeout may take.
+
+    Raises:
+        ToolDefinitionError: two tools share a name.
+    """
+
+    def __init__(self, entries: Iterable[tuple[Tool, ToolSource]] = (), *,
+                 default_timeout: float | None = None) -> None:
+        self.default_timeout = default_timeout
+        self._entries: dict[str, tuple[Tool, ToolSource]] = {}
+        for tool, source in entries:
+            if tool.name in self._entries:
+                raise ToolDefinitionError(
+                    f"two tools are named {tool.name!r}: give one source a name prefix "
+                    "(miniagent.core.tools.Prefixed) or filter it out (Filtered)")
+            self._entries[tool.name] = (tool, source)
+
+    @classmethod
+    async def gather(cls, sources: Sequence[ToolSource], *,
+                     default_timeout: float | None = None) -> Toolbox:
+        """List every source once (concurrently) and keep what they offer.
+
+        Raises:
+            ToolDefinitionError: a source cannot list its tools, or two tools share a name.
+        """
+        listed = ([await sources[0].list_tools()] if len(sources) == 1 else
+                  await asyncio.gather(*(source.list_tools() for source in sources)))
+        return cls(((tool, source) for source, tools in zip(sources, listed, strict=True)
+                    for tool in tools), default_timeout=default_timeout)
+
+    # -- what the step logic and the protocols read ---------------------------------------
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __repr__(self) -> str:
+        return f"Toolbox({self.names!r})"
+
+    def listed(self) -> list[Tool]:
+        """The tools in the order their sources listed them (what the model is offered)."""
+        return [tool for tool, _ in self._entries.values()]
+
+    def get(self, name: str) -> Tool | None:
+        entry = self._entries.get(name) if isinstance(name, str) else None
+        return entry[0] if entry is not None else None
+
+    def source_of(self, name: str) -> ToolSource | None:
+        entry = self._entries.get(name) if isinstance(name, str) else None
+        return entry[1] if entry is not None else None
+
+    def timeout_of(self, name: str) -> float | None:
+        """Seconds a call of ``name`` may take: the tool's own, else its source's default,
+        else this toolbox's; none for an inline tool (it blocks the loop the timer runs on,
+        so a timeout could only drop a result that came in late, never stop the call)."""
+        entry = self._entries.get(name)
+        if entry is None:
+            return self.default_timeout
+        tool, source = entry
+        if tool.timeout is not None:
+            return tool.timeout
+        if tool.inline:
+            return None
+        own = getattr(source, "default_timeout", None)
+        return own if isinstance(own, int | float) else self.default_timeout
+
+    def retry_of(self, name: str, context: ToolContext | None = None) -> RetryPolicy | None:
+        """How a call of ``name`` is tried again: the tool's own policy, else the run's
+        default (``context.default_retry``); ``None``: once only."""
+        tool = self.get(name)
+        own = tool.retry if tool is not None else None
+        return own if own is not None else (context.default_retry if context else None)
+
+    def is_idempotent(self, name: str) -> bool:
+        """Whether a call of ``name`` may run again after a crash left its outcome unknown."""
+        tool = self.get(name)
+        return tool is not None and tool.idempotent
+
+    def needs_approval(self, call: ToolCall) -> bool:
+        """Whether ``call`` must wait for a person, judged on its validated, coerced arguments.
+
+        A call of an unknown tool, or whose arguments do not validate, never runs (the model
+        gets the error instead), so it needs no approval.
+        """
+        tool = self.get(call.name)
+        if tool is None or tool.requires_approval is False:
+            return False
+        values = check_arguments(tool, call)
+        return not isinstance(values, str) and tool.needs_approval(values)
+
+    def openai_schemas(self) -> list[dict[str, Any]]:
+        """Every tool in the OpenAI ``tools`` wire format, in order."""
+        return [tool.openai_schema() for tool in self.listed()]
+
+    # -- running a call ---------------------------------------------------------------------
+
+    async def execute(self, call: ToolCall, context: ToolContext | None = None) -> Observation:
+        """Validate ``call`` and run it in the source that owns the tool; never raises, except
+        :class:`asyncio.CancelledError` when the caller is cancelled."""
+        started = time.perf_counter()
+        try:
+            outcome = await self._execute(call, context)
+        except Exception as exc:  # last resort: nothing the model sends may escape
+            outcome = f"Error executing tool {preview(call.name)}: {describe(exc)}"
+        if isinstance(outcome, str):
+            outcome = Observation(call_id="", tool_name="", output=outcome, is_error=True)
+        return replaced(outcome, call_id=str(call.id), tool_name=str(call.name),
+                                   elapsed=time.perf_counter() - started)
+
+    async def _execute(self, call: ToolCall, context: ToolContext | None) -> Observation | str:
+        entry = self._entries.get(call.name) if isinstance(call.name, str) else None
+        if entry is None:
+            return self._unknown_tool(call.name)
+        tool, source = entry
+        values = check_arguments(tool, call)
+        if isinstance(values, str):  # a validation error is never tried again
+            return values
+        checked = replaced(call, arguments=values)
+        policy = self.retry_of(tool.name, context)
+        attempts = 1 if policy is None else policy.max_attempts
+        attempt = 1
+        while True:
+            outcome = await self._attempt(tool, source, checked, context)
+            wait = None if attempt >= attempts or not self._transient(tool, outcome) \
+                else _wait(policy, attempt, context)
+            if wait is None:
+                break
+            await asyncio.sleep(wait)
+            attempt += 1
+            if context is not None:
+                context = dataclasses.replace(context, attempt=context.attempt + 1)
+        if isinstance(outcome, _TimedOut):
+            outcome = str.__str__(outcome)  # plain text in the observation
+        if attempt == 1:
+            return outcome
+        if isinstance(outcome, str):
+            outcome = Observation(call_id="", tool_name="", output=outcome, is_error=True)
+        return dataclasses.replace(outcome, attempts=attempt)
+
+    @staticmethod
+    def _transient(tool: Tool, outcome: Observation | str) -> bool:
+        """Whether a failed attempt may be tried again: the source says it may (the tool
+        raised ``ToolError(retryable=True)``), or an idempotent tool timed out."""
+        if isinstance(outcome, _TimedOut):
+            return tool.idempotent
+        return isinstance(outcome, Observation) and outcome.is_error and outcome.retryable
+
+    async def _attempt(self, tool: Tool, source: ToolSource, checked: ToolCall,
+                       context: ToolContext | None) -> Observation | str:
+        """One attempt, within the tool's ``max_concurrency`` (a slot per attempt: a call
+        waiting to be tried again holds none)."""
+        refused = tool.precheck(context) if tool.precheck is not None else None
+        if refused is not None:
+            return refused
+        limit = tool.max_concurrency
+        if limit is None:
+            return await self._run(tool, source, checked, context)
+        key, what = tool.slot_key, f"tool {tool.name}"
+        reason = f"{counted(limit, 'call')} at once (max_concurrency)"
+        if held_by_callers(key):  # waiting while holding a slot of the same tool can deadlock
+            return (f"Tool {tool.name!r} was not run: it is called from inside a call of "
+                    f"itself, and a tool limited to {reason} is never run inside its own "
+                    "call (the calls holding its slots could each wait for the other's "
+                    "forever). Answer without calling it again.")
+        slots = tool_slots(key)
+        deadline = context.deadline if context is not None else None
+        if not await slots.acquire(limit, until=deadline,
+                                   on_wait=lambda: report_wait(what, reason)):
+            return (f"Tool {tool.name!r} was not run: the run's deadline passed while the call "
+                    f"waited for a slot ({reason}).")
+        try:
+            with holding(key):
+                return await self._run(tool, source, checked, context)
+        finally:
+            slots.release()
+
+    async def _run(self, tool: Tool, source: ToolSource, checked: ToolCall,
+                   context: ToolContext | None) -> Observation | str:
+        timeout = self.timeout_of(tool.name)
+        with using_context(context) if context is not None else contextlib.nullcontext():
+            if timeout is None:  # tasks and threads it starts inherit the context
+                outcome = await guarded(lambda: source.call_tool(checked, context))
+            else:
+                work = asyncio.ensure_future(guarded(lambda: source.call_tool(checked,
+                                                                             context)))
+        if timeout is not None:
+            try:  # the task was made inside the context: it, and threads it starts, inherit it
+                outcome = await within(work, timeout)
+            except asyncio.TimeoutError:
+                return _TimedOut(f"Tool {tool.name!r} timed out after {timeout} s.")
+        if isinstance(outcome, Failure):  # the source itself raised (it should not)
+            return failure_text(tool.name, outcome.error)
+        if not isinstance(outcome, Observation):
+            return f"Tool {tool.name!r}'s source returned no observation ({preview(outcome)})."
+        return outcome
+
+    def _unknown_tool(self, name: object) -> str:
+        if not self._entries:
+            return f"Unknown tool {preview(name)}. No tools are available; answer directly."
+        text = f"Unknown tool {preview(name)}. Available tools: {', '.join(self._entries)}."
+        if isinstance(name, str):
+            import difflib  # only for a model that called a tool that does not exist
+
+            close = difflib.get_close_matches(name, list(self._entries), n=1)
+            if close:
+                text += f" Did you mean {close[0]!r}?"
+        return text
+
+
+class _TimedOut(str):
+    """The text of an attempt that timed out (its outcome is unknown)."""
+
+    __slots__ = ()
+
+
+def _wait(policy: RetryPolicy | None, attempt: int, context: ToolContext | None
+          ) -> float | None:
+    """Seconds to wait before the next attempt; ``None`` when the run's deadline would pass
+    first (a retry is never slept into the deadline)."""
+    if policy is None:
+        return None
+    delay = policy.delay(attempt)
+    if policy.jitter:  # full jitter: calls that failed together do not come back together
+        delay = random.uniform(0.0, delay)
+    deadline = context.deadline if context is not None else None
+    if deadline is not None and time.time() + delay >= deadline:
+        return None
+    return delay

@@ -1,0 +1,471 @@
+"""Data contracts shared by every part of miniagent.
+
+Everything here is a plain keyword-only dataclass: cheap to build on the hot path,
+serialisable with :func:`dataclasses.asdict`, and loadable back with
+``pydantic.TypeAdapter(Message).validate_python(data)``.
+
+The saved session itself (:class:`~miniagent.core.session.AgentSession`) lives beside this module
+in ``session.py``. Nothing here reads a clock or makes an id: times and ids are given.
+
+The history of a run is a list of :class:`Message` in a protocol-neutral form:
+an assistant message carries its raw text and the tool calls parsed from it, and a
+``tool`` message carries one observation. Protocols (``protocol/react.py``,
+``protocol/native.py``) turn that list into what a server expects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from miniagent._internal import defaults
+
+Role = Literal["system", "user", "assistant", "tool"]
+ToolMode = Literal["react", "native", "hybrid", "auto"]
+Phase = Literal["model", "tools", "done"]
+"""Where a session goes on: it needs a model call, has calls to run (or to decide), or is over."""
+ParseKind = Literal["action", "final", "invalid", "retry"]
+"""What a reply is: calls, an answer, neither (the model is told), or ``retry``: the endpoint
+ignored part of the request (tools it never showed the model), so the step asks again, rendered
+anew, and the reply is not kept."""
+RunStatus = Literal[
+    "completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error",
+    "awaiting_approval", "cancelled",
+]
+SessionStatus = Literal["running", RunStatus]
+CallState = Literal["ready", "awaiting_approval", "approved", "denied", "started", "completed"]
+
+CALL_MOVES: dict[CallState, frozenset[CallState]] = {
+    "ready": frozenset({"started", "awaiting_approval", "completed"}),
+    "awaiting_approval": frozenset({"approved", "denied"}),
+    "approved": frozenset({"started"}),
+    "denied": frozenset({"completed"}),
+    # a crash left the call started: run it again, ask a person, or give up on it
+    "started": frozenset({"completed", "ready", "awaiting_approval", "denied"}),
+    "completed": frozenset(),
+}
+"""The moves a tool call may make (:meth:`CallRecord.move`); ``completed`` is final.
+
+::
+
+    ready ──► started ──► completed
+      │          ▲  └──► ready | awaiting_approval | denied   (interrupted by a crash)
+      ├──► awaiting_approval ──► approved ──┘
+      │                    └──► denied ──► completed           (the model is told why)
+      └──► completed                                           (answered without running)
+"""
+
+CallOutcome = Literal["ran", "denied", "not_run"]
+"""How a completed call ended (:attr:`CallRecord.outcome`): its state is ``completed`` in
+every case, since each got an observation."""
+
+
+class ToolLike(Protocol):
+    """What protocols need from a tool: a name, a description and a JSON Schema."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCall:
+    """One request of the model to run a tool.
+
+    ``arguments`` is the decoded JSON object. When the raw text was not a JSON object
+    (a bare string such as ``Paris``, or JSON that could not be repaired),
+    ``arguments`` is empty and the registry decides from ``raw_arguments``;
+    ``arguments_error`` then says why decoding failed, if it did.
+    """
+
+    id: str
+    """Empty until the step logic assigns one when the model sent none."""
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    raw_arguments: str = ""
+    arguments_error: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class Observation:
+    """The result of one tool call, as text for the model."""
+
+    call_id: str
+    tool_name: str
+    output: str
+    is_error: bool = False
+    elapsed: float = 0.0
+    sub_run: SubRun | None = None
+    """Set when the tool was another agent (:meth:`~miniagent.core.agent.Agent.as_tool`)."""
+    attempts: int = 1
+    """How many times the executor ran the call (more than 1 after transient failures, see
+    :mod:`miniagent.core.retry`)."""
+    retryable: bool = False
+    """The failure is transient and trying again cannot repeat an effect (the tool raised
+    ``ToolError(..., retryable=True)``, or an idempotent tool met a connection error); set by
+    a tool's source, read by the executor."""
+
+
+@dataclass(kw_only=True, slots=True)
+class TokenUsage:
+    """Token counts as the server reported them; ``cached_tokens`` is part of ``prompt_tokens``.
+
+    A server that reports no usage (llama.cpp's, streaming) leaves the counts unknown: None,
+    never 0 (:meth:`unknown`). ``estimated_tokens`` then holds the step logic's estimate of
+    the call's tokens, prompt and completion (see :mod:`miniagent.core.runtime.estimate`), which the
+    token budget counts instead. A sum with an unknown part is unknown, and its estimate counts
+    the reported parts too: ``TokenUsage(prompt_tokens=90, completion_tokens=10) +
+    TokenUsage.unknown(estimated=50)`` is unknown with ``estimated_tokens=150``.
+
+    Example:
+        >>> usage = TokenUsage(prompt_tokens=90, completion_tokens=10)
+        >>> (usage + TokenUsage.unknown(estimated=50)).counted_tokens
+        150
+        >>> (usage + TokenUsage.unknown(estimated=50)).total_tokens is None
+        True
+    """
+
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+    cached_tokens: int | None = 0
+    estimated_tokens: int = 0
+    """While the counts are unknown: their estimate (0 when known)."""
+
+    @classmethod
+    def unknown(cls, estimated: int = 0) -> TokenUsage:
+        """The usage of a call whose server reported none."""
+        return cls(prompt_tokens=None, completion_tokens=None, cached_tokens=None,
+                   estimated_tokens=estimated)
+
+    @property
+    def known(self) -> bool:
+        """Whether the server reported the counts (every call of a sum)."""
+        return self.prompt_tokens is not None and self.completion_tokens is not None
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Prompt plus completion tokens; None when unknown (see :attr:`counted_tokens`)."""
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            return None
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def counted_tokens(self) -> int:
+        """What the token budget counts: the total when known, else the estimate."""
+        total = self.total_tokens
+        return self.estimated_tokens if total is None else total
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        # Counted on every model call and tool call: no property calls, and no None checks
+        # (a count is None only when unknown, and None + int raises TypeError).
+        try:
+            return TokenUsage(
+                prompt_tokens=self.prompt_tokens + other.prompt_tokens,  # type: ignore[operator]
+                completion_tokens=(self.completion_tokens  # type: ignore[operator]
+                                   + other.completion_tokens),
+                cached_tokens=(self.cached_tokens or 0) + (other.cached_tokens or 0),
+            )
+        except TypeError:
+            return TokenUsage.unknown(estimated=self.counted_tokens + other.counted_tokens)
+
+
+@dataclass(kw_only=True, slots=True)
+class Message:
+    """One entry of the append-only history.
+
+    - ``system`` / ``user``: ``content`` is the text.
+    - ``assistant``: ``content`` is what the model wrote (for ReAct, the raw text cut at
+      the stop word), ``tool_calls`` what was parsed from it.
+    - ``tool``: ``content`` is the observation text for ``tool_call_id``.
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str | None = None
+    """The server's ``reasoning_content`` of an assistant tool-call turn, sent back with it."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelRequest:
+    """What a protocol asks a model for: wire-format messages plus generation settings."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    stop: list[str] | None = None
+    temperature: float | None = defaults.TEMPERATURE
+    max_tokens: int | None = defaults.MAX_TOKENS
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    grammar: str | None = None
+    """A GBNF grammar for constrained decoding, honoured by backends that support it."""
+    protocol: str = ""
+    """The name of the protocol that rendered the request (transports ignore it)."""
+    tool_choice: str | None = None
+    """``auto``, ``required``, ``none`` or a tool's name, sent with ``tools`` (None: ``auto``)."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelResponse:
+    """A model's answer, normalised: text content, native tool calls, usage."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    finish_reason: str | None = None
+    raw: Any = None
+    reasoning_content: str | None = None
+    """A reasoning model's thinking, where the server returns it apart from the content."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ParsedOutput:
+    """What the protocol made of one model response."""
+
+    kind: ParseKind
+    thought: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    final_answer: str | None = None
+    error: str | None = None
+    text: str = ""  # the assistant text kept in the history (ReAct: cut at the stop word)
+    reasoning: str | None = None
+    """``reasoning_content`` to keep with the turn (the hybrid protocol replays it)."""
+    plain_answer: str | None = None
+    """Set on an ``invalid`` reply that is plain prose (none of the protocol's labels: no
+    action, no answer label): what it says. The step logic takes it as the final answer where
+    the step offered no tools (or no tool may be called), or where the step before it was such
+    a reply too and the model was told the format once (a small model answering ``The answer
+    is 87.`` keeps doing so)."""
+
+
+@dataclass(kw_only=True, slots=True)
+class CallMove:
+    """One recorded move of a tool call's state."""
+
+    at: float
+    source: CallState
+    target: CallState
+    reason: str
+
+
+@dataclass(kw_only=True, slots=True)
+class CallRecord:
+    """A tool call and where it stands; persisted so a resumed run never repeats a finished call.
+
+    ``state`` changes only through :meth:`move`, checked against :data:`CALL_MOVES` and
+    recorded in ``moves``. ``note`` holds the reason of an approval or denial, or why the call
+    waits. ``interrupted`` marks a call that started before a crash and never completed.
+    """
+
+    call: ToolCall
+    state: CallState = "ready"
+    observation: Observation | None = None
+    note: str | None = None
+    interrupted: bool = False
+    moves: list[CallMove] = field(default_factory=list)
+
+    def move(self, target: CallState, reason: str, at: float) -> None:
+        """Go to ``target``; raises ValueError for a move the table forbids (a bug of ours)."""
+        if target not in CALL_MOVES[self.state]:
+            raise ValueError(f"call {self.call.id} cannot go from {self.state} to {target}")
+        self.moves.append(CallMove(at=at, source=self.state, target=target, reason=reason))
+        self.state = target
+
+    @property
+    def outcome(self) -> CallOutcome | None:
+        """How the call ended, read from its moves (derived, never saved): ``ran`` (its tool
+        ran), ``denied`` (a person, or the policy on interrupted calls, refused it: it did not
+        run (again), and the model was told why), ``not_run`` (answered without running: cut
+        off, or repeated). None while the call is open, and for calls saved without moves
+        (schema_version 1)."""
+        if self.state != "completed" or not self.moves:
+            return None
+        targets = {move.target for move in self.moves}
+        if "denied" in targets:
+            return "denied"
+        return "ran" if "started" in targets else "not_run"
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the call's tool ran and its result is not an error (derived, never saved)."""
+        return (self.outcome == "ran" and self.observation is not None
+                and not self.observation.is_error)
+
+
+@dataclass(kw_only=True, slots=True)
+class Decision:
+    """A person's decision on one waiting call."""
+
+    approved: bool
+    reason: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class PendingApproval:
+    """A call waiting for a person's decision."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    reason: str = ""
+
+    @classmethod
+    def of(cls, record: CallRecord) -> PendingApproval:
+        call = record.call
+        return cls(call_id=call.id, tool=call.name, arguments=call.arguments,
+                   reason=record.note or "")
+
+
+@dataclass(kw_only=True, slots=True)
+class Step:
+    """One turn of the loop: a model call and the tools it asked for."""
+
+    index: int
+    thought: str | None = None
+    raw_output: str | None = None
+    calls: list[CallRecord] = field(default_factory=list)
+    final_answer: str | None = None
+    error: str | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    model_time: float = 0.0
+    tool_time: float = 0.0
+    dropped_calls: int = 0
+    """Calls of the reply beyond the per-step limit, which were not run."""
+    offered_tools: list[str] | None = None
+    """The tools this step's request offered, when the agent selects them (``tool_selection``);
+    ``None``: every tool."""
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [record.call for record in self.calls]
+
+    @property
+    def observations(self) -> list[Observation]:
+        return [record.observation for record in self.calls if record.observation is not None]
+
+
+@dataclass(kw_only=True, slots=True)
+class Compaction:
+    """One recorded replacement of the oldest rounds of the history by a summary block.
+
+    The history itself (``AgentSession.messages``) keeps every message; what the model is sent
+    from this compaction on is ``messages[:start]``, then ``summary`` as one user message, then
+    ``messages[end:]`` (see :mod:`miniagent.core.runtime.compress`). Each compaction covers every
+    round before ``end``: the last one alone says what is sent.
+    """
+
+    step: int
+    """The step whose prompt was the first to use it."""
+    at: float
+    start: int
+    """Index in ``messages`` of the first replaced message (the first round)."""
+    end: int
+    """Index in ``messages`` of the first message kept whole after the summary."""
+    rounds: int
+    """How many rounds the summary stands for."""
+    summary: str
+    mode: Literal["truncate", "model"]
+    """Who wrote the summary: cut observations, or the model (``truncate`` also when the
+    model's summary failed; ``note`` then says why)."""
+    unit: Literal["tokens", "chars"]
+    size_before: int
+    """The history's size in ``unit`` before the compaction (tokens are estimated)."""
+    size_after: int
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    """Tokens of the summary's model call (``model`` mode)."""
+    note: str = ""
+
+
+@dataclass(kw_only=True, slots=True)
+class SubRun:
+    """The run of an agent used as a tool, recorded on the observation of the parent's call.
+
+    ``usage`` is the sub-session's total (it is added to the parent's); ``pending`` lists the
+    sub-run's calls that wait for a person while ``status`` is ``awaiting_approval``, and
+    ``decision`` is the person's decision on them, relayed to the sub-run when it resumes.
+    """
+
+    agent: str
+    session_id: str
+    status: SessionStatus
+    reason: str = ""
+    depth: int = 1
+    final_answer: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    pending: list[PendingApproval] = field(default_factory=list)
+    decision: Decision | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class RunResult:
+    """How a run ended. ``status`` is always set; ``reason`` says why in words.
+
+    ``final_answer`` is set when the run completed, and when it reached ``max_steps`` and the
+    model then gave its best answer (:attr:`answered_at_limit`)."""
+
+    status: RunStatus
+    reason: str
+    session_id: str = ""
+    final_answer: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    messages: list[Message] = field(default_factory=list)
+    elapsed: float = 0.0
+    pending_approvals: list[PendingApproval] = field(default_factory=list)
+    turn: int = 1
+    """Which turn of the session's conversation this run answered (``steps`` and ``usage``
+    are that turn's)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    @property
+    def answered_at_limit(self) -> bool:
+        """Whether ``final_answer`` is the best answer the model gave when the run reached
+        ``max_steps`` (one last request, with no tools; the reason says so too), not one it
+        completed: the status stays ``max_steps``."""
+        return self.status == "max_steps" and self.final_answer is not None
+
+
+_T = TypeVar("_T")
+_INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def replaced(obj: _T, /, **changes: Any) -> _T:
+    """A copy of the dataclass instance ``obj`` with ``changes``: what
+    :func:`dataclasses.replace` returns, at a third of its cost for the plain dataclasses of
+    the hot path (each field's kind is read once per class, not on every copy). A class with
+    fields outside ``__init__`` (or init-only ones) goes through ``dataclasses.replace``.
+
+    Example:
+        >>> replaced(ToolCall(id="a", name="add"), id="b")
+        ToolCall(id='b', name='add', arguments={}, raw_arguments='', arguments_error=None)
+    """
+    cls = type(obj)
+    names = _INIT_FIELDS.get(cls, ())
+    if names == ():
+        names = _INIT_FIELDS[cls] = _plain_fields(cls)
+    if names is None:
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    for name in names:
+        if name not in changes:
+            changes[name] = getattr(obj, name)
+    return cls(**changes)
+
+
+def _plain_fields(cls: type) -> tuple[str, ...] | None:
+    """The names of ``cls``'s fields, all given to ``__init__``; None when some are not, or
+    when it has init-only or class variables (``dataclasses.replace`` handles those)."""
+    fields = dataclasses.fields(cls)
+    if len(fields) != len(vars(cls)["__dataclass_fields__"]) or not all(f.init for f in fields):
+        return None
+    return tuple(f.name for f in fields)
