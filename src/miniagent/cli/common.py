@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shlex
 import sys
 import traceback
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import typer
 
 from miniagent._internal.extras import missing_extra
 from miniagent.cli.safe_text import json_text, unicode_stream, visible
+from miniagent.cli.session_commands import resume_command
 from miniagent.core.agent import Agent
 from miniagent.core.errors import MiniAgentError, UserError
 from miniagent.core.runtime.events import Event
@@ -145,26 +145,6 @@ def interrupted(tracker: SessionTracker, store: Path | None) -> Iterator[None]:
         raise fail(f"interrupted: session {tracker.session_id} stopped after its last saved "
                    f"step; continue it with: {resume_command(tracker.session_id, store)}",
                    130) from None
-
-
-def resume_command(session_id: str, store: Path | None, temporal: str | None = None) -> str:
-    """The command that continues ``session_id`` (in the same store, or cluster)."""
-    return session_command("resume", session_id, store, temporal)
-
-
-def session_command(verb: str, session_id: str, store: Path | None,
-                    temporal: str | None = None, *extra: str) -> str:
-    """``miniagent sessions VERB SESSION_ID ...`` where the session lives, quoted for a shell
-    so that it can be copied and run as it is (a store path with spaces included)."""
-    return shlex.join(["miniagent", "sessions", verb, session_id, *extra,
-                       *where_options(store, temporal)])
-
-
-def where_options(store: Path | None, temporal: str | None = None) -> list[str]:
-    """The option that names where the session lives: ``--store FILE``, ``--temporal HOST``."""
-    if temporal:
-        return ["--temporal", temporal]
-    return ["--store", str(store)] if store else []
 
 
 def asks_in_terminal(*, detach: bool, as_json: bool) -> bool:

@@ -17,8 +17,8 @@ from rich.panel import Panel
 from rich.status import Status
 
 from miniagent._internal.wording import counted, token_count, unreported_tokens
-from miniagent.cli.common import session_command
 from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
+from miniagent.cli.session_commands import session_command
 from miniagent.core.runtime import events as ev
 from miniagent.core.types import RunResult, Step, TokenUsage
 

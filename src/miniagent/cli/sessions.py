@@ -23,8 +23,6 @@ from miniagent.cli.common import (
     echo_json,
     finish,
     interrupted,
-    resume_command,
-    session_command,
     show_progress,
 )
 from miniagent.cli.display import terminal
@@ -37,6 +35,7 @@ from miniagent.cli.observing import (
     observing,
 )
 from miniagent.cli.safe_text import markup, visible
+from miniagent.cli.session_commands import resume_command, session_command
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 from miniagent.cli.warming import warm_then
 from miniagent.core.errors import DecisionError, UserError
