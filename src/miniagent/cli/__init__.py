@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -41,7 +42,9 @@ from miniagent.cli.observing import observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
 from miniagent.cli.run_options import RunOptions, with_run_options
 from miniagent.cli.safe_text import tolerant_streams
+from miniagent.cli.session_backend import ResumeOptions
 from miniagent.cli.sessions import sessions_app
+from miniagent.cli.temporal_client import made_a_client
 from miniagent.cli.temporal_cmd import worker as worker_cmd
 from miniagent.cli.trace_cmd import trace_app
 from miniagent.cli.warming import warm_then
@@ -87,11 +90,14 @@ def run(
     """Answer QUESTION with an agent, showing each step as it happens."""
     config = options.config()
     if options.temporal:  # the model and tools are the workers'; this process follows the trace
-        from miniagent.cli.temporal_cmd import run_remote
+        from miniagent.cli.temporal_backend import TemporalBackend
 
-        run_remote(question, config, options.temporal, options.task_queue, as_json=as_json,
-                   detach=detach, verbose=options.verbose, observe=options.observe(),
-                   continue_id=continue_id)
+        following = ResumeOptions(as_json=as_json, detach=detach, verbose=options.verbose,
+                                  observe=options.observe())
+        with cli_errors(verbose=options.verbose):
+            result = TemporalBackend(options.temporal, options.task_queue).ask(
+                question, config, following, continue_id)
+        finish(result, as_json=as_json, temporal=options.temporal)
     interactive = asks_in_terminal(detach=detach, as_json=as_json)
     tracker = SessionTracker()
     with cli_errors(verbose=options.verbose), interrupted(tracker, options.store):
@@ -185,4 +191,20 @@ readable_help(app)  # after every command above is registered
 
 
 def main() -> None:
-    app()
+    """Run the command line: the one place the process exits.
+
+    A command that connected to a Temporal cluster leaves with ``os._exit`` once its output
+    is flushed (see :mod:`miniagent.cli.temporal_client`: the SDK may abort at interpreter
+    exit); any other leaves as Python does.
+    """
+    code: str | int | None = 0
+    try:
+        app()
+    except SystemExit as exc:
+        if not made_a_client():
+            raise
+        code = exc.code
+    if made_a_client():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code if isinstance(code, int) else 0 if code is None else 1)

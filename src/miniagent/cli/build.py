@@ -177,7 +177,13 @@ def temporal_agent(config: RunConfig, client: Any, task_queue: str, *,
     if config.mode != "auto":  # else the protocol the workers' model is configured for
         options["protocol"] = default_protocol(config.mode, grammar=config.grammar,
                                                max_tokens=options["max_tokens"])
-    return Agent(temporal=client, task_queue=task_queue, **options, **memory_options(config))
+    return on_temporal(client, task_queue, {**options, **memory_options(config)})
+
+
+def on_temporal(client: Any, task_queue: str, options: dict[str, Any]) -> Agent:
+    """The one place the CLI makes an agent whose runs are Temporal workflows: the agent of
+    ``options`` (its keyword arguments) on ``client``'s cluster, served on ``task_queue``."""
+    return Agent(temporal=client, task_queue=task_queue, **options)
 
 
 def agent_options(config: RunConfig, interactive: bool, max_tokens: int) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from miniagent.cli.mcp_cmd import header_secrets
 from miniagent.cli.observing import observing
 from miniagent.cli.run_options import RunOptions
 from miniagent.cli.safe_text import markup, visible
-from miniagent.cli.sessions import sessions_table
+from miniagent.cli.session_view import sessions_table
 from miniagent.cli.warming import warm_then
 from miniagent.core.agent import Agent
 from miniagent.core.errors import MiniAgentError, UserError

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -164,7 +164,7 @@ def show_progress(agent: Agent, *, as_json: bool, verbose: bool) -> TraceDisplay
 
 
 def finish(result: RunResult, *, as_json: bool, store: Path | None = None,
-           temporal: str | None = None) -> None:
+           temporal: str | None = None) -> NoReturn:
     """Print the result (JSON, or how to approve what waits) and exit with its code; the same
     for a session in a store and one on a Temporal cluster."""
     from miniagent.cli.display import approval_hint, result_to_json

@@ -1,20 +1,11 @@
-"""The CLI on a Temporal cluster: `miniagent worker`, `run --temporal`, `sessions ... --temporal`.
-
-Every command here ends through :func:`exit_now`: the Temporal SDK sometimes aborts at
-interpreter exit after a clean finish (sdk-python#300), so output is flushed and the process
-leaves with ``os._exit``.
-"""
+"""`miniagent worker` (serve a Temporal task queue), and the ``--temporal`` options of the
+commands that work with a cluster's sessions (:mod:`miniagent.cli.temporal_backend`)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
-import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any
 
 import typer
 
@@ -26,15 +17,7 @@ from miniagent.cli.build import (
     TokensPerMinuteOption,
     build_model,
 )
-from miniagent.cli.common import (
-    SessionTracker,
-    asks_in_terminal,
-    cli_errors,
-    echo_json,
-    finish,
-    show_progress,
-)
-from miniagent.cli.display import terminal
+from miniagent.cli.common import cli_errors
 from miniagent.cli.mcp_cmd import (
     McpApproveOption,
     McpHeaderOption,
@@ -47,15 +30,12 @@ from miniagent.cli.memory_cmd import MemoryFileOption, MemoryNamespaceOption
 from miniagent.cli.observing import (
     MetricsOption,
     WorkerOtlpOption,
-    observing,
     otlp_meters,
     serving_metrics,
 )
-from miniagent.cli.safe_text import markup, visible
+from miniagent.cli.safe_text import visible
+from miniagent.cli.temporal_client import connect, on_the_cluster
 from miniagent.core.errors import ConfigError
-from miniagent.core.types import RunResult
-
-T = TypeVar("T")
 
 TemporalOption = Annotated[str | None, typer.Option(
     "--temporal", help="Temporal frontend HOST:PORT: work with the sessions there instead of "
@@ -68,41 +48,6 @@ STOP_GRACE = 5.0
 the server told it leaves) before it leaves all the same: a server that did not answer held
 it 30 s per request. Left so, it is a worker that died: the cluster gives its calls to
 another worker after their heartbeat timeout."""
-
-
-def exit_now(code: int) -> NoReturn:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-@contextmanager
-def leaving() -> Iterator[None]:
-    """Turn typer's exits (and our one-line errors) into :func:`exit_now`."""
-    code = 0
-    try:
-        with cli_errors():
-            yield
-    except typer.Exit as exc:
-        code = exc.exit_code
-    except KeyboardInterrupt:
-        typer.echo("miniagent: interrupted (the session continues on the cluster)", err=True)
-        code = 130
-    exit_now(code)
-
-
-def _run(work: Callable[[], Awaitable[T]]) -> T:
-    return asyncio.run(_call(work))
-
-
-async def _call(work: Callable[[], Awaitable[T]]) -> T:
-    return await work()
-
-
-async def _sessions(address: str, task_queue: str = "miniagent") -> Any:
-    from miniagent.temporal import TemporalSessions, connect
-
-    return TemporalSessions(await connect(address), task_queue)
 
 
 # -- miniagent worker ---------------------------------------------------------------------
@@ -142,7 +87,7 @@ def worker(
     from miniagent.cli.loading import load_tools
     from miniagent.observe.redact import model_secrets
 
-    with leaving():
+    with cli_errors(), on_the_cluster():
         if mode not in ("react", "native", "auto"):
             raise ConfigError(f"--mode must be react, native or auto, got {mode!r}")
         config = RunConfig(base_url=base_url or env("MINIAGENT_BASE_URL", "OPENAI_BASE_URL"),
@@ -180,7 +125,7 @@ def _memory_source(path: Path, namespace: str, secrets: list[str]) -> Any:
 async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],
                  metrics: Any = None, options: dict[str, Any] | None = None) -> None:
     from miniagent.cli.warming import shown
-    from miniagent.temporal import connect, session_worker
+    from miniagent.temporal import session_worker
     from miniagent.temporal.worker import warm_served
 
     client = await connect(address)
@@ -211,140 +156,3 @@ async def _run_until_cancelled(serving: Any) -> None:
             typer.echo(f"miniagent worker: the shutdown did not end within {STOP_GRACE:g} s "
                        "(the cluster does not answer); leaving without it", err=True)
         raise
-
-
-# -- miniagent run --temporal, sessions resume --temporal ---------------------------------
-
-def run_remote(question: str, config: RunConfig, address: str, task_queue: str, *,
-               as_json: bool, detach: bool, verbose: bool, observe: dict[str, Any],
-               continue_id: str | None = None) -> NoReturn:
-    """``miniagent run`` on the cluster: the same agent, display, trace and result as in
-    process; the model and tools are the workers'. With ``continue_id``, the next turn of
-    that session."""
-    for given, flag in ((config.tools, "--tools"), (config.mcp or config.mcp_urls, "--mcp")):
-        if given:
-            typer.echo(f"miniagent: warning: {flag} is ignored with --temporal: the workers' "
-                       f"tools are used (miniagent worker {flag} ...)", err=True)
-    limits = (config.model_concurrency, config.requests_per_minute, config.tokens_per_minute)
-    for ignored, what in ((config.stream, "--stream"), (any(limits), "the model's limits")):
-        if ignored:
-            typer.echo(f"miniagent: warning: {what} is ignored with --temporal: the workers' "
-                       "model settings are used", err=True)
-    interactive = asks_in_terminal(detach=detach, as_json=as_json)
-    with leaving():
-        result = _run(lambda: _remote(address, task_queue, config, interactive, as_json,
-                                      verbose, observe,
-                                      lambda agent, tracker: _ask(
-                                          agent, question, config, tracker, continue_id)))
-        finish(result, as_json=as_json, temporal=address)
-    exit_now(0)  # not reached: leaving() exits
-
-
-def resume_remote(session_id: str, address: str, task_queue: str, *, as_json: bool,
-                  detach: bool, verbose: bool, observe: dict[str, Any]) -> NoReturn:
-    """``sessions resume --temporal``: follow the session until it ends or waits again."""
-    interactive = asks_in_terminal(detach=detach, as_json=as_json)
-    with leaving():
-        result = _run(lambda: _remote(address, task_queue, RunConfig(), interactive, as_json,
-                                      verbose, observe,
-                                      lambda agent, tracker: agent.aresume(
-                                          session_id, on_event=tracker)))
-        finish(result, as_json=as_json, temporal=address)
-    exit_now(0)  # not reached: leaving() exits
-
-
-async def _ask(agent: Any, question: str, config: RunConfig, tracker: SessionTracker,
-               continue_id: str | None) -> RunResult:
-    if continue_id is not None:
-        await agent.asession(continue_id)  # SessionNotFound: --continue names one that exists
-    return await agent.arun(question, metadata=config.metadata(), on_event=tracker,
-                            session_id=continue_id)
-
-
-async def _remote(address: str, task_queue: str, config: RunConfig, interactive: bool,
-                  as_json: bool, verbose: bool, observe: dict[str, Any],
-                  work: Callable[[Any, SessionTracker], Awaitable[RunResult]]) -> RunResult:
-    from miniagent.cli.build import temporal_agent
-    from miniagent.temporal import connect
-
-    agent = temporal_agent(config, await connect(address), task_queue, interactive=interactive)
-    show_progress(agent, as_json=as_json, verbose=verbose)
-    tracker = SessionTracker()
-    with observing(agent, **observe):
-        result = await work(agent, tracker)
-    if not as_json and tracker.session_id:
-        terminal().print(f"[dim]session {markup(tracker.session_id)} on {markup(address)} "
-                         f"(task queue {markup(task_queue)})[/dim]")
-    return result
-
-
-# -- miniagent sessions ... --temporal ------------------------------------------------------
-
-def list_remote(address: str, limit: int, as_json: bool) -> NoReturn:
-    from rich.table import Table
-
-    with leaving():
-        rows = _run(lambda: _list(address, limit))
-        if as_json:
-            echo_json(rows)
-        else:
-            table = Table("id", "status", "started", "question")
-            for row in rows:
-                table.add_row(markup(row["session_id"], 40), markup(row["status"], 40),
-                              time.ctime(row["started_at"]), markup(row["question"][:80]))
-            terminal().print(table)
-
-    exit_now(0)  # not reached: leaving() exits
-
-async def _list(address: str, limit: int) -> list[dict[str, Any]]:
-    sessions = await _sessions(address)
-    rows: list[dict[str, Any]] = await sessions.list(limit)
-    return rows
-
-
-def show_remote(address: str, session_id: str, as_json: bool) -> NoReturn:
-    from miniagent.cli.sessions import _print_session
-
-    with leaving():
-        session = _run(lambda: _session(address, session_id))
-        if as_json:
-            echo_json(session.to_dict())
-        else:
-            _print_session(terminal(), session)
-
-    exit_now(0)  # not reached: leaving() exits
-
-async def _session(address: str, session_id: str) -> Any:
-    return await (await _sessions(address)).session(session_id)
-
-
-def decide_remote(address: str, session_id: str, call_id: str | None, approved: bool,
-                  reason: str | None) -> NoReturn:
-    with leaving():
-        decided = _run(lambda: _decide(address, session_id, call_id, approved, reason))
-        state = "approved" if approved else "denied"
-        typer.echo(visible(f"{state} {', '.join(decided)} in session {session_id}; it "
-                           "continues on the cluster (follow it: miniagent sessions resume "
-                           f"{session_id} --temporal {address})"))
-
-    exit_now(0)  # not reached: leaving() exits
-
-async def _decide(address: str, session_id: str, call_id: str | None, approved: bool,
-                  reason: str | None) -> list[str]:
-    decided: list[str] = await (await _sessions(address)).decide(session_id, approved, call_id,
-                                                                 reason)
-    return decided
-
-
-def cancel_remote(address: str, session_id: str, reason: str) -> NoReturn:
-    with leaving():
-        how = _run(lambda: _cancel(address, session_id, reason))
-        typer.echo(visible(f"cancelled session {session_id} on the cluster" if how == "cancelling"
-                           else f"terminated session {session_id}: no worker polls its task "
-                           "queue, so nothing could record the cancellation"))
-
-    exit_now(0)  # not reached: leaving() exits
-
-async def _cancel(address: str, session_id: str, reason: str) -> str:
-    how: str = await (await _sessions(address)).cancel(session_id, reason)
-    return how
