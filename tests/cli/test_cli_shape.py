@@ -4,7 +4,13 @@ each other (every import counted: in functions and under ``TYPE_CHECKING`` too).
 from __future__ import annotations
 
 import ast
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 CLI = Path(__file__).parents[2] / "src" / "miniagent" / "cli"
 ENTRY = CLI / "__init__.py"
@@ -67,7 +73,7 @@ def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
         path.append(module)
         for nxt in sorted(edges[module]):
             if state.get(nxt) == "open":
-                return path[path.index(nxt):] + [nxt]
+                return [*path[path.index(nxt):], nxt]
             if nxt not in state and (cycle := visit(nxt)) is not None:
                 return cycle
         state[module] = "done"
@@ -92,3 +98,33 @@ def test_the_cycle_finder_finds_one() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
     assert _cycle(edges) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+MAIN_WITH_ATEXIT = ("import atexit; atexit.register(print, 'atexit ran'); "
+                    "from miniagent.cli import main; main()")
+
+
+def _main(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.run([sys.executable, "-c", MAIN_WITH_ATEXIT, *args], env=env,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_main_leaves_at_once_after_a_temporal_client_and_keeps_the_code(
+        tmp_path: Path) -> None:
+    """After a Temporal client, main() leaves with os._exit (no atexit: the SDK may abort
+    there), with the command's code and its one line; any other command exits as Python
+    does."""
+    pytest.importorskip("temporalio")
+    refused = _main("sessions", "list", "--temporal", f"127.0.0.1:{_closed_port()}")
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr.startswith("miniagent: cannot reach Temporal at 127.0.0.1:")
+    listed = _main("sessions", "list", "--store", str(tmp_path / "s.db"), "--json")
+    assert (listed.returncode, listed.stdout) == (0, "[]\natexit ran\n"), listed.stderr

@@ -73,8 +73,9 @@ class TemporalBackend(SessionBackend):
     def ask(self, question: str, config: RunConfig, options: ResumeOptions,
             continue_id: str | None = None) -> RunResult:
         """``miniagent run --temporal``: the same agent, display, trace and result as in
-        process; the model and tools are the workers'. With ``continue_id``, the next turn
-        of that session."""
+        process; the model and tools are the workers'. ``options`` say how it is followed here
+        (``as_json``, ``detach``, ``verbose``, ``observe``). With ``continue_id``, the next
+        turn of that session."""
         _warn_ignored(config)
 
         async def work(agent: Agent, tracker: SessionTracker) -> RunResult:
