@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from miniagent import Agent, MemoryStore, SQLiteStore
 from miniagent.core.models.base import Model
-from miniagent.core.runtime.approvals import decide
+from miniagent.core.runtime.calls import decide
 from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.run import run_session
 from miniagent.core.runtime.spec import rules_for

@@ -41,7 +41,7 @@ from miniagent.core.models.base import Capabilities
 from miniagent.core.protocol.native import NativeProtocol
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, ReactProtocol
 from miniagent.core.runtime import events as ev
-from miniagent.core.runtime.approvals import INTERRUPTED_NOTE
+from miniagent.core.runtime.calls import INTERRUPTED_NOTE
 from miniagent.core.runtime.loop import AT_LIMIT
 from miniagent.core.types import (
     Message,

@@ -244,7 +244,7 @@ def _warn_forced(session_id: str, force: bool) -> None:
 
 def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | None,
             store: StoreOption, force: bool) -> None:
-    from miniagent.core.runtime.approvals import decide
+    from miniagent.core.runtime.calls import decide
 
     def change(session: AgentSession) -> None:
         _check_something_waits(session, "approve" if approved else "deny", store)

@@ -21,8 +21,8 @@ from miniagent.core.protocol.registry import ProtocolRef, default_protocol, prot
 from miniagent.core.protocol.tool_choice import check_choice
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime import gcload
-from miniagent.core.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.core.runtime.bus import EventBus, Subscriber
+from miniagent.core.runtime.calls import Approver, InterruptedPolicy, decide
 from miniagent.core.runtime.guards import Limits
 from miniagent.core.runtime.inprocess import InProcessEffects
 from miniagent.core.runtime.late_calls import LateCalls

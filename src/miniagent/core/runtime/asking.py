@@ -16,8 +16,7 @@ import logging
 from typing import Any, Protocol
 
 from miniagent._internal.threads import run_in_daemon_thread
-from miniagent.core.runtime.approvals import Approver
-from miniagent.core.runtime.subruns import relayed_decision
+from miniagent.core.runtime.calls import Approver, relayed_decision
 from miniagent.core.session import AgentSession
 from miniagent.core.types import Decision, PendingApproval
 

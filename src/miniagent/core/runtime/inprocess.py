@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, cast
 
 from miniagent._internal.ids import random_id
 from miniagent.core.models.base import Model
-from miniagent.core.runtime.approvals import Approver
 from miniagent.core.runtime.asking import ask, ask_or_take
 from miniagent.core.runtime.bus import EventBus, Subscriber
+from miniagent.core.runtime.calls import Approver
 from miniagent.core.runtime.late_calls import LateCalls
 from miniagent.core.session import AgentSession
 from miniagent.core.store.base import CheckpointStore

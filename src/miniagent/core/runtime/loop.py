@@ -28,8 +28,14 @@ from miniagent._internal.wording import token_count
 from miniagent.core.errors import ModelError, ToolInterrupted
 from miniagent.core.protocol import tool_choice
 from miniagent.core.runtime import incoming
-from miniagent.core.runtime.approvals import apply_decision, denial, recover_interrupted
-from miniagent.core.runtime.calls import answered, record_outcome
+from miniagent.core.runtime.calls import (
+    answered,
+    apply_decision,
+    denial,
+    record_outcome,
+    recover_interrupted,
+    relayed_decision,
+)
 from miniagent.core.runtime.effects import Effects
 from miniagent.core.runtime.estimate import with_estimate
 from miniagent.core.runtime.guards import (
@@ -46,7 +52,6 @@ from miniagent.core.runtime.guards import (
     truncate_observation,
 )
 from miniagent.core.runtime.spec import Rules
-from miniagent.core.runtime.subruns import relayed_decision
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.tool_context import ToolContext
 from miniagent.core.types import (

@@ -24,7 +24,7 @@ from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, build_protocol
 from miniagent.core.protocol.tool_choice import check_choice
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.runtime.approvals import InterruptedPolicy
+from miniagent.core.runtime.calls import InterruptedPolicy
 from miniagent.core.runtime.guards import Limits
 from miniagent.core.types import ToolCall, ToolLike
 
