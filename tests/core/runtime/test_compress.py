@@ -27,8 +27,8 @@ from miniagent.core.runtime.compress import (
     history,
     size,
 )
-from miniagent.core.runtime.estimate import tokens
 from miniagent.core.runtime.events import ContextCompacted, Event
+from miniagent.core.runtime.guards import tokens
 from miniagent.core.session import SCHEMA_VERSION, AgentSession
 from miniagent.core.types import Message, ModelRequest, TokenUsage, ToolCall
 

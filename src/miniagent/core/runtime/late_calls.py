@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from miniagent.core.runtime import incoming
 from miniagent.core.runtime.calls import record_late
+from miniagent.core.runtime.guards import admit_observation
 from miniagent.core.session import AgentSession
 from miniagent.core.store.base import CheckpointStore
 from miniagent.core.types import Observation
@@ -137,7 +137,7 @@ class LateCalls:
 
     def _record(self, call_id: str, observation: Observation) -> None:
         def change(session: AgentSession) -> None:  # a call decided since is left as it is
-            record_late(session, call_id, incoming.observation(observation),
+            record_late(session, call_id, admit_observation(observation),
                         max_chars=self.max_chars, at=self.clock())
 
         try:

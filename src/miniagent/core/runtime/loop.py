@@ -27,7 +27,6 @@ from miniagent._internal.waits import WaitReporter, reporting_waits
 from miniagent._internal.wording import token_count
 from miniagent.core.errors import ModelError, ToolInterrupted
 from miniagent.core.protocol import tool_choice
-from miniagent.core.runtime import incoming
 from miniagent.core.runtime.calls import (
     answered,
     apply_decision,
@@ -37,10 +36,12 @@ from miniagent.core.runtime.calls import (
     relayed_decision,
 )
 from miniagent.core.runtime.effects import Effects
-from miniagent.core.runtime.estimate import with_estimate
 from miniagent.core.runtime.guards import (
     REPEATED,
     LoopDetector,
+    admit_observation,
+    admit_parsed,
+    admit_response,
     copied_example,
     cut_off,
     earlier_result,
@@ -50,6 +51,7 @@ from miniagent.core.runtime.guards import (
     rounds_done,
     too_many_calls,
     truncate_observation,
+    with_estimate,
 )
 from miniagent.core.runtime.spec import Rules
 from miniagent.core.session import FINAL, AgentSession
@@ -343,7 +345,7 @@ class StepLogic:
 
     async def _reply(self, request: ModelRequest) -> ModelResponse:
         """The model's reply, made safe to keep; a usage its server did not report, estimated."""
-        return with_estimate(incoming.response(await self.effects.generate(request)), request)
+        return with_estimate(admit_response(await self.effects.generate(request)), request)
 
     def _render(self, turn: _Turn) -> ModelRequest:
         return _rendered(self.rules, turn)
@@ -367,7 +369,7 @@ class StepLogic:
         model sent none or reused one (copies: replies may be shared). Ids are unique within
         the session: approvals, idempotency keys and sub-sessions are keyed by them, and some
         servers number calls ``call_0``, ``call_1`` afresh on every turn."""
-        parsed = incoming.parsed(parsed)
+        parsed = admit_parsed(parsed)
         if not parsed.tool_calls:
             return parsed
         used = {record.call.id for step in session.steps for record in step.calls}
@@ -474,7 +476,7 @@ class StepLogic:
                                            default_retry=self.spec.tool_retry)
             with reporting_waits(self._waits(session, span, parent, step.index,
                                              record.call.id)):
-                observation = incoming.observation(await self.effects.run_tool(record.call,
+                observation = admit_observation(await self.effects.run_tool(record.call,
                                                                                context))
         finally:
             if slots is not None:
