@@ -20,12 +20,15 @@ from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.core.protocol.tool_choice import check_choice
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.runtime import gcload
-from miniagent.core.runtime.bus import EventBus, Subscriber
 from miniagent.core.runtime.calls import Approver, InterruptedPolicy, decide
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.inprocess import InProcessEffects
-from miniagent.core.runtime.late_calls import LateCalls
+from miniagent.core.runtime.inprocess import (
+    EventBus,
+    InProcessEffects,
+    LateCalls,
+    Subscriber,
+    run_load,
+)
 from miniagent.core.runtime.run import run_session
 from miniagent.core.runtime.spec import AIDS_FOR, AgentSpec, Compression, rules_for
 from miniagent.core.session import FINAL, AgentSession
@@ -361,7 +364,7 @@ class Agent:
                 model=self.model, tools=toolbox, store=self.store, bus=self.bus, owner=owner,
                 session_id=session_id, late=late, approver=self.approver,
                 subscribers=(on_event,) if on_event else ())
-            with gcload.load.run():
+            with run_load.run():
                 result = await run_session(session, rules, effects)
             await self.bus.flush()  # run_finished has reached the subscribers on return
             return result

@@ -66,7 +66,7 @@ from miniagent.temporal.workflow import WORKFLOW_NAME, SessionWorkflow
 
 if TYPE_CHECKING:
     from miniagent.core.agent import Agent
-    from miniagent.core.runtime.bus import Subscriber
+    from miniagent.core.runtime.inprocess import Subscriber
 
 __all__ = ["DEFAULT_TASK_QUEUE", "TemporalDriver", "TemporalSessions", "connect"]
 

@@ -103,7 +103,7 @@ late_result: contextvars.ContextVar[LateResult | None] = contextvars.ContextVar(
     "miniagent_late_result", default=None)
 """Set by a driver around one tool call: told of work the call runs on a thread and of its
 outcome, so that a result that comes after the run stopped waiting is kept (see
-:mod:`miniagent.core.runtime.late_calls`). The function source tells it (its observation)."""
+:mod:`miniagent.core.runtime.inprocess`). The function source tells it (its observation)."""
 
 
 async def _then(work: Awaitable[Any], render: Callable[[Any], Any]) -> Any:
