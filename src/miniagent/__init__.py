@@ -51,7 +51,7 @@ from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import register_protocol
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.runtime.run import AgentSpec
 from miniagent.core.session import AgentSession
 from miniagent.core.store import CheckpointStore, MemoryStore
 from miniagent.core.tool_context import ToolContext, tool_context

@@ -32,8 +32,7 @@ from miniagent import Agent, MemoryStore, SQLiteStore
 from miniagent.core.models.base import Model
 from miniagent.core.runtime.calls import decide
 from miniagent.core.runtime.events import Event
-from miniagent.core.runtime.run import run_session
-from miniagent.core.runtime.spec import rules_for
+from miniagent.core.runtime.run import rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.tool_context import ToolContext
 from miniagent.core.tools.toolbox import Toolbox

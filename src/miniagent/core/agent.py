@@ -29,8 +29,7 @@ from miniagent.core.runtime.inprocess import (
     Subscriber,
     run_load,
 )
-from miniagent.core.runtime.run import run_session
-from miniagent.core.runtime.spec import AIDS_FOR, AgentSpec, Compression, rules_for
+from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression, rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.store.base import CheckpointStore, new_owner
 from miniagent.core.store.memory import MemoryStore
@@ -250,7 +249,7 @@ class Agent:
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
             recall="recall" if memory is not None and memory_recall else None,
             tool_retry=RetryPolicy.of(tool_retry), aids_from_model=from_model)
-        """What the agent is, for every driver (see :mod:`miniagent.core.runtime.spec`)."""
+        """What the agent is, for every driver (see :mod:`miniagent.core.runtime.run`)."""
         self.store: CheckpointStore = store if store is not None else MemoryStore()
         self.approver = approver
         self.bus = EventBus([on_event] if on_event else ())

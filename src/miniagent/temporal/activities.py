@@ -48,7 +48,7 @@ MODEL_NAME_CHARS = 200
 GENERATE, RUN_TOOL = "miniagent.generate", "miniagent.run_tool"
 SMALL_MODEL = "miniagent.small_model"
 """The local activity telling a workflow whether the worker's model is small (see
-:attr:`~miniagent.core.runtime.spec.AgentSpec.aids_from_model`)."""
+:attr:`~miniagent.core.runtime.run.AgentSpec.aids_from_model`)."""
 SLOT_WAITING = "slot_waiting"
 """The signal by which an activity tells its workflow that a call waits for a slot."""
 MODEL_WAIT = "model"

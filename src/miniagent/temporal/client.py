@@ -48,7 +48,7 @@ from miniagent.core.errors import (
 )
 from miniagent.core.protocol.registry import build_protocol
 from miniagent.core.runtime.events import Event
-from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.runtime.run import AgentSpec
 from miniagent.core.session import AgentSession
 from miniagent.core.types import Decision, RunResult
 from miniagent.temporal.contracts import (

@@ -3,7 +3,7 @@
 Plain keyword-only dataclasses, carried by Temporal's pydantic data converter (see
 :mod:`miniagent.temporal.converter`). Nothing here reads a clock or makes an id, so building one
 inside workflow code is safe; every field has a default or is given. The agent itself travels
-as its :class:`~miniagent.core.runtime.spec.AgentSpec`, the same description every driver runs.
+as its :class:`~miniagent.core.runtime.run.AgentSpec`, the same description every driver runs.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.runtime.run import AgentSpec
 from miniagent.core.session import AgentSession
 from miniagent.core.types import Decision, PendingApproval, SessionStatus, ToolCall
 

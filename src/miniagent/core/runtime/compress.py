@@ -49,12 +49,12 @@ import json
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from miniagent._internal.wording import counted
 from miniagent.core.errors import ModelError
 from miniagent.core.runtime.guards import admit_response, tokens, with_estimate
 from miniagent.core.runtime.recall import with_recalls
-from miniagent.core.runtime.spec import Compression, Unit
 from miniagent.core.session import AgentSession
 from miniagent.core.types import (
     Compaction,
@@ -64,6 +64,9 @@ from miniagent.core.types import (
     TokenUsage,
     ToolCall,
 )
+
+if TYPE_CHECKING:  # run.py imports the step logic, which loads this module
+    from miniagent.core.runtime.run import Compression, Unit
 
 HEADER = "Summary of earlier steps"
 MIN_RESULT_CHARS = 50

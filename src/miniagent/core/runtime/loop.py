@@ -53,7 +53,6 @@ from miniagent.core.runtime.guards import (
     truncate_observation,
     with_estimate,
 )
-from miniagent.core.runtime.spec import Rules
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.tool_context import ToolContext
 from miniagent.core.types import (
@@ -72,6 +71,7 @@ from miniagent.core.types import (
 
 if TYPE_CHECKING:
     from miniagent.core.runtime import events as ev
+    from miniagent.core.runtime.run import Rules  # run.py imports this module
 
 __all__ = ["AT_LIMIT", "AnswerAtLimit", "CallTools", "Finish", "NextStep", "RetryFormat",
            "StepLogic", "Stop", "ToModel", "WaitForPerson", "first_request", "warmup_request"]

@@ -28,7 +28,7 @@ from miniagent.core.types import Message, ToolCall
 
 if TYPE_CHECKING:
     from miniagent.core.runtime.effects import Effects
-    from miniagent.core.runtime.spec import Rules
+    from miniagent.core.runtime.run import Rules
 
 __all__ = ["MAX_QUERY_CHARS", "Recalled", "before_turn", "with_recalls"]
 
