@@ -53,7 +53,7 @@ from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.guards import Limits
 from miniagent.core.runtime.run import AgentSpec
 from miniagent.core.session import AgentSession
-from miniagent.core.store import CheckpointStore, MemoryStore
+from miniagent.core.store import CheckpointStore, InMemoryStore
 from miniagent.core.tool_context import ToolContext, tool_context
 from miniagent.core.tools.registry import Tool, ToolRegistry, tool
 from miniagent.core.tools.source import ToolSource
@@ -118,10 +118,10 @@ __all__ = [
     "EndpointLimits",
     "Event",
     "Filtered",
+    "InMemoryStore",
     "Limits",
     "Memory",
     "MemoryItem",
-    "MemoryStore",
     "Message",
     "MiniAgentError",
     "Model",

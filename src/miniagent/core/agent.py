@@ -32,7 +32,7 @@ from miniagent.core.runtime.inprocess import (
 from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression, rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.store.base import CheckpointStore, new_owner
-from miniagent.core.store.memory import MemoryStore
+from miniagent.core.store.memory import InMemoryStore
 from miniagent.core.tool_context import current_context
 from miniagent.core.tools.registry import ApprovalRule, Tool, ToolRegistry
 from miniagent.core.tools.source import ToolSource, records
@@ -66,7 +66,7 @@ class Agent:
         >>> result.status, result.final_answer
         ('completed', '5')
 
-    Sessions are saved to ``store`` after every step (an in-process :class:`MemoryStore` by
+    Sessions are saved to ``store`` after every step (an in-process :class:`InMemoryStore` by
     default; pass a :class:`~miniagent.core.store.SQLiteStore` to resume in another process). A call
     of a tool declared ``requires_approval`` stops the run with status ``awaiting_approval``;
     ``approve`` / ``deny`` (from this or any process sharing the store) and ``resume`` go on.
@@ -250,7 +250,7 @@ class Agent:
             recall="recall" if memory is not None and memory_recall else None,
             tool_retry=RetryPolicy.of(tool_retry), aids_from_model=from_model)
         """What the agent is, for every driver (see :mod:`miniagent.core.runtime.run`)."""
-        self.store: CheckpointStore = store if store is not None else MemoryStore()
+        self.store: CheckpointStore = store if store is not None else InMemoryStore()
         self.approver = approver
         self.bus = EventBus([on_event] if on_event else ())
         self.tracer = None if trace is None else _tracer(trace, model)

@@ -1,4 +1,4 @@
-"""MemoryStore: sessions kept in this process (the default when no store is given).
+"""InMemoryStore: sessions kept in this process (the default when no store is given).
 
 It keeps the session objects themselves, so checkpoints cost nothing; approvals, denials and
 resume work within the process. Use :class:`~miniagent.core.store.sqlite.SQLiteStore` for sessions
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # a listing's types load with the first listing
 
 _Summaries = list["SessionSummary"]  # (the class's own ``list`` hides the builtin)
 
-class MemoryStore:
+class InMemoryStore:
     """A dict of sessions, with the same locking semantics as :class:`SQLiteStore`.
 
     Finished sessions (completed, cancelled, ...) that no task holds a lease on queue up in
