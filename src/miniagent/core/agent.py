@@ -31,8 +31,7 @@ from miniagent.core.runtime.inprocess import (
 )
 from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression, rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
-from miniagent.core.store.base import CheckpointStore, new_owner
-from miniagent.core.store.memory import InMemoryStore
+from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
 from miniagent.core.tool_context import current_context
 from miniagent.core.tools.registry import ApprovalRule, Tool, ToolRegistry
 from miniagent.core.tools.source import ToolSource, records

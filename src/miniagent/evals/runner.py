@@ -20,7 +20,7 @@ from typing import Any
 from miniagent._internal import defaults
 from miniagent.core.agent import Agent
 from miniagent.core.models.base import Model
-from miniagent.core.store.memory import InMemoryStore
+from miniagent.core.store.base import InMemoryStore
 from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.types import RunResult, TokenUsage
 from miniagent.evals.calls import score_calls

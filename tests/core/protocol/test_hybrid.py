@@ -11,7 +11,7 @@ import pytest
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
 from miniagent.core.protocol.hybrid import HYBRID_PROMPT, HybridProtocol, split_thought
 from miniagent.core.protocol.native import normalize_completion
-from miniagent.core.store.memory import InMemoryStore
+from miniagent.core.store.base import InMemoryStore
 from miniagent.core.types import Message
 from miniagent.testing.stub_server import LLAMA_CPP, StubServer
 

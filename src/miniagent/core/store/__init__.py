@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from miniagent.core.store.base import CheckpointStore
-from miniagent.core.store.memory import InMemoryStore
+from miniagent.core.store.base import CheckpointStore, InMemoryStore
 
 if TYPE_CHECKING:
     from miniagent.core.store.listing import SessionQuery, SessionSummary
