@@ -17,7 +17,7 @@ Write typed Python functions, point an :class:`Agent` at any OpenAI-compatible
 
 from typing import TYPE_CHECKING, Any
 
-from miniagent._internal.limits import EndpointLimits
+from miniagent._internal.throttles import EndpointLimits
 from miniagent.core.agent import Agent
 from miniagent.core.errors import (
     ConfigError,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_cli import cli
 
-from miniagent._internal.limits import EndpointLimits
+from miniagent._internal.throttles import EndpointLimits
 from miniagent.cli.build import RunConfig, build_model
 from miniagent.testing.stub_server import StubServer
 
@@ -16,7 +16,7 @@ TOOLS = '''
 import asyncio
 
 from miniagent import tool
-from miniagent._internal.limits import tool_slots
+from miniagent._internal.throttles import tool_slots
 
 
 @tool(max_concurrency=1)

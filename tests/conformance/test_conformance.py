@@ -35,7 +35,7 @@ from miniagent import (
     tool,
     tool_context,
 )
-from miniagent._internal.limits import endpoint, tool_slots
+from miniagent._internal.throttles import endpoint, tool_slots
 from miniagent.core.errors import TurnRefused
 from miniagent.core.models.base import Capabilities
 from miniagent.core.protocol.native import NativeProtocol

@@ -1,6 +1,6 @@
 """Reporting that a call waits for a slot: the seam between the limits and the events.
 
-A limit (:mod:`miniagent._internal.limits`) that makes a tool call or a model request wait calls
+A limit (:mod:`miniagent._internal.throttles`) that makes a tool call or a model request wait calls
 :func:`report_wait`; whoever runs the call installs a reporter around it with
 :func:`reporting_waits`. The step logic installs one around each tool call and model call that
 emits a ``slot_waiting`` event in the call's span, so the executor and the model report through

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 import typer
 
 from miniagent._internal import defaults
-from miniagent._internal.limits import EndpointLimits
+from miniagent._internal.throttles import EndpointLimits
 from miniagent.cli.loading import load_tools
 from miniagent.cli.seal import RECORD, sealed, unsealed
 from miniagent.core.agent import Agent
@@ -66,7 +66,7 @@ class RunConfig:
     mcp_approve: list[str] = field(default_factory=list)
     memory: str | None = None  # a long-term memory file (absolute path)
     memory_namespace: str = "default"
-    model_concurrency: int | None = None  # the endpoint's limits (miniagent._internal.limits)
+    model_concurrency: int | None = None  # the endpoint's limits (miniagent._internal.throttles)
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
     aids: str = "auto"  # auto, on or off (miniagent.core.models.profiles)

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from miniagent._internal.limits import SlotKey
+from miniagent._internal.throttles import SlotKey
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.tool_context import ToolContext, current_context

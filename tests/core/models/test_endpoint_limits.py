@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, EndpointLimits, OpenAICompatibleModel
-from miniagent._internal import limits as limits_module
-from miniagent._internal.limits import RateWindow, endpoint
+from miniagent._internal import throttles as limits_module
+from miniagent._internal.throttles import RateWindow, endpoint
 from miniagent.core.errors import ConfigError
 from miniagent.core.runtime import events as ev
 from miniagent.core.types import ModelRequest

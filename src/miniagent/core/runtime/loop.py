@@ -647,7 +647,7 @@ class StepLogic:
     def _waits(self, session: AgentSession, span: str, parent: str | None, step: int,
                call_id: str | None = None) -> WaitReporter | None:
         """What reports a wait for a slot inside this call as ``slot_waiting`` (the driver's
-        executor or model calls it; :mod:`miniagent._internal.limits`)."""
+        executor or model calls it; :mod:`miniagent._internal.throttles`)."""
         if not self.effects.observed:
             return None
 

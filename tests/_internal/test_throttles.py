@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from miniagent._internal.limits import Endpoint, EndpointLimits, RateWindow, Slots
+from miniagent._internal.throttles import Endpoint, EndpointLimits, RateWindow, Slots
 from miniagent._internal.waits import reporting_waits
 
 
