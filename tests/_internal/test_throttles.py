@@ -10,7 +10,7 @@ import time
 import pytest
 
 from miniagent._internal.throttles import Endpoint, EndpointLimits, RateWindow, Slots
-from miniagent._internal.waits import reporting_waits
+from miniagent.core.tool_context import reporting_waits
 
 
 async def test_waiters_are_served_in_arrival_order() -> None:

@@ -32,10 +32,9 @@ from pydantic_core import to_json
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from miniagent._internal.waits import reporting_waits
 from miniagent.core import errors
 from miniagent.core.models.base import Model
-from miniagent.core.tool_context import ToolContext
+from miniagent.core.tool_context import ToolContext, reporting_waits
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import ModelRequest, ModelResponse, Observation
 from miniagent.observe.describe import describe_model

@@ -34,12 +34,11 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from miniagent._internal.text import storable
-    from miniagent._internal.waits import WaitReporter, current_reporter
     from miniagent.core.errors import PayloadTooLarge, Rollover, ToolInterrupted, UserError
     from miniagent.core.runtime import events as ev
     from miniagent.core.runtime.run import AgentSpec, rules_for, run_session, with_small_model_aids
     from miniagent.core.session import AgentSession
-    from miniagent.core.tool_context import ToolContext
+    from miniagent.core.tool_context import ToolContext, WaitReporter, current_reporter
     from miniagent.core.tools.arguments import shorten
     from miniagent.core.types import (
         CallRecord,

@@ -23,7 +23,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from miniagent._internal.waits import WaitReporter, reporting_waits
 from miniagent._internal.wording import token_count
 from miniagent.core.errors import ModelError, ToolInterrupted
 from miniagent.core.protocol import tool_choice
@@ -54,7 +53,7 @@ from miniagent.core.runtime.guards import (
     with_estimate,
 )
 from miniagent.core.session import FINAL, AgentSession
-from miniagent.core.tool_context import ToolContext
+from miniagent.core.tool_context import ToolContext, WaitReporter, reporting_waits
 from miniagent.core.types import (
     CallRecord,
     Message,

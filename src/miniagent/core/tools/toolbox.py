@@ -30,10 +30,9 @@ would wait for a slot while its caller holds one, and callers that hold every sl
 them, each waiting so, would wait forever
 (:func:`miniagent._internal.throttles.held_by_callers`). The wait is not part of the tool's
 timeout (that is for the tool's work), but the run's deadline bounds it: a call still waiting
-then is not run and gets an error observation. A call that has to
-wait is reported (:func:`miniagent._internal.waits.report_wait`: a ``slot_waiting`` event). A call
-that
-timed out gives its slot back at once, even though a sync tool's thread may run on (Python
+then is not run and gets an error observation. A call that has to wait is reported
+(:func:`miniagent.core.tool_context.report_wait`: a ``slot_waiting`` event). A call that timed
+out gives its slot back at once, even though a sync tool's thread may run on (Python
 cannot stop a thread; holding the slot would let one hung call starve the tool).
 
 Approval is judged here too (:meth:`needs_approval`), on the validated arguments, where the
@@ -52,11 +51,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from miniagent._internal.throttles import held_by_callers, holding, tool_slots
-from miniagent._internal.waits import report_wait
 from miniagent._internal.wording import counted
 from miniagent.core.errors import ToolDefinitionError
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.tool_context import ToolContext, using_context
+from miniagent.core.tool_context import ToolContext, report_wait, using_context
 from miniagent.core.tools.arguments import check_arguments, preview
 from miniagent.core.tools.registry import Tool
 from miniagent.core.tools.runner import Failure, describe, failure_text, guarded, within
