@@ -18,7 +18,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from miniagent._internal.sync import run_coroutine
+from miniagent._internal.aio import run_coroutine
 from miniagent.cli.build import (
     ModelConcurrencyOption,
     RequestsPerMinuteOption,

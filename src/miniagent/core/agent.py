@@ -10,9 +10,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from miniagent._internal import defaults
+from miniagent._internal.aio import run_coroutine
 from miniagent._internal.bounds import quantity, seconds, whole
 from miniagent._internal.ids import random_id
-from miniagent._internal.sync import run_coroutine
 from miniagent._internal.text import storable
 from miniagent.core.errors import SessionNotFound, UserError
 from miniagent.core.models.base import ALL_AIDS, Model

@@ -34,9 +34,9 @@ from temporalio.client import (
 from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.ids import random_id
 from miniagent._internal.text import storable
-from miniagent._internal.threads import run_in_daemon_thread
 from miniagent.core.errors import (
     ConfigError,
     DecisionError,

@@ -191,7 +191,7 @@ def test_the_step_logic_imports_no_store_threads_clock_or_randomness() -> None:
     """The step logic, and every miniagent module it needs (the protocols included: they run
     in a Temporal workflow too), is free of modules with effects."""
     forbidden = {"time", "uuid", "random", "os", "threading", "socket", "sqlite3",
-                 "miniagent.core.store", "miniagent._internal.threads", "miniagent.core.models",
+                 "miniagent.core.store", "miniagent._internal.aio", "miniagent.core.models",
                  "miniagent.core.tools"}
     todo = ["miniagent.core.runtime.run", "miniagent.core.runtime.loop",
             "miniagent.core.protocol.registry"]

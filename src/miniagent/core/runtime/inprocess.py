@@ -61,8 +61,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.ids import random_id
-from miniagent._internal.threads import run_in_daemon_thread
 from miniagent.core.models.base import Model
 from miniagent.core.runtime.calls import Approver, record_late, relayed_decision
 from miniagent.core.runtime.guards import admit_observation

@@ -21,7 +21,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from miniagent._internal.threads import run_in_daemon_thread
+from miniagent._internal.aio import run_in_daemon_thread
 from miniagent.core.errors import ToolError
 
 __all__ = ["Failure", "LateResult", "describe", "failure_text", "guarded", "is_async_callable",
