@@ -13,7 +13,7 @@ The step logic builds the context (it is pure data); the driver installs it arou
 In process the key is ``session id:call id``, which a resumed session keeps; a Temporal worker
 uses the workflow id and the activity id.
 
-A process-wide throttle (:mod:`miniagent._internal.throttles`) that makes a tool call or a model
+A process-wide throttle (:mod:`miniagent.core.throttles`) that makes a tool call or a model
 request wait calls :func:`report_wait`; whoever runs the call installs a reporter around it with
 :func:`reporting_waits`. The step logic installs one around each tool call and model call that
 emits a ``slot_waiting`` event in the call's span, so the executor and the model report through

@@ -65,7 +65,7 @@ class ToolInput:
 
 @dataclass(kw_only=True)
 class SlotWait:
-    """An activity's call waits for a slot (:mod:`miniagent._internal.throttles`): the worker
+    """An activity's call waits for a slot (:mod:`miniagent.core.throttles`): the worker
     tells the workflow, which emits ``slot_waiting`` in the call's span. ``key`` is the tool
     activity's id, or ``model`` for the model call."""
 

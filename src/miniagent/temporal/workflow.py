@@ -365,7 +365,7 @@ class SessionWorkflow:
     @contextlib.contextmanager
     def relaying_waits(self, key: str) -> Iterator[None]:
         """While an activity runs, its worker's ``slot_waiting`` signals reach the reporter the
-        step logic installed around the call (:mod:`miniagent._internal.throttles`)."""
+        step logic installed around the call (:mod:`miniagent.core.throttles`)."""
         reporter = current_reporter()
         if reporter is None:
             yield

@@ -646,7 +646,7 @@ class StepLogic:
     def _waits(self, session: AgentSession, span: str, parent: str | None, step: int,
                call_id: str | None = None) -> WaitReporter | None:
         """What reports a wait for a slot inside this call as ``slot_waiting`` (the driver's
-        executor or model calls it; :mod:`miniagent._internal.throttles`)."""
+        executor or model calls it; :mod:`miniagent.core.throttles`)."""
         if not self.effects.observed:
             return None
 

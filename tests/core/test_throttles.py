@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from miniagent._internal.throttles import Endpoint, EndpointLimits, RateWindow, Slots
+from miniagent.core.throttles import Endpoint, EndpointLimits, RateWindow, Slots
 from miniagent.core.tool_context import reporting_waits
 
 
