@@ -20,7 +20,7 @@ WAL settings, no index) for adds; a ``LIKE '%word%'`` scan of the items table (t
 would write without an index) and full-text search for hybrid search. Latencies are medians.
 
 Token cost: the recall block of the 5 results (:func:`miniagent.memory.recall_block`), in
-tokens estimated by :func:`miniagent.core.runtime.estimate.tokens` (ASCII 4 characters a token,
+tokens estimated by :func:`miniagent._internal.text.tokens` (ASCII 4 characters a token,
 other characters one each), per question: what recall before each turn adds to the prompt.
 
 Usage: python benchmarks/memory.py [--sizes 10000 100000] [--dimensions 64] [--samples 200]
@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from miniagent.core.runtime.estimate import tokens
+from miniagent._internal.text import tokens
 from miniagent.memory import Memory, recall_block
 from miniagent.memory.terms import index_terms
 from miniagent.memory.tools import RECALL_MAX_CHARS

@@ -40,7 +40,7 @@ from raw_floor import floor_runs
 from react_stub import raise_nofile_limit
 
 from miniagent import Tool, tool
-from miniagent._internal.threads import run_in_daemon_thread
+from miniagent._internal.aio import run_in_daemon_thread
 from miniagent.core.models.http import HttpClient
 from miniagent.core.protocol.react import ReactProtocol
 from miniagent.core.protocol.react_parser import parse_react

@@ -16,7 +16,7 @@ EXPECTED = {
     "TokenUsage", "Tool", "ToolCall", "ToolContext", "ToolDefinitionError", "ToolError",
     "ToolRegistry", "ToolSignal", "ToolsNotSupported", "UserError", "__version__", "tool",
     "tool_context",
-    "CallRecord", "CheckpointStore", "MemoryStore", "SQLiteStore", "PendingApproval",
+    "CallRecord", "CheckpointStore", "InMemoryStore", "SQLiteStore", "PendingApproval",
     "SessionBusy", "SessionError", "SessionNotFound", "SessionVersionError", "StoreCorrupted",
     "ActionProtocol", "Capabilities", "Decision", "DecisionError", "ToolSource",
     # one agent spec, protocols by name, rules that stack on any tool source, and the effects'

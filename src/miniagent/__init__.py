@@ -17,7 +17,6 @@ Write typed Python functions, point an :class:`Agent` at any OpenAI-compatible
 
 from typing import TYPE_CHECKING, Any
 
-from miniagent._internal.limits import EndpointLimits
 from miniagent.core.agent import Agent
 from miniagent.core.errors import (
     ConfigError,
@@ -51,9 +50,10 @@ from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import register_protocol
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.runtime.run import AgentSpec
 from miniagent.core.session import AgentSession
-from miniagent.core.store import CheckpointStore, MemoryStore
+from miniagent.core.store import CheckpointStore, InMemoryStore
+from miniagent.core.throttles import EndpointLimits
 from miniagent.core.tool_context import ToolContext, tool_context
 from miniagent.core.tools.registry import Tool, ToolRegistry, tool
 from miniagent.core.tools.source import ToolSource
@@ -118,10 +118,10 @@ __all__ = [
     "EndpointLimits",
     "Event",
     "Filtered",
+    "InMemoryStore",
     "Limits",
     "Memory",
     "MemoryItem",
-    "MemoryStore",
     "Message",
     "MiniAgentError",
     "Model",

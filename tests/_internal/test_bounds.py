@@ -21,7 +21,7 @@ from miniagent import (
 )
 from miniagent.core.errors import ConfigError, ToolDefinitionError, UserError
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.runtime.run import AgentSpec
 
 NAN, INF = float("nan"), float("inf")
 

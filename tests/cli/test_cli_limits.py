@@ -8,15 +8,15 @@ from pathlib import Path
 
 from test_cli import cli
 
-from miniagent._internal.limits import EndpointLimits
 from miniagent.cli.build import RunConfig, build_model
+from miniagent.core.throttles import EndpointLimits
 from miniagent.testing.stub_server import StubServer
 
 TOOLS = '''
 import asyncio
 
 from miniagent import tool
-from miniagent._internal.limits import tool_slots
+from miniagent.core.throttles import tool_slots
 
 
 @tool(max_concurrency=1)

@@ -5,7 +5,7 @@ it the same way: run a question, maybe decide on what waits, resume. Its :class:
 reason, final answer, observation texts, call states and moves, transitions, event kinds in
 order, the JSONL trace's records, and the token usage) must be the same on every driver:
 
-- ``memory``: in process, sessions in a :class:`~miniagent.MemoryStore`;
+- ``memory``: in process, sessions in a :class:`~miniagent.InMemoryStore`;
 - ``sqlite``: in process, sessions in a real SQLite file;
 - ``temporal``: the session as a workflow on a real Temporal dev server, run by a worker in this
   process, followed by the agent's client;
@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from miniagent import Agent, MemoryStore, SQLiteStore
+from miniagent import Agent, InMemoryStore, SQLiteStore
 from miniagent.core.models.base import Model
-from miniagent.core.runtime.approvals import decide
+from miniagent.core.runtime.calls import decide
 from miniagent.core.runtime.events import Event
-from miniagent.core.runtime.run import run_session
-from miniagent.core.runtime.spec import rules_for
+from miniagent.core.runtime.run import rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.tool_context import ToolContext
 from miniagent.core.tools.toolbox import Toolbox
@@ -164,7 +163,7 @@ class InProcess:
 
     @contextlib.asynccontextmanager
     async def open(self, setup: Setup, folder: Path) -> AsyncIterator[Handle]:
-        store = MemoryStore() if self.name == "memory" else SQLiteStore(folder / "sessions.db")
+        store = InMemoryStore() if self.name == "memory" else SQLiteStore(folder / "sessions.db")
         agent = Agent(model=setup.model(), tools=setup.tools(), store=store, **setup.options)
         events, trace, tracer = _observed(agent, folder, self.name)
         try:

@@ -35,14 +35,14 @@ from miniagent import (
     tool,
     tool_context,
 )
-from miniagent._internal.limits import endpoint, tool_slots
 from miniagent.core.errors import TurnRefused
 from miniagent.core.models.base import Capabilities
 from miniagent.core.protocol.native import NativeProtocol
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, ReactProtocol
 from miniagent.core.runtime import events as ev
-from miniagent.core.runtime.approvals import INTERRUPTED_NOTE
+from miniagent.core.runtime.calls import INTERRUPTED_NOTE
 from miniagent.core.runtime.loop import AT_LIMIT
+from miniagent.core.throttles import endpoint, tool_slots
 from miniagent.core.types import (
     Message,
     ModelRequest,

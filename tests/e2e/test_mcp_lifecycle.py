@@ -18,8 +18,8 @@ import pytest
 from mcp_support import LAB_SERVER, TIME_ARGS, descendants, no_orphans, wait_gone
 
 from miniagent import Agent, RetryPolicy, ScriptedModel
-from miniagent._internal.waits import reporting_waits
 from miniagent.core.store.sqlite import SQLiteStore
+from miniagent.core.tool_context import reporting_waits
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import Observation, ToolCall
 from miniagent.mcp import MCPServer, ToolRule

@@ -15,7 +15,7 @@ from miniagent import Agent, ScriptedModel, tool
 from miniagent.cli.build import RunConfig, temporal_agent
 from miniagent.core.models.base import Capabilities
 from miniagent.core.runtime.loop import first_request
-from miniagent.core.runtime.spec import rules_for, with_small_model_aids
+from miniagent.core.runtime.run import rules_for, with_small_model_aids
 from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import ModelRequest

@@ -13,7 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 from ui_support import LOCAL
 
-from miniagent import MemoryStore
+from miniagent import InMemoryStore
 from miniagent.evals.html_report import write_html
 from miniagent.evals.metrics import summarize
 from miniagent.observe.reader import read_trace
@@ -53,7 +53,7 @@ def evals(tmp_path: Path) -> Path:
 
 
 def client(evals: Path | None) -> TestClient:
-    return TestClient(app(store=MemoryStore(), evals=evals), client=LOCAL, base_url=BASE)
+    return TestClient(app(store=InMemoryStore(), evals=evals), client=LOCAL, base_url=BASE)
 
 
 def test_reports_are_listed_and_rendered_by_the_eval_html_code(evals: Path,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from miniagent import MemoryStore
+from miniagent import InMemoryStore
 from miniagent.core.session import AgentSession
 from miniagent.ui import app
 from miniagent.ui.server import MAX_STREAMS
@@ -79,7 +79,7 @@ async def _gone_at_once(inbox: Any, path: str) -> int:
 
 
 def test_streams_of_clients_gone_before_the_first_byte_are_not_counted() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     store.save(AgentSession.start("q", id="a", at=1.0))
     inbox = app(store=store)
 
@@ -96,7 +96,7 @@ def test_open_streams_are_bounded_and_freed_when_their_clients_go(
     from miniagent.ui import server
 
     monkeypatch.setattr(server, "MAX_STREAMS", 2)
-    store = MemoryStore()
+    store = InMemoryStore()
     store.save(AgentSession.start("q", id="a", at=1.0))
     inbox = app(store=store)
 

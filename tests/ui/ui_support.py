@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from miniagent import Agent, MemoryStore, ScriptedModel, SQLiteStore, tool
+from miniagent import Agent, InMemoryStore, ScriptedModel, SQLiteStore, tool
 from miniagent.core.session import AgentSession
 
 HOSTILE = ("</script><script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
@@ -39,7 +39,7 @@ def waiting_agent(path: Path | None, script: list[Any], question: str = "Pay Ali
     """An agent on a SQLite store at ``path`` (None: in memory) whose session waits for
     approval of ``pay``."""
     model = ScriptedModel(script)
-    store = SQLiteStore(path) if path is not None else MemoryStore()
+    store = SQLiteStore(path) if path is not None else InMemoryStore()
     agent = Agent(model=model, tools=[pay], store=store)
     result = agent.run(question)
     assert result.status == "awaiting_approval", result.reason

@@ -1,5 +1,5 @@
 """Text that can be stored and shown: one definition of "storable", used at every boundary; and
-the one estimate of a text's tokens (:func:`tokens`, see :mod:`miniagent.core.runtime.estimate`)."""
+the one estimate of a text's tokens (:func:`tokens`, see :mod:`miniagent.core.runtime.guards`)."""
 
 from __future__ import annotations
 

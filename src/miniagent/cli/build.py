@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 import typer
 
 from miniagent._internal import defaults
-from miniagent._internal.limits import EndpointLimits
 from miniagent.cli.loading import load_tools
 from miniagent.cli.seal import RECORD, sealed, unsealed
 from miniagent.core.agent import Agent
@@ -23,6 +22,7 @@ from miniagent.core.models.base import Model
 from miniagent.core.models.openai_compat import GrammarField
 from miniagent.core.protocol.registry import default_protocol
 from miniagent.core.store.sqlite import SQLiteStore, default_store_path
+from miniagent.core.throttles import EndpointLimits
 from miniagent.core.types import PendingApproval, ToolMode
 from miniagent.observe.redact import redact_command, redact_url
 
@@ -66,7 +66,7 @@ class RunConfig:
     mcp_approve: list[str] = field(default_factory=list)
     memory: str | None = None  # a long-term memory file (absolute path)
     memory_namespace: str = "default"
-    model_concurrency: int | None = None  # the endpoint's limits (miniagent._internal.limits)
+    model_concurrency: int | None = None  # the endpoint's limits (miniagent.core.throttles)
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
     aids: str = "auto"  # auto, on or off (miniagent.core.models.profiles)

@@ -78,7 +78,7 @@ class StoppableAnswers:
 class AskingHere:
     """The terminal approver reading :class:`StoppableAnswers`; when the call is decided in
     another process meanwhile (``miniagent sessions approve``), the run gives the question up
-    (:mod:`miniagent.core.runtime.asking`) and this says so."""
+    (:mod:`miniagent.core.runtime.inprocess`) and this says so."""
 
     def __init__(self, answers: StoppableAnswers) -> None:
         self.answers = answers

@@ -31,7 +31,7 @@ def listed_schemas(sources: Sequence[ToolSource]) -> list[dict[str, Any]]:
     closed again); what ``miniagent tools`` prints."""
     if not sources:
         return []
-    from miniagent._internal.sync import run_coroutine
+    from miniagent._internal.aio import run_coroutine
     from miniagent.core.tools.toolbox import Toolbox
 
     async def listed() -> list[dict[str, Any]]:

@@ -61,7 +61,7 @@ class StoreBackend(SessionBackend):
 
     def decide(self, session_id: str, call_id: str | None, approved: bool,
                reason: str | None, *, force: bool) -> Decided:
-        from miniagent.core.runtime.approvals import decide
+        from miniagent.core.runtime.calls import decide
 
         def change(session: AgentSession) -> None:
             _check_something_waits(session, "approve" if approved else "deny", self.store)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from miniagent._internal.sync import run_coroutine
+from miniagent._internal.aio import run_coroutine
 from miniagent.cli.build import (
     ModelConcurrencyOption,
     RequestsPerMinuteOption,

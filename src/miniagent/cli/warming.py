@@ -47,7 +47,7 @@ def warm_then(agent: Agent, work: Callable[[], Awaitable[T]]) -> T:
     """What ``agent.run`` does, warmed up first in the same event loop (MCP servers stay
     connected for the run): :meth:`Agent.start <miniagent.core.agent.Agent.start>` shown, then
     ``work()``, then the agent closed."""
-    from miniagent._internal.sync import run_coroutine
+    from miniagent._internal.aio import run_coroutine
 
     async def main() -> T:
         try:

@@ -10,9 +10,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from miniagent._internal import defaults
+from miniagent._internal.aio import run_coroutine
 from miniagent._internal.bounds import quantity, seconds, whole
 from miniagent._internal.ids import random_id
-from miniagent._internal.sync import run_coroutine
 from miniagent._internal.text import storable
 from miniagent.core.errors import SessionNotFound, UserError
 from miniagent.core.models.base import ALL_AIDS, Model
@@ -20,17 +20,18 @@ from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.core.protocol.tool_choice import check_choice
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.runtime import gcload
-from miniagent.core.runtime.approvals import Approver, InterruptedPolicy, decide
-from miniagent.core.runtime.bus import EventBus, Subscriber
+from miniagent.core.runtime.calls import Approver, InterruptedPolicy, decide
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.inprocess import InProcessEffects
-from miniagent.core.runtime.late_calls import LateCalls
-from miniagent.core.runtime.run import run_session
-from miniagent.core.runtime.spec import AIDS_FOR, AgentSpec, Compression, rules_for
+from miniagent.core.runtime.inprocess import (
+    EventBus,
+    InProcessEffects,
+    LateCalls,
+    Subscriber,
+    run_load,
+)
+from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression, rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
-from miniagent.core.store.base import CheckpointStore, new_owner
-from miniagent.core.store.memory import MemoryStore
+from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
 from miniagent.core.tool_context import current_context
 from miniagent.core.tools.registry import ApprovalRule, Tool, ToolRegistry
 from miniagent.core.tools.source import ToolSource, records
@@ -64,7 +65,7 @@ class Agent:
         >>> result.status, result.final_answer
         ('completed', '5')
 
-    Sessions are saved to ``store`` after every step (an in-process :class:`MemoryStore` by
+    Sessions are saved to ``store`` after every step (an in-process :class:`InMemoryStore` by
     default; pass a :class:`~miniagent.core.store.SQLiteStore` to resume in another process). A call
     of a tool declared ``requires_approval`` stops the run with status ``awaiting_approval``;
     ``approve`` / ``deny`` (from this or any process sharing the store) and ``resume`` go on.
@@ -247,8 +248,8 @@ class Agent:
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
             recall="recall" if memory is not None and memory_recall else None,
             tool_retry=RetryPolicy.of(tool_retry), aids_from_model=from_model)
-        """What the agent is, for every driver (see :mod:`miniagent.core.runtime.spec`)."""
-        self.store: CheckpointStore = store if store is not None else MemoryStore()
+        """What the agent is, for every driver (see :mod:`miniagent.core.runtime.run`)."""
+        self.store: CheckpointStore = store if store is not None else InMemoryStore()
         self.approver = approver
         self.bus = EventBus([on_event] if on_event else ())
         self.tracer = None if trace is None else _tracer(trace, model)
@@ -361,7 +362,7 @@ class Agent:
                 model=self.model, tools=toolbox, store=self.store, bus=self.bus, owner=owner,
                 session_id=session_id, late=late, approver=self.approver,
                 subscribers=(on_event,) if on_event else ())
-            with gcload.load.run():
+            with run_load.run():
                 result = await run_session(session, rules, effects)
             await self.bus.flush()  # run_finished has reached the subscribers on return
             return result

@@ -118,7 +118,7 @@ class TokenUsage:
 
     A server that reports no usage (llama.cpp's, streaming) leaves the counts unknown: None,
     never 0 (:meth:`unknown`). ``estimated_tokens`` then holds the step logic's estimate of
-    the call's tokens, prompt and completion (see :mod:`miniagent.core.runtime.estimate`), which the
+    the call's tokens, prompt and completion (see :mod:`miniagent.core.runtime.guards`), which the
     token budget counts instead. A sum with an unknown part is unknown, and its estimate counts
     the reported parts too: ``TokenUsage(prompt_tokens=90, completion_tokens=10) +
     TokenUsage.unknown(estimated=50)`` is unknown with ``estimated_tokens=150``.

@@ -20,7 +20,7 @@ from typing import Any
 from miniagent._internal import defaults
 from miniagent.core.agent import Agent
 from miniagent.core.models.base import Model
-from miniagent.core.store.memory import MemoryStore
+from miniagent.core.store.base import InMemoryStore
 from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.types import RunResult, TokenUsage
 from miniagent.evals.calls import score_calls
@@ -140,7 +140,7 @@ async def _run_one(task: EvalTask, mode: str, repeat: int, model: Model, tools: 
         (config.out / trace_name).unlink(missing_ok=True)  # a crashed run's partial trace
     agent = Agent(model=model, tools=run_tools, max_steps=config.max_steps,
                   max_tokens=config.max_tokens, temperature=config.temperature,
-                  timeout=config.timeout, grammar=config.grammar, store=MemoryStore(),
+                  timeout=config.timeout, grammar=config.grammar, store=InMemoryStore(),
                   trace=config.out / trace_name if config.out and trace_name else None,
                   **config.agent_options)
     started = time.perf_counter()

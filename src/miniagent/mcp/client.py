@@ -24,9 +24,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from miniagent._internal.limits import SlotKey
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.retry import RetryPolicy
+from miniagent.core.throttles import SlotKey
 from miniagent.core.tool_context import ToolContext, current_context
 from miniagent.core.tools.registry import ApprovalRule, Tool
 from miniagent.core.tools.runner import describe

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from miniagent._internal.sync import run_coroutine
+from miniagent._internal.aio import run_coroutine
 from miniagent.core.errors import ModelHTTPError, ModelResponseError, UserError
 from miniagent.core.models.http import HttpClient
 from miniagent.core.models.openai_compat import _checked_api_key, _checked_base_url

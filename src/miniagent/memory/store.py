@@ -31,9 +31,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.files import FILE_MODE, private_dir
 from miniagent._internal.ids import random_id
-from miniagent._internal.threads import run_in_daemon_thread
 from miniagent.core.errors import ConfigError, SessionError, StoreCorrupted, UserError
 from miniagent.core.store.sqlite import immediate_transaction
 from miniagent.memory import terms

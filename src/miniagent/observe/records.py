@@ -9,7 +9,7 @@ hold them), with ``steps`` as their count.
 
 A token usage is ``prompt_tokens``, ``completion_tokens`` and ``cached_tokens`` as the server
 reported them; when it reported none, the three are null and ``estimated_tokens`` is the step
-logic's estimate (:mod:`miniagent.core.runtime.estimate`).
+logic's estimate (:mod:`miniagent.core.runtime.guards`).
 """
 
 from __future__ import annotations

@@ -32,10 +32,9 @@ from pydantic_core import to_json
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from miniagent._internal.waits import reporting_waits
 from miniagent.core import errors
 from miniagent.core.models.base import Model
-from miniagent.core.tool_context import ToolContext
+from miniagent.core.tool_context import ToolContext, reporting_waits
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import ModelRequest, ModelResponse, Observation
 from miniagent.observe.describe import describe_model
@@ -48,7 +47,7 @@ MODEL_NAME_CHARS = 200
 GENERATE, RUN_TOOL = "miniagent.generate", "miniagent.run_tool"
 SMALL_MODEL = "miniagent.small_model"
 """The local activity telling a workflow whether the worker's model is small (see
-:attr:`~miniagent.core.runtime.spec.AgentSpec.aids_from_model`)."""
+:attr:`~miniagent.core.runtime.run.AgentSpec.aids_from_model`)."""
 SLOT_WAITING = "slot_waiting"
 """The signal by which an activity tells its workflow that a call waits for a slot."""
 MODEL_WAIT = "model"

@@ -34,9 +34,9 @@ from temporalio.client import (
 from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.ids import random_id
 from miniagent._internal.text import storable
-from miniagent._internal.threads import run_in_daemon_thread
 from miniagent.core.errors import (
     ConfigError,
     DecisionError,
@@ -48,7 +48,7 @@ from miniagent.core.errors import (
 )
 from miniagent.core.protocol.registry import build_protocol
 from miniagent.core.runtime.events import Event
-from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.runtime.run import AgentSpec
 from miniagent.core.session import AgentSession
 from miniagent.core.types import Decision, RunResult
 from miniagent.temporal.contracts import (
@@ -66,7 +66,7 @@ from miniagent.temporal.workflow import WORKFLOW_NAME, SessionWorkflow
 
 if TYPE_CHECKING:
     from miniagent.core.agent import Agent
-    from miniagent.core.runtime.bus import Subscriber
+    from miniagent.core.runtime.inprocess import Subscriber
 
 __all__ = ["DEFAULT_TASK_QUEUE", "TemporalDriver", "TemporalSessions", "connect"]
 

@@ -3,7 +3,7 @@
 Plain keyword-only dataclasses, carried by Temporal's pydantic data converter (see
 :mod:`miniagent.temporal.converter`). Nothing here reads a clock or makes an id, so building one
 inside workflow code is safe; every field has a default or is given. The agent itself travels
-as its :class:`~miniagent.core.runtime.spec.AgentSpec`, the same description every driver runs.
+as its :class:`~miniagent.core.runtime.run.AgentSpec`, the same description every driver runs.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.runtime.run import AgentSpec
 from miniagent.core.session import AgentSession
 from miniagent.core.types import Decision, PendingApproval, SessionStatus, ToolCall
 
@@ -65,9 +65,9 @@ class ToolInput:
 
 @dataclass(kw_only=True)
 class SlotWait:
-    """An activity's call waits for a slot (:mod:`miniagent._internal.limits`): the worker tells the
-    workflow, which emits ``slot_waiting`` in the call's span. ``key`` is the tool activity's
-    id, or ``model`` for the model call."""
+    """An activity's call waits for a slot (:mod:`miniagent.core.throttles`): the worker
+    tells the workflow, which emits ``slot_waiting`` in the call's span. ``key`` is the tool
+    activity's id, or ``model`` for the model call."""
 
     key: str
     what: str

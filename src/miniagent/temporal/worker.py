@@ -22,7 +22,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from miniagent._internal import defaults
 from miniagent.core.models.base import Model
 from miniagent.core.protocol.registry import ProtocolRef
-from miniagent.core.runtime.spec import AIDS_FOR, AgentSpec
+from miniagent.core.runtime.run import AIDS_FOR, AgentSpec
 from miniagent.core.tools.source import ToolSource
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.tools.warmup import (

@@ -11,8 +11,8 @@ clients follow (the ``events`` query). A tool activity that fails for good on a 
 tool raises :class:`~miniagent.core.errors.ToolInterrupted`: its outcome is unknown, and the step
 logic recovers it as after a crash.
 
-The agent arrives as its :class:`~miniagent.core.runtime.spec.AgentSpec`; its rules are built by the
-same :func:`~miniagent.core.runtime.spec.rules_for` as in process, over the tools this worker serves
+The agent arrives as its :class:`~miniagent.core.runtime.run.AgentSpec`; its rules are built by the
+same :func:`~miniagent.core.runtime.run.rules_for` as in process, over the tools this worker serves
 (:mod:`miniagent.temporal.workers`), so approvals are judged where the tools live.
 
 The module is safe for Temporal's sandbox: miniagent's modules and pydantic are passed
@@ -34,13 +34,11 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from miniagent._internal.text import storable
-    from miniagent._internal.waits import WaitReporter, current_reporter
     from miniagent.core.errors import PayloadTooLarge, Rollover, ToolInterrupted, UserError
     from miniagent.core.runtime import events as ev
-    from miniagent.core.runtime.run import run_session
-    from miniagent.core.runtime.spec import AgentSpec, rules_for, with_small_model_aids
+    from miniagent.core.runtime.run import AgentSpec, rules_for, run_session, with_small_model_aids
     from miniagent.core.session import AgentSession
-    from miniagent.core.tool_context import ToolContext
+    from miniagent.core.tool_context import ToolContext, WaitReporter, current_reporter
     from miniagent.core.tools.arguments import shorten
     from miniagent.core.types import (
         CallRecord,
@@ -367,7 +365,7 @@ class SessionWorkflow:
     @contextlib.contextmanager
     def relaying_waits(self, key: str) -> Iterator[None]:
         """While an activity runs, its worker's ``slot_waiting`` signals reach the reporter the
-        step logic installed around the call (:mod:`miniagent._internal.limits`)."""
+        step logic installed around the call (:mod:`miniagent.core.throttles`)."""
         reporter = current_reporter()
         if reporter is None:
             yield

@@ -1,6 +1,6 @@
 """What the inbox does to sessions, through the same calls as the command line.
 
-A decision is ``store.update`` with :func:`miniagent.core.runtime.approvals.decide` (the lease is
+A decision is ``store.update`` with :func:`miniagent.core.runtime.calls.decide` (the lease is
 checked, sub-agents get the decision relayed), as ``miniagent sessions approve`` does; the run
 that follows is ``Agent.aresume`` (``sessions resume``), a new question ``Agent.arun`` with the
 session's id (``run --continue``), cancelling :func:`miniagent.core.agent.cancel_session`
@@ -35,7 +35,7 @@ from miniagent.core.errors import (
     UserError,
 )
 from miniagent.core.runtime import events as ev
-from miniagent.core.runtime.approvals import decide
+from miniagent.core.runtime.calls import decide
 from miniagent.core.session import FINAL, TURN_ENDED, AgentSession
 from miniagent.core.store.base import CheckpointStore
 from miniagent.core.store.listing import SessionQuery, SessionRevision, SessionSummary, stamp_of
@@ -171,7 +171,7 @@ class LocalSessions:
     """Sessions in a checkpoint store, run (when they go on) by agents of this process.
 
     Args:
-        store: The sessions' store (it must offer ``page``: SQLiteStore and MemoryStore do).
+        store: The sessions' store (it must offer ``page``: SQLiteStore and InMemoryStore do).
         agent_for: The agent that runs a session when it goes on (None: this server decides
             and cancels, and says where to resume).
         shared_agent: ``agent_for`` always returns one agent that its owner closes; else each
@@ -211,7 +211,7 @@ class LocalSessions:
 
     async def revision(self, session_id: str) -> SessionRevision:
         """Read from the store's columns where it can (``revision``: SQLiteStore and
-        MemoryStore), else from the session loaded whole."""
+        InMemoryStore), else from the session loaded whole."""
         read: Callable[[str], SessionRevision] | None = getattr(self.store, "revision", None)
         if read is None:  # a store of someone else's
             return revision_of(await self.load(session_id))

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, EndpointLimits, OpenAICompatibleModel
-from miniagent._internal import limits as limits_module
-from miniagent._internal.limits import RateWindow, endpoint
+from miniagent.core import throttles as limits_module
 from miniagent.core.errors import ConfigError
 from miniagent.core.runtime import events as ev
+from miniagent.core.throttles import RateWindow, endpoint
 from miniagent.core.types import ModelRequest
 from miniagent.testing.stub_server import Fault, StubServer
 

@@ -11,7 +11,7 @@ import pytest
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
 from miniagent.core.protocol.hybrid import HYBRID_PROMPT, HybridProtocol, split_thought
 from miniagent.core.protocol.native import normalize_completion
-from miniagent.core.store.memory import MemoryStore
+from miniagent.core.store.base import InMemoryStore
 from miniagent.core.types import Message
 from miniagent.testing.stub_server import LLAMA_CPP, StubServer
 
@@ -76,7 +76,7 @@ async def test_reasoning_content_is_the_thought_and_is_sent_back_on_the_call_tur
     async with StubServer(script, stream_style=LLAMA_CPP) as stub:
         model = OpenAICompatibleModel(base_url=stub.base_url, tool_mode="hybrid", max_retries=0,
                                       stream=True)
-        store = MemoryStore()
+        store = InMemoryStore()
         deltas: list[Any] = []
         agent = Agent(model=model, tools=[weather], store=store,
                       on_event=lambda e: deltas.append(e) if e.kind == "model_delta" else None)

@@ -281,7 +281,7 @@ def test_a_decision_made_elsewhere_at_the_prompt_is_taken_and_wins(tmp_path: Pat
 async def test_the_prompt_looks_for_decisions_off_the_event_loop() -> None:
     """While a person is asked, the store is read for decisions made elsewhere (a read that
     may wait out a busy database) without holding up the event loop."""
-    from miniagent.core.runtime.asking import ask_or_take
+    from miniagent.core.runtime.inprocess import ask_or_take
 
     loop = asyncio.get_running_loop()
     looked, loop_free = threading.Event(), list[bool]()
@@ -416,7 +416,7 @@ def test_a_result_that_comes_at_the_deadline_is_kept(tmp_path: Path,
     run's last save, just after it, or once the run has returned: its result is recorded
     either way (the last save does not write the call back to ``started``), and a resume
     goes on from it: the tool ran once, and the answer uses its result."""
-    from miniagent.core.runtime.late_calls import Arrival
+    from miniagent.core.runtime.inprocess import Arrival
 
     path, session_id = tmp_path / "s.db", random_id()
     started, release, handed_over, paid = (threading.Event(), threading.Event(),

@@ -21,14 +21,14 @@ from miniagent.core.runtime.compress import (
     CEILING,
     HEADER,
     TALLIED,
-    Compression,
     compact,
     estimate,
     history,
     size,
 )
-from miniagent.core.runtime.estimate import tokens
 from miniagent.core.runtime.events import ContextCompacted, Event
+from miniagent.core.runtime.guards import tokens
+from miniagent.core.runtime.run import Compression
 from miniagent.core.session import SCHEMA_VERSION, AgentSession
 from miniagent.core.types import Message, ModelRequest, TokenUsage, ToolCall
 
@@ -403,7 +403,7 @@ async def test_a_compacted_run_replays_to_a_byte_identical_session() -> None:
     from miniagent.core.protocol.react import ReactProtocol
     from miniagent.core.runtime.guards import Limits
     from miniagent.core.runtime.loop import StepLogic
-    from miniagent.core.runtime.spec import AgentSpec, Rules
+    from miniagent.core.runtime.run import AgentSpec, Rules
 
     def script() -> list[ModelResponse]:
         replies = [ModelResponse(content=action(n)) for n in range(1, 9)]

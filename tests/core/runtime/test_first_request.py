@@ -10,7 +10,7 @@ import pytest
 
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.core.runtime.loop import first_request, warmup_request
-from miniagent.core.runtime.spec import rules_for
+from miniagent.core.runtime.run import rules_for
 from miniagent.core.tools.toolbox import Toolbox
 
 

@@ -1,4 +1,4 @@
-"""The collector's tuning while many runs are in flight (runtime/gcload.py)."""
+"""The collector's tuning while many runs are in flight (RunLoad, runtime/inprocess.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from contextlib import ExitStack
 import pytest
 
 from miniagent import Agent, ScriptedModel
-from miniagent.core.runtime import gcload
-from miniagent.core.runtime.gcload import BUSY, YOUNG, RunLoad
+from miniagent.core.runtime import inprocess
+from miniagent.core.runtime.inprocess import GC_BUSY, GC_YOUNG, RunLoad
 from miniagent.core.types import ModelRequest, ModelResponse
 
 
@@ -34,14 +34,14 @@ def test_thresholds_rise_past_busy_and_come_back_below_half() -> None:
     load = RunLoad()
     with ExitStack() as outer:
         with ExitStack() as inner:
-            enter(load, outer, BUSY // 2)
-            enter(load, inner, BUSY // 2 - 1)
+            enter(load, outer, GC_BUSY // 2)
+            enter(load, inner, GC_BUSY // 2 - 1)
             assert gc.get_threshold() == (700, 10, 10)
             enter(load, inner, 1)
-            assert load.runs == BUSY
-            assert gc.get_threshold() == (YOUNG, 10, 10)
-        assert load.runs == BUSY // 2  # hysteresis: still raised at half
-        assert gc.get_threshold() == (YOUNG, 10, 10)
+            assert load.runs == GC_BUSY
+            assert gc.get_threshold() == (GC_YOUNG, 10, 10)
+        assert load.runs == GC_BUSY // 2  # hysteresis: still raised at half
+        assert gc.get_threshold() == (GC_YOUNG, 10, 10)
         with load.run():
             pass
     assert load.runs == 0
@@ -51,8 +51,8 @@ def test_thresholds_rise_past_busy_and_come_back_below_half() -> None:
 def test_a_threshold_changed_meanwhile_is_kept() -> None:
     load = RunLoad()
     with ExitStack() as stack:
-        enter(load, stack, BUSY)
-        assert gc.get_threshold()[0] == YOUNG
+        enter(load, stack, GC_BUSY)
+        assert gc.get_threshold()[0] == GC_YOUNG
         gc.set_threshold(1234, 5, 5)  # the application's own choice
     assert gc.get_threshold() == (1234, 5, 5)
 
@@ -62,16 +62,16 @@ def test_left_alone(setup: str, monkeypatch: pytest.MonkeyPatch) -> None:
     load = RunLoad()
     expected = (700, 10, 10)
     if setup == "already_high":
-        expected = (YOUNG * 2, 10, 10)
+        expected = (GC_YOUNG * 2, 10, 10)
         gc.set_threshold(*expected)
     if setup == "switched_off":
-        monkeypatch.setattr(gcload, "enabled", False)
+        monkeypatch.setattr(inprocess, "gc_tuning", False)
     was_enabled = gc.isenabled()
     if setup == "disabled":
         gc.disable()
     try:
         with ExitStack() as stack:
-            enter(load, stack, BUSY + 1)
+            enter(load, stack, GC_BUSY + 1)
             assert gc.get_threshold() == expected
     finally:
         if was_enabled:
@@ -85,7 +85,7 @@ class SlowModel(ScriptedModel):
     seen: list[tuple[int, int]]
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        self.seen.append((gcload.load.runs, gc.get_threshold()[0]))
+        self.seen.append((inprocess.run_load.runs, gc.get_threshold()[0]))
         await asyncio.sleep(0.01)
         return await super().generate(request)
 
@@ -93,7 +93,7 @@ class SlowModel(ScriptedModel):
 def test_in_process_runs_count_while_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
     """Concurrent in-process runs raise the threshold while they are in flight and put it
     back when they are done."""
-    monkeypatch.setattr(gcload, "BUSY", 4)
+    monkeypatch.setattr(inprocess, "GC_BUSY", 4)
     model = SlowModel(["Final Answer: ok"] * 6)
     model.seen = []
     agent = Agent(model=model)
@@ -103,7 +103,7 @@ def test_in_process_runs_count_while_in_flight(monkeypatch: pytest.MonkeyPatch) 
         return [r.status for r in results]
 
     assert asyncio.run(main()) == ["completed"] * 6
-    assert gcload.load.runs == 0
+    assert inprocess.run_load.runs == 0
     assert gc.get_threshold() == (700, 10, 10)
     assert max(runs for runs, _ in model.seen) == 6
-    assert max(threshold for _, threshold in model.seen) == YOUNG
+    assert max(threshold for _, threshold in model.seen) == GC_YOUNG

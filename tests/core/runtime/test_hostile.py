@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miniagent import Agent, MemoryStore, ScriptedModel, SQLiteStore, tool
+from miniagent import Agent, InMemoryStore, ScriptedModel, SQLiteStore, tool
 from miniagent.core.protocol.native import normalize_completion
 from miniagent.core.store.base import CheckpointStore
 
@@ -27,7 +27,7 @@ def echo(value: Any = None) -> str:
 
 
 def stores(tmp_path: Path) -> list[CheckpointStore]:
-    return [MemoryStore(), SQLiteStore(tmp_path / "s.db")]
+    return [InMemoryStore(), SQLiteStore(tmp_path / "s.db")]
 
 
 def native(*calls: tuple[str, str]) -> dict[str, Any]:
@@ -162,7 +162,7 @@ def test_a_tool_exiting_or_interrupting_becomes_an_error_observation() -> None:
 
     script = [native(("quits", "{}"), ("interrupts", "{}"), ("cancels_itself", "{}")),
               {"content": "survived"}]
-    store = MemoryStore()
+    store = InMemoryStore()
     result = Agent(model=ScriptedModel(script, tool_mode="native"),
                    tools=[quits, interrupts, cancels_itself], store=store).run("q")
     assert (result.status, result.final_answer) == ("completed", "survived")

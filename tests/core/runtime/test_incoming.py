@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from miniagent.core.runtime import incoming
+from miniagent.core.runtime.guards import admit_parsed, admit_response
 from miniagent.core.types import ModelResponse, ParsedOutput, TokenUsage, ToolCall
 
 
@@ -11,7 +11,7 @@ def reply(raw: dict) -> ModelResponse:
 
 
 def test_metadata_with_a_lone_surrogate_is_kept_replaced() -> None:
-    kept = incoming.response(reply({"id": "r\ud800", "usage": {"note\udfff": [1, "x"]},
+    kept = admit_response(reply({"id": "r\ud800", "usage": {"note\udfff": [1, "x"]},
                                     "choices": [{"index": 0}]}))
     assert kept.raw == {"id": "r\ufffd", "usage": {"note\ufffd": [1, "x"]},
                         "choices": [{"index": 0}]}
@@ -21,25 +21,25 @@ def test_clean_metadata_is_kept_as_it_is() -> None:
     raw = {"id": "r1", "created": 0, "usage": {"n": 1.5, "ok": True, "none": None},
            "choices": []}
     original = reply(raw)
-    assert incoming.response(original) is original
+    assert admit_response(original) is original
 
 
 def test_metadata_json_cannot_write_is_still_checked() -> None:
     """A value JSON has no form for (a caller's own model may put one there) is walked."""
     odd = {"id": "r1", "tags": {"a"}, "pair": ("x", "y\ud800"), "choices": []}
-    kept = incoming.response(reply(odd))
+    kept = admit_response(reply(odd))
     assert kept.raw["pair"] == ["x", "y\ufffd"] and kept.raw["tags"] == "{'a'}"
     clean = reply({"id": "r1", "tags": {"a"}, "choices": []})
-    assert incoming.response(clean) is clean
+    assert admit_response(clean) is clean
 
 
 def test_a_surrogate_only_in_the_choices_leaves_the_reply_as_it_is() -> None:
     """The choices are the other fields' source, which are checked themselves."""
     original = reply({"id": "r1", "choices": [{"message": {"content": "\ud800"}}]})
-    assert incoming.response(original) is original
+    assert admit_response(original) is original
     odd = ModelResponse(content="a\ud800", reasoning_content="b", finish_reason="stop\udfff",
                         usage=TokenUsage(), raw={"choices": []})
-    kept = incoming.response(odd)
+    kept = admit_response(odd)
     assert (kept.content, kept.reasoning_content, kept.finish_reason) == (
         "a\ufffd", "b", "stop\ufffd")
 
@@ -48,7 +48,7 @@ def test_each_field_of_a_parsed_output_and_call_is_made_storable() -> None:
     clean = ToolCall(id="c1", name="echo", arguments={"v": ["x", {"k": 1}]}, raw_arguments="{}")
     bad = ToolCall(id="c\ud800", name="echo", arguments={"v\udfff": ["x\ud800"]},
                    raw_arguments="{\ud800")
-    output = incoming.parsed(ParsedOutput(kind="action", thought="t\ud800",
+    output = admit_parsed(ParsedOutput(kind="action", thought="t\ud800",
                                           text="ok", error=None, tool_calls=[clean, bad]))
     assert (output.thought, output.text, output.error) == ("t\ufffd", "ok", None)
     assert output.tool_calls[0] is clean
@@ -56,5 +56,5 @@ def test_each_field_of_a_parsed_output_and_call_is_made_storable() -> None:
                                             arguments={"v\ufffd": ["x\ufffd"]},
                                             raw_arguments="{\ufffd")
     same = ParsedOutput(kind="final", final_answer="fine", text="fine")
-    assert incoming.parsed(same) == ParsedOutput(kind="final", final_answer="fine",
+    assert admit_parsed(same) == ParsedOutput(kind="final", final_answer="fine",
                                                  text="fine")

@@ -404,10 +404,10 @@ async def test_a_subscriber_raising_system_exit_does_not_stop_delivery() -> None
 
 
 def test_what_a_driver_cannot_use_is_refused_not_dropped() -> None:
-    from miniagent import MemoryStore
+    from miniagent import InMemoryStore
     from miniagent.core.errors import UserError
 
     with pytest.raises(UserError, match="on Temporal keeps its sessions in the workflows"):
-        Agent(model=ScriptedModel([]), store=MemoryStore(), temporal=object())
+        Agent(model=ScriptedModel([]), store=InMemoryStore(), temporal=object())
     with pytest.raises(UserError, match="needs a model"):
         Agent()

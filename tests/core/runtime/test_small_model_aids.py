@@ -250,7 +250,7 @@ def test_an_agent_without_its_model_leaves_the_aids_it_does_not_set_to_the_model
     """A Temporal client has no model: the aids it does not set are the workers' model's to
     decide (``with_small_model_aids`` where that model is small); those it sets, here or with
     ``spec.replace``, stay as set; an agent with its model decides them itself."""
-    from miniagent.core.runtime.spec import AIDS_FOR, with_small_model_aids
+    from miniagent.core.runtime.run import AIDS_FOR, with_small_model_aids
 
     client = Agent(temporal=object(), task_queue="q", quote_answers=False)
     assert client.spec.aids_from_model == ("tool_selection", "worked_example",

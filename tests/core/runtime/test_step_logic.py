@@ -19,8 +19,7 @@ from miniagent.core.protocol.react import ReactProtocol
 from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.guards import Limits
 from miniagent.core.runtime.loop import StepLogic
-from miniagent.core.runtime.run import run_session
-from miniagent.core.runtime.spec import AgentSpec, Rules
+from miniagent.core.runtime.run import AgentSpec, Rules, run_session
 from miniagent.core.session import AgentSession
 from miniagent.core.tool_context import ToolContext
 from miniagent.core.types import CallRecord, Decision, ModelRequest, PendingApproval, ToolCall
@@ -192,7 +191,7 @@ def test_the_step_logic_imports_no_store_threads_clock_or_randomness() -> None:
     """The step logic, and every miniagent module it needs (the protocols included: they run
     in a Temporal workflow too), is free of modules with effects."""
     forbidden = {"time", "uuid", "random", "os", "threading", "socket", "sqlite3",
-                 "miniagent.core.store", "miniagent._internal.threads", "miniagent.core.models",
+                 "miniagent.core.store", "miniagent._internal.aio", "miniagent.core.models",
                  "miniagent.core.tools"}
     todo = ["miniagent.core.runtime.run", "miniagent.core.runtime.loop",
             "miniagent.core.protocol.registry"]
@@ -208,7 +207,7 @@ def test_the_step_logic_imports_no_store_threads_clock_or_randomness() -> None:
         bad = {i for i in imports if any(i == f or i.startswith(f + ".") for f in forbidden)}
         assert not bad, f"{name} imports {sorted(bad)}"
         todo.extend(i for i in imports if i.startswith("miniagent.") and i != "miniagent")
-    assert {"miniagent.core.runtime.loop", "miniagent.core.runtime.spec", "miniagent.core.session",
+    assert {"miniagent.core.runtime.loop", "miniagent.core.runtime.run", "miniagent.core.session",
             "miniagent.core.protocol.react"} <= seen
 
 

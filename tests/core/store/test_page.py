@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from miniagent import MemoryStore, SQLiteStore
+from miniagent import InMemoryStore, SQLiteStore
 from miniagent.core.session import AgentSession
 from miniagent.core.store.base import SessionQuery
 from miniagent.core.types import TokenUsage
@@ -15,7 +15,7 @@ from miniagent.core.types import TokenUsage
 QUESTIONS = ["Pay Alice", "pay bob 100%", "支付给小明", "under_score", "back\\slash", "Weather?"]
 
 
-def fill(store: MemoryStore | SQLiteStore) -> None:
+def fill(store: InMemoryStore | SQLiteStore) -> None:
     for n in range(30):
         session = AgentSession.start(QUESTIONS[n % len(QUESTIONS)], id=f"s{n:03d}", at=1000.0)
         session.updated_at = 1000.0 + n // 3  # ties: the id orders them
@@ -25,7 +25,7 @@ def fill(store: MemoryStore | SQLiteStore) -> None:
         store.save(session)
 
 
-def every_page(store: MemoryStore | SQLiteStore, **filters: object) -> list[list[str]]:
+def every_page(store: InMemoryStore | SQLiteStore, **filters: object) -> list[list[str]]:
     pages, after = [], None
     while True:
         rows = store.page(SessionQuery(after=after, limit=4, **filters))  # type: ignore[arg-type]
@@ -41,7 +41,7 @@ def every_page(store: MemoryStore | SQLiteStore, **filters: object) -> list[list
     {"text": "支付"}, {"text": "_"}, {"text": "\\"}, {"text": "S02"}, {"text": "nothing"},
 ])
 def test_both_stores_page_alike(tmp_path: Path, filters: dict[str, object]) -> None:
-    memory, sqlite = MemoryStore(), SQLiteStore(tmp_path / "s.db")
+    memory, sqlite = InMemoryStore(), SQLiteStore(tmp_path / "s.db")
     fill(memory)
     fill(sqlite)
     pages = every_page(sqlite, **filters)

@@ -10,14 +10,14 @@ import pytest
 
 from miniagent.core.errors import SessionNotFound, UserError
 from miniagent.core.session import AgentSession
-from miniagent.core.store import MemoryStore, SQLiteStore
+from miniagent.core.store import InMemoryStore, SQLiteStore
 
 IDS = ["3f2a90c1", "3f2a90c1ff", "3f2b0000", "77aa0001", "北京0001"]
 
 
 @pytest.fixture(params=["sqlite", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteStore | MemoryStore]:
-    chosen = SQLiteStore(tmp_path / "s.db") if request.param == "sqlite" else MemoryStore()
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteStore | InMemoryStore]:
+    chosen = SQLiteStore(tmp_path / "s.db") if request.param == "sqlite" else InMemoryStore()
     for session_id in IDS:
         chosen.save(AgentSession.start("q", id=session_id, at=time.time()))
     yield chosen
@@ -31,11 +31,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLiteStor
     ("3f2a90c1f", "3f2a90c1ff"), ("3f2a90c1ff", "3f2a90c1ff"),
 ])
 def test_a_unique_prefix_or_a_whole_id_names_its_session(
-        store: SQLiteStore | MemoryStore, text: str, expected: str) -> None:
+        store: SQLiteStore | InMemoryStore, text: str, expected: str) -> None:
     assert store.resolve(text) == expected
 
 
-def test_an_ambiguous_prefix_is_refused_with_its_matches(store: SQLiteStore | MemoryStore
+def test_an_ambiguous_prefix_is_refused_with_its_matches(store: SQLiteStore | InMemoryStore
                                                         ) -> None:
     with pytest.raises(UserError) as caught:
         store.resolve("3f2a")
@@ -45,7 +45,7 @@ def test_an_ambiguous_prefix_is_refused_with_its_matches(store: SQLiteStore | Me
     assert "3f2b0000" not in message
 
 
-def test_too_short_or_unknown_is_refused(store: SQLiteStore | MemoryStore) -> None:
+def test_too_short_or_unknown_is_refused(store: SQLiteStore | InMemoryStore) -> None:
     with pytest.raises(UserError, match="needs at least 4 characters"):
         store.resolve("3f")
     with pytest.raises(SessionNotFound, match="no session '3f2c'"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from miniagent import MemoryStore, SQLiteStore
+from miniagent import InMemoryStore, SQLiteStore
 from miniagent.core.errors import SessionNotFound
 from miniagent.core.session import AgentSession
 from miniagent.core.store.base import SessionQuery
@@ -24,7 +24,7 @@ CREATE TABLE sessions (id TEXT PRIMARY KEY, status TEXT NOT NULL, question TEXT 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_the_revision_moves_with_every_change_and_only_then(kind: str, tmp_path: Path) -> None:
-    store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "s.db")
+    store = InMemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "s.db")
     session = AgentSession.start("q", id="a", at=1.0)
     session.steps.append(Step(index=1, calls=[CallRecord(call=ToolCall(id="c1", name="t"))]))
     store.save(session)

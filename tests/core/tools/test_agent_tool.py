@@ -213,7 +213,7 @@ def test_a_sub_session_lost_from_a_memory_store_is_a_clear_error(tmp_path: Path)
     folder.mkdir()
     (folder / "a.txt").write_text("x", encoding="utf-8")
     janitor = Agent(model=ScriptedModel([act("delete_file", {"name": "a.txt"})]),
-                    tools=[deleter(folder)])  # a MemoryStore: gone with this object
+                    tools=[deleter(folder)])  # a InMemoryStore: gone with this object
     boss = Agent(model=ScriptedModel([act("janitor", {"question": "rm a.txt"})]),
                  store=SQLiteStore(db),
                  tools=[janitor.as_tool(name="janitor", description="Cleans.")])

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from miniagent import Agent, MemoryStore, ScriptedModel
+from miniagent import Agent, InMemoryStore, ScriptedModel
 from miniagent._internal.ids import random_id
 from miniagent.core.errors import ToolError
 from miniagent.core.session import AgentSession
@@ -65,7 +65,7 @@ def test_only_the_calculator_runs_inline(tmp_path: Path) -> None:
 
 def test_list_files_interrupted_by_a_crash_is_rerun_on_resume(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a\n")
-    store = MemoryStore()
+    store = InMemoryStore()
     session = AgentSession.start("q", id=random_id(), at=time.time())
     call = ToolCall(id="c1", name="list_files", arguments={}, raw_arguments="{}")
     session.messages.append(Message(role="assistant", content="", tool_calls=[call]))

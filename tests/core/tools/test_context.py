@@ -6,7 +6,7 @@ import pytest
 
 from miniagent import (
     Agent,
-    MemoryStore,
+    InMemoryStore,
     ModelResponse,
     ScriptedModel,
     ToolCall,
@@ -55,7 +55,7 @@ def test_outside_a_call_it_is_a_clear_error() -> None:
 
 def test_the_key_is_the_same_when_a_resumed_session_reruns_the_call() -> None:
     SEEN.clear()
-    store = MemoryStore()
+    store = InMemoryStore()
     first = ScriptedModel([_call("record_sync", "c9")], tool_mode="native")
     approving = Agent(model=first, store=store,
                       tools=[tool(record_sync.fn, requires_approval=True)])

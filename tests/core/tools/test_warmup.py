@@ -444,7 +444,7 @@ async def test_what_a_sync_warm_up_returns_after_its_start_gave_up_is_dropped() 
 
 
 def test_an_async_warm_up_abandoned_with_its_event_loop_is_run_again_in_the_next() -> None:
-    from miniagent._internal.sync import run_coroutine
+    from miniagent._internal.aio import run_coroutine
 
     runs: list[str] = []
 

@@ -36,7 +36,7 @@ class Capabilities:
             weak models by default (a worked example in the ReAct prompt, a small tool
             selection, ...): those named by ``aids``, or every one when ``aids`` is None.
         aids: The aids this model is measured to need (names of
-            :data:`~miniagent.core.runtime.spec.AIDS_FOR`'s entries; the embedded model's come
+            :data:`~miniagent.core.runtime.run.AIDS_FOR`'s entries; the embedded model's come
             from :mod:`miniagent.core.models.profiles`). None: every aid for a small model,
             none for others.
     """
@@ -57,7 +57,7 @@ class Capabilities:
 
 ALL_AIDS = ("tool_selection", "worked_example", "strict_selection", "quote_answers",
             "answer_after_results")
-"""Every small-model aid, by name (see :data:`miniagent.core.runtime.spec.AIDS_FOR`)."""
+"""Every small-model aid, by name (see :data:`miniagent.core.runtime.run.AIDS_FOR`)."""
 
 
 @runtime_checkable

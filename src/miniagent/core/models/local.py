@@ -36,7 +36,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from miniagent._internal.threads import run_in_daemon_thread
+from miniagent._internal.aio import run_in_daemon_thread
 from miniagent.core.errors import ConfigError, ModelError
 from miniagent.core.models.base import Capabilities
 from miniagent.core.models.catalog import CATALOG, DEFAULT_MODEL, installed_path

@@ -6,7 +6,7 @@ through miniagent's own :class:`~miniagent.core.models.http.HttpClient` (stdlib 
 
 Transport faults, timeouts, 429 and 5xx answers are retried with exponential backoff and
 full jitter (``Retry-After`` is honoured; a 429 pauses every request of the process to the same
-endpoint, see :mod:`miniagent._internal.limits`); other 4xx answers are not, and neither is a 5xx
+endpoint, see :mod:`miniagent.core.throttles`); other 4xx answers are not, and neither is a 5xx
 whose
 body names the request as invalid (llama-cpp-python's server answers a request it cannot
 validate with 500: asking again would get the same answer). A 4xx that blames the
@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from miniagent._internal.limits import Admission, EndpointLimits, endpoint
 from miniagent._internal.text import tokens
 from miniagent._internal.wording import counted
 from miniagent.core.errors import (
@@ -59,6 +58,7 @@ from miniagent.core.models.http import (
 from miniagent.core.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
 from miniagent.core.protocol.native import MAX_BODY_DEPTH, normalize_completion
 from miniagent.core.protocol.tool_choice import wire_tool_choice
+from miniagent.core.throttles import Admission, EndpointLimits, endpoint
 from miniagent.core.types import ModelRequest, ModelResponse, ToolMode
 
 if TYPE_CHECKING:  # streaming (SSE) loads with a model's first streamed call
@@ -181,8 +181,8 @@ class OpenAICompatibleModel:
         stream_usage: Ask for usage in the stream (``stream_options.include_usage``); a
             server that refuses the field is asked again without it.
         limits: Requests in flight, requests and tokens per minute
-            (:class:`~miniagent._internal.limits.EndpointLimits`), shared by every session and model
-            object of the process that use the same ``base_url`` and ``model``. Whatever the
+            (:class:`~miniagent.core.throttles.EndpointLimits`), shared by every session and
+            model object of the process that use the same ``base_url`` and ``model``. Whatever the
             limits, a 429 makes every request to that endpoint wait out its ``Retry-After``
             (or the backoff), not only the one that got it.
         aids: The aids for weak models the served model is measured to need (an

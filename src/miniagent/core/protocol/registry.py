@@ -1,6 +1,6 @@
 """Protocols by name, so that an agent's protocol can travel: :func:`register_protocol`.
 
-An agent spec (:class:`~miniagent.core.runtime.spec.AgentSpec`) names its protocol and the options
+An agent spec (:class:`~miniagent.core.runtime.run.AgentSpec`) names its protocol and the options
 that rebuild it (:class:`ProtocolRef`); a driver that runs the agent somewhere else (a Temporal
 worker) builds the protocol from that name with :func:`build_protocol`. The built-in ones
 (``react``, ``native``, ``hybrid``, ``auto``) are registered here; a custom protocol is

@@ -1,8 +1,8 @@
 """The run and its steps, the same on every driver.
 
-:mod:`.run` is the run shell (start, deadline, statuses, the last checkpoint, the result);
-:mod:`.loop` the step logic, the only place a step is decided; :mod:`.effects` what a driver
-implements; :mod:`.spec` the agent's description and the rules built from it; :mod:`.inprocess`
-the in-process driver's effects. Around them: guards, approvals, call outcomes, compression,
-tool selection, sub-runs, typed events and their delivery.
+:mod:`.run` is what a driver calls: the agent's spec made into rules, and the run shell (start,
+deadline, statuses, the last checkpoint, the result); :mod:`.loop` the step logic, the only
+place a step is decided; :mod:`.effects` what a driver implements; :mod:`.guards` the bounds and
+what enters a session; :mod:`.calls` call records, approvals and sub-runs; :mod:`.inprocess` the
+in-process driver. Around them: compression, tool selection, recall and typed events.
 """

@@ -1,19 +1,55 @@
-"""How a tool call ends: recorded ``completed`` with its observation, or waiting for a person.
+"""Call records: how a tool call ends, a person's decisions on it, and agents used as tools.
 
 Plain functions over a step's :class:`~miniagent.core.types.CallRecord`; every state move goes
 through :meth:`CallRecord.move <miniagent.core.types.CallRecord.move>`, checked against
-:data:`~miniagent.core.types.CALL_MOVES`. Times are given by the caller.
+:data:`~miniagent.core.types.CALL_MOVES`. Times are given by the caller: the step logic imports
+this module, so it does no I/O.
+
+- **Outcomes**: a call is recorded ``completed`` with its observation (:func:`record_outcome`),
+  answered at once when it is not run (:func:`answered`), or completed late, after its run
+  stopped waiting (:func:`record_late`).
+- **Approvals**: a person approves or denies a waiting call (:func:`decide`); a denied call gets
+  an observation that says so (:func:`denial`); a call a crash interrupted is rerun, denied or
+  put to a person (:func:`recover_interrupted`).
+- **Sub-runs**: an agent used as a tool (:class:`~miniagent.core.tools.agent_tool.AgentTool`)
+  returns an observation carrying a :class:`~miniagent.core.types.SubRun`. Three things follow
+  in the parent (the first two when the call is recorded, :func:`record_outcome`): the
+  sub-run's tokens join the parent's totals (only what is new since the call's last attempt: a
+  resumed sub-run reports its session's whole usage again, :func:`new_usage`); a sub-run that
+  stops to wait for a person makes the parent's call wait too (``started ->
+  awaiting_approval``), with a pending approval whose reason names the sub-run's waiting calls;
+  and the person's decision on that call is not the parent's to apply: it moves the call to
+  ``approved`` (the agent tool must run again) and is recorded in the sub-run
+  (:func:`relay_decision`), which :func:`relayed_decision` hands to the tool through its
+  :class:`~miniagent.core.tool_context.ToolContext`. The tool applies it to the sub-run's waiting
+  calls and resumes the sub-run: a denied call is then the sub-agent's to work around.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Literal
+
+from miniagent.core.errors import DecisionError
 from miniagent.core.runtime.guards import truncate_observation
-from miniagent.core.runtime.subruns import new_usage, waiting_note
 from miniagent.core.session import AgentSession
-from miniagent.core.types import CallRecord, Observation, TokenUsage, ToolCall
+from miniagent.core.types import (
+    CallRecord,
+    Decision,
+    Observation,
+    PendingApproval,
+    SubRun,
+    TokenUsage,
+    ToolCall,
+)
 
-__all__ = ["answered", "record_late", "record_outcome"]
+__all__ = ["INTERRUPTED_NOTE", "Approver", "InterruptedPolicy", "answered", "apply_decision",
+           "decide", "denial", "new_usage", "record_late", "record_outcome",
+           "recover_interrupted", "relay_decision", "relayed_decision", "waiting_note"]
 
+
+# -- outcomes ----------------------------------------------------------------------------------
 
 def answered(call: ToolCall, text: str, reason: str, *, at: float) -> CallRecord:
     """A call that is not run (cut off, or repeated): completed at once, with the error
@@ -26,7 +62,7 @@ def answered(call: ToolCall, text: str, reason: str, *, at: float) -> CallRecord
 
 def record_outcome(record: CallRecord, observation: Observation, *, at: float) -> TokenUsage:
     """Record what a run call returned: ``completed``, or ``awaiting_approval`` when it was an
-    agent whose sub-run waits for a person (see :mod:`miniagent.core.runtime.subruns`).
+    agent whose sub-run waits for a person (see the module docstring).
 
     Returns:
         What a sub-run used since the call's last attempt (nothing for other tools), for the
@@ -63,3 +99,136 @@ def record_late(session: AgentSession, call_id: str, observation: Observation, *
             step.tool_time = max(step.tool_time, observation.elapsed)
             return True
     return False
+
+
+# -- approvals ---------------------------------------------------------------------------------
+
+Approver = Callable[[PendingApproval], bool | None]
+"""Asked inline for each waiting call: True approves, False denies, None leaves it waiting."""
+
+InterruptedPolicy = Literal["ask", "rerun", "fail"]
+"""What to do on resume with a non-idempotent call that started but never completed."""
+
+INTERRUPTED_NOTE = (
+    "this call started before the process stopped and never completed, so its outcome is "
+    "unknown; approve to run it again, or deny to tell the model it failed"
+)
+
+
+def decide(session: AgentSession, call_id: str | None, approved: bool, reason: str | None, *,
+           at: float) -> None:
+    """Approve or deny one waiting call (or all of them when ``call_id`` is None).
+
+    Raises:
+        DecisionError: the session is not waiting, or no waiting call has that id.
+    """
+    if session.status != "awaiting_approval":
+        raise DecisionError(f"session {session.id} is not awaiting approval (status: "
+                            f"{session.status})")
+    waiting = [r for r in session.open_calls() if r.state == "awaiting_approval"]
+    chosen = [r for r in waiting if call_id is None or r.call.id == call_id]
+    if not chosen and call_id is None:  # every call was decided already
+        decided = ", ".join(f"{r.call.id} {r.state}" for r in session.open_calls()) or "none"
+        raise DecisionError(f"session {session.id} has no call awaiting approval (decided: "
+                            f"{decided}); resume it to go on")
+    if not chosen:
+        ids = ", ".join(r.call.id for r in waiting) or "none"
+        raise DecisionError(f"session {session.id} has no call {call_id!r} awaiting approval "
+                            f"(waiting: {ids})")
+    for record in chosen:
+        apply_decision(record, approved, reason, at=at)
+
+
+def apply_decision(record: CallRecord, approved: bool, reason: str | None, *, at: float) -> None:
+    """Record a person's decision on one waiting call (relayed, when it waits for a sub-run)."""
+    if relay_decision(record, approved, reason, at=at):
+        return
+    record.move("approved" if approved else "denied", reason or "decided by a person", at)
+    record.note = reason
+
+
+def denial(record: CallRecord) -> Observation:
+    """The observation a denied call gets, so the model can adapt."""
+    note = (record.note or "").strip()
+    why = f" Reason: {note}{'' if note.endswith(('.', '!', '?')) else '.'}" if note else ""
+    if record.interrupted:
+        text = (f"The call of '{record.call.name}' was interrupted before it completed and was "
+                f"not run again; its outcome is unknown.{why}")
+    else:
+        text = (f"A person denied this call of '{record.call.name}'; it was not run.{why} "
+                "Do not retry it unchanged; continue without it or ask for something else.")
+    return Observation(call_id=record.call.id, tool_name=record.call.name, output=text,
+                       is_error=True)
+
+
+def recover_interrupted(
+    session: AgentSession, is_idempotent: Callable[[str], bool], policy: InterruptedPolicy,
+    *, at: float,
+) -> None:
+    """Calls left ``started`` by a crash: rerun idempotent ones, otherwise apply ``policy``."""
+    for record in session.open_calls():
+        if record.state != "started":
+            continue
+        record.interrupted = True
+        if policy == "rerun" or is_idempotent(record.call.name):
+            record.move("ready", "interrupted by a crash; safe to run again", at)
+        elif policy == "fail":
+            record.move("denied", "interrupted by a crash; the policy is not to rerun it", at)
+            record.note = "the developer's policy is not to rerun it"
+        else:
+            record.move("awaiting_approval", "interrupted by a crash; a person decides", at)
+            record.note = INTERRUPTED_NOTE
+
+
+# -- sub-runs ----------------------------------------------------------------------------------
+
+def new_usage(total: TokenUsage, counted: TokenUsage | None) -> TokenUsage:
+    """What a sub-run used beyond what was counted at the call's last attempt."""
+    if counted is None:
+        return total
+    if not (total.known and counted.known):  # unknown: what is new is estimated too
+        return TokenUsage.unknown(
+            estimated=max(0, total.counted_tokens - counted.counted_tokens))
+    return TokenUsage(
+        prompt_tokens=_less(total.prompt_tokens, counted.prompt_tokens),
+        completion_tokens=_less(total.completion_tokens, counted.completion_tokens),
+        cached_tokens=_less(total.cached_tokens, counted.cached_tokens),
+    )
+
+
+def _less(total: int | None, counted: int | None) -> int:
+    return max(0, (total or 0) - (counted or 0))
+
+
+def waiting_note(sub: SubRun) -> str:
+    """Why the parent's call waits: the sub-run's calls a person must decide."""
+    calls = "; ".join(
+        f"{item.tool} {json.dumps(item.arguments, ensure_ascii=False)}"
+        + (f" ({item.reason})" if item.reason else "")
+        for item in sub.pending)
+    return (f"the agent {sub.agent!r} (session {sub.session_id}) waits for approval of: "
+            f"{calls}; the decision is relayed to it")
+
+
+def relay_decision(record: CallRecord, approved: bool, reason: str | None, *,
+                   at: float) -> bool:
+    """Take a person's decision on a call that waits for its sub-run; False for other calls.
+
+    The call goes ``approved`` either way, so that the agent tool runs again and hands the
+    decision to the sub-run.
+    """
+    sub = record.observation.sub_run if record.observation is not None else None
+    if sub is None or sub.status != "awaiting_approval":
+        return False
+    verdict = "approved" if approved else "denied"
+    record.move("approved", f"{verdict} for the agent {sub.agent!r}: "
+                f"{reason or 'decided by a person'}; relayed to its session", at)
+    record.note = reason
+    sub.decision = Decision(approved=approved, reason=reason)
+    return True
+
+
+def relayed_decision(record: CallRecord) -> Decision | None:
+    """The decision to hand to the sub-run of this call when it runs again, if any."""
+    sub = record.observation.sub_run if record.observation is not None else None
+    return sub.decision if sub is not None else None

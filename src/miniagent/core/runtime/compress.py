@@ -38,7 +38,7 @@ in ``AgentSession.compactions`` (persisted: a resumed session sends the same com
 
 Sizes are estimated without a tokenizer (the step logic has none): ASCII text at 4 characters a
 token, every other character a token of its own (CJK text is about one token a character;
-:mod:`miniagent.core.runtime.estimate`). The size is the history's (contents, tool names,
+:mod:`miniagent.core.runtime.guards`). The size is the history's (contents, tool names,
 arguments), not the system prompt's or the tools'.
 """
 
@@ -49,13 +49,12 @@ import json
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from miniagent._internal.wording import counted
 from miniagent.core.errors import ModelError
-from miniagent.core.runtime import incoming
-from miniagent.core.runtime.estimate import tokens, with_estimate
+from miniagent.core.runtime.guards import admit_response, tokens, with_estimate
 from miniagent.core.runtime.recall import with_recalls
-from miniagent.core.runtime.spec import Compression, Unit
 from miniagent.core.session import AgentSession
 from miniagent.core.types import (
     Compaction,
@@ -65,6 +64,9 @@ from miniagent.core.types import (
     TokenUsage,
     ToolCall,
 )
+
+if TYPE_CHECKING:  # run.py imports the step logic, which loads this module
+    from miniagent.core.runtime.run import Compression, Unit
 
 HEADER = "Summary of earlier steps"
 MIN_RESULT_CHARS = 50
@@ -285,7 +287,7 @@ async def compact(session: AgentSession, config: Compression,
     reply: ModelResponse | ModelError | None = None
     if decided.request is not None:
         try:
-            reply = with_estimate(incoming.response(await generate(decided.request)),
+            reply = with_estimate(admit_response(await generate(decided.request)),
                                   decided.request)
         except ModelError as exc:
             reply = exc

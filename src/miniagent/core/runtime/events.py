@@ -29,7 +29,7 @@ request for an answer at the limit, if there was one) / ``token_budget``.
 
 A ``slot_waiting`` event is no span of its own either: its ``span_id`` is the tool call or the
 model call that waits for a slot under a limit shared by the process
-(:mod:`miniagent._internal.limits`:
+(:mod:`miniagent.core.throttles`:
 a tool's ``max_concurrency``, a model endpoint's limits or its 429 back-off). It comes from the
 executor or the model through the step logic's reporter, on every driver (a Temporal worker
 relays it to the workflow).

@@ -1,9 +1,34 @@
 """Guards that keep a run bounded and safe: steps, tokens, repetition, observation size, calls
 and answers that were cut off, plain prose taken as the answer, and what a small model copied
-from the worked example.
+from the worked example; what enters a session, made safe to keep; and token estimates.
 
-These are plain checks over the session and the model's reply; the run's deadline is in
-:mod:`miniagent.core.runtime.run`.
+These are plain checks over the session and the model's reply (the step logic imports this
+module: no I/O, no clock); the run's deadline is in :mod:`miniagent.core.runtime.run`.
+
+**What enters a session** (:func:`admit_response`, :func:`admit_parsed`, :func:`admit_call`,
+:func:`admit_observation`). Two hazards travel in what models and tools hand to the step logic:
+lone surrogates (``"\\ud800"`` from a JSON escape, or a file name decoded with
+``surrogateescape``), which no UTF-8 store or terminal can encode, and arguments nested so deep,
+or numbers so large, that recursive code further on (the loop detector, JSON encoding,
+validation) fails. Both are dealt with once, before the data enters a session: surrogates become
+U+FFFD, and arguments nested deeper than :data:`~miniagent.core.protocol.jsonscan.MAX_DEPTH` are
+refused as invalid, so the model gets an error observation instead of the run a crash.
+
+**Token estimates** (:func:`with_estimate`), without a tokenizer: for sizes, and for usage a
+server did not report. A server that sends no usage (llama.cpp's server when it streams, some
+proxies) leaves a model call's usage unknown (:meth:`~miniagent.core.types.TokenUsage.unknown`).
+The step logic keeps it unknown, never 0, and adds an estimate beside it, which the token
+budget counts: a run whose server never reports usage still ends ``budget_exceeded``. The
+estimate is :func:`~miniagent._internal.text.tokens` of the request's messages and tool
+definitions (as JSON: the keys and quotes stand in for the chat template's own tokens) plus the
+reply's content, reasoning and tool calls; it counts ASCII text at 4 characters a token and
+every other character as a token of its own (CJK text is about one token a character, where
+characters / 4 would count a quarter of it). A model that can count exactly sets
+``estimated_tokens`` on the unknown usage it returns, and that count is kept.
+
+Example:
+    >>> tokens("a" * 40), tokens("北京天气" * 10)
+    (10, 40)
 """
 
 from __future__ import annotations
@@ -18,10 +43,19 @@ from typing import Any, Literal
 
 from miniagent._internal import defaults
 from miniagent._internal.bounds import seconds, whole
+from miniagent._internal.text import storable, tokens
 from miniagent._internal.wording import counted
-from miniagent.core.protocol.jsonscan import incomplete
+from miniagent.core.protocol.jsonscan import MAX_DEPTH, deeper_than, incomplete
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, EXAMPLE_PLACEHOLDERS
-from miniagent.core.types import ModelResponse, ParsedOutput, Step, ToolCall
+from miniagent.core.types import (
+    ModelRequest,
+    ModelResponse,
+    Observation,
+    ParsedOutput,
+    Step,
+    ToolCall,
+    replaced,
+)
 
 
 @dataclass(kw_only=True)
@@ -251,7 +285,7 @@ _SPACES = re.compile(r"\s+")
 
 def _normalise(value: Any) -> Any:
     """A hashable form in which near-identical arguments are equal: case, spacing, key order,
-    2 vs 2.0. Arguments are bounded in depth where they enter (``runtime/incoming.py``)."""
+    2 vs 2.0. Arguments are bounded in depth where they enter (:func:`admit_call`)."""
     if isinstance(value, str):
         return _SPACES.sub(" ", value.strip().lower())
     if isinstance(value, bool) or value is None:
@@ -328,3 +362,140 @@ class LoopDetector:
         if earlier is not None:
             text += f" Its result was: {truncate_observation(earlier, _EARLIER_CHARS)}"
         return text
+
+
+# -- what enters a session -------------------------------------------------------------------------
+
+def admit_response(reply: ModelResponse) -> ModelResponse:
+    """A model reply with storable text in every field: content, reasoning, finish reason and
+    what a trace keeps of the server's body (its top level without ``choices``, which the
+    other fields already hold); its calls are admitted once parsed (:func:`admit_parsed`)."""
+    changes: dict[str, Any] = {}
+    if not _storable_texts(reply.content, reply.reasoning_content, reply.finish_reason):
+        for name in ("content", "reasoning_content", "finish_reason"):
+            value = getattr(reply, name)
+            if isinstance(value, str) and storable(value) is not value:
+                changes[name] = storable(value)
+    raw = reply.raw
+    if isinstance(raw, dict):
+        meta = dict(raw)  # copied and cut in C: no loop over the keys
+        meta.pop("choices", None)
+        if not _storable_value(meta):
+            changes["raw"] = {**_storable_copy(meta), "choices": raw.get("choices")}
+    return replaced(reply, **changes) if changes else reply
+
+
+def admit_call(call: ToolCall) -> ToolCall:
+    """The call itself when it is fine; otherwise a cleaned copy."""
+    too_deep = deeper_than(call.arguments, MAX_DEPTH)
+    if not too_deep and _storable_value([call.name, call.raw_arguments, call.id,
+                                         call.arguments]):
+        return call  # the common case, in one check
+    name, raw, call_id = storable(call.name), storable(call.raw_arguments), storable(call.id)
+    arguments, error = call.arguments, call.arguments_error
+    if too_deep:
+        arguments, error = {}, f"the arguments are nested deeper than {MAX_DEPTH} levels"
+        raw = raw[:200] + ("..." if len(raw) > 200 else "")
+    elif not _storable_value(arguments):
+        arguments = _storable_copy(arguments)
+    return replaced(call, id=call_id, name=name, raw_arguments=raw, arguments=arguments,
+                    arguments_error=error)
+
+
+def admit_parsed(output: ParsedOutput) -> ParsedOutput:
+    """What a protocol made of a reply, every text and call made safe to keep (a parser may
+    decode escapes such as ``\\ud800`` into bad text)."""
+    if not _storable_texts(output.text, output.thought, output.final_answer, output.error,
+                           output.reasoning, output.plain_answer):
+        output.text = storable(output.text)
+        for name in ("thought", "final_answer", "error", "reasoning", "plain_answer"):
+            value = getattr(output, name)
+            if value is not None:
+                setattr(output, name, storable(value))
+    output.tool_calls = [admit_call(call) for call in output.tool_calls]
+    return output
+
+
+def admit_observation(result: Observation) -> Observation:
+    """A tool's observation with storable text."""
+    output = storable(result.output)
+    return result if output is result.output else replaced(result, output=output)
+
+
+def _storable_texts(*texts: str | None) -> bool:
+    """Whether every text given (None counts as none) encodes as UTF-8, checked as one text;
+    False too for a value that is not text, which is then left to :func:`storable`."""
+    try:
+        "".join(filter(None, texts)).encode("utf-8")
+    except (UnicodeEncodeError, TypeError):
+        return False
+    return True
+
+
+def _storable_copy(value: Any) -> Any:
+    """A JSON-like value with every string made storable (through one JSON round trip)."""
+    return json.loads(storable(json.dumps(value, ensure_ascii=False, default=repr)))
+
+
+def _storable_value(value: Any) -> bool:
+    """Whether every string (keys too) in a JSON-like value encodes as UTF-8.
+
+    The value is written by the C JSON encoder (keeping every character) and encoded as one
+    text: UTF-8 refuses any surrogate, paired or lone, so it encodes exactly when each of its
+    strings does. A value the encoder cannot write (a type JSON has no form for, nesting past
+    the interpreter's limit) is walked instead."""
+    try:
+        text = _WRITER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return _walked_storable(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_WRITER = json.JSONEncoder(ensure_ascii=False)
+"""Writes a value's strings as they are (``json.dumps`` with an option builds an encoder per
+call)."""
+
+
+def _walked_storable(value: Any) -> bool:
+    """:func:`_storable_value` by a walk: the strings are gathered and encoded as one (one
+    encoder call instead of one per string)."""
+    strings: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    try:
+        "".join(strings).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# -- token estimates -------------------------------------------------------------------------------
+
+def with_estimate(response: ModelResponse, request: ModelRequest) -> ModelResponse:
+    """``response``, its unknown usage given an estimate (a copy); as it is otherwise."""
+    usage = response.usage
+    if usage.known or usage.estimated_tokens:
+        return response
+    estimated = dataclasses.replace(usage, estimated_tokens=_call_tokens(request, response))
+    return dataclasses.replace(response, usage=estimated)
+
+
+def _call_tokens(request: ModelRequest, response: ModelResponse) -> int:
+    sent = json.dumps([request.messages, request.tools or []], ensure_ascii=False, default=str)
+    received = [response.content or "", response.reasoning_content or ""]
+    for call in response.tool_calls:
+        received += [call.name, call.raw_arguments or json.dumps(call.arguments,
+                                                                 ensure_ascii=False)]
+    return tokens(sent) + sum(tokens(text) for text in received)

@@ -23,18 +23,24 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from miniagent._internal.waits import WaitReporter, reporting_waits
 from miniagent._internal.wording import token_count
 from miniagent.core.errors import ModelError, ToolInterrupted
 from miniagent.core.protocol import tool_choice
-from miniagent.core.runtime import incoming
-from miniagent.core.runtime.approvals import apply_decision, denial, recover_interrupted
-from miniagent.core.runtime.calls import answered, record_outcome
+from miniagent.core.runtime.calls import (
+    answered,
+    apply_decision,
+    denial,
+    record_outcome,
+    recover_interrupted,
+    relayed_decision,
+)
 from miniagent.core.runtime.effects import Effects
-from miniagent.core.runtime.estimate import with_estimate
 from miniagent.core.runtime.guards import (
     REPEATED,
     LoopDetector,
+    admit_observation,
+    admit_parsed,
+    admit_response,
     copied_example,
     cut_off,
     earlier_result,
@@ -44,11 +50,10 @@ from miniagent.core.runtime.guards import (
     rounds_done,
     too_many_calls,
     truncate_observation,
+    with_estimate,
 )
-from miniagent.core.runtime.spec import Rules
-from miniagent.core.runtime.subruns import relayed_decision
 from miniagent.core.session import FINAL, AgentSession
-from miniagent.core.tool_context import ToolContext
+from miniagent.core.tool_context import ToolContext, WaitReporter, reporting_waits
 from miniagent.core.types import (
     CallRecord,
     Message,
@@ -65,6 +70,7 @@ from miniagent.core.types import (
 
 if TYPE_CHECKING:
     from miniagent.core.runtime import events as ev
+    from miniagent.core.runtime.run import Rules  # run.py imports this module
 
 __all__ = ["AT_LIMIT", "AnswerAtLimit", "CallTools", "Finish", "NextStep", "RetryFormat",
            "StepLogic", "Stop", "ToModel", "WaitForPerson", "first_request", "warmup_request"]
@@ -338,7 +344,7 @@ class StepLogic:
 
     async def _reply(self, request: ModelRequest) -> ModelResponse:
         """The model's reply, made safe to keep; a usage its server did not report, estimated."""
-        return with_estimate(incoming.response(await self.effects.generate(request)), request)
+        return with_estimate(admit_response(await self.effects.generate(request)), request)
 
     def _render(self, turn: _Turn) -> ModelRequest:
         return _rendered(self.rules, turn)
@@ -362,7 +368,7 @@ class StepLogic:
         model sent none or reused one (copies: replies may be shared). Ids are unique within
         the session: approvals, idempotency keys and sub-sessions are keyed by them, and some
         servers number calls ``call_0``, ``call_1`` afresh on every turn."""
-        parsed = incoming.parsed(parsed)
+        parsed = admit_parsed(parsed)
         if not parsed.tool_calls:
             return parsed
         used = {record.call.id for step in session.steps for record in step.calls}
@@ -469,7 +475,7 @@ class StepLogic:
                                            default_retry=self.spec.tool_retry)
             with reporting_waits(self._waits(session, span, parent, step.index,
                                              record.call.id)):
-                observation = incoming.observation(await self.effects.run_tool(record.call,
+                observation = admit_observation(await self.effects.run_tool(record.call,
                                                                                context))
         finally:
             if slots is not None:
@@ -640,7 +646,7 @@ class StepLogic:
     def _waits(self, session: AgentSession, span: str, parent: str | None, step: int,
                call_id: str | None = None) -> WaitReporter | None:
         """What reports a wait for a slot inside this call as ``slot_waiting`` (the driver's
-        executor or model calls it; :mod:`miniagent._internal.limits`)."""
+        executor or model calls it; :mod:`miniagent.core.throttles`)."""
         if not self.effects.observed:
             return None
 

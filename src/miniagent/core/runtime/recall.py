@@ -21,15 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from miniagent.core.runtime import incoming
-from miniagent.core.runtime.guards import truncate_observation
+from miniagent.core.runtime.guards import admit_observation, truncate_observation
 from miniagent.core.session import AgentSession
 from miniagent.core.tool_context import ToolContext
 from miniagent.core.types import Message, ToolCall
 
 if TYPE_CHECKING:
     from miniagent.core.runtime.effects import Effects
-    from miniagent.core.runtime.spec import Rules
+    from miniagent.core.runtime.run import Rules
 
 __all__ = ["MAX_QUERY_CHARS", "Recalled", "before_turn", "with_recalls"]
 
@@ -64,7 +63,7 @@ async def before_turn(session: AgentSession, rules: Rules, effects: Effects,
         return Recalled(query=query, text="", error=f"'{name}' needs approval: not called "
                                                     "before the turn")
     context = ToolContext.for_call(session.id, call.id, name, 0, session.metadata)
-    observation = incoming.observation(await effects.run_tool(call, context))
+    observation = admit_observation(await effects.run_tool(call, context))
     if observation.is_error:
         turn.recalled = ""
         return Recalled(query=query, text="", error=observation.output)

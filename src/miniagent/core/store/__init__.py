@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from miniagent.core.store.base import CheckpointStore
-from miniagent.core.store.memory import MemoryStore
+from miniagent.core.store.base import CheckpointStore, InMemoryStore
 
 if TYPE_CHECKING:
     from miniagent.core.store.listing import SessionQuery, SessionSummary
     from miniagent.core.store.sqlite import SQLiteStore, default_store_path
 
-__all__ = ["CheckpointStore", "MemoryStore", "SQLiteStore", "SessionQuery",
+__all__ = ["CheckpointStore", "InMemoryStore", "SQLiteStore", "SessionQuery",
            "SessionSummary", "default_store_path"]
 
 

@@ -26,7 +26,7 @@ class SessionSummary:
     updated_at: float
     tokens: int | None = None
     """The session's counted tokens (see ``TokenUsage.counted_tokens``), where the listing
-    reads them (:meth:`SQLiteStore.page`, :meth:`MemoryStore.page`)."""
+    reads them (:meth:`SQLiteStore.page`, :meth:`InMemoryStore.page`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

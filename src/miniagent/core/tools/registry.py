@@ -36,9 +36,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
 from miniagent._internal.bounds import seconds
-from miniagent._internal.limits import SlotKey
 from miniagent.core.errors import ToolDefinitionError
 from miniagent.core.retry import RetryPolicy, RetrySetting
+from miniagent.core.throttles import SlotKey
 from miniagent.core.tools.arguments import (
     NO_OUTPUT,
     ArgumentsChecker,
@@ -96,7 +96,7 @@ class Tool:
             :mod:`miniagent.core.tools.warmup`); ``None``: nothing to warm.
         max_concurrency: at most this many calls of the tool run at once in the process,
             across all its sessions and agents (``None``: no limit; see
-            :mod:`miniagent._internal.limits`).
+            :mod:`miniagent.core.throttles`).
         slot_key: what ``max_concurrency`` counts against: this tool and its copies
             (:meth:`with_options`, what the wrappers list), never another tool of its name.
         precheck: why a call would not run, judged from its context before the call waits for

@@ -21,7 +21,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from miniagent._internal.threads import run_in_daemon_thread
+from miniagent._internal.aio import run_in_daemon_thread
 from miniagent.core.errors import ToolError
 
 __all__ = ["Failure", "LateResult", "describe", "failure_text", "guarded", "is_async_callable",
@@ -103,7 +103,7 @@ late_result: contextvars.ContextVar[LateResult | None] = contextvars.ContextVar(
     "miniagent_late_result", default=None)
 """Set by a driver around one tool call: told of work the call runs on a thread and of its
 outcome, so that a result that comes after the run stopped waiting is kept (see
-:mod:`miniagent.core.runtime.late_calls`). The function source tells it (its observation)."""
+:mod:`miniagent.core.runtime.inprocess`). The function source tells it (its observation)."""
 
 
 async def _then(work: Awaitable[Any], render: Callable[[Any], Any]) -> Any:

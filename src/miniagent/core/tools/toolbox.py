@@ -21,19 +21,18 @@ that listed it. A call is judged and run here, the same way whatever its source:
    is tried again). The observation records the attempts made.
 
 A tool with ``max_concurrency`` runs at most that many calls at once in the process, across all
-sessions and agents (:func:`miniagent._internal.limits.tool_slots`, kept per tool definition, not
+sessions and agents (:func:`miniagent.core.throttles.tool_slots`, kept per tool definition, not
 per
 name): each attempt takes a slot before step 3 (first come, first served) and gives it back
 after step 4. First the tool's ``precheck`` may refuse the call (an agent tool nested too deep),
 and a call made inside a call of the same tool (an agent that calls itself) is refused: it
 would wait for a slot while its caller holds one, and callers that hold every slot between
-them, each waiting so, would wait forever (:func:`miniagent._internal.limits.held_by_callers`). The
-wait
-is not part of the tool's timeout (that is for the tool's work), but the run's deadline bounds
-it: a call still waiting then is not run and gets an error observation. A call that has to
-wait is reported (:func:`miniagent._internal.waits.report_wait`: a ``slot_waiting`` event). A call
-that
-timed out gives its slot back at once, even though a sync tool's thread may run on (Python
+them, each waiting so, would wait forever
+(:func:`miniagent.core.throttles.held_by_callers`). The wait is not part of the tool's
+timeout (that is for the tool's work), but the run's deadline bounds it: a call still waiting
+then is not run and gets an error observation. A call that has to wait is reported
+(:func:`miniagent.core.tool_context.report_wait`: a ``slot_waiting`` event). A call that timed
+out gives its slot back at once, even though a sync tool's thread may run on (Python
 cannot stop a thread; holding the slot would let one hung call starve the tool).
 
 Approval is judged here too (:meth:`needs_approval`), on the validated arguments, where the
@@ -51,12 +50,11 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from miniagent._internal.limits import held_by_callers, holding, tool_slots
-from miniagent._internal.waits import report_wait
 from miniagent._internal.wording import counted
 from miniagent.core.errors import ToolDefinitionError
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.tool_context import ToolContext, using_context
+from miniagent.core.throttles import held_by_callers, holding, tool_slots
+from miniagent.core.tool_context import ToolContext, report_wait, using_context
 from miniagent.core.tools.arguments import check_arguments, preview
 from miniagent.core.tools.registry import Tool
 from miniagent.core.tools.runner import Failure, describe, failure_text, guarded, within

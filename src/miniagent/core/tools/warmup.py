@@ -55,7 +55,7 @@ from miniagent.core.tools.warmup_record import WarmupStatus, forget, once
 
 if TYPE_CHECKING:
     from miniagent.core.protocol.base import ActionProtocol
-    from miniagent.core.runtime.spec import AgentSpec
+    from miniagent.core.runtime.run import AgentSpec
     from miniagent.core.tools.registry import Tool
     from miniagent.core.tools.source import ToolSource
 
@@ -202,7 +202,7 @@ async def warm_model_prompt(model: Any, sources: Sequence[ToolSource], spec: Age
     that prompt in the embedded model's cache; the aids ``spec`` left to the model are decided
     by it. Only loading when the tools cannot be listed (their source's warm-up says why)."""
     from miniagent.core.runtime.loop import warmup_request
-    from miniagent.core.runtime.spec import rules_for, with_small_model_aids
+    from miniagent.core.runtime.run import rules_for, with_small_model_aids
     from miniagent.core.tools.toolbox import Toolbox
 
     request = None

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from miniagent._internal.threads import run_in_daemon_thread
+from miniagent._internal.aio import run_in_daemon_thread
 from miniagent.core.tools.runner import describe, is_async_callable
 
 if TYPE_CHECKING:

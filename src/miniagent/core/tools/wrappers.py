@@ -48,7 +48,7 @@ class ToolRule:
         retry: how a call is tried again after a transient failure: a
             :class:`~miniagent.core.retry.RetryPolicy` or a number of attempts.
         max_concurrency: at most this many calls of each matching tool at once in the
-            process (see :mod:`miniagent._internal.limits`).
+            process (see :mod:`miniagent.core.throttles`).
     """
 
     requires_approval: ApprovalRule | None = None

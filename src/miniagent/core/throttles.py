@@ -21,10 +21,10 @@ limits here are kept per process, not per agent or per loop, so they hold across
   after a 429, every request to the endpoint waits until its ``Retry-After`` has passed, not
   only the one that got it.
 
-Waiting is reported (:mod:`miniagent._internal.waits`): a limit that makes a call wait calls
-:func:`~miniagent._internal.waits.report_wait`, which reaches the reporter the step logic installed
-around
-the call (a ``slot_waiting`` event; on Temporal the worker's activity relays it to the workflow).
+Waiting is reported: a limit that makes a call wait calls
+:func:`~miniagent.core.tool_context.report_wait`, which reaches the reporter the step logic
+installed around the call (a ``slot_waiting`` event; on Temporal the worker's activity relays
+it to the workflow).
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from miniagent._internal.waits import report_wait
 from miniagent._internal.wording import counted
 from miniagent.core.errors import ConfigError
+from miniagent.core.tool_context import report_wait
 
 __all__ = ["Admission", "Endpoint", "EndpointLimits", "RateWindow", "SlotKey", "Slots",
            "endpoint", "held_by_callers", "holding", "tool_slots"]

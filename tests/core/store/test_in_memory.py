@@ -1,4 +1,4 @@
-"""MemoryStore: the in-process default."""
+"""InMemoryStore: the in-process default."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from miniagent import Agent, ScriptedModel
 from miniagent._internal.ids import random_id
 from miniagent.core.errors import SessionBusy, SessionNotFound
 from miniagent.core.session import AgentSession
-from miniagent.core.store import MemoryStore
+from miniagent.core.store import InMemoryStore
 
 
 def finished(question: str) -> AgentSession:
@@ -23,12 +23,12 @@ def waiting(question: str) -> AgentSession:
     return session
 
 
-def kept_questions(store: MemoryStore) -> set[str]:
+def kept_questions(store: InMemoryStore) -> set[str]:
     return {row.question for row in store.list(10_000)}
 
 
 def test_memory_store_keeps_resumable_sessions_and_bounds_finished_ones() -> None:
-    store = MemoryStore(keep_finished=5)
+    store = InMemoryStore(keep_finished=5)
     paused = waiting("waits")
     store.save(paused)
     for i in range(30):
@@ -42,7 +42,7 @@ def test_memory_store_keeps_resumable_sessions_and_bounds_finished_ones() -> Non
 
 
 def test_many_saves_keep_exactly_the_last_finished_ones() -> None:
-    store = MemoryStore(keep_finished=3)
+    store = InMemoryStore(keep_finished=3)
     sessions = [finished(f"q{i}") for i in range(2000)]
     for session in sessions:
         store.save(session)
@@ -53,7 +53,7 @@ def test_many_saves_keep_exactly_the_last_finished_ones() -> None:
 
 
 def test_resumable_sessions_are_always_kept() -> None:
-    store = MemoryStore(keep_finished=2)
+    store = InMemoryStore(keep_finished=2)
     paused = [waiting(f"w{i}") for i in range(50)]
     running = [AgentSession.start(f"r{i}", id=random_id(), at=1.0) for i in range(50)]
     for i in range(50):
@@ -66,7 +66,7 @@ def test_resumable_sessions_are_always_kept() -> None:
 
 
 def test_a_finished_session_saved_again_moves_to_the_back() -> None:
-    store = MemoryStore(keep_finished=3)
+    store = InMemoryStore(keep_finished=3)
     first = finished("first")
     store.save(first)
     store.save(finished("a"))
@@ -80,7 +80,7 @@ def test_a_finished_session_saved_again_moves_to_the_back() -> None:
 
 
 def test_a_session_finishing_later_is_not_dropped_for_its_early_start() -> None:
-    store = MemoryStore(keep_finished=2)
+    store = InMemoryStore(keep_finished=2)
     slow = AgentSession.start("slow", id=random_id(), at=1.0)
     store.save(slow)  # started first, still running while others finish
     for i in range(10):
@@ -92,7 +92,7 @@ def test_a_session_finishing_later_is_not_dropped_for_its_early_start() -> None:
 
 
 def test_leased_sessions_are_never_dropped() -> None:
-    store = MemoryStore(keep_finished=2)
+    store = InMemoryStore(keep_finished=2)
     held = finished("held")
     store.save(held)
     store.acquire(held.id, "owner-1")
@@ -112,7 +112,7 @@ def test_leased_sessions_are_never_dropped() -> None:
 
 
 def test_a_session_saved_while_leased_is_droppable_once_released() -> None:
-    store = MemoryStore(keep_finished=1)
+    store = InMemoryStore(keep_finished=1)
     run = AgentSession.start("run", id=random_id(), at=1.0)
     store.save(run)
     store.acquire(run.id, "owner")
@@ -125,7 +125,7 @@ def test_a_session_saved_while_leased_is_droppable_once_released() -> None:
 
 
 def test_a_status_changed_by_update_counts() -> None:
-    store = MemoryStore(keep_finished=1)
+    store = InMemoryStore(keep_finished=1)
     paused = waiting("paused")
     store.save(paused)
     store.save(finished("done"))
@@ -134,7 +134,7 @@ def test_a_status_changed_by_update_counts() -> None:
 
 
 def test_agent_runs_keep_only_the_last_finished_sessions() -> None:
-    store = MemoryStore(keep_finished=2)
+    store = InMemoryStore(keep_finished=2)
     model = ScriptedModel([f"Thought: t\nFinal Answer: {i}" for i in range(5)])
     agent = Agent(model=model, store=store)
     results = [agent.run(f"q{i}") for i in range(5)]
@@ -144,7 +144,7 @@ def test_agent_runs_keep_only_the_last_finished_sessions() -> None:
 
 
 def test_force_overrides_a_held_lease_and_the_old_holder_can_no_longer_save() -> None:
-    store = MemoryStore()
+    store = InMemoryStore()
     session = waiting("held")
     store.save(session)
     store.acquire(session.id, "task-a")

@@ -1,6 +1,7 @@
-"""Running blocking functions (sync tools, approval prompts) off the event loop.
+"""Crossing between sync code and the event loop, both ways, boundedly.
 
-They run on daemon worker threads of our own instead of the loop's default executor: a call
+**Blocking functions off the loop** (:func:`run_in_daemon_thread`): sync tools and approval
+prompts run on daemon worker threads of our own instead of the loop's default executor: a call
 that never returns (a hung tool, a prompt nobody answers) cannot be killed, and with the
 default executor ``asyncio.run`` and interpreter exit would wait for it forever. A daemon
 thread is simply abandoned once nobody waits for its result.
@@ -8,6 +9,12 @@ thread is simply abandoned once nobody waits for its result.
 Workers are reused: a new thread per call cost ~175 µs here, ``asyncio.to_thread`` ~80 µs,
 a reused worker ~40 µs. A new worker starts whenever none is idle, so a hung call never
 blocks the others; idle workers exit after a minute.
+
+**A coroutine from sync code** (:func:`run_coroutine`, under ``Agent.run``): like
+:func:`asyncio.run`, with one difference: at the end, tasks still pending (a tool that ignores
+its cancellation, left behind by a deadline) get :data:`LEFTOVER_GRACE` seconds to finish after
+being cancelled, instead of being waited for without end. As in ``asyncio.run``, Ctrl-C cancels
+the main task (so cleanup code runs) and then raises KeyboardInterrupt.
 """
 
 from __future__ import annotations
@@ -18,14 +25,17 @@ import contextvars
 import logging
 import os
 import queue
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 log = logging.getLogger("miniagent")
 
+
+# -- blocking functions off the loop ---------------------------------------------------------------
 
 class _Workers:
     """Daemon threads taking jobs from one queue."""
@@ -119,3 +129,63 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any,
     workers = _WORKERS
     workers.submit(job)
     return await future
+
+
+# -- a coroutine from sync code --------------------------------------------------------------------
+
+LEFTOVER_GRACE = 1.0
+"""Seconds pending tasks get to finish once the main coroutine has returned."""
+
+
+def run_coroutine(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` in a new event loop and close the loop within a bounded time."""
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(main)
+    interrupted = False
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        nonlocal interrupted
+        interrupted = True
+        loop.call_soon_threadsafe(task.cancel)
+
+    try:
+        with _sigint_handler(on_sigint):
+            try:
+                return loop.run_until_complete(task)
+            except asyncio.CancelledError:
+                if interrupted:
+                    raise KeyboardInterrupt from None
+                raise
+    finally:
+        try:
+            _settle_leftovers(loop)
+        finally:
+            loop.close()
+
+
+def _settle_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for leftover in pending:
+        leftover.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.wait(pending, timeout=LEFTOVER_GRACE))
+    for leftover in pending:
+        if not leftover.done():
+            # abandoned on purpose: do not report it as "destroyed but pending" later
+            leftover._log_destroy_pending = False  # type: ignore[attr-defined]
+    loop.run_until_complete(loop.shutdown_asyncgens())
+
+
+@contextlib.contextmanager
+def _sigint_handler(handler: Any) -> Iterator[None]:
+    """Install ``handler`` for SIGINT while in the main thread with the default handler."""
+    usable = (threading.current_thread() is threading.main_thread()
+              and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    if not usable:
+        yield
+        return
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from miniagent._internal.threads import run_in_daemon_thread
+from miniagent._internal.aio import run_in_daemon_thread
 
 
 async def test_results_and_exceptions_come_back() -> None:

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from miniagent._internal.limits import Endpoint, EndpointLimits, RateWindow, Slots
-from miniagent._internal.waits import reporting_waits
+from miniagent.core.throttles import Endpoint, EndpointLimits, RateWindow, Slots
+from miniagent.core.tool_context import reporting_waits
 
 
 async def test_waiters_are_served_in_arrival_order() -> None:
