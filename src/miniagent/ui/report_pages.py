@@ -13,10 +13,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from miniagent.report.html import csp
-from miniagent.report.trace_html import SCRIPT as REPORT_SCRIPT
+from miniagent.report.trace import SCRIPT as REPORT_SCRIPT
 from miniagent.ui import views
 from miniagent.ui.evals import EvalRun, find, listed, report_html, trace_html
-from miniagent.ui.reports import session_report
+from miniagent.report.session import session_report
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ import pytest
 from test_eval_report_links import failed_run
 
 from browser import needs_browser, open_page
-from miniagent.evals.html_report import write_html
+from miniagent.report.evals import write_html
 from miniagent.evals.metrics import summarize
 
 pytestmark = needs_browser

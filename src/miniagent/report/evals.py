@@ -271,7 +271,7 @@ def _write_trace_pages(report: dict[str, Any], page_dir: Path, traces_root: Path
                        ) -> dict[str, str | TraceRefused | None]:
     """Each failed run's trace page, written next to its JSONL file: its link relative to
     ``page_dir`` by the run's key (or why there is none)."""
-    from miniagent.report.trace_html import write_trace_html
+    from miniagent.report.trace import write_trace_html
 
     links: dict[str, str | TraceRefused | None] = {}
     for result in failed(report):

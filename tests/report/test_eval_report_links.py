@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from miniagent.evals.html_report import write_html
+from miniagent.report.evals import write_html
 from miniagent.evals.metrics import summarize
 
 
