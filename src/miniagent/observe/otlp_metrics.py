@@ -1,4 +1,4 @@
-"""Metrics to an OTLP/HTTP collector, sent as spans are (:mod:`miniagent.observe.otlp`).
+"""Metrics to an OTLP/HTTP collector, sent as spans are (:mod:`miniagent.observe.otlp_spans`).
 
 :func:`otlp_meter_provider` builds the SDK's meter provider with a periodic reader and the
 OTLP/HTTP (protobuf) metric exporter, with the span exporter's two changes: the exporter's own
@@ -27,7 +27,7 @@ from opentelemetry.sdk.metrics.export import (
 from opentelemetry.sdk.resources import Resource
 
 from miniagent.core.errors import ConfigError
-from miniagent.observe.otlp import (
+from miniagent.observe.otlp_spans import (
     _HELD_BACK,
     SHUTDOWN_TIMEOUT,
     _hold_back_exporter_logs,
