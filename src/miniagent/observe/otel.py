@@ -421,12 +421,13 @@ def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float =
 
     ``url`` is the traces endpoint (``http://127.0.0.1:4318/v1/traces``), or a collector's
     base URL, to which ``/v1/traces`` is added. Call ``shutdown()`` on it to send what is left.
-    Sending never affects a run (:mod:`miniagent.observe.otlp_spans`): a batch goes as requests of
-    at most ``max_request_bytes`` (:data:`~miniagent.observe.otlp_spans.MAX_REQUEST_BYTES`), each
-    retried for up to ``timeout`` seconds; the first failure of the process is logged as one
-    line, and ``shutdown()`` waits at most ``shutdown_timeout`` seconds
-    (:data:`~miniagent.observe.otlp_spans.SHUTDOWN_TIMEOUT`) for a collector that is down, and at
-    most ``timeout`` for one that accepted the last request and does not answer.
+    Sending never affects a run (:mod:`miniagent.observe.otlp_spans`): a batch goes as
+    requests of at most ``max_request_bytes``
+    (:data:`~miniagent.observe.otlp_spans.MAX_REQUEST_BYTES`), each retried for up to
+    ``timeout`` seconds; the first failure of the process is logged as one line, and
+    ``shutdown()`` waits at most ``shutdown_timeout`` seconds
+    (:data:`~miniagent.observe.otlp_export.SHUTDOWN_TIMEOUT`) for a collector that is down,
+    and at most ``timeout`` for one that accepted the last request and does not answer.
 
     Raises:
         ConfigError: ``url`` is not an http(s) URL, an OpenTelemetry limit in the environment
@@ -440,11 +441,9 @@ def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float =
     except ImportError:
         raise ConfigError("the OTLP exporter is not installed: pip install 'miniagent[otel]'"
                           ) from None
-    return otlp_spans.otlp_provider(
-        url, service_name=service_name, timeout=timeout,
-        max_request_bytes=otlp_spans.MAX_REQUEST_BYTES if max_request_bytes is None
-        else max_request_bytes,
-        shutdown_timeout=otlp_spans.SHUTDOWN_TIMEOUT if shutdown_timeout is None else shutdown_timeout)
+    return otlp_spans.otlp_provider(url, service_name=service_name, timeout=timeout,
+                                    max_request_bytes=max_request_bytes,
+                                    shutdown_timeout=shutdown_timeout)
 
 
 def _steps(run: _Run, result: RunResult) -> int:
