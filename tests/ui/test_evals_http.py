@@ -14,9 +14,9 @@ from starlette.testclient import TestClient
 from ui_support import LOCAL
 
 from miniagent import MemoryStore
-from miniagent.report.evals import write_html
 from miniagent.evals.metrics import summarize
 from miniagent.observe.reader import read_trace
+from miniagent.report.evals import write_html
 from miniagent.report.html import csp
 from miniagent.report.trace import SCRIPT, render_trace
 from miniagent.ui import app

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from miniagent.core.errors import UserError
-from miniagent.report.evals import TraceRefused, confined, render
 from miniagent.observe.reader import read_trace
+from miniagent.report.evals import TraceRefused, confined, render
 from miniagent.report.trace import render_trace
 
 REPORT = "report.json"
