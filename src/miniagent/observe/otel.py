@@ -51,6 +51,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from miniagent._internal.version import installed_version
 from miniagent.core.errors import ConfigError
 from miniagent.core.runtime import events as ev
 from miniagent.core.types import RunResult, TokenUsage
@@ -133,12 +134,10 @@ class OtelTracer:
     def __init__(self, *, model: ModelInfo, agent_name: str = "miniagent",
                  tracer_provider: Any = None, capture_content: bool | None = None,
                  secrets: Iterable[str | None] = ()) -> None:
-        from miniagent import __version__
-
         if _MISSING:
             raise ConfigError(_MISSING)
         self.model, self.agent_name = model, agent_name
-        self.tracer = otel_trace.get_tracer(INSTRUMENTATION, __version__,
+        self.tracer = otel_trace.get_tracer(INSTRUMENTATION, installed_version(),
                                             tracer_provider=tracer_provider)
         if capture_content is None:
             capture_content = os.environ.get(CONTENT_ENV, "").strip().lower() in ("1", "true")
