@@ -27,16 +27,7 @@ from miniagent.observe.reader import (
     read_trace,
 )
 from miniagent.observe.reader import number as finite
-from miniagent.report.html import (
-    BarSeries,
-    bar_chart,
-    csp,
-    details,
-    esc,
-    page,
-    pre,
-    status_class,
-)
+from miniagent.report.html import BarSeries, bar_chart, csp, details, esc, page, pre, status_class
 
 __all__ = ["POLICY", "render_trace", "write_trace_html"]
 
