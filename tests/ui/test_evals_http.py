@@ -21,7 +21,7 @@ from miniagent.report.html import csp
 from miniagent.report.trace import SCRIPT, render_trace
 from miniagent.ui import app
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "evals"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
 from test_eval_report_links import failed_run, write_trace
 
 BASE = "http://127.0.0.1:8765"
