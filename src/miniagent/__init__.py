@@ -78,12 +78,12 @@ if TYPE_CHECKING:
     from miniagent.core.tools.warmup import WarmupReport
     from miniagent.core.tools.wrappers import Filtered, Prefixed, ToolRule, WithRules
     from miniagent.memory.items import MemoryItem
-    from miniagent.memory.store import Memory
+    from miniagent.memory.sqlite import Memory
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "SQLiteStore": "miniagent.core.store.sqlite", "Memory": "miniagent.memory.store",
+    "SQLiteStore": "miniagent.core.store.sqlite", "Memory": "miniagent.memory.sqlite",
     "MemoryItem": "miniagent.memory.items", "WarmupReport": "miniagent.core.tools.warmup",
     "Filtered": "miniagent.core.tools.wrappers", "Prefixed": "miniagent.core.tools.wrappers",
     "ToolRule": "miniagent.core.tools.wrappers", "WithRules": "miniagent.core.tools.wrappers",

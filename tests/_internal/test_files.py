@@ -13,7 +13,7 @@ import pytest
 from miniagent import Agent, ScriptedModel, SQLiteStore
 from miniagent.evals.results import ResultsFile
 from miniagent.observe.jsonl import JsonlTracer
-from miniagent.report.trace_html import write_trace_html
+from miniagent.report.trace import write_trace_html
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from miniagent import Agent, ScriptedModel, tool
 from miniagent._internal.wording import counted
 from miniagent.cli.trace_show import trace_lines
 from miniagent.observe.reader import read_trace
-from miniagent.report.trace_html import render_trace
+from miniagent.report.trace import render_trace
 
 JUNK: list[Any] = [None, "x", -1, 1e308, 10**400, True, [], ["a", 1], {}, {"a": [1]},
                    "</script><img src=x onerror=alert(1)>"]

@@ -13,7 +13,7 @@ from test_trace_cli import cli
 
 from miniagent import Agent, OpenAICompatibleModel, tool
 from miniagent.observe.reader import read_trace
-from miniagent.report.trace_html import render_trace
+from miniagent.report.trace import render_trace
 from miniagent.testing.stub_server import StubServer
 
 SCRIPT: list[Any] = [

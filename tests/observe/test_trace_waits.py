@@ -11,7 +11,7 @@ from pathlib import Path
 
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.observe.reader import read_trace
-from miniagent.report.trace_html import render_trace
+from miniagent.report.trace import render_trace
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

@@ -8,7 +8,7 @@ import pytest
 
 from browser import needs_browser, open_page
 from miniagent import Agent, OpenAICompatibleModel, tool
-from miniagent.report.trace_html import write_trace_html
+from miniagent.report.trace import write_trace_html
 from miniagent.testing.stub_server import StubServer
 
 pytestmark = needs_browser

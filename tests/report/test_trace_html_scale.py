@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from miniagent.report.trace_html import write_trace_html
+from miniagent.report.trace import write_trace_html
 
 
 def write_trace(path: Path, steps: int) -> None:

@@ -14,14 +14,14 @@ from starlette.testclient import TestClient
 from ui_support import LOCAL
 
 from miniagent import InMemoryStore
-from miniagent.evals.html_report import write_html
 from miniagent.evals.metrics import summarize
 from miniagent.observe.reader import read_trace
+from miniagent.report.evals import write_html
 from miniagent.report.html import csp
-from miniagent.report.trace_html import SCRIPT, render_trace
+from miniagent.report.trace import SCRIPT, render_trace
 from miniagent.ui import app
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "evals"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
 from test_eval_report_links import failed_run, write_trace
 
 BASE = "http://127.0.0.1:8765"

@@ -16,7 +16,7 @@ from miniagent.core.errors import ModelConnectionError
 from miniagent.core.session import AgentSession
 from miniagent.observe.reader import Trace, read_trace
 from miniagent.report.html import csp
-from miniagent.report.trace_html import SCRIPT, render_trace
+from miniagent.report.trace import SCRIPT, render_trace
 from miniagent.ui import app
 
 BASE = "http://127.0.0.1:8765"

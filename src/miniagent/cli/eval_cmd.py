@@ -275,7 +275,7 @@ def _finish(report: dict[str, Any], *, out: Path, as_json: bool, html: Path | No
     report = finite(report)  # the same strict JSON in report.json and on stdout
     write_private(out / "report.json", dumps(report, indent=1))
     if html is not None:
-        from miniagent.evals.html_report import write_html
+        from miniagent.report.evals import write_html
 
         write_html(report, html, traces_root=out)
     if as_json:

@@ -63,7 +63,7 @@ def memory_path(path: Path | None) -> Path:
 def opened(path: Path | None, *, reading: bool = False) -> Iterator[Memory | None]:
     """The memory file, open; ``None`` for a command that only reads a file not made yet
     (nothing is created for a search)."""
-    from miniagent.memory.store import Memory
+    from miniagent.memory.sqlite import Memory
 
     target = memory_path(path)
     if reading and not target.exists():

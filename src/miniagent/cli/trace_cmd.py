@@ -40,7 +40,7 @@ def html(
         "trace.html"),
 ) -> None:
     """Write a trace as one self-contained HTML page: timeline, prompts, outputs, tokens."""
-    from miniagent.report.trace_html import write_trace_html
+    from miniagent.report.trace import write_trace_html
 
     with cli_errors():
         try:

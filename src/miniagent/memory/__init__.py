@@ -1,7 +1,7 @@
 """Long-term memory: facts saved in one SQLite file, found again by full-text search (FTS5,
 BM25, Chinese included) and, with an embedder, by semantic search too; and the memory tools.
 
-- :class:`Memory` (:mod:`.store`): add, search, list, get, delete, clear; async twins.
+- :class:`Memory` (:mod:`.sqlite`): add, search, list, get, delete, clear; async twins.
 - :mod:`.terms`: how text is indexed and how a query becomes a safe FTS5 expression.
 - :mod:`.vectors`: embeddings in SQLite, cosine in Python, reciprocal rank fusion.
 - :func:`endpoint_embedder` (:mod:`.embed`): embeddings from an OpenAI-compatible server.
@@ -27,7 +27,7 @@ from miniagent.memory.items import (
 
 if TYPE_CHECKING:
     from miniagent.memory.embed import endpoint_embedder
-    from miniagent.memory.store import Embedder, Memory
+    from miniagent.memory.sqlite import Embedder, Memory
     from miniagent.memory.tools import RECALL_HEADER, memory_tools, recall_block
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-_LAZY = {"Memory": "store", "Embedder": "store", "endpoint_embedder": "embed",
+_LAZY = {"Memory": "sqlite", "Embedder": "sqlite", "endpoint_embedder": "embed",
          "RECALL_HEADER": "tools", "memory_tools": "tools", "recall_block": "tools"}
 """Loaded on first use, not with ``import miniagent`` (sqlite3, the HTTP client, the tools)."""
 

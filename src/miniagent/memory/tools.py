@@ -31,7 +31,7 @@ from miniagent.memory.items import MAX_K, MemoryItem
 from miniagent.observe.redact import Redactor
 
 if TYPE_CHECKING:
-    from miniagent.memory.store import Memory
+    from miniagent.memory.sqlite import Memory
 
 __all__ = ["RECALL_HEADER", "RECALL_ITEM_CHARS", "RECALL_MAX_CHARS", "memory_tools",
            "recall_block"]

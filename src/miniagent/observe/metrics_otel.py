@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from miniagent._internal.version import installed_version
 from miniagent.core.errors import ConfigError
 from miniagent.observe.figures import FIGURES, Figure
 
@@ -28,14 +29,12 @@ class OtelSink:
     """
 
     def __init__(self, meter_provider: Any) -> None:
-        from miniagent import __version__
-
         try:
             from opentelemetry.metrics import Observation
         except ImportError:
             raise ConfigError(_MISSING) from None
         self._observation = Observation
-        self.meter = meter_provider.get_meter("miniagent", __version__)
+        self.meter = meter_provider.get_meter("miniagent", installed_version())
         self._instruments: dict[str, tuple[Figure, Any]] = {
             key: (figure, self._build(figure)) for key, figure in FIGURES.items()
             if not figure.kind.startswith("observed_")}

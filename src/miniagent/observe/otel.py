@@ -51,6 +51,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from miniagent._internal.version import installed_version
 from miniagent.core.errors import ConfigError
 from miniagent.core.runtime import events as ev
 from miniagent.core.types import RunResult, TokenUsage
@@ -133,12 +134,10 @@ class OtelTracer:
     def __init__(self, *, model: ModelInfo, agent_name: str = "miniagent",
                  tracer_provider: Any = None, capture_content: bool | None = None,
                  secrets: Iterable[str | None] = ()) -> None:
-        from miniagent import __version__
-
         if _MISSING:
             raise ConfigError(_MISSING)
         self.model, self.agent_name = model, agent_name
-        self.tracer = otel_trace.get_tracer(INSTRUMENTATION, __version__,
+        self.tracer = otel_trace.get_tracer(INSTRUMENTATION, installed_version(),
                                             tracer_provider=tracer_provider)
         if capture_content is None:
             capture_content = os.environ.get(CONTENT_ENV, "").strip().lower() in ("1", "true")
@@ -421,12 +420,13 @@ def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float =
 
     ``url`` is the traces endpoint (``http://127.0.0.1:4318/v1/traces``), or a collector's
     base URL, to which ``/v1/traces`` is added. Call ``shutdown()`` on it to send what is left.
-    Sending never affects a run (:mod:`miniagent.observe.otlp`): a batch goes as requests of
-    at most ``max_request_bytes`` (:data:`~miniagent.observe.otlp.MAX_REQUEST_BYTES`), each
-    retried for up to ``timeout`` seconds; the first failure of the process is logged as one
-    line, and ``shutdown()`` waits at most ``shutdown_timeout`` seconds
-    (:data:`~miniagent.observe.otlp.SHUTDOWN_TIMEOUT`) for a collector that is down, and at
-    most ``timeout`` for one that accepted the last request and does not answer.
+    Sending never affects a run (:mod:`miniagent.observe.otlp_spans`): a batch goes as
+    requests of at most ``max_request_bytes``
+    (:data:`~miniagent.observe.otlp_spans.MAX_REQUEST_BYTES`), each retried for up to
+    ``timeout`` seconds; the first failure of the process is logged as one line, and
+    ``shutdown()`` waits at most ``shutdown_timeout`` seconds
+    (:data:`~miniagent.observe.otlp_export.SHUTDOWN_TIMEOUT`) for a collector that is down,
+    and at most ``timeout`` for one that accepted the last request and does not answer.
 
     Raises:
         ConfigError: ``url`` is not an http(s) URL, an OpenTelemetry limit in the environment
@@ -436,15 +436,13 @@ def otlp_provider(url: str, *, service_name: str = "miniagent", timeout: float =
         raise ConfigError(_MISSING)
     attribute_limit()  # a bad OTEL_*_LIMIT is said here, not as the SDK's ValueError
     try:
-        from miniagent.observe import otlp
+        from miniagent.observe import otlp_spans
     except ImportError:
         raise ConfigError("the OTLP exporter is not installed: pip install 'miniagent[otel]'"
                           ) from None
-    return otlp.otlp_provider(
-        url, service_name=service_name, timeout=timeout,
-        max_request_bytes=otlp.MAX_REQUEST_BYTES if max_request_bytes is None
-        else max_request_bytes,
-        shutdown_timeout=otlp.SHUTDOWN_TIMEOUT if shutdown_timeout is None else shutdown_timeout)
+    return otlp_spans.otlp_provider(url, service_name=service_name, timeout=timeout,
+                                    max_request_bytes=max_request_bytes,
+                                    shutdown_timeout=shutdown_timeout)
 
 
 def _steps(run: _Run, result: RunResult) -> int:

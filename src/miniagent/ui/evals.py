@@ -1,11 +1,11 @@
 """Eval reports in the inbox: the folders ``miniagent eval --out`` wrote, under one folder
 (``miniagent ui --evals DIR``), rendered by the code that writes ``eval --html`` files
-(:func:`~miniagent.evals.html_report.render`) and their traces by the code of ``trace html``.
+(:func:`~miniagent.report.evals.render`) and their traces by the code of ``trace html``.
 
 Nothing a request says is used as a path: a report is chosen by its name in the listing (a
 folder holding ``report.json``, at most two levels below ``DIR``, never through a link that
 leads out), a trace by the key of a result in that report, whose ``trace`` field must name a
-``.jsonl`` file inside the report's folder (:func:`~miniagent.evals.html_report.confined`).
+``.jsonl`` file inside the report's folder (:func:`~miniagent.report.evals.confined`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from miniagent.core.errors import UserError
-from miniagent.evals.html_report import TraceRefused, confined, render
 from miniagent.observe.reader import read_trace
-from miniagent.report.trace_html import render_trace
+from miniagent.report.evals import TraceRefused, confined, render
+from miniagent.report.trace import render_trace
 
 REPORT = "report.json"
 """The file an eval folder holds its summary in (``miniagent eval --out DIR``)."""

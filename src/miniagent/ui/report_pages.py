@@ -1,6 +1,7 @@
 """The inbox's report pages: a session's trace report and the eval reports under
-``--evals`` (:mod:`miniagent.ui.evals`), each rendered by the code that writes the report
-files, under that report's own Content-Security-Policy."""
+``--evals`` (:mod:`miniagent.ui.evals`), each rendered by its module in
+:mod:`miniagent.report` (the code that writes the report files), under that report's own
+Content-Security-Policy (its ``POLICY``)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from miniagent.report.html import csp
-from miniagent.report.trace_html import SCRIPT as REPORT_SCRIPT
+from miniagent.report import evals as eval_report
+from miniagent.report import trace as trace_report
+from miniagent.report.session import session_report
 from miniagent.ui import views
 from miniagent.ui.evals import EvalRun, find, listed, report_html, trace_html
-from miniagent.ui.reports import session_report
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +43,7 @@ class ReportPages:
             return HTMLResponse(views.message_page(
                 self.ctx(request), "No trace report",
                 f"The trace file holds no run of session {sid}."), status_code=404)
-        return report_page(html, csp(REPORT_SCRIPT))
+        return report_page(html, trace_report.POLICY)
 
     async def evals_page(self, request: Request) -> Response:
         ctx = self.ctx(request)
@@ -60,7 +61,7 @@ class ReportPages:
         # files read and pages built off the event loop: other pages stay served meanwhile
         html = await run_in_threadpool(
             report_html, run, lambda key: ctx.url("/evals/trace", run=run.name, key=key))
-        return report_page(html, csp())
+        return report_page(html, eval_report.POLICY)
 
     async def eval_trace(self, request: Request) -> Response:
         run = self._eval_run(request)
@@ -72,7 +73,7 @@ class ReportPages:
             return HTMLResponse(views.message_page(
                 self.ctx(request), "No trace", f"The report {run.name} has no trace for {key}."),
                 status_code=404)
-        return report_page(html, csp(REPORT_SCRIPT))
+        return report_page(html, trace_report.POLICY)
 
     def _eval_run(self, request: Request) -> EvalRun | Response:
         """The listed eval folder the request names (``run``), or the page saying there is

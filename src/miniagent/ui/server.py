@@ -518,10 +518,10 @@ class Inbox:
 
     async def _has_report(self, session_id: str) -> bool:
         """Whether the trace file holds a run of the session (read off the event loop, and
-        only what was appended since the last look: see :mod:`miniagent.ui.reports`)."""
+        only what was appended since the last look: see :mod:`miniagent.report.session`)."""
         if self.trace is None:
             return False
-        from miniagent.ui.reports import has_runs
+        from miniagent.report.session import has_runs
 
         return await off_loop(has_runs, self.trace, session_id)
 

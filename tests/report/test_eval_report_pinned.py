@@ -8,8 +8,8 @@ from pathlib import Path
 
 from test_eval_report_links import failed_run, write_trace
 
-from miniagent.evals.html_report import write_html
 from miniagent.evals.metrics import summarize
+from miniagent.report.evals import write_html
 
 PINNED = Path(__file__).parent / "data" / "report_pinned"
 HOSTILE = "</script><img src=x onerror=alert(1)>支付"

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from miniagent.evals.html_report import write_html
 from miniagent.evals.metrics import summarize
+from miniagent.report.evals import write_html
 
 
 def failed_run(task_id: str, trace: str | None) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import pytest
 from test_eval_report_links import failed_run
 
 from browser import needs_browser, open_page
-from miniagent.evals.html_report import write_html
 from miniagent.evals.metrics import summarize
+from miniagent.report.evals import write_html
 
 pytestmark = needs_browser
 

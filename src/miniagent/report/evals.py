@@ -8,7 +8,7 @@ failed run with its answer, status and a link to its trace.
 Rendering (:func:`render`) writes nothing: it asks a :data:`TraceLink` for each failed run's
 link. :func:`write_html` first writes each linked trace as its own HTML page next to its JSONL
 file, then the report with relative links to them; the browser inbox serves the same pages
-from its own routes (:mod:`miniagent.ui.evals`).
+from its own routes (:mod:`miniagent.ui.evals`, :mod:`miniagent.ui.report_pages`).
 
 A result's ``trace`` comes from ``results.jsonl``, which anyone who can write the folder may
 have edited: it is used only as a ``.jsonl`` file inside the output folder (symbolic links
@@ -32,6 +32,7 @@ from miniagent.evals.metrics import mean_tokens
 from miniagent.report.html import (
     BarSeries,
     bar_chart,
+    csp,
     details,
     esc,
     page,
@@ -39,6 +40,10 @@ from miniagent.report.html import (
     status_class,
     table,
 )
+from miniagent.report.trace import write_trace_html
+
+POLICY = csp()
+"""The Content-Security-Policy of an eval report page: no script at all."""
 
 COLORS = ("var(--s1)", "var(--s3)", "var(--s4)", "var(--s2)")
 
@@ -271,8 +276,6 @@ def _write_trace_pages(report: dict[str, Any], page_dir: Path, traces_root: Path
                        ) -> dict[str, str | TraceRefused | None]:
     """Each failed run's trace page, written next to its JSONL file: its link relative to
     ``page_dir`` by the run's key (or why there is none)."""
-    from miniagent.report.trace_html import write_trace_html
-
     links: dict[str, str | TraceRefused | None] = {}
     for result in failed(report):
         try:

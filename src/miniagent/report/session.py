@@ -1,5 +1,5 @@
 """A session's trace report, from the JSONL trace the runs wrote, by the code that writes
-``miniagent trace html`` files (:func:`~miniagent.report.trace_html.render_trace`).
+``miniagent trace html`` files (:func:`~miniagent.report.trace.render_trace`).
 
 The file is followed (:class:`~miniagent.observe.reader.TraceFollower`): each look reads only
 what the runs appended since the last one, so a session's page costs the same however large
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from miniagent.core.errors import UserError
 from miniagent.observe.reader import Trace, TraceFollower
-from miniagent.report.trace_html import render_trace
+from miniagent.report.trace import render_trace
 
 _followers: dict[Path, TraceFollower] = {}
 _lock = threading.Lock()  # one reader of a follower at a time, and no reading while rendering

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from miniagent import ConfigError, Memory, MemoryItem, StoreCorrupted, UserError
 from miniagent.memory import MAX_ITEM_CHARS, MAX_K, MAX_QUERY_CHARS
-from miniagent.memory.store import SCHEMA_VERSION
+from miniagent.memory.sqlite import SCHEMA_VERSION
 
 FACTS = [
     "The user lives in Tokyo, near Shibuya station.",

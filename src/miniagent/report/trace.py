@@ -27,9 +27,9 @@ from miniagent.observe.reader import (
     read_trace,
 )
 from miniagent.observe.reader import number as finite
-from miniagent.report.html import BarSeries, bar_chart, details, esc, page, pre, status_class
+from miniagent.report.html import BarSeries, bar_chart, csp, details, esc, page, pre, status_class
 
-__all__ = ["render_trace", "write_trace_html"]
+__all__ = ["POLICY", "render_trace", "write_trace_html"]
 
 STYLE = """
 .run { margin-bottom: 36px; }
@@ -67,6 +67,9 @@ SCRIPT = """
   openHash();
 })();
 """
+
+POLICY = csp(SCRIPT)
+"""The Content-Security-Policy of a trace page: its own script runs, nothing else."""
 
 
 def write_trace_html(trace_file: str | os.PathLike[str], out: str | os.PathLike[str]) -> Trace:
