@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from miniagent.core.protocol.jsonscan import MAX_DEPTH, decode_arguments, loads_limited
+from miniagent._internal.jsonscan import MAX_DEPTH, decode_arguments, loads_limited
 from miniagent.core.protocol.native import (
     MAX_BODY_DEPTH,
     normalize_completion,

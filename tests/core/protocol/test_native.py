@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from miniagent._internal.jsonscan import INCOMPLETE
 from miniagent.core.errors import ModelResponseError
-from miniagent.core.protocol.jsonscan import INCOMPLETE
 from miniagent.core.protocol.native import NativeProtocol, normalize_completion, strip_think
 from miniagent.core.types import Message, ModelResponse, TokenUsage, ToolCall
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from miniagent.core.protocol.jsonscan import JSONLimitError, loads_limited
+from miniagent._internal.jsonscan import JSONLimitError, loads_limited
 
 __all__ = ["DeltaChannel", "DeltaSink", "StreamAccumulator", "StreamIncomplete"]
 

@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from miniagent.core.protocol.jsonscan import MAX_DEPTH, decode_arguments, loads_limited, scan_end
+from miniagent._internal.jsonscan import MAX_DEPTH, decode_arguments, loads_limited, scan_end
 from miniagent.core.types import ToolCall
 
 __all__ = ["is_final_name", "read_blob", "unwrap"]

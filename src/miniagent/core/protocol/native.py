@@ -29,9 +29,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from miniagent._internal.jsonscan import MAX_DEPTH, decode_arguments, deeper_than, excerpt
 from miniagent.core.errors import ModelError, ModelResponseError
 from miniagent.core.protocol.content import json_calls
-from miniagent.core.protocol.jsonscan import MAX_DEPTH, decode_arguments, deeper_than, excerpt
 from miniagent.core.types import (
     Message,
     ModelRequest,
@@ -46,7 +46,7 @@ __all__ = ["MAX_BODY_DEPTH", "NativeProtocol", "ToolLike", "normalize_completion
 
 MAX_BODY_DEPTH = 128
 """The deepest nesting of a response body accepted: a completion is about 8 levels deep
-around its tool arguments, which may nest :data:`~miniagent.core.protocol.jsonscan.MAX_DEPTH`."""
+around its tool arguments, which may nest :data:`~miniagent._internal.jsonscan.MAX_DEPTH`."""
 _MAX_COUNT = 2**53 - 1
 """The largest token count believed (exact as a float, fits SQLite); larger is garbage."""
 
@@ -196,7 +196,7 @@ def normalize_completion(body: dict[str, Any], *, depth_checked: bool = False) -
     Args:
         body: The decoded response body.
         depth_checked: ``body`` was decoded by
-            :func:`~miniagent.core.protocol.jsonscan.loads_limited` with ``max_depth`` at most
+            :func:`~miniagent._internal.jsonscan.loads_limited` with ``max_depth`` at most
             :data:`MAX_BODY_DEPTH`, so it cannot nest too deeply and is not walked again.
 
     Raises:

@@ -13,9 +13,9 @@
    decides the kind. ``Action: None`` (or ``N/A``, or no name) followed by a Final
    Answer is a final answer.
 4. The action input is cut out with a string-aware bracket scanner (see
-   :mod:`miniagent.core.protocol.jsonscan`), so braces or the word ``Observation:``
+   :mod:`miniagent._internal.jsonscan`), so braces or the word ``Observation:``
    inside JSON strings do not confuse it, then decoded by
-   :func:`~miniagent.core.protocol.jsonscan.decode_arguments`.
+   :func:`~miniagent._internal.jsonscan.decode_arguments`.
 5. Everything after the action's input, from the next label on (a hallucinated
    ``Observation``, a second ``Action``, a fake ``Final Answer``), is ignored and
    left out of :attr:`ParsedOutput.text`. Only the first action counts.
@@ -37,14 +37,14 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from miniagent.core.protocol.blobs import is_final_name, read_blob, unwrap
-from miniagent.core.protocol.jsonscan import (
+from miniagent._internal.jsonscan import (
     MAX_DEPTH,
     decode_arguments,
     loads_limited,
     scan_end,
     strip_fences,
 )
+from miniagent.core.protocol.blobs import is_final_name, read_blob, unwrap
 from miniagent.core.types import ParsedOutput, ToolCall
 
 __all__ = ["NO_ACTION_ERROR", "NO_ACTION_NAMES", "parse_react"]

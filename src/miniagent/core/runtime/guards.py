@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from miniagent._internal import defaults
 from miniagent._internal.bounds import seconds, whole
+from miniagent._internal.jsonscan import incomplete
 from miniagent._internal.wording import counted
-from miniagent.core.protocol.jsonscan import incomplete
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, EXAMPLE_PLACEHOLDERS
 from miniagent.core.types import ModelResponse, ParsedOutput, Step, ToolCall
 

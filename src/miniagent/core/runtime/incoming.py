@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from miniagent._internal.jsonscan import MAX_DEPTH, deeper_than
 from miniagent._internal.text import storable
-from miniagent.core.protocol.jsonscan import MAX_DEPTH, deeper_than
 from miniagent.core.types import ModelResponse, Observation, ParsedOutput, ToolCall, replaced
 
 

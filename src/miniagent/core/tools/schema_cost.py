@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from miniagent._internal.jsonscan import deeper_than
 from miniagent.core.errors import ToolDefinitionError
-from miniagent.core.protocol.jsonscan import deeper_than
 
 __all__ = ["MAX_EXPANDED_NODES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_DEPTH", "check_schema_cost"]
 
