@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from miniagent._internal.jsonscan import MAX_DEPTH, decode_arguments, loads_limited
-from miniagent.core.protocol.native import (
+from miniagent.core.models.openai_wire import (
     MAX_BODY_DEPTH,
     normalize_completion,
     reported_cached_tokens,

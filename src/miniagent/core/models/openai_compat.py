@@ -57,8 +57,7 @@ from miniagent.core.models.http import (
     HttpClient,
     HttpResponse,
 )
-from miniagent.core.protocol.native import MAX_BODY_DEPTH, normalize_completion
-from miniagent.core.protocol.tool_choice import wire_tool_choice
+from miniagent.core.models.openai_wire import MAX_BODY_DEPTH, normalize_completion, wire_tool_choice
 from miniagent.core.types import ModelRequest, ModelResponse, ToolMode
 
 if TYPE_CHECKING:  # streaming (SSE) loads with a model's first streamed call

@@ -6,7 +6,8 @@ the way its protocol allows:
 
 - with native tools (``native``, ``hybrid``, ``auto`` while native): the request's
   ``tool_choice`` field, which the transport sends as OpenAI's ``"auto"``, ``"required"``,
-  ``"none"`` or ``{"type": "function", "function": {"name": ...}}``;
+  ``"none"`` or ``{"type": "function", "function": {"name": ...}}``
+  (:func:`~miniagent.core.models.openai_wire.wire_tool_choice`);
 - with ReAct: the grammar, when the request carries one: ``required`` drops the Final Answer
   branch, a name leaves only that tool's Action, ``none`` only the Final Answer.
 
@@ -22,11 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from miniagent.core.types import ModelRequest, ParsedOutput, Step, ToolLike
 
-__all__ = ["KEYWORDS", "check_choice", "constrain", "enforce", "for_step", "wire_tool_choice"]
+__all__ = ["KEYWORDS", "check_choice", "constrain", "enforce", "for_step"]
 
 KEYWORDS = ("auto", "required", "none")
 """The choices that are not a tool's name."""
@@ -57,13 +57,6 @@ def for_step(choice: str | None, steps: Sequence[Step]) -> str | None:
     if choice is None or choice in ("auto", "none") or not any(s.calls for s in steps):
         return choice
     return "auto"
-
-
-def wire_tool_choice(choice: str) -> Any:
-    """OpenAI's ``tool_choice`` value for ``choice``."""
-    if choice in KEYWORDS:
-        return choice
-    return {"type": "function", "function": {"name": choice}}
 
 
 def constrain(request: ModelRequest, choice: str | None,
