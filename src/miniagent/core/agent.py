@@ -16,9 +16,8 @@ from miniagent._internal.sync import run_coroutine
 from miniagent._internal.text import storable
 from miniagent.core.errors import SessionNotFound, UserError
 from miniagent.core.models.base import ALL_AIDS, Model
-from miniagent.core.protocol.base import ActionProtocol
+from miniagent.core.protocol.base import ActionProtocol, check_choice
 from miniagent.core.protocol.registry import ProtocolRef, default_protocol, protocol_ref
-from miniagent.core.protocol.tool_choice import check_choice
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime import gcload
 from miniagent.core.runtime.approvals import Approver, InterruptedPolicy, decide
@@ -106,7 +105,7 @@ class Agent:
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
     the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
     that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
-    tool call, then ``auto`` (see :mod:`miniagent.core.protocol.tool_choice`). None lets the model
+    tool call, then ``auto`` (see :mod:`miniagent.core.protocol.base`). None lets the model
     decide (an HTTP model sends ``auto`` with native tools).
 
     With ``memory`` (a :class:`~miniagent.memory.Memory`), the model gets ``remember`` and

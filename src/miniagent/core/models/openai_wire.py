@@ -29,7 +29,7 @@ from typing import Any
 
 from miniagent._internal.jsonscan import MAX_DEPTH, decode_arguments, deeper_than, excerpt
 from miniagent.core.errors import ModelResponseError
-from miniagent.core.protocol.tool_choice import KEYWORDS
+from miniagent.core.protocol.base import CHOICE_KEYWORDS
 from miniagent.core.types import ModelResponse, TokenUsage, ToolCall
 
 __all__ = ["MAX_BODY_DEPTH", "normalize_completion", "reported_cached_tokens",
@@ -44,8 +44,8 @@ _MAX_COUNT = 2**53 - 1
 
 def wire_tool_choice(choice: str) -> Any:
     """OpenAI's ``tool_choice`` value for a run's choice (``auto``, ``required``, ``none`` or a
-    tool's name; see :mod:`miniagent.core.protocol.tool_choice`)."""
-    if choice in KEYWORDS:
+    tool's name; see :mod:`miniagent.core.protocol.base`)."""
+    if choice in CHOICE_KEYWORDS:
         return choice
     return {"type": "function", "function": {"name": choice}}
 

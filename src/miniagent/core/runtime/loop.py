@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from miniagent._internal.waits import WaitReporter, reporting_waits
 from miniagent._internal.wording import token_count
 from miniagent.core.errors import ModelError, ToolInterrupted
-from miniagent.core.protocol import tool_choice
+from miniagent.core.protocol.base import apply_choice, choice_for_step, enforce_choice
 from miniagent.core.runtime import incoming
 from miniagent.core.runtime.approvals import apply_decision, denial, recover_interrupted
 from miniagent.core.runtime.calls import answered, record_outcome
@@ -329,7 +329,7 @@ class StepLogic:
         elapsed = self.effects.now() - started
         parsed = judged(parsed, response, offered=bool(turn.tools), choice=turn.choice,
                         steps=session.turn_steps, max_tokens=self.spec.max_tokens)
-        parsed = self._with_ids(tool_choice.enforce(parsed, turn.choice), session)
+        parsed = self._with_ids(enforce_choice(parsed, turn.choice), session)
         if self.effects.observed:
             self._emit("ModelResponded", session, span=span, parent=step_span, step=index,
                        response=response, parsed=parsed, elapsed=elapsed,
@@ -706,7 +706,7 @@ def _offer(rules: Rules, session: AgentSession) -> tuple[list[ToolLike], list[st
         return list(rules.tools.listed()), None  # no selection: every tool, as offer() does
     from miniagent.core.runtime.selection import offer  # an agent that selects its tools
 
-    required = tool_choice.for_step(spec.tool_choice, session.turn_steps) == "required"
+    required = choice_for_step(spec.tool_choice, session.turn_steps) == "required"
     return offer(rules.tools.listed(), spec.tool_selection, session.messages, session.steps,
                  pinned=spec.tool_choice, strict=spec.strict_selection and not required)
 
@@ -725,7 +725,7 @@ def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -
     """What the next request is rendered from: the history, the offered tools, the step's
     tool choice, and the results a Final Answer must quote (a small-model aid)."""
     spec, steps = rules.spec, session.turn_steps
-    choice = tool_choice.for_step(spec.tool_choice, steps)
+    choice = choice_for_step(spec.tool_choice, steps)
     if choice is None and spec.act_first and tools and not any(s.calls for s in steps):
         choice = "required"  # tools match the question: the first step acts
     if spec.limits.answer_after_repeat and (repeated_last(steps) or no_progress(steps)):
@@ -775,7 +775,7 @@ def _settled(rules: Rules, request: ModelRequest, turn: _Turn) -> ModelRequest:
     """``request`` with the agent's sampling settings and the step's tool choice applied to
     the tools this step offers (a narrowed grammar never names a tool the selection left out)."""
     request.temperature, request.max_tokens = rules.spec.temperature, rules.spec.max_tokens
-    request = tool_choice.constrain(request, turn.choice, turn.tools)
+    request = apply_choice(request, turn.choice, turn.tools)
     if not turn.quoted:
         return request
     from miniagent.core.protocol import quotes  # loaded: quote_answers found results to quote

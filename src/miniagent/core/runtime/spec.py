@@ -20,9 +20,8 @@ from typing import Literal, Protocol
 from miniagent._internal import defaults
 from miniagent._internal.bounds import whole
 from miniagent.core.errors import UserError
-from miniagent.core.protocol.base import ActionProtocol
+from miniagent.core.protocol.base import ActionProtocol, check_choice
 from miniagent.core.protocol.registry import ProtocolRef, build_protocol
-from miniagent.core.protocol.tool_choice import check_choice
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.approvals import InterruptedPolicy
 from miniagent.core.runtime.guards import Limits
@@ -116,7 +115,7 @@ class AgentSpec:
     """With ``tool_selection``: offer only the tools the conversation matches, none when
     nothing does (see :func:`~miniagent.core.runtime.selection.select_tools`)."""
     tool_choice: str | None = None
-    """auto, required, none or a tool's name (see :mod:`miniagent.core.protocol.tool_choice`)."""
+    """auto, required, none or a tool's name (see :mod:`miniagent.core.protocol.base`)."""
     act_first: bool = False
     """When a turn's step offers tools and none has been called yet in the turn, the step must
     call one (``required``), unless ``tool_choice`` says otherwise."""
