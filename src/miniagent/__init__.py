@@ -54,7 +54,6 @@ from miniagent.core.runtime.guards import Limits
 from miniagent.core.runtime.spec import AgentSpec
 from miniagent.core.session import AgentSession
 from miniagent.core.store import CheckpointStore, MemoryStore
-from miniagent.core.tool_context import ToolContext, tool_context
 from miniagent.core.tools.registry import Tool, ToolRegistry, tool
 from miniagent.core.tools.source import ToolSource
 from miniagent.core.types import (
@@ -70,6 +69,8 @@ from miniagent.core.types import (
     Step,
     TokenUsage,
     ToolCall,
+    ToolContext,
+    tool_context,
 )
 
 if TYPE_CHECKING:

@@ -35,7 +35,6 @@ from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.run import run_session
 from miniagent.core.runtime.spec import rules_for
 from miniagent.core.session import FINAL, AgentSession
-from miniagent.core.tool_context import ToolContext
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import (
     CallRecord,
@@ -46,6 +45,7 @@ from miniagent.core.types import (
     PendingApproval,
     RunResult,
     ToolCall,
+    ToolContext,
 )
 from miniagent.observe.jsonl import JsonlTracer
 

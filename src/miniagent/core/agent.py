@@ -30,11 +30,10 @@ from miniagent.core.runtime.spec import AIDS_FOR, AgentSpec, Compression, rules_
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.store.base import CheckpointStore, new_owner
 from miniagent.core.store.memory import MemoryStore
-from miniagent.core.tool_context import current_context
 from miniagent.core.tools.registry import ApprovalRule, Tool, ToolRegistry
 from miniagent.core.tools.source import ToolSource, records
 from miniagent.core.tools.toolbox import Toolbox
-from miniagent.core.types import RunResult
+from miniagent.core.types import RunResult, current_context
 
 if TYPE_CHECKING:
     from miniagent.core.tools.agent_tool import AgentTool

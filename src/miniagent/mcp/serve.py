@@ -28,9 +28,8 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 from miniagent._internal.version import installed_version
-from miniagent.core.tool_context import ToolContext
 from miniagent.core.tools.registry import Tool, ToolRegistry
-from miniagent.core.types import ToolCall
+from miniagent.core.types import ToolCall, ToolContext
 from miniagent.mcp.client import IDEMPOTENCY_META
 from miniagent.mcp.connection import sdk
 

@@ -40,7 +40,6 @@ with workflow.unsafe.imports_passed_through():
     from miniagent.core.runtime.run import run_session
     from miniagent.core.runtime.spec import AgentSpec, rules_for, with_small_model_aids
     from miniagent.core.session import AgentSession
-    from miniagent.core.tool_context import ToolContext
     from miniagent.core.tools.arguments import shorten
     from miniagent.core.types import (
         CallRecord,
@@ -51,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         PendingApproval,
         RunResult,
         ToolCall,
+        ToolContext,
     )
     from miniagent.temporal.activities import (
         GENERATE,

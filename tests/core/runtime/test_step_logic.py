@@ -22,8 +22,14 @@ from miniagent.core.runtime.loop import StepLogic
 from miniagent.core.runtime.run import run_session
 from miniagent.core.runtime.spec import AgentSpec, Rules
 from miniagent.core.session import AgentSession
-from miniagent.core.tool_context import ToolContext
-from miniagent.core.types import CallRecord, Decision, ModelRequest, PendingApproval, ToolCall
+from miniagent.core.types import (
+    CallRecord,
+    Decision,
+    ModelRequest,
+    PendingApproval,
+    ToolCall,
+    ToolContext,
+)
 
 
 @tool

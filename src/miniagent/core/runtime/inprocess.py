@@ -23,7 +23,6 @@ from miniagent.core.runtime.bus import EventBus, Subscriber
 from miniagent.core.runtime.late_calls import LateCalls
 from miniagent.core.session import AgentSession
 from miniagent.core.store.base import CheckpointStore
-from miniagent.core.tool_context import ToolContext
 from miniagent.core.tools.runner import late_result
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import (
@@ -34,6 +33,7 @@ from miniagent.core.types import (
     Observation,
     PendingApproval,
     ToolCall,
+    ToolContext,
 )
 
 if TYPE_CHECKING:  # events are built only for a listener (their module loads with it)

@@ -48,7 +48,6 @@ from miniagent.core.runtime.guards import (
 from miniagent.core.runtime.spec import Rules
 from miniagent.core.runtime.subruns import relayed_decision
 from miniagent.core.session import FINAL, AgentSession
-from miniagent.core.tool_context import ToolContext
 from miniagent.core.types import (
     CallRecord,
     Message,
@@ -59,6 +58,7 @@ from miniagent.core.types import (
     RunResult,
     SessionStatus,
     Step,
+    ToolContext,
     ToolLike,
     replaced,
 )

@@ -131,7 +131,7 @@ class AgentSpec:
     ``None``: nothing is recalled."""
     tool_retry: RetryPolicy | None = None
     """The retry policy of the tools that set none (see :mod:`miniagent.core.retry`); every
-    call's :class:`~miniagent.core.tool_context.ToolContext` carries it to the executor."""
+    call's :class:`~miniagent.core.types.ToolContext` carries it to the executor."""
     aids_from_model: tuple[str, ...] = ()
     """The small-model aids (names of :data:`AIDS_FOR`'s entries) that an agent built without
     its model left to their defaults: a Temporal client's, whose workers' model is the one

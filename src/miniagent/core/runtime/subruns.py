@@ -12,7 +12,7 @@ observation carrying a :class:`~miniagent.core.types.SubRun`. Three things follo
 - the person's decision on that call is not the parent's to apply: approving or denying it
   moves the call to ``approved`` (the agent tool must run again) and records the decision in
   the sub-run, which :func:`relayed_decision` hands to the tool through its
-  :class:`~miniagent.core.tool_context.ToolContext`. The tool applies it to the sub-run's waiting
+  :class:`~miniagent.core.types.ToolContext`. The tool applies it to the sub-run's waiting
   calls and resumes the sub-run: a denied call is then the sub-agent's to work around.
 
 Plain functions over the session's records; times are given by the caller.

@@ -60,8 +60,8 @@ from miniagent.core.tools.schema import ToolSpec, build_tool_spec, check_tool_na
 from miniagent.core.types import Observation, ToolCall
 
 if TYPE_CHECKING:
-    from miniagent.core.tool_context import ToolContext
     from miniagent.core.tools.toolbox import Toolbox
+    from miniagent.core.types import ToolContext
 
 __all__ = ["NO_OUTPUT", "Tool", "ToolRegistry", "format_result", "tool"]
 

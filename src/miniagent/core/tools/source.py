@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from miniagent.core.types import Observation, ToolCall
 
 if TYPE_CHECKING:
-    from miniagent.core.tool_context import ToolContext
     from miniagent.core.tools.registry import Tool
+    from miniagent.core.types import ToolContext
 
 __all__ = ["ToolSource", "records"]
 
@@ -45,7 +45,7 @@ class ToolSource(Protocol):
                         ) -> Observation:
         """Run one validated call of a tool it listed; failures are error observations,
         never exceptions. ``context`` is the call's (also installed for
-        :func:`~miniagent.core.tool_context.tool_context`)."""
+        :func:`~miniagent.core.types.tool_context`)."""
         ...
 
     async def aclose(self) -> None:

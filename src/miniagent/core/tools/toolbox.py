@@ -9,7 +9,7 @@ that listed it. A call is judged and run here, the same way whatever its source:
 3. the validated call goes to **the source that owns the tool**
    (:meth:`~miniagent.core.tools.source.ToolSource.call_tool`: a function runs, an MCP server is
    sent ``tools/call``, an agent answers), with the call's
-   :class:`~miniagent.core.tool_context.ToolContext` installed, under the tool's timeout (then the
+   :class:`~miniagent.core.types.ToolContext` installed, under the tool's timeout (then the
    source's call is a task of its own: one that ignores cancellation is left behind; without a
    timeout, the run's deadline leaves the whole run's work behind after a grace);
 4. whatever happens becomes an :class:`~miniagent.core.types.Observation`; nothing raises but the
@@ -56,12 +56,11 @@ from miniagent._internal.waits import report_wait
 from miniagent._internal.wording import counted
 from miniagent.core.errors import ToolDefinitionError
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.tool_context import ToolContext, using_context
 from miniagent.core.tools.arguments import check_arguments, preview
 from miniagent.core.tools.registry import Tool
 from miniagent.core.tools.runner import Failure, describe, failure_text, guarded, within
 from miniagent.core.tools.source import ToolSource
-from miniagent.core.types import Observation, ToolCall, replaced
+from miniagent.core.types import Observation, ToolCall, ToolContext, replaced, using_context
 
 __all__ = ["Toolbox"]
 

@@ -28,7 +28,7 @@ from miniagent.core.tools.source import ToolSource
 from miniagent.core.types import Observation, ToolCall
 
 if TYPE_CHECKING:
-    from miniagent.core.tool_context import ToolContext
+    from miniagent.core.types import ToolContext
 
 __all__ = ["Filtered", "Prefixed", "ToolRule", "WithRules", "apply_rule", "exposed_name",
            "first_rule", "innermost", "is_offered"]
