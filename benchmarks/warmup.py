@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.core.tools.registry import Tool
+from miniagent.core.tools.tool import Tool
 
 _WORDS = ("river", "delta", "harbour", "granite", "census", "tariff", "orbit", "lattice",
           "meadow", "quartz", "ledger", "beacon", "canyon", "vertex", "saffron", "tundra")

@@ -54,8 +54,9 @@ from miniagent.core.runtime.guards import Limits
 from miniagent.core.runtime.spec import AgentSpec
 from miniagent.core.session import AgentSession
 from miniagent.core.store import CheckpointStore, MemoryStore
-from miniagent.core.tools.registry import Tool, ToolRegistry, tool
-from miniagent.core.tools.source import ToolSource
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import Tool, tool
+from miniagent.core.tools.toolbox import ToolSource
 from miniagent.core.types import (
     CallRecord,
     Decision,

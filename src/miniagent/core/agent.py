@@ -30,9 +30,9 @@ from miniagent.core.runtime.spec import AIDS_FOR, AgentSpec, Compression, rules_
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.store.base import CheckpointStore, new_owner
 from miniagent.core.store.memory import MemoryStore
-from miniagent.core.tools.registry import ApprovalRule, Tool, ToolRegistry
-from miniagent.core.tools.source import ToolSource, records
-from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import ApprovalRule, Tool
+from miniagent.core.tools.toolbox import Toolbox, ToolSource, records
 from miniagent.core.types import RunResult, current_context
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """An MCP server as a tool source: :class:`MCPServer`.
 
 ``MCPServer.stdio("python", args=["-m", "mcp_server_time"])`` or ``MCPServer.http(url)`` is a
-:class:`~miniagent.core.tools.source.ToolSource`: pass it among an agent's tools. Its tools are
-plain :class:`~miniagent.core.tools.registry.Tool` objects built with ``Tool.from_schema``, so the
+:class:`~miniagent.core.tools.toolbox.ToolSource`: pass it among an agent's tools. Its tools are
+plain :class:`~miniagent.core.tools.tool.Tool` objects built with ``Tool.from_schema``, so the
 registry validates arguments against the server's schema and applies approval rules, timeouts
 and idempotency to them like to any tool, in whichever driver runs them.
 
@@ -27,8 +27,8 @@ from typing import IO, Any
 from miniagent._internal.limits import SlotKey
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.tools.registry import ApprovalRule, Tool
-from miniagent.core.tools.runner import describe
+from miniagent.core.tools.tool import ApprovalRule, Tool
+from miniagent.core.tools.toolbox import describe
 from miniagent.core.tools.wrappers import (
     ToolRule,
     exposed_name,

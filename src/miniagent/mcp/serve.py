@@ -28,7 +28,9 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 from miniagent._internal.version import installed_version
-from miniagent.core.tools.registry import Tool, ToolRegistry
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import Tool
+from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import ToolCall, ToolContext
 from miniagent.mcp.client import IDEMPOTENCY_META
 from miniagent.mcp.connection import sdk
@@ -58,7 +60,8 @@ def build_server(registry: ToolRegistry, *, name: str = "miniagent") -> Any:
     from mcp.server.lowlevel import Server
 
     tools, _ = served_tools(registry)
-    run_tools = ToolRegistry(tools, default_timeout=registry.default_timeout)
+    functions = ToolRegistry(tools, default_timeout=registry.default_timeout)
+    run_tools = Toolbox((item, functions) for item in tools)
     listing = types.ListToolsResult(tools=[_describe(types, item) for item in tools])
     session = f"mcp-serve-{uuid.uuid4().hex[:12]}"
     numbers = itertools.count(1)

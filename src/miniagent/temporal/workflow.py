@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from miniagent.core.runtime.run import run_session
     from miniagent.core.runtime.spec import AgentSpec, rules_for, with_small_model_aids
     from miniagent.core.session import AgentSession
-    from miniagent.core.tools.arguments import shorten
+    from miniagent.core.tools.tool import shorten
     from miniagent.core.types import (
         CallRecord,
         Decision,

@@ -30,6 +30,7 @@ from miniagent.core.types import (
     ToolCall,
     ToolContext,
 )
+from tool_calls import execute, toolbox_of
 
 
 @tool
@@ -75,7 +76,7 @@ class FakeEffects:
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
         if self.observations is not None:
             return self.observations[call.id]
-        observation = await TOOLS.execute(call, context)
+        observation = await execute(TOOLS, call, context)
         self.recorded[call.id] = observation
         return observation
 
@@ -109,7 +110,7 @@ def replies() -> list[ModelResponse]:
 
 def rules() -> Rules:
     return Rules(spec=AgentSpec(limits=Limits(max_steps=6)), protocol=ReactProtocol(),
-                 tools=TOOLS.toolbox())
+                 tools=toolbox_of(TOOLS))
 
 
 async def run_once(effects: FakeEffects) -> AgentSession:

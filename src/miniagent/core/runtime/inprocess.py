@@ -23,7 +23,7 @@ from miniagent.core.runtime.bus import EventBus, Subscriber
 from miniagent.core.runtime.late_calls import LateCalls
 from miniagent.core.session import AgentSession
 from miniagent.core.store.base import CheckpointStore
-from miniagent.core.tools.runner import late_result
+from miniagent.core.tools.registry import late_result
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import (
     CallRecord,

@@ -32,7 +32,7 @@ from miniagent._internal import defaults
 from miniagent._internal.ids import random_id
 from miniagent._internal.text import storable
 from miniagent.core.errors import DecisionError, SessionNotFound, ToolError, UserError
-from miniagent.core.tools.registry import ApprovalRule, Tool
+from miniagent.core.tools.tool import ApprovalRule, Tool
 from miniagent.core.types import (
     Observation,
     RunResult,

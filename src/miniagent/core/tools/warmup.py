@@ -56,8 +56,8 @@ from miniagent.core.tools.warmup_record import WarmupStatus, forget, once
 if TYPE_CHECKING:
     from miniagent.core.protocol.base import ActionProtocol
     from miniagent.core.runtime.spec import AgentSpec
-    from miniagent.core.tools.registry import Tool
-    from miniagent.core.tools.source import ToolSource
+    from miniagent.core.tools.tool import Tool
+    from miniagent.core.tools.toolbox import ToolSource
 
 __all__ = ["Warmup", "WarmupOutcome", "WarmupReport", "WarmupStatus", "forget", "model_warmups",
            "run_warmups", "source_warmups", "tool_warmups", "warm_all"]
@@ -169,11 +169,11 @@ def source_warmups(sources: Iterable[ToolSource]) -> list[Warmup]:
 
     found: list[Warmup] = []
     for source in sources:
-        if isinstance(innermost(source), ToolRegistry):
-            found += tool_warmups(innermost(source).listed())  # type: ignore[attr-defined]
+        inner = innermost(source)
+        if isinstance(inner, ToolRegistry):
+            found += tool_warmups(inner)
             continue
-        warmup, still_warm = getattr(source, "warmup", None), getattr(
-            innermost(source), "is_warm", None)
+        warmup, still_warm = getattr(source, "warmup", None), getattr(inner, "is_warm", None)
         if callable(warmup):
             found.append(Warmup(name=_label(source), key=source, run=warmup,
                                 still_warm=still_warm if callable(still_warm) else None))
