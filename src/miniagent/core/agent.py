@@ -558,11 +558,16 @@ class Agent:
     async def aclose(self) -> None:
         """Close the tool sources and the model's connections (a later run reopens them, a
         later :meth:`start` warms the sources again)."""
-        from miniagent.core.tools.warmup import forget
-
         await asyncio.gather(*(source.aclose() for source in self.sources),
                              return_exceptions=True)
-        forget(*self.sources)
+        # a registry's warm-ups are its tools', warm for the process: only a source warmed as
+        # a whole (an MCP server) goes cold, and a run of plain functions never loads the record
+        warmed = [source for source in self.sources if not isinstance(source, ToolRegistry)
+                  and callable(getattr(source, "warmup", None))]
+        if warmed:
+            from miniagent.core.tools.warmup import forget
+
+            forget(*warmed)
         if self.model is not None:
             await self.model.aclose()
         if self.tracer is not None:
