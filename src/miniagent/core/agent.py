@@ -23,7 +23,7 @@ from miniagent.core.runtime import gcload
 from miniagent.core.runtime.approvals import Approver, InterruptedPolicy, decide
 from miniagent.core.runtime.bus import EventBus, Subscriber
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.inprocess import InProcessEffects
+from miniagent.core.runtime.inprocess import InProcessEffects, warm_model_prompt
 from miniagent.core.runtime.late_calls import LateCalls
 from miniagent.core.runtime.run import run_session
 from miniagent.core.runtime.spec import AIDS_FOR, AgentSpec, Compression, rules_for
@@ -398,12 +398,7 @@ class Agent:
             1 of 1 warm in ... s
             'cats: the index was loaded before the first call'
         """
-        from miniagent.core.tools.warmup import (
-            model_warmups,
-            run_warmups,
-            source_warmups,
-            warm_model_prompt,
-        )
+        from miniagent.core.tools.warmup import model_warmups, run_warmups, source_warmups
 
         warm_model = partial(warm_model_prompt, self.model, self.sources, self.spec,
                              self.protocol)

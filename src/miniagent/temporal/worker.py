@@ -22,6 +22,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from miniagent._internal import defaults
 from miniagent.core.models.base import Model
 from miniagent.core.protocol.registry import ProtocolRef
+from miniagent.core.runtime.inprocess import warm_model_prompt
 from miniagent.core.runtime.spec import AIDS_FOR, AgentSpec
 from miniagent.core.tools.toolbox import Toolbox, ToolSource
 from miniagent.core.tools.warmup import (
@@ -29,7 +30,6 @@ from miniagent.core.tools.warmup import (
     model_warmups,
     run_warmups,
     source_warmups,
-    warm_model_prompt,
 )
 from miniagent.temporal.activities import SessionActivities
 from miniagent.temporal.workers import Served, register

@@ -10,10 +10,11 @@ all a driver does: the run itself (deadline, statuses, the last save) is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from miniagent._internal.ids import random_id
 from miniagent.core.models.base import Model
@@ -21,10 +22,12 @@ from miniagent.core.runtime.approvals import Approver
 from miniagent.core.runtime.asking import ask, ask_or_take
 from miniagent.core.runtime.bus import EventBus, Subscriber
 from miniagent.core.runtime.late_calls import LateCalls
+from miniagent.core.runtime.loop import warmup_request
+from miniagent.core.runtime.spec import AgentSpec, rules_for, with_small_model_aids
 from miniagent.core.session import AgentSession
 from miniagent.core.store.base import CheckpointStore
 from miniagent.core.tools.registry import late_result
-from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.tools.toolbox import Toolbox, ToolSource
 from miniagent.core.types import (
     CallRecord,
     Decision,
@@ -38,6 +41,7 @@ from miniagent.core.types import (
 
 if TYPE_CHECKING:  # events are built only for a listener (their module loads with it)
     from miniagent.core.models.streaming import DeltaChannel, DeltaSink
+    from miniagent.core.protocol.base import ActionProtocol
     from miniagent.core.runtime.asking import DecisionDoor
     from miniagent.core.runtime.events import Event, ModelStarted
 
@@ -148,3 +152,20 @@ class DeltaRoute:
                 text=text, channel=channel))
 
         return deliver
+
+
+async def warm_model_prompt(model: Any, sources: Sequence[ToolSource], spec: AgentSpec,
+                            protocol: ActionProtocol | None = None) -> None:
+    """``model.warmup`` with the first request a run of ``spec`` over ``sources`` sends before
+    its question (:func:`~miniagent.core.runtime.loop.warmup_request`), so that a first step finds
+    that prompt in the embedded model's cache; the aids ``spec`` left to the model are decided
+    by it. Only loading when the tools cannot be listed (their source's warm-up says why)."""
+    request = None
+    with contextlib.suppress(Exception):
+        caps = model.capabilities
+        if caps.needed_aids() and spec.aids_from_model:
+            spec = with_small_model_aids(spec, caps.needed_aids())
+        rules = rules_for(spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
+                          native_tools=caps.native_tools, protocol=protocol)
+        request = warmup_request(rules)
+    await model.warmup(request)

@@ -43,7 +43,6 @@ it took, and what failed and why; each failure is also logged as a warning (logg
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -54,8 +53,6 @@ from miniagent.core.errors import ToolError
 from miniagent.core.tools.warmup_record import WarmupStatus, forget, once
 
 if TYPE_CHECKING:
-    from miniagent.core.protocol.base import ActionProtocol
-    from miniagent.core.runtime.spec import AgentSpec
     from miniagent.core.tools.tool import Tool
     from miniagent.core.tools.toolbox import ToolSource
 
@@ -195,25 +192,6 @@ def model_warmups(model: object, run: Callable[[], Any] | None = None) -> list[W
                    at_least=at_least if isinstance(at_least, int | float) else None)]
 
 
-async def warm_model_prompt(model: Any, sources: Sequence[ToolSource], spec: AgentSpec,
-                            protocol: ActionProtocol | None = None) -> None:
-    """``model.warmup`` with the first request a run of ``spec`` over ``sources`` sends before
-    its question (:func:`~miniagent.core.runtime.loop.warmup_request`), so that a first step finds
-    that prompt in the embedded model's cache; the aids ``spec`` left to the model are decided
-    by it. Only loading when the tools cannot be listed (their source's warm-up says why)."""
-    from miniagent.core.runtime.loop import warmup_request
-    from miniagent.core.runtime.spec import rules_for, with_small_model_aids
-    from miniagent.core.tools.toolbox import Toolbox
-
-    request = None
-    with contextlib.suppress(Exception):
-        caps = model.capabilities
-        if caps.needed_aids() and spec.aids_from_model:
-            spec = with_small_model_aids(spec, caps.needed_aids())
-        rules = rules_for(spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
-                          native_tools=caps.native_tools, protocol=protocol)
-        request = warmup_request(rules)
-    await model.warmup(request)
 
 
 def _label(source: object) -> str:
