@@ -1,4 +1,5 @@
-"""String-aware JSON extraction, bounded decoding and repair, shared by both protocols.
+"""String-aware JSON extraction, bounded decoding and repair of what models and servers send
+(read by the protocols, the model transports, the step logic, the tools and the CLI).
 
 Models wrap tool arguments in Markdown fences, follow them with prose that holds
 more braces, write Python dicts with single quotes, or stop half-way through.

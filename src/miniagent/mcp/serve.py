@@ -1,12 +1,12 @@
 """Our tools served over MCP: ``miniagent mcp-serve --tools FILE``.
 
 A :class:`~miniagent.core.tools.registry.ToolRegistry` becomes a low-level MCP ``Server`` of the
-official SDK: ``tools/list`` gives each tool's JSON Schema, ``tools/call`` runs it through
-:meth:`ToolRegistry.execute`, so MCP clients get the same argument validation, coercion,
-timeouts and error messages as our own agents (an error observation is an ``is_error``
-result). A tool without a description (no docstring) is described by its name, since some
-clients require one. Tools that require approval are not served: an MCP client has no way to
-ask our person, and such a tool never runs unapproved.
+official SDK: ``tools/list`` gives each tool's JSON Schema, ``tools/call`` runs it through a
+:class:`~miniagent.core.tools.toolbox.Toolbox` over it, so MCP clients get the same argument
+validation, coercion, timeouts and error messages as our own agents (an error observation is an
+``is_error`` result). A tool without a description (no docstring) is described by its name,
+since some clients require one. Tools that require approval are not served: an MCP client has
+no way to ask our person, and such a tool never runs unapproved.
 
 Over streamable HTTP (:func:`serve_http`), an optional bearer token is required on every
 request, compared in constant time, and DNS-rebinding protection always checks the ``Host`` and

@@ -7,8 +7,7 @@ What can be warmed:
 - a tool source with an ``async warmup()`` method: an MCP server starts (or reaches) its server
   and lists its tools; an agent used as a tool warms its own agent; the wrappers of
   :mod:`miniagent.core.tools.wrappers` pass it on; a
-  :class:`~miniagent.core.tools.registry.ToolRegistry`
-  runs its tools' warm-ups;
+  :class:`~miniagent.core.tools.registry.ToolRegistry` runs its tools' warm-ups;
 - a model with a ``warmup(request)`` method: the embedded model loads its weights and evaluates
   the prompt of the first request, so that the first step finds it in the KV cache.
 
