@@ -21,7 +21,7 @@ from typing import Any
 
 from miniagent import Agent, tool
 from miniagent.core.models.local import LocalModel
-from miniagent.core.tools.builtin import calculator
+from miniagent.core.tools.calculator import calculator
 from miniagent.core.types import ModelRequest, ModelResponse, RunResult
 
 _WEATHER = {"paris": "18 C, sunny", "tokyo": "24 C, rain", "oslo": "3 C, snow"}

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from miniagent import tool
 from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import ToolCall
 from miniagent.mcp import MCPServer
 
@@ -62,9 +63,10 @@ async def timed_calls(execute, calls: int, concurrency: int) -> tuple[float, flo
 async def measure(server: MCPServer, calls: int, concurrency: int) -> tuple[float, float, float]:
     start = time.perf_counter()
     registry = ToolRegistry(await server.list_tools())
+    toolbox = Toolbox((item, registry) for item in registry)
     startup = time.perf_counter() - start
     try:
-        sequential, concurrent = await timed_calls(registry.execute, calls, concurrency)
+        sequential, concurrent = await timed_calls(toolbox.execute, calls, concurrency)
     finally:
         await server.aclose()
     return startup, sequential, concurrent

@@ -9,10 +9,11 @@ that fails gets an ``error`` record for each task it did not finish; the others 
 
 A peer's task becomes a :class:`~miniagent.core.types.RunResult` built from what its runner saw:
 one step per chat completion the server answered (usage as reported), with the tool calls of
-that reply as miniagent decodes them (:func:`~miniagent.core.protocol.native.normalize_completion`),
-except the framework's own answer tool (smolagents' ``final_answer``); a tool function the
-framework ran is matched to the earliest unmatched call of that name, and one matching none
-(a call the framework read from the reply's text) is added to the latest step. Calls are
+that reply as miniagent decodes them
+(:func:`~miniagent.core.models.openai_wire.normalize_completion`), except the framework's own
+answer tool (smolagents' ``final_answer``); a tool function the framework ran is matched to
+the earliest unmatched call of that name, and one matching none (a call the framework read
+from the reply's text) is added to the latest step. Calls are
 then scored exactly as miniagent's are (:mod:`miniagent.evals.calls`).
 """
 
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from miniagent.core.protocol.native import normalize_completion
+from miniagent.core.models.openai_wire import normalize_completion
 from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.types import (
     CallRecord,

@@ -30,7 +30,7 @@ from typing import Any
 from miniagent.core.protocol.native import NativeProtocol
 from miniagent.core.protocol.react import ReactProtocol
 from miniagent.core.runtime.selection import select_tools
-from miniagent.core.tools.registry import Tool
+from miniagent.core.tools.tool import Tool
 from miniagent.core.types import Message, ModelRequest
 
 # name, description, {parameter: description}

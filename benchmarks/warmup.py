@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.core.tools.registry import Tool
+from miniagent.core.tools.tool import Tool
 
 _WORDS = ("river", "delta", "harbour", "granite", "census", "tariff", "orbit", "lattice",
           "meadow", "quartz", "ledger", "beacon", "canyon", "vertex", "saffron", "tundra")
@@ -139,7 +139,7 @@ def llama_available() -> bool:
 
 async def model_trial() -> Trial:
     from miniagent.core.models.local import LocalModel
-    from miniagent.core.tools.builtin import calculator
+    from miniagent.core.tools.calculator import calculator
 
     options: dict[str, Any] = dict(tools=[calculator], max_steps=1, max_tokens=8,
                                    instructions="Answer arithmetic with the calculator.")

@@ -51,9 +51,6 @@ LAYERS = (
 """Every part of the package, lowest first: a part imports only parts before it."""
 
 KNOWN_EDGES = frozenset({
-    # tools/warmup.py runs the step logic's first request: being moved out of tools (issue 34)
-    ("miniagent.core.tools.warmup", "miniagent.core.runtime.loop"),
-    ("miniagent.core.tools.warmup", "miniagent.core.runtime.run"),
     # Agent.run's Temporal branch: being replaced by the TemporalAgent wrapper (issue 34)
     ("miniagent.core.agent", "miniagent.temporal.client"),
 })

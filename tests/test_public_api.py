@@ -51,7 +51,7 @@ def test_import_stays_light() -> None:
 
 LAZY_MODULES = (
     # tracing, grammars, MCP, Temporal, reports, memory, SQLite, pydantic
-    "miniagent.observe", "miniagent.core.protocol.grammar", "miniagent.core.protocol.json_grammar",
+    "miniagent.observe", "miniagent.core.protocol.grammar",
     "miniagent.mcp", "miniagent.temporal", "miniagent.report", "miniagent.memory",
     "miniagent.core.store.sqlite", "sqlite3", "pathlib", "pydantic",
     # warm-up, tool-source wrappers, agents as tools, tools from a JSON schema: each loads

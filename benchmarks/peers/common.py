@@ -97,7 +97,7 @@ def load_job(path: str) -> Job:
 def plain_tools(events: Events) -> list[Callable[..., Any]]:
     """The bundled eval's tools as plain functions (same names, docstrings, signatures) that
     record each call and let the tool's own errors (``ToolError``) propagate to the framework."""
-    from miniagent.core.tools.registry import Tool
+    from miniagent.core.tools.tool import Tool
     from miniagent.evals.builtin import tools as module
 
     # in the module's order, which is the order miniagent's registry offers them in

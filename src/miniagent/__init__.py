@@ -54,9 +54,9 @@ from miniagent.core.runtime.run import AgentSpec
 from miniagent.core.session import AgentSession
 from miniagent.core.store import CheckpointStore, InMemoryStore
 from miniagent.core.throttles import EndpointLimits
-from miniagent.core.tool_context import ToolContext, tool_context
-from miniagent.core.tools.registry import Tool, ToolRegistry, tool
-from miniagent.core.tools.source import ToolSource
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import Tool, tool
+from miniagent.core.tools.toolbox import ToolSource
 from miniagent.core.types import (
     CallRecord,
     Decision,
@@ -70,6 +70,8 @@ from miniagent.core.types import (
     Step,
     TokenUsage,
     ToolCall,
+    ToolContext,
+    tool_context,
 )
 
 if TYPE_CHECKING:

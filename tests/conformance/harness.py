@@ -34,7 +34,6 @@ from miniagent.core.runtime.calls import decide
 from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.run import rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
-from miniagent.core.tool_context import ToolContext
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import (
     CallRecord,
@@ -45,6 +44,7 @@ from miniagent.core.types import (
     PendingApproval,
     RunResult,
     ToolCall,
+    ToolContext,
 )
 from miniagent.observe.jsonl import JsonlTracer
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from miniagent.core.throttles import Endpoint, EndpointLimits, RateWindow, Slots
-from miniagent.core.tool_context import reporting_waits
+from miniagent.core.types import reporting_waits
 
 
 async def test_waiters_are_served_in_arrival_order() -> None:

@@ -6,8 +6,14 @@ import dataclasses
 
 import pytest
 
-from miniagent.core.tool_context import ToolContext
-from miniagent.core.types import ModelResponse, Observation, TokenUsage, ToolCall, replaced
+from miniagent.core.types import (
+    ModelResponse,
+    Observation,
+    TokenUsage,
+    ToolCall,
+    ToolContext,
+    replaced,
+)
 
 
 @pytest.mark.parametrize("obj, changes", [

@@ -30,7 +30,7 @@ import pytest
 from miniagent import Agent, OpenAICompatibleModel, Tool, tool
 from miniagent.core.errors import ConfigError
 from miniagent.core.models.local import resolve_model_path
-from miniagent.core.tools.builtin import calculator
+from miniagent.core.tools.calculator import calculator
 from miniagent.core.types import ModelRequest, RunResult
 
 ALLOWED = {"completed", "max_steps", "loop_detected"}

@@ -17,7 +17,7 @@ from test_llama_server import llama_server
 
 from miniagent import Agent, OpenAICompatibleModel
 from miniagent.core.runtime import events as ev
-from miniagent.core.tools.builtin import calculator
+from miniagent.core.tools.calculator import calculator
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,8 @@ from mcp_support import LAB_SERVER, TIME_ARGS, descendants, no_orphans, wait_gon
 
 from miniagent import Agent, RetryPolicy, ScriptedModel
 from miniagent.core.store.sqlite import SQLiteStore
-from miniagent.core.tool_context import reporting_waits
 from miniagent.core.tools.toolbox import Toolbox
-from miniagent.core.types import Observation, ToolCall
+from miniagent.core.types import Observation, ToolCall, reporting_waits
 from miniagent.mcp import MCPServer, ToolRule
 
 __all__ = ["no_orphans"]  # fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from miniagent import tool
-from miniagent.core.tools.registry import Tool
+from miniagent.core.tools.tool import Tool
 
 TEMPERATURES = {"paris": 18, "london": 14}
 

@@ -17,6 +17,7 @@ from miniagent.evals.builtin import FIXTURES, TASKS, TOOLS
 from miniagent.evals.metrics import summarize
 from miniagent.evals.runner import EvalConfig, run_eval
 from miniagent.evals.tasks import EvalTask, load_tasks
+from tool_calls import execute
 
 ROOT = Path(__file__).parents[2]
 
@@ -48,7 +49,7 @@ def test_the_bundled_tools_are_deterministic_and_read_only_fixtures() -> None:
     assert "says_yes" in checkers
 
     def call(name: str, **arguments: object) -> str:
-        observation = asyncio.run(registry.execute(ToolCall(id="c", name=name,
+        observation = asyncio.run(execute(registry, ToolCall(id="c", name=name,
                                                             arguments=arguments)))
         assert not observation.is_error, observation.output
         return observation.output
@@ -62,7 +63,7 @@ def test_the_bundled_tools_are_deterministic_and_read_only_fixtures() -> None:
     assert "参会人数：12" in call("read_file", file_path="会议记录.txt")
     assert sorted(p.name for p in FIXTURES.iterdir()) == ["inventory.csv", "notes.txt",
                                                           "会议记录.txt"]
-    bad = asyncio.run(registry.execute(ToolCall(id="c", name="weather",
+    bad = asyncio.run(execute(registry, ToolCall(id="c", name="weather",
                                                 arguments={"city": "Atlantis"})))
     assert bad.is_error and "Known cities: Paris, London" in bad.output
 

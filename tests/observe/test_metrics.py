@@ -22,13 +22,8 @@ from miniagent.core.runtime import events as ev
 from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.core.types import Observation, ToolCall
 from miniagent.observe.describe import describe_model
-from miniagent.observe.metrics import (
-    MAX_TOOLS,
-    UNKNOWN_TOOL,
-    Metrics,
-    parse_address,
-    serve_metrics,
-)
+from miniagent.observe.metrics import MAX_TOOLS, UNKNOWN_TOOL, Metrics
+from miniagent.observe.metrics_http import parse_address, serve_metrics
 
 
 @tool(timeout=0.05)

@@ -13,7 +13,8 @@ pytest.importorskip("prometheus_client")
 from miniagent import ScriptedModel
 from miniagent.observe import metrics_http
 from miniagent.observe.describe import describe_model
-from miniagent.observe.metrics import Metrics, MetricsServer
+from miniagent.observe.metrics import Metrics
+from miniagent.observe.metrics_http import MetricsServer
 from miniagent.testing.slow_clients import closed_by_server, stalled_requests
 
 WAIT = 60.0

@@ -15,6 +15,7 @@ from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.types import ToolCall
 from miniagent.temporal.faults import model_error, model_failure, tool_retry, tool_time
 from miniagent.temporal.workers import Served, register, served, unregister
+from tool_calls import toolbox_of
 
 
 def http(status: int, retry_after: float | None = None) -> errors.ModelHTTPError:
@@ -79,7 +80,7 @@ def test_a_workflow_reads_its_tools_from_the_worker_of_its_task_queue() -> None:
         """Look up."""
         return q
 
-    what = Served(tools=ToolRegistry([pay, look]).toolbox(), tool_mode="react")
+    what = Served(tools=toolbox_of(ToolRegistry([pay, look])), tool_mode="react")
     register("q-contracts", what)
     tools = served("q-contracts").tools
     # judged where the tool lives: a predicate that says no asks nobody

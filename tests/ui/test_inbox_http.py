@@ -13,7 +13,8 @@ from starlette.testclient import TestClient
 from ui_support import HOSTILE, LOCAL, PAID, act, hidden, waiting_agent
 
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
-from miniagent.core.store.base import SessionQuery, new_owner
+from miniagent.core.store.base import new_owner
+from miniagent.core.store.listing import SessionQuery
 from miniagent.ui import app
 
 BASE = "http://127.0.0.1:8765"

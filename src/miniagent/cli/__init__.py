@@ -157,7 +157,7 @@ def tools_cmd(
         registry = load_tools([source] if source else [], workspace)
         servers = mcp_servers(list(mcp or []), list(mcp_url or []),
                               headers=parse_headers(mcp_header), approve=[])
-        schemas = registry.openai_schemas() + listed_schemas(servers)
+        schemas = [item.openai_schema() for item in registry] + listed_schemas(servers)
     except UserError as exc:
         raise fail(str(exc)) from None
     echo_json(schemas, indent=2)

@@ -13,8 +13,9 @@ from types import ModuleType
 from typing import Any
 
 from miniagent.core.errors import UserError
-from miniagent.core.tools.registry import Tool, ToolRegistry
-from miniagent.core.tools.source import ToolSource
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import Tool
+from miniagent.core.tools.toolbox import ToolSource
 
 
 def load_tools(sources: Iterable[str], workspace: Path) -> ToolRegistry:

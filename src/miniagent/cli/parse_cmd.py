@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from miniagent.core.protocol.jsonscan import MAX_DEPTH, decode_arguments, loads_limited
-from miniagent.core.protocol.native import (
+from miniagent._internal.jsonscan import MAX_DEPTH, decode_arguments, loads_limited
+from miniagent.core.models.openai_wire import (
     MAX_BODY_DEPTH,
     normalize_completion,
     reported_cached_tokens,

@@ -16,9 +16,8 @@ from miniagent._internal.ids import random_id
 from miniagent._internal.text import storable
 from miniagent.core.errors import SessionNotFound, UserError
 from miniagent.core.models.base import ALL_AIDS, Model
-from miniagent.core.protocol.base import ActionProtocol
+from miniagent.core.protocol.base import ActionProtocol, check_choice
 from miniagent.core.protocol.registry import ProtocolRef, default_protocol, protocol_ref
-from miniagent.core.protocol.tool_choice import check_choice
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.calls import Approver, InterruptedPolicy, decide
 from miniagent.core.runtime.guards import Limits
@@ -28,15 +27,15 @@ from miniagent.core.runtime.inprocess import (
     LateCalls,
     Subscriber,
     run_load,
+    warm_model_prompt,
 )
 from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression, rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
-from miniagent.core.tool_context import current_context
-from miniagent.core.tools.registry import ApprovalRule, Tool, ToolRegistry
-from miniagent.core.tools.source import ToolSource, records
-from miniagent.core.tools.toolbox import Toolbox
-from miniagent.core.types import RunResult
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import ApprovalRule, Tool
+from miniagent.core.tools.toolbox import Toolbox, ToolSource, records
+from miniagent.core.types import RunResult, current_context
 
 if TYPE_CHECKING:
     from miniagent.core.tools.agent_tool import AgentTool
@@ -107,7 +106,7 @@ class Agent:
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
     the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
     that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
-    tool call, then ``auto`` (see :mod:`miniagent.core.protocol.tool_choice`). None lets the model
+    tool call, then ``auto`` (see :mod:`miniagent.core.protocol.base`). None lets the model
     decide (an HTTP model sends ``auto`` with native tools).
 
     With ``memory`` (a :class:`~miniagent.memory.Memory`), the model gets ``remember`` and
@@ -401,12 +400,7 @@ class Agent:
             1 of 1 warm in ... s
             'cats: the index was loaded before the first call'
         """
-        from miniagent.core.tools.warmup import (
-            model_warmups,
-            run_warmups,
-            source_warmups,
-            warm_model_prompt,
-        )
+        from miniagent.core.tools.warmup import model_warmups, run_warmups, source_warmups
 
         warm_model = partial(warm_model_prompt, self.model, self.sources, self.spec,
                              self.protocol)
@@ -561,11 +555,16 @@ class Agent:
     async def aclose(self) -> None:
         """Close the tool sources and the model's connections (a later run reopens them, a
         later :meth:`start` warms the sources again)."""
-        from miniagent.core.tools.warmup import forget
-
         await asyncio.gather(*(source.aclose() for source in self.sources),
                              return_exceptions=True)
-        forget(*self.sources)
+        # a registry's warm-ups are its tools', warm for the process: only a source warmed as
+        # a whole (an MCP server) goes cold, and a run of plain functions never loads the record
+        warmed = [source for source in self.sources if not isinstance(source, ToolRegistry)
+                  and callable(getattr(source, "warmup", None))]
+        if warmed:
+            from miniagent.core.tools.warmup_record import forget
+
+            forget(*warmed)
         if self.model is not None:
             await self.model.aclose()
         if self.tracer is not None:

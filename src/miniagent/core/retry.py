@@ -1,7 +1,7 @@
 """A tool's retry policy: :class:`RetryPolicy`, and what the shared executor makes of it.
 
 Plain data, like the rest of an agent's spec: the step logic carries a run's default to the
-executor in each call's :class:`~miniagent.core.tool_context.ToolContext`; the waiting and the
+executor in each call's :class:`~miniagent.core.types.ToolContext`; the waiting and the
 jitter
 are the executor's (:class:`~miniagent.core.tools.toolbox.Toolbox`), never the step logic's.
 
@@ -17,7 +17,7 @@ The executor (:class:`~miniagent.core.tools.toolbox.Toolbox`) tries a call again
 
 Between attempts it waits ``initial_delay * factor ** (attempt - 1)`` seconds, at most
 ``max_delay``, with full jitter (a random part of it); never past the run's deadline. Every
-attempt of a call has the same :class:`~miniagent.core.tool_context.ToolContext` (so the same
+attempt of a call has the same :class:`~miniagent.core.types.ToolContext` (so the same
 idempotency key) but its ``attempt`` number; the observation records how many were made.
 
 Example:

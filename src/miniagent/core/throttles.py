@@ -22,7 +22,7 @@ limits here are kept per process, not per agent or per loop, so they hold across
   only the one that got it.
 
 Waiting is reported: a limit that makes a call wait calls
-:func:`~miniagent.core.tool_context.report_wait`, which reaches the reporter the step logic
+:func:`~miniagent.core.types.report_wait`, which reaches the reporter the step logic
 installed around the call (a ``slot_waiting`` event; on Temporal the worker's activity relays
 it to the workflow).
 """
@@ -43,7 +43,7 @@ from typing import Any
 
 from miniagent._internal.wording import counted
 from miniagent.core.errors import ConfigError
-from miniagent.core.tool_context import report_wait
+from miniagent.core.types import report_wait
 
 __all__ = ["Admission", "Endpoint", "EndpointLimits", "RateWindow", "SlotKey", "Slots",
            "endpoint", "held_by_callers", "holding", "tool_slots"]

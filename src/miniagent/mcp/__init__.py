@@ -4,7 +4,8 @@ The client side needs the ``mcp`` SDK (``pip install 'miniagent[mcp]'``) only wh
 first used; importing this package does not load it.
 """
 
+from miniagent.core.tools.wrappers import ToolRule
 from miniagent.mcp.client import MCPServer
-from miniagent.mcp.config import ServerConfig, ToolRule
+from miniagent.mcp.config import ServerConfig
 
 __all__ = ["MCPServer", "ServerConfig", "ToolRule"]

@@ -1,8 +1,8 @@
 """An MCP server as a tool source: :class:`MCPServer`.
 
 ``MCPServer.stdio("python", args=["-m", "mcp_server_time"])`` or ``MCPServer.http(url)`` is a
-:class:`~miniagent.core.tools.source.ToolSource`: pass it among an agent's tools. Its tools are
-plain :class:`~miniagent.core.tools.registry.Tool` objects built with ``Tool.from_schema``, so the
+:class:`~miniagent.core.tools.toolbox.ToolSource`: pass it among an agent's tools. Its tools are
+plain :class:`~miniagent.core.tools.tool.Tool` objects built with ``Tool.from_schema``, so the
 registry validates arguments against the server's schema and applies approval rules, timeouts
 and idempotency to them like to any tool, in whichever driver runs them.
 
@@ -27,9 +27,8 @@ from typing import IO, Any
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.throttles import SlotKey
-from miniagent.core.tool_context import ToolContext, current_context
-from miniagent.core.tools.registry import ApprovalRule, Tool
-from miniagent.core.tools.runner import describe
+from miniagent.core.tools.tool import ApprovalRule, Tool
+from miniagent.core.tools.toolbox import describe
 from miniagent.core.tools.wrappers import (
     ToolRule,
     exposed_name,
@@ -37,7 +36,7 @@ from miniagent.core.tools.wrappers import (
     is_offered,
     name_digest,
 )
-from miniagent.core.types import Observation, ToolCall
+from miniagent.core.types import Observation, ToolCall, ToolContext, current_context
 from miniagent.mcp.config import ServerConfig
 from miniagent.mcp.connection import Connection, ServerError
 from miniagent.mcp.results import result_text

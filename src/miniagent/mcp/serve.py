@@ -1,12 +1,12 @@
 """Our tools served over MCP: ``miniagent mcp-serve --tools FILE``.
 
 A :class:`~miniagent.core.tools.registry.ToolRegistry` becomes a low-level MCP ``Server`` of the
-official SDK: ``tools/list`` gives each tool's JSON Schema, ``tools/call`` runs it through
-:meth:`ToolRegistry.execute`, so MCP clients get the same argument validation, coercion,
-timeouts and error messages as our own agents (an error observation is an ``is_error``
-result). A tool without a description (no docstring) is described by its name, since some
-clients require one. Tools that require approval are not served: an MCP client has no way to
-ask our person, and such a tool never runs unapproved.
+official SDK: ``tools/list`` gives each tool's JSON Schema, ``tools/call`` runs it through a
+:class:`~miniagent.core.tools.toolbox.Toolbox` over it, so MCP clients get the same argument
+validation, coercion, timeouts and error messages as our own agents (an error observation is an
+``is_error`` result). A tool without a description (no docstring) is described by its name,
+since some clients require one. Tools that require approval are not served: an MCP client has
+no way to ask our person, and such a tool never runs unapproved.
 
 Over streamable HTTP (:func:`serve_http`), an optional bearer token is required on every
 request, compared in constant time, and DNS-rebinding protection always checks the ``Host`` and
@@ -28,9 +28,10 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 from miniagent._internal.version import installed_version
-from miniagent.core.tool_context import ToolContext
-from miniagent.core.tools.registry import Tool, ToolRegistry
-from miniagent.core.types import ToolCall
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import Tool
+from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.types import ToolCall, ToolContext
 from miniagent.mcp.client import IDEMPOTENCY_META
 from miniagent.mcp.connection import sdk
 
@@ -59,7 +60,8 @@ def build_server(registry: ToolRegistry, *, name: str = "miniagent") -> Any:
     from mcp.server.lowlevel import Server
 
     tools, _ = served_tools(registry)
-    run_tools = ToolRegistry(tools, default_timeout=registry.default_timeout)
+    functions = ToolRegistry(tools, default_timeout=registry.default_timeout)
+    run_tools = Toolbox((item, functions) for item in tools)
     listing = types.ListToolsResult(tools=[_describe(types, item) for item in tools])
     session = f"mcp-serve-{uuid.uuid4().hex[:12]}"
     numbers = itertools.count(1)

@@ -3,7 +3,7 @@
 They run in the worker, with its model and its toolbox; the workflow only sees their inputs and
 results. A tool activity hands the call to the toolbox (the same executor as in process: it
 validates the call and runs it in the source that owns the tool) with a
-:class:`~miniagent.core.tool_context.ToolContext` whose idempotency key is the workflow id and the
+:class:`~miniagent.core.types.ToolContext` whose idempotency key is the workflow id and the
 activity id (stable across retries), and heartbeats while the tool runs so that a dead worker
 is noticed within the heartbeat timeout. A tool's transient failures are tried again inside the
 activity, by that executor, with the tool's retry policy (or the run's, which the input
@@ -34,9 +34,14 @@ from temporalio.exceptions import ApplicationError
 
 from miniagent.core import errors
 from miniagent.core.models.base import Model
-from miniagent.core.tool_context import ToolContext, reporting_waits
 from miniagent.core.tools.toolbox import Toolbox
-from miniagent.core.types import ModelRequest, ModelResponse, Observation
+from miniagent.core.types import (
+    ModelRequest,
+    ModelResponse,
+    Observation,
+    ToolContext,
+    reporting_waits,
+)
 from miniagent.observe.describe import describe_model
 from miniagent.temporal.contracts import SlotWait, ToolInput
 from miniagent.temporal.faults import PAYLOAD_LIMIT, PAYLOAD_TOO_LARGE, model_failure

@@ -1,7 +1,7 @@
 """A Temporal worker that serves miniagent sessions: the workflow, and activities over one
 model and any number of tool sources.
 
-Tools come from :class:`~miniagent.core.tools.source.ToolSource` objects (a
+Tools come from :class:`~miniagent.core.tools.toolbox.ToolSource` objects (a
 :class:`~miniagent.core.tools.registry.ToolRegistry` of ``@tool`` functions, an MCP server, an
 agent, any wrapper of :mod:`miniagent.core.tools.wrappers`), listed once into a toolbox when the
 worker starts. The workflows this worker runs read that toolbox (and the model's profile) from
@@ -22,15 +22,14 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from miniagent._internal import defaults
 from miniagent.core.models.base import Model
 from miniagent.core.protocol.registry import ProtocolRef
+from miniagent.core.runtime.inprocess import warm_model_prompt
 from miniagent.core.runtime.run import AIDS_FOR, AgentSpec
-from miniagent.core.tools.source import ToolSource
-from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.tools.toolbox import Toolbox, ToolSource
 from miniagent.core.tools.warmup import (
     WarmupReport,
     model_warmups,
     run_warmups,
     source_warmups,
-    warm_model_prompt,
 )
 from miniagent.temporal.activities import SessionActivities
 from miniagent.temporal.workers import Served, register

@@ -38,8 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from miniagent.core.runtime import events as ev
     from miniagent.core.runtime.run import AgentSpec, rules_for, run_session, with_small_model_aids
     from miniagent.core.session import AgentSession
-    from miniagent.core.tool_context import ToolContext, WaitReporter, current_reporter
-    from miniagent.core.tools.arguments import shorten
+    from miniagent.core.tools.tool import shorten
     from miniagent.core.types import (
         CallRecord,
         Decision,
@@ -49,6 +48,9 @@ with workflow.unsafe.imports_passed_through():
         PendingApproval,
         RunResult,
         ToolCall,
+        ToolContext,
+        WaitReporter,
+        current_reporter,
     )
     from miniagent.temporal.activities import (
         GENERATE,

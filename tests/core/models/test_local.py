@@ -30,7 +30,7 @@ from miniagent.core.protocol.grammar import react_grammar
 from miniagent.core.protocol.native import NativeProtocol
 from miniagent.core.protocol.react import ReactProtocol
 from miniagent.core.protocol.react_parser import parse_react
-from miniagent.core.tools.builtin import calculator
+from miniagent.core.tools.calculator import calculator
 from miniagent.core.types import Message, ModelRequest, ToolCall
 
 ALLOWED = {"completed", "max_steps", "loop_detected"}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from miniagent._internal.jsonscan import incomplete
 from miniagent.core.models.local_tools import ask_for_a_call, read_tool_reply
-from miniagent.core.protocol.jsonscan import incomplete
 
 TOOLS = [{"type": "function", "function": {
     "name": "weather", "description": "The weather in a city.",

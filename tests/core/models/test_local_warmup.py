@@ -10,7 +10,7 @@ import pytest
 from embedded_model import model_path
 from miniagent import Agent
 from miniagent.core.models.local import LocalModel
-from miniagent.core.tools.builtin import calculator
+from miniagent.core.tools.calculator import calculator
 
 
 @pytest.mark.parametrize("tool_mode", ["react", "native"])

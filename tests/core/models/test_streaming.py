@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from miniagent.core.models.openai_wire import normalize_completion
 from miniagent.core.models.sse import SSEError, SSEReader
 from miniagent.core.models.streaming import StreamAccumulator, StreamIncomplete
-from miniagent.core.protocol.native import normalize_completion
 from miniagent.core.protocol.react import STOP_WORDS
 from miniagent.testing.stub_server import (
     LLAMA_CPP,

@@ -314,7 +314,7 @@ def test_same_named_definitions_of_two_tools_stay_apart() -> None:
 
 
 def test_free_strings_are_bounded() -> None:
-    from miniagent.core.protocol.json_grammar import STRING_MAX_CHARS
+    from miniagent.core.protocol.grammar import STRING_MAX_CHARS
 
     schema = {"type": "object", "properties": {"expression": {"type": "string"}},
               "required": ["expression"]}
@@ -338,7 +338,7 @@ def test_max_length_and_max_items_come_from_the_schema() -> None:
 
 
 def test_free_form_arrays_and_objects_are_bounded() -> None:
-    from miniagent.core.protocol.json_grammar import ITEMS_MAX
+    from miniagent.core.protocol.grammar import ITEMS_MAX
 
     assert schema_accepts({"type": "array"}, json.dumps(list(range(ITEMS_MAX))))
     assert not schema_accepts({"type": "array"}, json.dumps(list(range(ITEMS_MAX + 1))))

@@ -29,6 +29,7 @@ from miniagent.core.protocol.grammar import react_grammar
 from miniagent.core.protocol.react import ReactProtocol
 from miniagent.core.protocol.react_parser import parse_react
 from miniagent.core.types import Message, ModelRequest, ToolCall
+from tool_calls import execute
 
 # -- the real parser -----------------------------------------------------------------------
 
@@ -253,7 +254,7 @@ def test_grammar_admits_valid_and_refuses_invalid_arguments(case: str) -> None:
         assert accepts(grammar, text), (case, arguments)
         parsed = parse_react(text)
         assert parsed.kind == "action" and parsed.tool_calls, text
-        observation = asyncio.run(registry.execute(parsed.tool_calls[0]))
+        observation = asyncio.run(execute(registry, parsed.tool_calls[0]))
         assert not observation.is_error, observation.output
     for arguments in bad:
         assert not accepts(grammar, action_text(target.name, arguments)), (case, arguments)
@@ -423,7 +424,7 @@ async def test_constrained_generation_is_a_valid_action(local_model: LocalModel)
     assert parsed.kind == "action", response.content
     (call,) = parsed.tool_calls
     assert call.name == "get_directions" and {"from_", "to"} <= set(call.arguments)
-    observation = await ToolRegistry([DIRECTIONS]).execute(call)
+    observation = await execute(ToolRegistry([DIRECTIONS]), call)
     assert not observation.is_error, (response.content, observation.output)
     assert " -> " in observation.output
 
@@ -445,5 +446,5 @@ def test_a_call_of_the_schema_tool_is_judged_like_the_grammar_output() -> None:
     assert accepts(react_grammar([DIRECTIONS]), text)
     call = parse_react(text).tool_calls[0]
     assert isinstance(call, ToolCall)
-    observation = asyncio.run(ToolRegistry([DIRECTIONS]).execute(call))
+    observation = asyncio.run(execute(ToolRegistry([DIRECTIONS]), call))
     assert observation.output == "Paris -> Lyon by walk"

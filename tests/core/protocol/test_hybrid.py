@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
+from miniagent.core.models.openai_wire import normalize_completion
 from miniagent.core.protocol.hybrid import HYBRID_PROMPT, HybridProtocol, split_thought
-from miniagent.core.protocol.native import normalize_completion
 from miniagent.core.store.base import InMemoryStore
 from miniagent.core.types import Message
 from miniagent.testing.stub_server import LLAMA_CPP, StubServer

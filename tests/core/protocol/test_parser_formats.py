@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from miniagent.core.protocol.jsonscan import decode_arguments
-from miniagent.core.protocol.native import NativeProtocol, normalize_completion
+from miniagent._internal.jsonscan import decode_arguments
+from miniagent.core.models.openai_wire import normalize_completion
+from miniagent.core.protocol.native import NativeProtocol
 from miniagent.core.protocol.react_parser import parse_react
 from miniagent.core.types import ParsedOutput
 

@@ -7,7 +7,7 @@ import json
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from miniagent.core.protocol.jsonscan import decode_arguments
+from miniagent._internal.jsonscan import decode_arguments
 from miniagent.core.protocol.react_parser import parse_react
 
 FRAGMENTS = [

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from miniagent.core.protocol.jsonscan import (
+from miniagent._internal.jsonscan import (
     INCOMPLETE,
     decode_arguments,
     incomplete,

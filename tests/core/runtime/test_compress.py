@@ -31,6 +31,7 @@ from miniagent.core.runtime.guards import tokens
 from miniagent.core.runtime.run import Compression
 from miniagent.core.session import SCHEMA_VERSION, AgentSession
 from miniagent.core.types import Message, ModelRequest, TokenUsage, ToolCall
+from tool_calls import execute, toolbox_of
 
 
 def page_text(n: int) -> str:
@@ -379,7 +380,7 @@ class Replayable:
         from miniagent import ToolRegistry
 
         if call.id not in self.observations:
-            self.observations[call.id] = await ToolRegistry([fetch]).execute(call)
+            self.observations[call.id] = await execute(ToolRegistry([fetch]), call)
         return self.observations[call.id]
 
     async def checkpoint(self, session: AgentSession, call: Any = None) -> None:
@@ -412,7 +413,7 @@ async def test_a_compacted_run_replays_to_a_byte_identical_session() -> None:
 
     rules = Rules(spec=AgentSpec(limits=Limits(max_steps=12),
                                  compression=Compression.of(1500, keep_last=2, mode="model")),
-                  protocol=ReactProtocol(), tools=ToolRegistry([fetch]).toolbox())
+                  protocol=ReactProtocol(), tools=toolbox_of(ToolRegistry([fetch])))
     sessions, observations = [], {}  # type: ignore[var-annotated]
     for _ in range(2):
         effects = Replayable(script(), observations)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from miniagent import Agent, InMemoryStore, ScriptedModel, SQLiteStore, tool
-from miniagent.core.protocol.native import normalize_completion
+from miniagent.core.models.openai_wire import normalize_completion
 from miniagent.core.store.base import CheckpointStore
 
 STATUSES = {"completed", "max_steps", "budget_exceeded", "timeout", "loop_detected", "error",

@@ -10,6 +10,7 @@ import pytest
 
 from miniagent import Agent, Event, ScriptedModel, ToolsNotSupported, tool
 from miniagent.core.errors import ModelConnectionError
+from tool_calls import execute
 
 
 @tool
@@ -349,10 +350,10 @@ async def test_tools_from_another_source_are_listed_once_per_run_and_obey_approv
 
         async def list_tools(self) -> Sequence[Tool]:
             self.listed += 1
-            return self.registry.listed()
+            return await self.registry.list_tools()
 
         async def call_tool(self, call: ToolCall, context: object = None) -> Observation:
-            return await self.registry.execute(call)
+            return await execute(self.registry, call)
 
         async def aclose(self) -> None:
             self.closed += 1

@@ -12,7 +12,7 @@ from miniagent.core.runtime.selection import (
     tokenize,
     tool_text,
 )
-from miniagent.core.tools.registry import Tool
+from miniagent.core.tools.tool import Tool
 from miniagent.core.types import Message, Step, ToolCall
 
 

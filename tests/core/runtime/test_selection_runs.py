@@ -10,7 +10,7 @@ import pytest
 
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, SQLiteStore
 from miniagent.core.errors import UserError
-from miniagent.core.tools.registry import Tool
+from miniagent.core.tools.tool import Tool
 from miniagent.core.types import ModelRequest
 from miniagent.testing.stub_server import StubServer
 

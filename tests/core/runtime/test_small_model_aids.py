@@ -15,7 +15,7 @@ from miniagent.core.errors import UserError
 from miniagent.core.models.base import Capabilities
 from miniagent.core.models.scripted import ScriptedModel
 from miniagent.core.protocol.react import ReactProtocol, render_system_prompt, worked_example
-from miniagent.core.tools.builtin import calculator
+from miniagent.core.tools.calculator import calculator
 from miniagent.core.types import Message
 
 

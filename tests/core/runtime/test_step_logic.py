@@ -21,8 +21,15 @@ from miniagent.core.runtime.guards import Limits
 from miniagent.core.runtime.loop import StepLogic
 from miniagent.core.runtime.run import AgentSpec, Rules, run_session
 from miniagent.core.session import AgentSession
-from miniagent.core.tool_context import ToolContext
-from miniagent.core.types import CallRecord, Decision, ModelRequest, PendingApproval, ToolCall
+from miniagent.core.types import (
+    CallRecord,
+    Decision,
+    ModelRequest,
+    PendingApproval,
+    ToolCall,
+    ToolContext,
+)
+from tool_calls import execute, toolbox_of
 
 
 @tool
@@ -68,7 +75,7 @@ class FakeEffects:
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
         if self.observations is not None:
             return self.observations[call.id]
-        observation = await TOOLS.execute(call, context)
+        observation = await execute(TOOLS, call, context)
         self.recorded[call.id] = observation
         return observation
 
@@ -102,7 +109,7 @@ def replies() -> list[ModelResponse]:
 
 def rules() -> Rules:
     return Rules(spec=AgentSpec(limits=Limits(max_steps=6)), protocol=ReactProtocol(),
-                 tools=TOOLS.toolbox())
+                 tools=toolbox_of(TOOLS))
 
 
 async def run_once(effects: FakeEffects) -> AgentSession:

@@ -9,7 +9,7 @@ import pytest
 
 from miniagent import InMemoryStore, SQLiteStore
 from miniagent.core.session import AgentSession
-from miniagent.core.store.base import SessionQuery
+from miniagent.core.store.listing import SessionQuery
 from miniagent.core.types import TokenUsage
 
 QUESTIONS = ["Pay Alice", "pay bob 100%", "支付给小明", "under_score", "back\\slash", "Weather?"]

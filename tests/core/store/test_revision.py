@@ -12,7 +12,7 @@ import pytest
 from miniagent import InMemoryStore, SQLiteStore
 from miniagent.core.errors import SessionNotFound
 from miniagent.core.session import AgentSession
-from miniagent.core.store.base import SessionQuery
+from miniagent.core.store.listing import SessionQuery
 from miniagent.core.types import CallRecord, Step, TokenUsage, ToolCall
 
 OLD_SCHEMA = """

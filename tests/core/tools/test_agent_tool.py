@@ -15,7 +15,7 @@ import miniagent
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, SQLiteStore, tool
 from miniagent.core.errors import UserError
 from miniagent.core.session import AgentSession
-from miniagent.core.tools.registry import Tool
+from miniagent.core.tools.tool import Tool
 from miniagent.core.types import ModelRequest
 from miniagent.testing.stub_server import StubServer
 

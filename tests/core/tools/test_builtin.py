@@ -51,7 +51,7 @@ def test_builtin_tools_bundle(tmp_path: Path) -> None:
 def test_builtin_tools_are_idempotent(tmp_path: Path) -> None:
     """All only read: a crash during one must not need a person to resume (issue 12)."""
     registry = ToolRegistry(builtin_tools(tmp_path))
-    assert {name: registry.is_idempotent(name) for name in registry.names} == dict.fromkeys(
+    assert {t.name: t.idempotent for t in registry} == dict.fromkeys(
         registry.names, True
     )
 

@@ -23,6 +23,7 @@ from miniagent.core.errors import ToolError
 from miniagent.core.tools.calculator import MAX_DIGITS, MAX_INT_BITS, calculator
 from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.types import ToolCall
+from tool_calls import execute
 
 HANG_CHECK_SECONDS = 5.0  # generous: every refusal below takes microseconds
 
@@ -119,9 +120,9 @@ def test_calculator_refusals(expression: str, message: str) -> None:
 
 async def test_calculator_through_registry() -> None:
     registry = ToolRegistry([calculator])
-    ok = await registry.execute(ToolCall(id="1", name="calculator", raw_arguments="6 * 7"))
+    ok = await execute(registry, ToolCall(id="1", name="calculator", raw_arguments="6 * 7"))
     assert (ok.output, ok.is_error) == ("42", False)
-    bad = await registry.execute(
+    bad = await execute(registry,
         ToolCall(id="2", name="calculator", arguments={"expression": "1/0"})
     )
     assert bad.is_error and bad.output == "Division by zero in '1/0'."

@@ -9,8 +9,10 @@ import pytest
 
 from miniagent import Agent, ScriptedModel
 from miniagent.core.errors import ToolDefinitionError
-from miniagent.core.tools.registry import Tool, ToolRegistry, tool
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import Tool, tool
 from miniagent.core.types import ToolCall
+from tool_calls import execute
 
 
 class Account:
@@ -62,7 +64,7 @@ def greet(cls: str) -> str:
 
 
 async def _run(target: Tool, arguments: dict[str, Any]) -> tuple[bool, str]:
-    observation = await ToolRegistry([target]).execute(
+    observation = await execute(ToolRegistry([target]),
         ToolCall(id="c1", name=target.name, arguments=arguments))
     return observation.is_error, observation.output
 

@@ -36,8 +36,10 @@ from pydantic import BaseModel, Field, WithJsonSchema
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from miniagent.core.errors import ToolDefinitionError
-from miniagent.core.tools.registry import Tool, ToolRegistry, tool
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import Tool, tool
 from miniagent.core.types import Observation, ToolCall
+from tool_calls import execute
 
 # -- normalising a schema to its meaning -----------------------------------------------
 
@@ -80,7 +82,7 @@ def _meaning_of(key: str, value: Any) -> Any:
 
 async def _call(target: Tool, arguments: dict[str, Any]) -> Observation:
     registry = ToolRegistry([target])
-    return await registry.execute(ToolCall(id="c1", name=target.name, arguments=arguments))
+    return await execute(registry, ToolCall(id="c1", name=target.name, arguments=arguments))
 
 
 # -- the peers' functions (module level: their hints are resolved from here) --------------

@@ -12,7 +12,7 @@ import pytest
 from miniagent.core.protocol.registry import ProtocolRef, build_protocol
 from miniagent.core.tools.agent_tool import PARAMETERS as AGENT_TOOL_PARAMETERS
 from miniagent.core.tools.builtin import builtin_tools
-from miniagent.core.tools.registry import Tool
+from miniagent.core.tools.tool import Tool
 from miniagent.core.types import Message
 from miniagent.evals.builtin import tools as eval_tools
 

@@ -12,8 +12,10 @@ import pytest
 from pydantic import BaseModel
 
 from miniagent.core.errors import ToolDefinitionError, ToolError
-from miniagent.core.tools.registry import NO_OUTPUT, Tool, ToolRegistry, format_result, tool
+from miniagent.core.tools.registry import NO_OUTPUT, ToolRegistry, format_result
+from miniagent.core.tools.tool import Tool, tool
 from miniagent.core.types import Observation, ToolCall
+from tool_calls import execute, execute_all
 
 
 @tool
@@ -86,7 +88,7 @@ def test_registry_accepts_tools_and_plain_callables(registry: ToolRegistry) -> N
     assert all(isinstance(t, Tool) for t in registry)
     assert registry.get("add") is add
     assert registry.get("missing") is None
-    schemas = registry.openai_schemas()
+    schemas = [t.openai_schema() for t in registry]
     assert [s["function"]["name"] for s in schemas] == registry.names
 
 
@@ -115,7 +117,7 @@ def test_invalid_timeout_rejected() -> None:
 
 
 async def test_execute_sync_tool(registry: ToolRegistry) -> None:
-    obs = await registry.execute(ToolCall(id="c7", name="add", arguments={"a": 2, "b": 3}))
+    obs = await execute(registry, ToolCall(id="c7", name="add", arguments={"a": 2, "b": 3}))
     assert obs == Observation(
         call_id="c7", tool_name="add", output="5", is_error=False, elapsed=obs.elapsed
     )
@@ -123,7 +125,7 @@ async def test_execute_sync_tool(registry: ToolRegistry) -> None:
 
 
 async def test_execute_async_tool_with_default(registry: ToolRegistry) -> None:
-    obs = await registry.execute(call("search_docs", {"query": "q", "limit": 2}))
+    obs = await execute(registry, call("search_docs", {"query": "q", "limit": 2}))
     assert not obs.is_error
     assert json.loads(obs.output) == ["q-0", "q-1"]
 
@@ -138,7 +140,7 @@ async def test_lax_coercion_reaches_the_function() -> None:
 
     registry = ToolRegistry([record])
     args = {"n": "20", "flag": "true", "ratio": "0.5", "label": 7}
-    obs = await registry.execute(call("record", args))
+    obs = await execute(registry, call("record", args))
     assert not obs.is_error, obs.output
     assert seen == {"n": 20, "flag": True, "ratio": 0.5, "label": "7"}
 
@@ -152,7 +154,7 @@ async def test_nested_model_argument_is_validated_into_the_model() -> None:
         return f"hi {person.name}"
 
     registry = ToolRegistry([greet])
-    obs = await registry.execute(call("greet", {"person": {"name": "Ada", "age": "36"}}))
+    obs = await execute(registry, call("greet", {"person": {"name": "Ada", "age": "36"}}))
     assert obs.output == "hi Ada"
     assert received == [Person(name="Ada", age=36)]
 
@@ -162,7 +164,7 @@ async def test_positional_only_parameters() -> None:
         """Power."""
         return base**exp
 
-    obs = await ToolRegistry([power]).execute(call("power", {"base": 3, "exp": 3}))
+    obs = await execute(ToolRegistry([power]), call("power", {"base": 3, "exp": 3}))
     assert obs.output == "27"
 
 
@@ -189,7 +191,7 @@ async def test_json_result_keeps_chinese_text_readable() -> None:
         """Cities."""
         return {"cities": ["北京", "上海"]}
 
-    obs = await ToolRegistry([cities]).execute(call("cities"))
+    obs = await execute(ToolRegistry([cities]), call("cities"))
     assert obs.output == '{"cities": ["北京", "上海"]}'
 
 
@@ -197,7 +199,7 @@ async def test_none_result() -> None:
     def nothing() -> None:
         """Nothing."""
 
-    obs = await ToolRegistry([nothing]).execute(call("nothing"))
+    obs = await execute(ToolRegistry([nothing]), call("nothing"))
     assert obs.output == NO_OUTPUT and not obs.is_error
 
 
@@ -205,7 +207,7 @@ async def test_none_result() -> None:
 
 
 async def test_unknown_tool_lists_available_names(registry: ToolRegistry) -> None:
-    obs = await registry.execute(call("ad"))
+    obs = await execute(registry, call("ad"))
     assert obs.is_error
     assert obs.tool_name == "ad"
     assert "Unknown tool 'ad'" in obs.output
@@ -214,12 +216,12 @@ async def test_unknown_tool_lists_available_names(registry: ToolRegistry) -> Non
 
 
 async def test_unknown_tool_in_empty_registry() -> None:
-    obs = await ToolRegistry().execute(call("anything"))
+    obs = await execute(ToolRegistry(), call("anything"))
     assert obs.is_error and "No tools are available" in obs.output
 
 
 async def test_missing_and_unknown_arguments_are_named(registry: ToolRegistry) -> None:
-    obs = await registry.execute(call("weather", {"town": "Paris"}))
+    obs = await execute(registry, call("weather", {"town": "Paris"}))
     assert obs.is_error
     assert "Missing required argument(s): city." in obs.output
     assert "Unknown argument(s): town." in obs.output
@@ -227,7 +229,7 @@ async def test_missing_and_unknown_arguments_are_named(registry: ToolRegistry) -
 
 
 async def test_type_error_names_argument_and_given_value(registry: ToolRegistry) -> None:
-    obs = await registry.execute(call("add", {"a": "twelve", "b": 1}))
+    obs = await execute(registry, call("add", {"a": "twelve", "b": 1}))
     assert obs.is_error
     assert "- a: Input should be a valid integer" in obs.output
     assert "(got 'twelve')" in obs.output
@@ -237,7 +239,7 @@ async def test_type_error_names_argument_and_given_value(registry: ToolRegistry)
 
 async def test_broken_json_quotes_raw_input_and_schema(registry: ToolRegistry) -> None:
     raw = '{"a": 1, "b": ' + "9" * 500
-    obs = await registry.execute(
+    obs = await execute(registry,
         call("add", raw_arguments=raw, arguments_error="Expecting ',' delimiter")
     )
     assert obs.is_error
@@ -260,7 +262,7 @@ async def test_broken_json_quotes_raw_input_and_schema(registry: ToolRegistry) -
 async def test_bare_string_goes_to_single_required_parameter(
     registry: ToolRegistry, raw: str, expected: str
 ) -> None:
-    obs = await registry.execute(call("weather", raw_arguments=raw))
+    obs = await execute(registry, call("weather", raw_arguments=raw))
     assert not obs.is_error, obs.output
     assert obs.output == expected
 
@@ -275,26 +277,26 @@ async def test_bare_json_value_is_decoded() -> None:
         return 2 * x
 
     registry = ToolRegistry([total, double])
-    assert (await registry.execute(call("total", raw_arguments="[1, 2, 3]"))).output == "6"
-    assert (await registry.execute(call("double", raw_arguments="21"))).output == "42"
+    assert (await execute(registry, call("total", raw_arguments="[1, 2, 3]"))).output == "6"
+    assert (await execute(registry, call("double", raw_arguments="21"))).output == "42"
 
 
 async def test_raw_json_object_used_when_arguments_empty(registry: ToolRegistry) -> None:
-    obs = await registry.execute(call("add", raw_arguments='{"a": 1, "b": 2}'))
+    obs = await execute(registry, call("add", raw_arguments='{"a": 1, "b": 2}'))
     assert obs.output == "3"
 
 
 async def test_bare_string_for_multi_parameter_tool_explains_object(
     registry: ToolRegistry,
 ) -> None:
-    obs = await registry.execute(call("add", raw_arguments="1 and 2"))
+    obs = await execute(registry, call("add", raw_arguments="1 and 2"))
     assert obs.is_error
     assert "expects a JSON object" in obs.output
     assert "a (required), b (required)" in obs.output
 
 
 async def test_empty_arguments_for_required_parameters(registry: ToolRegistry) -> None:
-    obs = await registry.execute(call("add"))
+    obs = await execute(registry, call("add"))
     assert obs.is_error and "Missing required argument(s): a, b." in obs.output
 
 
@@ -306,7 +308,7 @@ async def test_tool_exception_becomes_observation() -> None:
         """Explode."""
         raise ValueError("bad value")
 
-    obs = await ToolRegistry([explode]).execute(call("explode", {"x": 1}))
+    obs = await execute(ToolRegistry([explode]), call("explode", {"x": 1}))
     assert obs.is_error
     assert obs.output == "Error executing tool 'explode': ValueError: bad value"
 
@@ -316,7 +318,7 @@ async def test_async_tool_exception_becomes_observation() -> None:
         """Explode."""
         raise KeyError("k")
 
-    obs = await ToolRegistry([explode]).execute(call("explode"))
+    obs = await execute(ToolRegistry([explode]), call("explode"))
     assert obs.is_error and obs.output == "Error executing tool 'explode': KeyError: 'k'"
 
 
@@ -325,7 +327,7 @@ async def test_tool_error_message_verbatim() -> None:
         """Picky."""
         raise ToolError("x must be even; try x=2.")
 
-    obs = await ToolRegistry([picky]).execute(call("picky", {"x": 1}))
+    obs = await execute(ToolRegistry([picky]), call("picky", {"x": 1}))
     assert obs.is_error and obs.output == "x must be even; try x=2."
 
 
@@ -334,7 +336,7 @@ async def test_tool_raising_timeout_error_is_not_our_timeout() -> None:
         """Raises TimeoutError itself."""
         raise TimeoutError("upstream")
 
-    obs = await ToolRegistry([slow_network]).execute(call("slow_network"))
+    obs = await execute(ToolRegistry([slow_network]), call("slow_network"))
     assert obs.output == "Error executing tool 'slow_network': TimeoutError: upstream"
 
 
@@ -344,7 +346,7 @@ async def test_async_tool_timeout() -> None:
         """Hang."""
         await asyncio.sleep(30)
 
-    obs = await ToolRegistry([hang]).execute(call("hang"))
+    obs = await execute(ToolRegistry([hang]), call("hang"))
     assert obs.is_error
     assert obs.output == "Tool 'hang' timed out after 0.05 s."
 
@@ -358,7 +360,7 @@ async def test_sync_tool_default_timeout() -> None:
         return "done"
 
     try:
-        obs = await ToolRegistry([block], default_timeout=0.05).execute(call("block"))
+        obs = await execute(ToolRegistry([block], default_timeout=0.05), call("block"))
     finally:
         release.set()  # the worker thread cannot be killed; let it finish
     assert obs.is_error and obs.output == "Tool 'block' timed out after 0.05 s."
@@ -373,7 +375,7 @@ async def test_unprintable_result_becomes_error() -> None:
         """Weird."""
         return Weird()
 
-    obs = await ToolRegistry([weird]).execute(call("weird"))
+    obs = await execute(ToolRegistry([weird]), call("weird"))
     assert obs.is_error and "cannot be shown" in obs.output
 
 
@@ -436,7 +438,7 @@ async def test_cancellation_propagates() -> None:
         started.set()
         await asyncio.sleep(30)
 
-    task = asyncio.create_task(ToolRegistry([forever]).execute(call("forever")))
+    task = asyncio.create_task(execute(ToolRegistry([forever]), call("forever")))
     await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -453,12 +455,12 @@ async def test_execute_all_keeps_call_order(registry: ToolRegistry) -> None:
         ToolCall(id="3", name="search_docs", arguments={"query": "z", "limit": 1}),
         ToolCall(id="4", name="weather", raw_arguments="Oslo"),
     ]
-    observations = await registry.execute_all(calls)
+    observations = await execute_all(registry, calls)
     assert [o.call_id for o in observations] == ["1", "2", "3", "4"]
     assert [o.is_error for o in observations] == [False, True, False, False]
     assert observations[0].output == "2"
     assert observations[3].output == "Oslo: 20 celsius"
-    assert await registry.execute_all([]) == []
+    assert await execute_all(registry, []) == []
 
 
 async def test_execute_all_runs_async_tools_concurrently() -> None:
@@ -475,7 +477,7 @@ async def test_execute_all_runs_async_tools_concurrently() -> None:
 
     registry = ToolRegistry([meet], default_timeout=5.0)
     calls = [ToolCall(id=str(i), name="meet", arguments={"who": w}) for i, w in enumerate("ab")]
-    observations = await registry.execute_all(calls)
+    observations = await execute_all(registry, calls)
     assert [o.output for o in observations] == ["a", "b"]
     assert not any(o.is_error for o in observations)
 
@@ -490,7 +492,7 @@ async def test_execute_all_runs_sync_tools_in_parallel_threads() -> None:
 
     registry = ToolRegistry([meet])
     calls = [ToolCall(id=str(i), name="meet", arguments={"who": w}) for i, w in enumerate("xy")]
-    observations = await registry.execute_all(calls)
+    observations = await execute_all(registry, calls)
     assert [(o.output, o.is_error) for o in observations] == [("x", False), ("y", False)]
 
 
@@ -503,8 +505,8 @@ async def test_an_inline_tool_runs_on_the_event_loop_and_a_default_one_on_a_work
         return threading.current_thread().name
 
     registry = ToolRegistry([tool(inline=True, name="here")(where), tool(name="there")(where)])
-    here = await registry.execute(ToolCall(id="1", name="here", arguments={}))
-    there = await registry.execute(ToolCall(id="2", name="there", arguments={}))
+    here = await execute(registry, ToolCall(id="1", name="here", arguments={}))
+    there = await execute(registry, ToolCall(id="2", name="there", arguments={}))
     assert here.output == threading.current_thread().name and not here.is_error
     assert there.output == "miniagent-worker" and not there.is_error
 
@@ -527,10 +529,10 @@ async def test_an_inline_tool_fails_as_a_threaded_one_does_and_keeps_its_context
         raise SystemExit(3)
 
     registry = ToolRegistry([explode, leave])
-    failed = await registry.execute(ToolCall(id="1", name="explode", arguments={"text": "水"}))
+    failed = await execute(registry, ToolCall(id="1", name="explode", arguments={"text": "水"}))
     assert failed.is_error and failed.output == "Error executing tool 'explode': ValueError: no 水"
     assert mark.get() == "caller's"
-    exited = await registry.execute(ToolCall(id="2", name="leave", arguments={}))
+    exited = await execute(registry, ToolCall(id="2", name="leave", arguments={}))
     assert exited.is_error and "SystemExit" in exited.output
 
 

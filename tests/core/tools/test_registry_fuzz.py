@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from miniagent.core.errors import ToolError
-from miniagent.core.tools.builtin import calculator
-from miniagent.core.tools.registry import ToolRegistry, tool
+from miniagent.core.tools.calculator import calculator
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import tool
 from miniagent.core.types import Observation, ToolCall
+from tool_calls import execute, execute_all
 
 
 class Mode(enum.Enum):
@@ -106,7 +108,7 @@ def test_execute_never_raises(
     loop: asyncio.AbstractEventLoop, name: str, args: dict[str, Any], raw: str, error: str | None
 ) -> None:
     call = ToolCall(id="fuzz", name=name, arguments=args, raw_arguments=raw, arguments_error=error)
-    obs = loop.run_until_complete(REGISTRY.execute(call))
+    obs = loop.run_until_complete(execute(REGISTRY, call))
     assert isinstance(obs, Observation)
     assert isinstance(obs.output, str)
     assert obs.call_id == "fuzz" and obs.tool_name == name
@@ -125,7 +127,7 @@ def test_execute_all_never_raises_and_keeps_order(
         ToolCall(id=str(i), name=name, arguments=args, raw_arguments=raw)
         for i, (name, args, raw) in enumerate(batch)
     ]
-    observations = loop.run_until_complete(REGISTRY.execute_all(calls))
+    observations = loop.run_until_complete(execute_all(REGISTRY, calls))
     assert [o.call_id for o in observations] == [str(i) for i in range(len(batch))]
     assert all(isinstance(o.output, str) for o in observations)
 

@@ -25,6 +25,7 @@ from miniagent import (
 )
 from miniagent.core.errors import ConfigError, ToolDefinitionError
 from miniagent.core.runtime import events as ev
+from tool_calls import toolbox_of
 
 QUICK = RetryPolicy(max_attempts=3, initial_delay=0.001, jitter=False)
 
@@ -58,7 +59,7 @@ def flaky(failures: int, *, idempotent: bool = False, retry: Any = QUICK,
 
 
 def run(target: Tool, ctx: ToolContext | None = None, **arguments: Any) -> Any:
-    return asyncio.run(ToolRegistry([target]).toolbox().execute(
+    return asyncio.run(toolbox_of(ToolRegistry([target])).execute(
         call(target.name, **arguments), ctx or context()))
 
 

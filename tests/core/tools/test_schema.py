@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from miniagent.core.errors import ToolDefinitionError
-from miniagent.core.tools.registry import tool
 from miniagent.core.tools.schema import clean_json_schema
+from miniagent.core.tools.tool import tool
 
 
 class Color(enum.Enum):

@@ -16,6 +16,7 @@ from miniagent.core.errors import ToolDefinitionError
 from miniagent.core.protocol.grammar import react_grammar
 from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.schema_cost import MAX_EXPANDED_NODES
+from tool_calls import execute, toolbox_of
 
 
 def doubling(levels: int, *, sibling_type: bool = False) -> dict[str, Any]:
@@ -81,7 +82,7 @@ def test_a_default_that_does_not_fit_its_property_is_not_filled_in() -> None:
     tool = define({"type": "object", "properties": {
         "city": {"type": "string"}, "unit": {"type": "string", "default": None},
         "days": {"type": "integer", "default": 3}}, "required": ["city"]})
-    observation = asyncio.run(ToolRegistry([tool]).execute(
+    observation = asyncio.run(execute(ToolRegistry([tool]),
         ToolCall(id="c", name="t", arguments={"city": "Oslo"})))
     assert not observation.is_error, observation.output  # a valid call stays valid
 
@@ -122,7 +123,7 @@ def test_generated_schemas_are_refused_or_cheap_to_use(schema: dict[str, Any],
     except ToolDefinitionError as exc:
         assert "Tool 't'" in str(exc)
         return
-    toolbox = ToolRegistry([tool]).toolbox()
+    toolbox = toolbox_of(ToolRegistry([tool]))
     asyncio.run(toolbox.execute(ToolCall(id="c", name="t", arguments={"x": value})))
     react_grammar([tool], max_tokens=256)
     assert MAX_EXPANDED_NODES > 0

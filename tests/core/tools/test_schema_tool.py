@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from miniagent import Agent, ScriptedModel, Tool, ToolDefinitionError, ToolError, ToolRegistry, tool
 from miniagent.core.types import Observation, ToolCall
+from tool_calls import execute, toolbox_of
 
 DIRECTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -70,7 +71,7 @@ def call(arguments: Any = None, name: str = "get_directions", **extra: Any) -> T
 
 
 async def run(target: Tool, arguments: Any = None, **extra: Any) -> Observation:
-    return await ToolRegistry([target]).execute(call(arguments, name=target.name, **extra))
+    return await execute(ToolRegistry([target]), call(arguments, name=target.name, **extra))
 
 
 def schema_tool(parameters: dict[str, Any], fn: Any = None, **options: Any) -> Tool:
@@ -219,7 +220,7 @@ async def test_the_call_record_is_not_changed_by_coercion_or_by_the_function() -
 
     t = Tool.from_schema(name="spoil", description="", parameters=DIRECTIONS_SCHEMA, fn=spoil)
     the_call = call(arguments, name="spoil")
-    assert not (await ToolRegistry([t]).execute(the_call)).is_error
+    assert not (await execute(ToolRegistry([t]), the_call)).is_error
     assert the_call.arguments == {"from_": 5, "via": [{"lat": "1", "lon": 2}]}
 
 
@@ -309,7 +310,7 @@ async def test_coercion_parity_with_function_tools() -> None:
     for sent in [{"n": "20", "x": "2.5", "flag": "true", "text": 7},
                  {"n": 3.0, "x": "1e3", "flag": "off", "text": 2.5},
                  {"n": "-4", "x": "7", "flag": 1, "text": "s"}]:
-        function_out = await ToolRegistry([typed]).execute(call(sent, name="typed"))
+        function_out = await execute(ToolRegistry([typed]), call(sent, name="typed"))
         schema_out = await run(by_schema, sent)
         assert not function_out.is_error and not schema_out.is_error
         assert json.loads(function_out.output) == json.loads(schema_out.output), sent
@@ -367,7 +368,7 @@ async def test_registry_default_timeout_applies_to_sync_schema_tools() -> None:
     release = threading.Event()
     t = schema_tool(props(), fn=lambda args: release.wait(5), name="block")
     registry = ToolRegistry([t], default_timeout=0.05)
-    observation = await registry.execute(call({}, name="block"))
+    observation = await execute(registry, call({}, name="block"))
     release.set()
     assert observation.is_error and "timed out after 0.05 s" in observation.output
 
@@ -518,19 +519,19 @@ def test_approval_predicate_sees_the_coerced_validated_arguments() -> None:
     pay = schema_tool({**props(amount={"type": "integer"}, currency={"default": "EUR"}),
                        "required": ["amount"]}, name="pay", requires_approval=expensive)
     registry = ToolRegistry([pay])
-    assert registry.toolbox().needs_approval(call({"amount": "500"}, name="pay")) is True
+    assert toolbox_of(registry).needs_approval(call({"amount": "500"}, name="pay")) is True
     assert seen[-1] == {"amount": 500, "currency": "EUR"}
-    assert registry.toolbox().needs_approval(call({"amount": "50"}, name="pay")) is False
+    assert toolbox_of(registry).needs_approval(call({"amount": "50"}, name="pay")) is False
     # never runs, so never asks
-    assert registry.toolbox().needs_approval(call({"amount": "lots"}, name="pay")) is False
-    assert registry.toolbox().needs_approval(call({}, name="pay", raw_arguments="700")) is True
+    assert toolbox_of(registry).needs_approval(call({"amount": "lots"}, name="pay")) is False
+    assert toolbox_of(registry).needs_approval(call({}, name="pay", raw_arguments="700")) is True
 
 
 def test_approval_always_and_never() -> None:
     always = schema_tool(props(), name="always", requires_approval=True)
     registry = ToolRegistry([always, schema_tool(props(), name="never")])
-    assert registry.toolbox().needs_approval(call({}, name="always"))
-    assert not registry.toolbox().needs_approval(call({}, name="never"))
+    assert toolbox_of(registry).needs_approval(call({}, name="always"))
+    assert not toolbox_of(registry).needs_approval(call({}, name="never"))
 
 
 def test_agent_waits_for_approval_of_a_schema_tool() -> None:
@@ -613,8 +614,8 @@ json_values = st.recursive(
 def test_execute_never_raises(name: str, arguments: Any, raw: str | None) -> None:
     the_call = ToolCall(id="f", name=name, arguments=arguments,
                         raw_arguments=raw if raw is not None else json.dumps(arguments))
-    observation = asyncio.run(FUZZ_REGISTRY.execute(the_call))
+    observation = asyncio.run(execute(FUZZ_REGISTRY, the_call))
     assert isinstance(observation, Observation) and isinstance(observation.output, str)
     if observation.is_error and not observation.output.startswith("Error executing"):
         assert "Schema: " in observation.output or "schema" in observation.output
-    FUZZ_REGISTRY.toolbox().needs_approval(the_call)
+    toolbox_of(FUZZ_REGISTRY).needs_approval(the_call)

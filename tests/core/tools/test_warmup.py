@@ -23,7 +23,8 @@ import pytest
 from miniagent import Agent, ScriptedModel, Tool, tool
 from miniagent.core.errors import ToolDefinitionError, UserError
 from miniagent.core.tools.registry import ToolRegistry
-from miniagent.core.tools.warmup import Warmup, forget, run_warmups
+from miniagent.core.tools.warmup import Warmup, run_warmups
+from miniagent.core.tools.warmup_record import forget
 from miniagent.core.tools.wrappers import Filtered, Prefixed, WithRules
 from miniagent.core.types import Observation, ToolCall
 
@@ -223,6 +224,29 @@ async def test_a_source_warms_once_until_an_agent_closes_it() -> None:
     await agent.aclose()  # a closed source is cold: the next start warms it again
     report = await other.start()
     assert source.warmups == 2 and report.warmed == ["CountingSource()"]
+
+
+PLAIN_RUN = """
+import sys
+from miniagent import Agent, ScriptedModel, tool
+
+@tool
+def add(a: int, b: int) -> int:
+    '''Add two integers.'''
+    return a + b
+
+model = ScriptedModel(['Action: add\\nAction Input: {"a": 2, "b": 3}', 'Final Answer: 5'])
+result = Agent(model=model, tools=[add]).run('2+3?')
+print(result.final_answer, sorted(name for name in sys.modules if 'warmup' in name))
+"""
+
+
+def test_a_run_of_tools_without_warm_ups_never_loads_the_warm_up_record() -> None:
+    """Closing a run of plain function tools has nothing to make cold: the warm-up modules stay
+    off a tool call's path (issue 34)."""
+    out = subprocess.run([sys.executable, "-c", PLAIN_RUN], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "5 []"
 
 
 async def test_wrappers_pass_the_warm_up_on() -> None:

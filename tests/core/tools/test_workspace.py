@@ -14,9 +14,11 @@ from miniagent import Agent, ScriptedModel, SQLiteStore
 from miniagent._internal import defaults
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.tools import workspace as workspace_module
-from miniagent.core.tools.registry import Tool, ToolRegistry
+from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.tool import Tool
 from miniagent.core.tools.workspace import DEFAULT_READ_BYTES, MAX_READ_BYTES, workspace_tools
 from miniagent.core.types import ToolCall
+from tool_calls import execute
 
 # -- workspace files -----------------------------------------------------------------
 
@@ -117,7 +119,7 @@ def test_symlink_escaping_workspace_refused(workspace: Path) -> None:
 
 async def test_workspace_escape_through_registry_is_error_observation(workspace: Path) -> None:
     registry = ToolRegistry(workspace_tools(workspace))
-    obs = await registry.execute(
+    obs = await execute(registry,
         ToolCall(id="1", name="read_file", arguments={"file_path": "../secret.txt"})
     )
     assert obs.is_error

@@ -1,4 +1,5 @@
 """Model transports: ``generate(request) -> response`` and a capabilities profile. An
-OpenAI-compatible HTTP client (:mod:`.openai_compat`, over :mod:`.http`), streaming
+OpenAI-compatible HTTP client (:mod:`.openai_compat`, over :mod:`.http`), the OpenAI reply
+format every model reads (:mod:`.openai_wire`), streaming
 (:mod:`.sse`, :mod:`.streaming`), the embedded llama.cpp model (:mod:`.local`) and a scripted
 model for tests (:mod:`.scripted`)."""

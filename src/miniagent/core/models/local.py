@@ -42,8 +42,8 @@ from miniagent.core.models.base import Capabilities
 from miniagent.core.models.catalog import CATALOG, DEFAULT_MODEL, installed_path
 from miniagent.core.models.gguf import read_info
 from miniagent.core.models.local_tools import ask_for_a_call, read_tool_reply
+from miniagent.core.models.openai_wire import normalize_completion
 from miniagent.core.models.profiles import aids_for, is_tiny
-from miniagent.core.protocol.native import normalize_completion
 from miniagent.core.types import ModelRequest, ModelResponse, ToolMode
 
 __all__ = [

@@ -4,7 +4,7 @@ SmolLM2's template (like most small models') has no place for ``tools``: llama.c
 then takes the field and leaves it out of the prompt (measured: ``prompt_tokens`` is the
 same with and without it). So the embedded model's ``native`` mode says the tools in a
 system message of its own and constrains the reply with a grammar built from the tools'
-schemas (:class:`~miniagent.core.protocol.json_grammar.JsonSchemaGrammar`, strings bounded as in
+schemas (:class:`~miniagent.core.protocol.grammar.JsonSchemaGrammar`, strings bounded as in
 the ReAct grammar, so an argument cannot run away): one object, ``{"tool": NAME,
 "arguments": {...}}`` to call a tool, or ``{"answer": TEXT}`` to answer where
 ``tool_choice`` allows an answer. The reply is turned back into OpenAI's ``tool_calls``,
@@ -24,7 +24,7 @@ import re
 import secrets
 from typing import Any
 
-from miniagent.core.protocol.json_grammar import JsonSchemaGrammar, gbnf_literal, string_bound
+from miniagent.core.protocol.grammar import JsonSchemaGrammar, gbnf_literal, string_bound
 
 __all__ = ["ANSWER_MAX_CHARS", "ask_for_a_call", "call_grammar", "read_tool_reply"]
 

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from miniagent._internal.jsonscan import JSONLimitError, excerpt, loads_limited
 from miniagent._internal.text import tokens
 from miniagent._internal.wording import counted
 from miniagent.core.errors import (
@@ -55,9 +56,7 @@ from miniagent.core.models.http import (
     HttpClient,
     HttpResponse,
 )
-from miniagent.core.protocol.jsonscan import JSONLimitError, excerpt, loads_limited
-from miniagent.core.protocol.native import MAX_BODY_DEPTH, normalize_completion
-from miniagent.core.protocol.tool_choice import wire_tool_choice
+from miniagent.core.models.openai_wire import MAX_BODY_DEPTH, normalize_completion, wire_tool_choice
 from miniagent.core.throttles import Admission, EndpointLimits, endpoint
 from miniagent.core.types import ModelRequest, ModelResponse, ToolMode
 

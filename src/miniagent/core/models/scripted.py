@@ -84,7 +84,7 @@ def _to_response(item: Reply) -> ModelResponse:
         return item
     if isinstance(item, str):
         return ModelResponse(content=item, finish_reason="stop")
-    from miniagent.core.protocol.native import normalize_completion
+    from miniagent.core.models.openai_wire import normalize_completion
 
     body = item if "choices" in item else {"choices": [{"index": 0, "message": item}]}
     return normalize_completion(body)

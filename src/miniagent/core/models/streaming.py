@@ -2,8 +2,8 @@
 
 :class:`StreamAccumulator` reads the ``data`` of each server-sent event of a
 ``/v1/chat/completions`` stream and builds the body a non-streamed answer would have had, so
-that :func:`~miniagent.core.protocol.native.normalize_completion` reads both the same way. Servers
-stream differently, and each difference is handled here:
+that :func:`~miniagent.core.models.openai_wire.normalize_completion` reads both the same way.
+Servers stream differently, and each difference is handled here:
 
 - text arrives as ``delta.content`` (``null`` or missing in chunks that carry none) and a
   reasoning model's thinking as ``delta.reasoning_content`` (DeepSeek, vLLM before 0.10) or
@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from miniagent.core.protocol.jsonscan import JSONLimitError, loads_limited
+from miniagent._internal.jsonscan import JSONLimitError, loads_limited
 
 __all__ = ["DeltaChannel", "DeltaSink", "StreamAccumulator", "StreamIncomplete"]
 

@@ -29,7 +29,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from miniagent.core.protocol.jsonscan import (
+from miniagent._internal.jsonscan import (
     MAX_DEPTH,
     decode_arguments,
     deeper_than,

@@ -18,9 +18,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from miniagent._internal.jsonscan import MAX_DEPTH, loads_limited
 from miniagent.core.errors import ModelError
 from miniagent.core.protocol.content import json_calls
-from miniagent.core.protocol.jsonscan import MAX_DEPTH, loads_limited
 from miniagent.core.protocol.native import (
     NativeProtocol,
     offered_names,

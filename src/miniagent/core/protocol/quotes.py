@@ -70,7 +70,7 @@ def quote_rules(texts: Sequence[str]) -> tuple[list[str], list[str]]:
         >>> lines[0]
         'quote-0-0 ::= "18" (" " quote-0-1)?'
     """
-    from miniagent.core.protocol.json_grammar import gbnf_literal  # loads with the grammars
+    from miniagent.core.protocol.grammar import gbnf_literal  # loads with the grammars
 
     lines: list[str] = []
     starts: list[str] = []

@@ -13,9 +13,9 @@
    decides the kind. ``Action: None`` (or ``N/A``, or no name) followed by a Final
    Answer is a final answer.
 4. The action input is cut out with a string-aware bracket scanner (see
-   :mod:`miniagent.core.protocol.jsonscan`), so braces or the word ``Observation:``
+   :mod:`miniagent._internal.jsonscan`), so braces or the word ``Observation:``
    inside JSON strings do not confuse it, then decoded by
-   :func:`~miniagent.core.protocol.jsonscan.decode_arguments`.
+   :func:`~miniagent._internal.jsonscan.decode_arguments`.
 5. Everything after the action's input, from the next label on (a hallucinated
    ``Observation``, a second ``Action``, a fake ``Final Answer``), is ignored and
    left out of :attr:`ParsedOutput.text`. Only the first action counts.
@@ -30,15 +30,24 @@ follows; an input wrapped in a call of the same tool (``Action Input: add({...})
 ``Final Answer`` stops before a later line-start ``Action``. What cannot be read safely (a
 blob naming no tool or cut off, an input wrapped in another tool's call, an Action and a Final
 Answer on one line) is a format error or an arguments error, never a guess.
+
+JSON blobs that name a tool (:func:`read_blob`), as other frameworks' prompts make models write
+them: LangChain's structured chat asks for ``{"action": "<tool>", "action_input": {...}}``
+(with ``"action": "Final Answer"`` for the answer), OpenAI-style text prompts and smolagents
+for ``{"name": "<tool>", "arguments": {...}}`` (Llama 3 writes ``"parameters"``; smolagents
+ends with its ``final_answer`` tool), a few for ``{"tool": ..., "tool_input": ...}``. The
+parser finds the blob; :func:`read_blob` decides what it means: one call, a final answer, or
+an error. A blob is never guessed into a call: one cut off or naming no tool is an error the
+model is shown.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from miniagent.core.protocol.blobs import is_final_name, read_blob, unwrap
-from miniagent.core.protocol.jsonscan import (
+from miniagent._internal.jsonscan import (
     MAX_DEPTH,
     decode_arguments,
     loads_limited,
@@ -363,7 +372,7 @@ def _blob(body: str, labels: list[_Label], action: _Label) -> tuple[str, int] | 
 
 def _parse_blob(body: str, labels: list[_Label], action: _Label, think: str | None,
                 raw: str, end: int) -> ParsedOutput:
-    """A JSON blob naming the tool (see :mod:`miniagent.core.protocol.blobs`)."""
+    """A JSON blob naming the tool (see :func:`read_blob`)."""
     call, answer, error = read_blob(raw, NO_ACTION_NAMES)
     thought = _thought(body, labels, action.start, think)
     text = body[: _cut(body, labels, end)].strip()
@@ -553,3 +562,87 @@ def _skip_ws(body: str, pos: int) -> int:
     while pos < n and body[pos] in " \t\r\n":
         pos += 1
     return pos
+
+
+# -- JSON blobs that name a tool ---------------------------------------------------------
+
+_FINAL_NAMES = frozenset({"final answer", "finalanswer"})
+# (name key, argument keys), tried in order
+_BLOB_KEYS = (("action", ("action_input", "input", "arguments")),
+              ("name", ("arguments", "parameters", "args")),
+              ("tool", ("tool_input", "input", "arguments")))
+# A pattern as text: ``re`` compiles it (and caches it) when an input first ends with ")".
+_WRAPPER = r"(?s)([A-Za-z_][\w.\-]*)[ \t]*\((.*)\)"
+
+
+def is_final_name(name: str) -> bool:
+    """``Final Answer``, ``final_answer``, ``FinalAnswer``: the name of no tool but the end."""
+    return name.lower().replace("_", " ") in _FINAL_NAMES
+
+
+def read_blob(raw: str, no_tool: frozenset[str]) -> tuple[ToolCall | None, str | None, str]:
+    """``(call, final answer, error)`` of a blob's raw text; exactly one is set (``error`` is
+    "" otherwise). Names in ``no_tool`` (``none``, ``n/a``) name no tool. Of a list of blobs,
+    the first counts, as only the first action does."""
+    complete = scan_end(raw, 0) == len(raw)  # a truncated blob is not repaired into a call
+    named = _named(_decode(raw)) if complete else None
+    if named is None or named[0].lower() in no_tool:
+        what = "names no tool" if complete else "is not complete"
+        return None, None, (f"the JSON object after 'Action:' {what}: write "
+                            '{"action": "<tool name>", "action_input": {...}}, or the Action and '
+                            "Action Input lines")
+    name, given = named
+    if is_final_name(name):
+        if isinstance(given, dict) and len(given) == 1:  # smolagents' final_answer(answer=...)
+            given = next(iter(given.values()))
+        answer = (given if isinstance(given, str) else _json_text(given)).strip()
+        return None, answer or None, "" if answer else "'Final Answer' is empty"
+    if isinstance(given, str):
+        raw_args = given
+        arguments, error = decode_arguments(given)
+    else:
+        raw_args = "" if given is None else _json_text(given)
+        arguments, error = (given if isinstance(given, dict) else None), None
+    call = ToolCall(id="", name=name, arguments=arguments if arguments is not None else {},
+                    raw_arguments=raw_args, arguments_error=error)
+    return call, None, ""
+
+
+def unwrap(raw: str, name: str) -> tuple[str, str | None]:
+    """``Action Input: calc({"x": 1})``: the JSON inside the call of the named tool, and None;
+    a wrapper naming another tool gives an error instead (which was meant is unknown)."""
+    m = re.fullmatch(_WRAPPER, raw.strip()) if raw.endswith(")") else None
+    if m is None:
+        return raw, None
+    inner = m.group(2).strip()
+    if inner and inner[0] not in "{\"'":
+        return raw, None  # positional Python-style arguments: left to the tool's validation
+    if m.group(1).lower() != name.lower():
+        return raw, (f"'Action Input' calls {m.group(1)}(...) but the Action is '{name}': "
+                     "write the arguments as one JSON object")
+    return inner, None
+
+
+def _decode(raw: str) -> Any:
+    if raw.startswith("["):
+        try:
+            items = loads_limited(raw, max_depth=MAX_DEPTH)
+        except ValueError:
+            return None
+        return items[0] if isinstance(items, list) and items else None
+    return decode_arguments(raw)[0]
+
+
+def _named(value: Any) -> tuple[str, Any] | None:
+    """The tool name and the arguments of a blob, if it names a tool."""
+    if not isinstance(value, dict):
+        return None
+    for name_key, argument_keys in _BLOB_KEYS:
+        name = value.get(name_key)
+        if isinstance(name, str) and name.strip():
+            return name.strip(), next((value[k] for k in argument_keys if k in value), None)
+    return None
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

@@ -21,7 +21,7 @@ this module, so it does no I/O.
   and the person's decision on that call is not the parent's to apply: it moves the call to
   ``approved`` (the agent tool must run again) and is recorded in the sub-run
   (:func:`relay_decision`), which :func:`relayed_decision` hands to the tool through its
-  :class:`~miniagent.core.tool_context.ToolContext`. The tool applies it to the sub-run's waiting
+  :class:`~miniagent.core.types.ToolContext`. The tool applies it to the sub-run's waiting
   calls and resumes the sub-run: a denied call is then the sub-agent's to work around.
 """
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from miniagent.core.session import AgentSession
-from miniagent.core.tool_context import ToolContext
 from miniagent.core.types import (
     CallRecord,
     Decision,
@@ -30,6 +29,7 @@ from miniagent.core.types import (
     Observation,
     PendingApproval,
     ToolCall,
+    ToolContext,
 )
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class Effects(Protocol):
 
     async def run_tool(self, call: ToolCall, context: ToolContext) -> Observation:
         """Run one call in the source that owns the tool, with ``context`` installed for
-        :func:`~miniagent.core.tool_context.tool_context`; an observation, or ToolInterrupted."""
+        :func:`~miniagent.core.types.tool_context`; an observation, or ToolInterrupted."""
         ...
 
     async def checkpoint(self, session: AgentSession, call: CallRecord | None = None) -> None:

@@ -11,7 +11,7 @@ lone surrogates (``"\\ud800"`` from a JSON escape, or a file name decoded with
 ``surrogateescape``), which no UTF-8 store or terminal can encode, and arguments nested so deep,
 or numbers so large, that recursive code further on (the loop detector, JSON encoding,
 validation) fails. Both are dealt with once, before the data enters a session: surrogates become
-U+FFFD, and arguments nested deeper than :data:`~miniagent.core.protocol.jsonscan.MAX_DEPTH` are
+U+FFFD, and arguments nested deeper than :data:`~miniagent._internal.jsonscan.MAX_DEPTH` are
 refused as invalid, so the model gets an error observation instead of the run a crash.
 
 **Token estimates** (:func:`with_estimate`), without a tokenizer: for sizes, and for usage a
@@ -43,9 +43,9 @@ from typing import Any, Literal
 
 from miniagent._internal import defaults
 from miniagent._internal.bounds import seconds, whole
+from miniagent._internal.jsonscan import MAX_DEPTH, deeper_than, incomplete
 from miniagent._internal.text import storable, tokens
 from miniagent._internal.wording import counted
-from miniagent.core.protocol.jsonscan import MAX_DEPTH, deeper_than, incomplete
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, EXAMPLE_PLACEHOLDERS
 from miniagent.core.types import (
     ModelRequest,

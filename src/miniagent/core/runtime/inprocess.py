@@ -66,11 +66,12 @@ from miniagent._internal.ids import random_id
 from miniagent.core.models.base import Model
 from miniagent.core.runtime.calls import Approver, record_late, relayed_decision
 from miniagent.core.runtime.guards import admit_observation
+from miniagent.core.runtime.loop import warmup_request
+from miniagent.core.runtime.run import AgentSpec, rules_for, with_small_model_aids
 from miniagent.core.session import AgentSession
 from miniagent.core.store.base import CheckpointStore
-from miniagent.core.tool_context import ToolContext
-from miniagent.core.tools.runner import late_result
-from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.tools.registry import late_result
+from miniagent.core.tools.toolbox import Toolbox, ToolSource
 from miniagent.core.types import (
     CallRecord,
     Decision,
@@ -79,10 +80,12 @@ from miniagent.core.types import (
     Observation,
     PendingApproval,
     ToolCall,
+    ToolContext,
 )
 
 if TYPE_CHECKING:  # events are built only for a listener (their module loads with it)
     from miniagent.core.models.streaming import DeltaChannel, DeltaSink
+    from miniagent.core.protocol.base import ActionProtocol
     from miniagent.core.runtime.events import Event, ModelStarted
 
 __all__ = ["GC_BUSY", "GC_YOUNG", "POLL_SECONDS", "Arrival", "DecisionDoor", "DeltaRoute",
@@ -538,3 +541,24 @@ class RunLoad:
 
 run_load = RunLoad()
 """The process's one count of in-flight runs (every in-process run enters it)."""
+
+
+# -- warming the model's prompt cache --------------------------------------------------------------
+
+async def warm_model_prompt(model: Any, sources: Sequence[ToolSource], spec: AgentSpec,
+                            protocol: ActionProtocol | None = None) -> None:
+    """``model.warmup`` with the first request a run of ``spec`` over ``sources`` sends before
+    its question (:func:`~miniagent.core.runtime.loop.warmup_request`), so that a first step finds
+    that prompt in the embedded model's cache; the aids ``spec`` left to the model are decided
+    by it. Only loading when the tools cannot be listed (their source's warm-up says why)."""
+    from miniagent.core.tools.toolbox import Toolbox
+
+    request = None
+    with contextlib.suppress(Exception):
+        caps = model.capabilities
+        if caps.needed_aids() and spec.aids_from_model:
+            spec = with_small_model_aids(spec, caps.needed_aids())
+        rules = rules_for(spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
+                          native_tools=caps.native_tools, protocol=protocol)
+        request = warmup_request(rules)
+    await model.warmup(request)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from miniagent._internal.wording import token_count
 from miniagent.core.errors import ModelError, ToolInterrupted
-from miniagent.core.protocol import tool_choice
+from miniagent.core.protocol.base import apply_choice, choice_for_step, enforce_choice
 from miniagent.core.runtime.calls import (
     answered,
     apply_decision,
@@ -53,7 +53,6 @@ from miniagent.core.runtime.guards import (
     with_estimate,
 )
 from miniagent.core.session import FINAL, AgentSession
-from miniagent.core.tool_context import ToolContext, WaitReporter, reporting_waits
 from miniagent.core.types import (
     CallRecord,
     Message,
@@ -64,8 +63,11 @@ from miniagent.core.types import (
     RunResult,
     SessionStatus,
     Step,
+    ToolContext,
     ToolLike,
+    WaitReporter,
     replaced,
+    reporting_waits,
 )
 
 if TYPE_CHECKING:
@@ -335,7 +337,7 @@ class StepLogic:
         elapsed = self.effects.now() - started
         parsed = judged(parsed, response, offered=bool(turn.tools), choice=turn.choice,
                         steps=session.turn_steps, max_tokens=self.spec.max_tokens)
-        parsed = self._with_ids(tool_choice.enforce(parsed, turn.choice), session)
+        parsed = self._with_ids(enforce_choice(parsed, turn.choice), session)
         if self.effects.observed:
             self._emit("ModelResponded", session, span=span, parent=step_span, step=index,
                        response=response, parsed=parsed, elapsed=elapsed,
@@ -712,7 +714,7 @@ def _offer(rules: Rules, session: AgentSession) -> tuple[list[ToolLike], list[st
         return list(rules.tools.listed()), None  # no selection: every tool, as offer() does
     from miniagent.core.runtime.selection import offer  # an agent that selects its tools
 
-    required = tool_choice.for_step(spec.tool_choice, session.turn_steps) == "required"
+    required = choice_for_step(spec.tool_choice, session.turn_steps) == "required"
     return offer(rules.tools.listed(), spec.tool_selection, session.messages, session.steps,
                  pinned=spec.tool_choice, strict=spec.strict_selection and not required)
 
@@ -731,7 +733,7 @@ def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -
     """What the next request is rendered from: the history, the offered tools, the step's
     tool choice, and the results a Final Answer must quote (a small-model aid)."""
     spec, steps = rules.spec, session.turn_steps
-    choice = tool_choice.for_step(spec.tool_choice, steps)
+    choice = choice_for_step(spec.tool_choice, steps)
     if choice is None and spec.act_first and tools and not any(s.calls for s in steps):
         choice = "required"  # tools match the question: the first step acts
     if spec.limits.answer_after_repeat and (repeated_last(steps) or no_progress(steps)):
@@ -781,7 +783,7 @@ def _settled(rules: Rules, request: ModelRequest, turn: _Turn) -> ModelRequest:
     """``request`` with the agent's sampling settings and the step's tool choice applied to
     the tools this step offers (a narrowed grammar never names a tool the selection left out)."""
     request.temperature, request.max_tokens = rules.spec.temperature, rules.spec.max_tokens
-    request = tool_choice.constrain(request, turn.choice, turn.tools)
+    request = apply_choice(request, turn.choice, turn.tools)
     if not turn.quoted:
         return request
     from miniagent.core.protocol import quotes  # loaded: quote_answers found results to quote

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 
 from miniagent.core.runtime.guards import admit_observation, truncate_observation
 from miniagent.core.session import AgentSession
-from miniagent.core.tool_context import ToolContext
-from miniagent.core.types import Message, ToolCall
+from miniagent.core.types import Message, ToolCall, ToolContext
 
 if TYPE_CHECKING:
     from miniagent.core.runtime.effects import Effects

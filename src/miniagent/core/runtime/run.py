@@ -51,9 +51,8 @@ from typing import Any, Literal, Protocol
 from miniagent._internal import defaults
 from miniagent._internal.bounds import whole
 from miniagent.core.errors import ModelError, Rollover, RunFailure, SessionError, UserError
-from miniagent.core.protocol.base import ActionProtocol
+from miniagent.core.protocol.base import ActionProtocol, check_choice
 from miniagent.core.protocol.registry import ProtocolRef, build_protocol
-from miniagent.core.protocol.tool_choice import check_choice
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.calls import InterruptedPolicy
 from miniagent.core.runtime.effects import Effects
@@ -156,7 +155,7 @@ class AgentSpec:
     """With ``tool_selection``: offer only the tools the conversation matches, none when
     nothing does (see :func:`~miniagent.core.runtime.selection.select_tools`)."""
     tool_choice: str | None = None
-    """auto, required, none or a tool's name (see :mod:`miniagent.core.protocol.tool_choice`)."""
+    """auto, required, none or a tool's name (see :mod:`miniagent.core.protocol.base`)."""
     act_first: bool = False
     """When a turn's step offers tools and none has been called yet in the turn, the step must
     call one (``required``), unless ``tool_choice`` says otherwise."""
@@ -172,7 +171,7 @@ class AgentSpec:
     ``None``: nothing is recalled."""
     tool_retry: RetryPolicy | None = None
     """The retry policy of the tools that set none (see :mod:`miniagent.core.retry`); every
-    call's :class:`~miniagent.core.tool_context.ToolContext` carries it to the executor."""
+    call's :class:`~miniagent.core.types.ToolContext` carries it to the executor."""
     aids_from_model: tuple[str, ...] = ()
     """The small-model aids (names of :data:`AIDS_FOR`'s entries) that an agent built without
     its model left to their defaults: a Temporal client's, whose workers' model is the one

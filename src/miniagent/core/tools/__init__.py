@@ -1,4 +1,5 @@
-"""Tools and where they come from: ``@tool`` and :class:`~.registry.Tool` (functions and JSON
-Schema tools), the :class:`~.source.ToolSource` interface, the wrappers that stack rules on any
-source (:mod:`.wrappers`), the run's :class:`~.toolbox.Toolbox` (the one executor every call goes
-through), agents as tools, argument checking and coercion, and the safe built-in tools."""
+"""Tools and where they come from: ``@tool`` and :class:`~.tool.Tool` (functions and JSON
+Schema tools, and how a call's arguments are checked), the :class:`~.toolbox.ToolSource`
+interface and the run's :class:`~.toolbox.Toolbox` (the one executor every call goes through),
+the source of plain functions (:class:`~.registry.ToolRegistry`), the wrappers that stack rules
+on any source (:mod:`.wrappers`), agents as tools, coercion, and the safe built-in tools."""

@@ -11,7 +11,7 @@ The observation the parent gets carries a :class:`~miniagent.core.types.SubRun` 
 usage, what waits): saved with the parent's step, added to the parent's usage by the step logic
 (:mod:`miniagent.core.runtime.calls`). When the sub-run stops to wait for a person, the parent's
 call waits too; the person decides on the parent's call, the decision comes back to this tool
-through :func:`~miniagent.core.tool_context.tool_context` when the parent resumes, and the tool
+through :func:`~miniagent.core.types.tool_context` when the parent resumes, and the tool
 applies
 it to the sub-run's waiting calls before it resumes the sub-run. For that to work across
 processes the sub-agent needs a durable store (a :class:`~miniagent.core.store.SQLiteStore`; it may
@@ -32,9 +32,15 @@ from miniagent._internal import defaults
 from miniagent._internal.ids import random_id
 from miniagent._internal.text import storable
 from miniagent.core.errors import DecisionError, SessionNotFound, ToolError, UserError
-from miniagent.core.tool_context import ToolContext, current_context
-from miniagent.core.tools.registry import ApprovalRule, Tool
-from miniagent.core.types import Observation, RunResult, SubRun, ToolCall
+from miniagent.core.tools.tool import ApprovalRule, Tool
+from miniagent.core.types import (
+    Observation,
+    RunResult,
+    SubRun,
+    ToolCall,
+    ToolContext,
+    current_context,
+)
 
 if TYPE_CHECKING:
     from miniagent.core.agent import Agent

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from miniagent.core.errors import ToolError
 from miniagent.core.tools.calculator import calculator
-from miniagent.core.tools.registry import Tool, tool
+from miniagent.core.tools.tool import Tool, tool
 from miniagent.core.tools.workspace import workspace_tools
 
 __all__ = ["builtin_tools", "calculator", "current_time", "workspace_tools"]

@@ -51,7 +51,7 @@ from collections.abc import Callable
 from typing import Any
 
 from miniagent.core.errors import ToolError
-from miniagent.core.tools.registry import tool
+from miniagent.core.tools.tool import tool
 
 __all__ = ["MAX_DIGITS", "MAX_INT_BITS", "calculator"]
 

@@ -27,12 +27,13 @@ itself is :mod:`jsonschema`'s job (see :mod:`miniagent.core.tools.schema_tool`).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["RefResolver", "coerce"]
+__all__ = ["NOT_SHOWN", "ArgumentProblem", "RefResolver", "coerce"]
 
 _MAX_REF_HOPS = 16  # $ref/anyOf/allOf steps without descending into the value: a cycle guard
 
@@ -368,3 +369,23 @@ def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and bool(a == b)
+
+# -- what a checker reports -------------------------------------------------------------
+
+NOT_SHOWN = object()
+"""``ArgumentProblem.given`` when the model sent no value there (a missing field)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgumentProblem:
+    """One thing wrong with a call's arguments, as a checker reports it.
+
+    Attributes:
+        where: the path of the value (``points.0.x``), or ``arguments`` for the whole object.
+        message: what is wrong with it.
+        given: the value the model sent there; not shown when left out (a missing field).
+    """
+
+    where: str
+    message: str
+    given: Any = NOT_SHOWN

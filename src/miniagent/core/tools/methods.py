@@ -2,7 +2,7 @@
 
 ``@tool`` may decorate a method in a class body. The receiver (``self``, or ``cls`` of a
 classmethod) is never an argument the model gives: it is left out of the schema, and the
-:class:`~miniagent.core.tools.registry.Tool` is a descriptor, so ``obj.method`` is the tool bound to
+:class:`~miniagent.core.tools.tool.Tool` is a descriptor, so ``obj.method`` is the tool bound to
 ``obj`` (and ``Cls.method`` of a classmethod the tool bound to ``Cls``), the way Python binds a
 plain method. A tool taken from the class itself (``Cls.method`` of an instance method) still
 needs its receiver; a registry refuses it with an error that says so.
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from miniagent.core.tools.registry import Tool
+    from miniagent.core.tools.tool import Tool
 
 __all__ = ["MethodShape", "bind_tool", "method_shape"]
 

@@ -1,7 +1,7 @@
 """A bound on what a tool's JSON Schema may cost, checked once when the tool is defined.
 
 Validating arguments (:mod:`jsonschema`), coercing them (:mod:`miniagent.core.tools.coercion`) and
-building the ReAct grammar (:mod:`miniagent.core.protocol.json_grammar`) all walk a schema through
+building the ReAct grammar (:mod:`miniagent.core.protocol.grammar`) all walk a schema through
 its ``$ref`` links, so their cost grows with the schema *expanded*: a 1.7 KB schema whose
 definitions each refer twice to the next one expands to millions of nodes, and a list of a
 million ``enum`` values is large by itself. :func:`check_schema_cost` measures the expanded
@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from miniagent._internal.jsonscan import deeper_than
 from miniagent.core.errors import ToolDefinitionError
-from miniagent.core.protocol.jsonscan import deeper_than
 
 __all__ = ["MAX_EXPANDED_NODES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_DEPTH", "check_schema_cost"]
 
@@ -97,7 +97,7 @@ def _children(node: Any, root: Any) -> list[Any]:
         return []
     children = list(node.values())
     if "$ref" in node:  # rare: the grammar module loads only for a schema with references
-        from miniagent.core.protocol.json_grammar import MISSING, local_ref
+        from miniagent.core.protocol.grammar import MISSING, local_ref
 
         target = local_ref(root, node["$ref"])
         if target is not MISSING:

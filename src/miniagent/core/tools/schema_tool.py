@@ -7,9 +7,9 @@ describe an object, be valid for its draft (``$schema``, else 2020-12; jsonschem
 lax way function tools get them and missing defaults filled in
 (:mod:`miniagent.core.tools.coercion`; a default that does not fit its property's type is left out),
 then validated by :mod:`jsonschema`, whose errors become
-:class:`~miniagent.core.tools.arguments.ArgumentProblem` values with their path. The shared steps
+:class:`~miniagent.core.tools.coercion.ArgumentProblem` values with their path. The shared steps
 (bad JSON, bare values, missing and unknown names, the error texts) are in
-:mod:`miniagent.core.tools.arguments`.
+:mod:`miniagent.core.tools.tool`.
 
 ``jsonschema`` is imported when the first schema tool is defined: ``import miniagent`` does
 not load it.
@@ -23,8 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from miniagent.core.errors import ToolDefinitionError
-from miniagent.core.tools.arguments import ArgumentProblem
-from miniagent.core.tools.coercion import coerce
+from miniagent.core.tools.coercion import ArgumentProblem, coerce
 from miniagent.core.tools.schema_cost import check_schema_cost
 
 __all__ = ["SchemaArguments"]

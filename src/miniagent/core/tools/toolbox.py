@@ -1,17 +1,30 @@
-"""The tools of one run, and the one executor every call goes through: :class:`Toolbox`.
+"""Where tools come from (:class:`ToolSource`) and the one executor every call goes through
+(:class:`Toolbox`).
 
-A run lists its tool sources once (:meth:`Toolbox.gather`): each tool is kept with the source
+A :class:`ToolSource` lists its tools, runs a call of one of them, and can be closed. The
+agent's functions and schema tools are one source (a
+:class:`~miniagent.core.tools.registry.ToolRegistry`); an MCP server
+(:class:`~miniagent.mcp.MCPServer`), another agent (:meth:`Agent.as_tool
+<miniagent.core.agent.Agent.as_tool>`) and the wrappers of :mod:`miniagent.core.tools.wrappers`
+(prefix, filter, rules, stacked on any source) are others. A source may also have an
+``async warmup()`` method (not part of the protocol, which it does not need): what makes its
+first call fast, run once per process by :meth:`Agent.start <miniagent.core.agent.Agent.start>`.
+It raises when warming fails; the source must stay usable then. A source with a connection may
+add ``is_warm()`` (False once it is lost: the next start warms it again). See
+:mod:`miniagent.core.tools.warmup`.
+
+A run lists its sources once (:meth:`Toolbox.gather`): each tool is kept with the source
 that listed it. A call is judged and run here, the same way whatever its source:
 
 1. an unknown name gets the list of valid ones (and a "did you mean");
-2. the arguments are checked and coerced (:func:`~miniagent.core.tools.arguments.check_arguments`:
+2. the arguments are checked and coerced (:func:`~miniagent.core.tools.tool.check_arguments`:
    broken JSON, a bare value, missing or unknown names, the tool's schema);
 3. the validated call goes to **the source that owns the tool**
-   (:meth:`~miniagent.core.tools.source.ToolSource.call_tool`: a function runs, an MCP server is
-   sent ``tools/call``, an agent answers), with the call's
-   :class:`~miniagent.core.tool_context.ToolContext` installed, under the tool's timeout (then the
-   source's call is a task of its own: one that ignores cancellation is left behind; without a
-   timeout, the run's deadline leaves the whole run's work behind after a grace);
+   (:meth:`ToolSource.call_tool`: a function runs, an MCP server is sent ``tools/call``, an
+   agent answers), with the call's :class:`~miniagent.core.types.ToolContext` installed, under
+   the tool's timeout (then the source's call is a task of its own: one that ignores
+   cancellation is left behind; without a timeout, the run's deadline leaves the whole run's
+   work behind after a grace);
 4. whatever happens becomes an :class:`~miniagent.core.types.Observation`; nothing raises but the
    caller's own cancellation;
 5. a transient failure is tried again under the tool's :class:`~miniagent.core.retry.RetryPolicy`
@@ -22,21 +35,26 @@ that listed it. A call is judged and run here, the same way whatever its source:
 
 A tool with ``max_concurrency`` runs at most that many calls at once in the process, across all
 sessions and agents (:func:`miniagent.core.throttles.tool_slots`, kept per tool definition, not
-per
-name): each attempt takes a slot before step 3 (first come, first served) and gives it back
+per name): each attempt takes a slot before step 3 (first come, first served) and gives it back
 after step 4. First the tool's ``precheck`` may refuse the call (an agent tool nested too deep),
 and a call made inside a call of the same tool (an agent that calls itself) is refused: it
 would wait for a slot while its caller holds one, and callers that hold every slot between
-them, each waiting so, would wait forever
-(:func:`miniagent.core.throttles.held_by_callers`). The wait is not part of the tool's
-timeout (that is for the tool's work), but the run's deadline bounds it: a call still waiting
-then is not run and gets an error observation. A call that has to wait is reported
-(:func:`miniagent.core.tool_context.report_wait`: a ``slot_waiting`` event). A call that timed
-out gives its slot back at once, even though a sync tool's thread may run on (Python
-cannot stop a thread; holding the slot would let one hung call starve the tool).
+them, each waiting so, would wait forever (:func:`miniagent.core.throttles.held_by_callers`).
+The wait is not part of the tool's timeout (that is for the tool's work), but the run's deadline
+bounds it: a call still waiting then is not run and gets an error observation. A call that has
+to wait is reported (:func:`miniagent.core.types.report_wait`: a ``slot_waiting`` event). A
+call that timed out gives its slot back at once, even though a sync tool's thread may run on
+(Python cannot stop a thread; holding the slot would let one hung call starve the tool).
 
-Approval is judged here too (:meth:`needs_approval`), on the validated arguments, where the
-tool lives: a Temporal workflow asks its worker's toolbox, so a predicate that says no never
+What a source's call raises comes back as a :class:`Failure` value, so that it is told from our
+own :class:`asyncio.TimeoutError`. That includes what does not derive from ``Exception``: a
+tool's ``sys.exit()``, ``KeyboardInterrupt`` or its own ``CancelledError`` is the tool failing,
+not the run being stopped. Only the caller's cancellation (the run's deadline, the run being
+cancelled) cancels a call, and it takes effect at once even when the tool ignores it: the work
+runs as a task of its own that is waited for (:func:`within`), never awaited directly.
+
+Approval is judged here too (:meth:`Toolbox.needs_approval`), on the validated arguments, where
+the tool lives: a Temporal workflow asks its worker's toolbox, so a predicate that says no never
 makes a person wait.
 """
 
@@ -47,21 +65,55 @@ import contextlib
 import dataclasses
 import random
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from miniagent._internal.wording import counted
-from miniagent.core.errors import ToolDefinitionError
+from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.throttles import held_by_callers, holding, tool_slots
-from miniagent.core.tool_context import ToolContext, report_wait, using_context
-from miniagent.core.tools.arguments import check_arguments, preview
-from miniagent.core.tools.registry import Tool
-from miniagent.core.tools.runner import Failure, describe, failure_text, guarded, within
-from miniagent.core.tools.source import ToolSource
-from miniagent.core.types import Observation, ToolCall, replaced
+from miniagent.core.tools.tool import Tool, check_arguments, preview
+from miniagent.core.types import (
+    Observation,
+    ToolCall,
+    ToolContext,
+    replaced,
+    report_wait,
+    using_context,
+)
 
-__all__ = ["Toolbox"]
+__all__ = ["Failure", "ToolSource", "Toolbox", "describe", "failure_text", "guarded", "records",
+           "within"]
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """Something that offers tools: list them, run a call, close."""
+
+    async def list_tools(self) -> Sequence[Tool]:
+        """The tools offered now (a source may change them between runs)."""
+        ...
+
+    async def call_tool(self, call: ToolCall, context: ToolContext | None = None
+                        ) -> Observation:
+        """Run one validated call of a tool it listed; failures are error observations,
+        never exceptions. ``context`` is the call's (also installed for
+        :func:`~miniagent.core.types.tool_context`)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the source holds (processes, connections)."""
+        ...
+
+
+def records(sources: Iterable[ToolSource]) -> list[dict[str, Any]]:
+    """What the sources that can describe themselves say, to be kept with a session.
+
+    A source offering ``record()`` (an MCP server: its command or URL, never its secrets) is
+    listed; the others (the agent's functions) are rebuilt from code on resume.
+    """
+    found = (getattr(source, "record", None) for source in sources)
+    return [record() for record in found if callable(record)]
 
 
 class Toolbox:
@@ -303,3 +355,71 @@ def _wait(policy: RetryPolicy | None, attempt: int, context: ToolContext | None
     if deadline is not None and time.time() + delay >= deadline:
         return None
     return delay
+
+
+# -- running one call's work ---------------------------------------------------------------
+
+@dataclasses.dataclass
+class Failure:
+    """An exception raised by the tool itself (kept apart from our own timeout)."""
+
+    error: BaseException
+
+
+async def within(work: Awaitable[Any], timeout: float | None) -> Any:
+    """Wait for ``work`` in a task of its own; leave it behind on timeout or cancellation.
+
+    Raises:
+        asyncio.TimeoutError: ``timeout`` passed (the work is cancelled and left behind).
+    """
+    task = asyncio.ensure_future(work)
+    if timeout is None:  # the cheaper wait: shield leaves the task behind on cancellation
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled() and not _being_cancelled():
+                return Failure(asyncio.CancelledError("the tool cancelled itself"))
+            task.cancel()  # the run is stopping: do not wait for the tool to agree
+            raise
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:  # the run is stopping: do not wait for the tool to agree
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        raise asyncio.TimeoutError
+    if task.cancelled():  # the tool raised CancelledError itself; nobody cancelled it
+        return Failure(asyncio.CancelledError("the tool cancelled itself"))
+    return task.result()
+
+
+def _being_cancelled() -> bool:
+    """Whether the current task has been asked to stop (its caller, not the tool)."""
+    current = asyncio.current_task()
+    cancelling = getattr(current, "cancelling", None)  # Python 3.11+
+    return bool(cancelling()) if callable(cancelling) else False
+
+
+async def guarded(start: Callable[[], Awaitable[Any]]) -> Any:
+    """Await what ``start`` returns; whatever it raises but our cancellation is a Failure."""
+    try:
+        return await start()
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt: the tool's, not the run's
+        return Failure(exc)
+
+
+def failure_text(name: str, error: BaseException) -> str:
+    if isinstance(error, ToolError):
+        return str(error)
+    return f"Error executing tool {name!r}: {describe(error)}"
+
+
+def describe(exc: BaseException) -> str:
+    try:
+        message = str(exc)
+    except Exception:
+        message = ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -7,8 +7,7 @@ What can be warmed:
 - a tool source with an ``async warmup()`` method: an MCP server starts (or reaches) its server
   and lists its tools; an agent used as a tool warms its own agent; the wrappers of
   :mod:`miniagent.core.tools.wrappers` pass it on; a
-  :class:`~miniagent.core.tools.registry.ToolRegistry`
-  runs its tools' warm-ups;
+  :class:`~miniagent.core.tools.registry.ToolRegistry` runs its tools' warm-ups;
 - a model with a ``warmup(request)`` method: the embedded model loads its weights and evaluates
   the prompt of the first request, so that the first step finds it in the KV cache.
 
@@ -43,7 +42,6 @@ it took, and what failed and why; each failure is also logged as a warning (logg
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -54,10 +52,8 @@ from miniagent.core.errors import ToolError
 from miniagent.core.tools.warmup_record import WarmupStatus, forget, once
 
 if TYPE_CHECKING:
-    from miniagent.core.protocol.base import ActionProtocol
-    from miniagent.core.runtime.run import AgentSpec
-    from miniagent.core.tools.registry import Tool
-    from miniagent.core.tools.source import ToolSource
+    from miniagent.core.tools.tool import Tool
+    from miniagent.core.tools.toolbox import ToolSource
 
 __all__ = ["Warmup", "WarmupOutcome", "WarmupReport", "WarmupStatus", "forget", "model_warmups",
            "run_warmups", "source_warmups", "tool_warmups", "warm_all"]
@@ -169,11 +165,11 @@ def source_warmups(sources: Iterable[ToolSource]) -> list[Warmup]:
 
     found: list[Warmup] = []
     for source in sources:
-        if isinstance(innermost(source), ToolRegistry):
-            found += tool_warmups(innermost(source).listed())  # type: ignore[attr-defined]
+        inner = innermost(source)
+        if isinstance(inner, ToolRegistry):
+            found += tool_warmups(inner)
             continue
-        warmup, still_warm = getattr(source, "warmup", None), getattr(
-            innermost(source), "is_warm", None)
+        warmup, still_warm = getattr(source, "warmup", None), getattr(inner, "is_warm", None)
         if callable(warmup):
             found.append(Warmup(name=_label(source), key=source, run=warmup,
                                 still_warm=still_warm if callable(still_warm) else None))
@@ -195,25 +191,6 @@ def model_warmups(model: object, run: Callable[[], Any] | None = None) -> list[W
                    at_least=at_least if isinstance(at_least, int | float) else None)]
 
 
-async def warm_model_prompt(model: Any, sources: Sequence[ToolSource], spec: AgentSpec,
-                            protocol: ActionProtocol | None = None) -> None:
-    """``model.warmup`` with the first request a run of ``spec`` over ``sources`` sends before
-    its question (:func:`~miniagent.core.runtime.loop.warmup_request`), so that a first step finds
-    that prompt in the embedded model's cache; the aids ``spec`` left to the model are decided
-    by it. Only loading when the tools cannot be listed (their source's warm-up says why)."""
-    from miniagent.core.runtime.loop import warmup_request
-    from miniagent.core.runtime.run import rules_for, with_small_model_aids
-    from miniagent.core.tools.toolbox import Toolbox
-
-    request = None
-    with contextlib.suppress(Exception):
-        caps = model.capabilities
-        if caps.needed_aids() and spec.aids_from_model:
-            spec = with_small_model_aids(spec, caps.needed_aids())
-        rules = rules_for(spec, await Toolbox.gather(sources), tool_mode=caps.tool_mode,
-                          native_tools=caps.native_tools, protocol=protocol)
-        request = warmup_request(rules)
-    await model.warmup(request)
 
 
 def _label(source: object) -> str:

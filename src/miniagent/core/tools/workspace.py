@@ -33,7 +33,7 @@ from typing import BinaryIO, NamedTuple
 from miniagent._internal import defaults
 from miniagent._internal.wording import counted
 from miniagent.core.errors import ToolDefinitionError, ToolError
-from miniagent.core.tools.registry import Tool, tool
+from miniagent.core.tools.tool import Tool, tool
 
 __all__ = [
     "DEFAULT_READ_BYTES",

@@ -1,6 +1,6 @@
 """Rules that stack on any tool source: a name prefix, allow/deny filters, per-tool options.
 
-Each wrapper is itself a :class:`~miniagent.core.tools.source.ToolSource` around another one
+Each wrapper is itself a :class:`~miniagent.core.tools.toolbox.ToolSource` around another one
 (functions, schema tools, an MCP server, an agent, another wrapper)::
 
     tools = Prefixed(Filtered(WithRules(server, {"delete_*": ToolRule(requires_approval=True)}),
@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 from miniagent._internal.bounds import seconds
 from miniagent.core.errors import ConfigError, ToolDefinitionError
 from miniagent.core.retry import RetryPolicy, RetrySetting
-from miniagent.core.tools.registry import ApprovalRule, Tool
-from miniagent.core.tools.source import ToolSource
+from miniagent.core.tools.tool import ApprovalRule, Tool
+from miniagent.core.tools.toolbox import ToolSource
 from miniagent.core.types import Observation, ToolCall
 
 if TYPE_CHECKING:
-    from miniagent.core.tool_context import ToolContext
+    from miniagent.core.types import ToolContext
 
 __all__ = ["Filtered", "Prefixed", "ToolRule", "WithRules", "apply_rule", "exposed_name",
            "first_rule", "innermost", "is_offered"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from miniagent.core.errors import ToolError
 from miniagent.core.tools.calculator import calculator
-from miniagent.core.tools.registry import tool
+from miniagent.core.tools.tool import tool
 from miniagent.core.tools.workspace import workspace_tools
 
 __all__ = ["calculator", "convert_units", "count_file_lines", "country_facts", "list_files",

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miniagent.core.protocol.jsonscan import MAX_DEPTH, decode_arguments
-from miniagent.core.protocol.lenient import RefusedRepair, loads_lenient
+from miniagent._internal.jsonscan import MAX_DEPTH, decode_arguments
+from miniagent._internal.lenient import RefusedRepair, loads_lenient
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

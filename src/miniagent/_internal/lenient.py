@@ -1,6 +1,6 @@
 """Decode the almost-JSON that models write, accepting only repairs that keep its meaning.
 
-:func:`~miniagent.core.protocol.jsonscan.decode_arguments` tries strict JSON first; what strict
+:func:`~miniagent._internal.jsonscan.decode_arguments` tries strict JSON first; what strict
 decoding refused comes here. This reader accepts exactly these differences from JSON:
 
 - strings in single quotes (a Python dict), line breaks and tabs written raw inside a

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from miniagent._internal.jsonscan import MAX_DEPTH, deeper_than, loads_limited
 from miniagent.core.errors import ModelResponseError
-from miniagent.core.protocol.jsonscan import MAX_DEPTH, deeper_than, loads_limited
-from miniagent.core.protocol.native import MAX_BODY_DEPTH, normalize_completion
+from miniagent.core.models.openai_wire import MAX_BODY_DEPTH, normalize_completion
 from miniagent.core.types import ModelResponse
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniagent.core.protocol.jsonscan import (
+from miniagent._internal.jsonscan import (
     INCOMPLETE,
     MAX_DEPTH,
     JSONLimitError,

@@ -1,4 +1,5 @@
-"""String-aware JSON extraction, bounded decoding and repair, shared by both protocols.
+"""String-aware JSON extraction, bounded decoding and repair of what models and servers send
+(read by the protocols, the model transports, the step logic, the tools and the CLI).
 
 Models wrap tool arguments in Markdown fences, follow them with prose that holds
 more braces, write Python dicts with single quotes, or stop half-way through.
@@ -8,7 +9,7 @@ while it tracks quoted strings and escapes.
 
 :func:`decode_arguments` is the single place where raw argument text becomes a
 ``dict``: strict :func:`json.loads` first and, when that fails,
-:mod:`~miniagent.core.protocol.lenient`,
+:mod:`~miniagent._internal.lenient`,
 which accepts only repairs that keep the meaning (quotes, trailing commas, Python literals).
 Nothing is invented: text that :func:`incomplete` finds cut off (an object, array or string
 never closed) would need its end made up ("amount": 15 of 1500), and a missing value, key or
@@ -29,7 +30,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from miniagent.core.protocol.lenient import RefusedRepair, loads_lenient
+from miniagent._internal.lenient import RefusedRepair, loads_lenient
 
 __all__ = [
     "MAX_DEPTH",
@@ -191,7 +192,7 @@ def loads_limited(data: str | bytes, *, max_depth: int) -> Any:
         >>> loads_limited("[[1]]", max_depth=1)
         Traceback (most recent call last):
         ...
-        miniagent.core.protocol.jsonscan.JSONLimitError: nested deeper than 1 levels
+        miniagent._internal.jsonscan.JSONLimitError: nested deeper than 1 levels
     """
     try:
         value = json.loads(data)
@@ -336,7 +337,7 @@ def decode_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     6. An object never closed (:func:`incomplete`: cut off) ->
        ``(None, "incomplete JSON: ...")``: repairing it would make up its end.
     7. Otherwise (an object with single quotes, trailing commas, Python literals) ->
-       :func:`~miniagent.core.protocol.lenient.loads_lenient`, for texts up to 100,000
+       :func:`~miniagent._internal.lenient.loads_lenient`, for texts up to 100,000
        characters: a dict -> ``(dict, None)``. What it refuses (a missing value, key,
        ``:`` or bracket; a bare word; text after the object) ->
        ``(None, "invalid JSON: <what is missing, where>")``: never a guessed value.
