@@ -51,8 +51,9 @@ from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import register_protocol
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.spec import AgentSpec
+from miniagent.core.runtime.spec import AgentSpec, Compression
 from miniagent.core.session import AgentSession
+from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.store import CheckpointStore, MemoryStore
 from miniagent.core.tool_context import ToolContext, tool_context
 from miniagent.core.tools.registry import Tool, ToolRegistry, tool
@@ -109,9 +110,11 @@ __all__ = [
     "Agent",
     "AgentSession",
     "AgentSpec",
+    "Aids",
     "CallRecord",
     "Capabilities",
     "CheckpointStore",
+    "Compression",
     "ConfigError",
     "Decision",
     "DecisionError",
@@ -121,6 +124,7 @@ __all__ = [
     "Limits",
     "Memory",
     "MemoryItem",
+    "MemorySettings",
     "MemoryStore",
     "Message",
     "MiniAgentError",
@@ -131,6 +135,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelResponseError",
+    "ModelSettings",
     "ModelTimeout",
     "Observation",
     "OpenAICompatibleModel",
