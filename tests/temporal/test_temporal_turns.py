@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.core.errors import SessionBusy, TurnRefused
-from miniagent.temporal import agent_worker
+from miniagent.temporal import TemporalAgent, agent_worker
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -43,13 +43,13 @@ async def serving(agent: Agent) -> Any:
 
 async def test_a_client_of_an_earlier_turn_acts_on_the_latest(dev_env: WorkflowEnvironment,
                                                               task_queue: str) -> None:
-    first = Agent(model=ScriptedModel(["Final Answer: one", act("Oslo"), "Final Answer: x"]),
-                  tools=[slow], temporal=dev_env.client, task_queue=task_queue)
+    model = ScriptedModel(["Final Answer: one", act("Oslo"), "Final Answer: x"])
+    first = TemporalAgent(Agent(model=model, tools=[slow]), dev_env.client, task_queue=task_queue)
     worker = await serving(first)
     try:
         one = await first.arun("q1", session_id="turns-latest")
         assert (one.status, one.turn) == ("completed", 1)
-        other = Agent(temporal=dev_env.client, task_queue=task_queue)
+        other = TemporalAgent(Agent(), dev_env.client, task_queue=task_queue)
         started.clear()
         second = asyncio.ensure_future(other.arun("q2", session_id="turns-latest"))
         await asyncio.wait_for(started.wait(), 30)
@@ -69,8 +69,9 @@ async def test_a_client_of_an_earlier_turn_acts_on_the_latest(dev_env: WorkflowE
 
 async def test_a_terminated_session_takes_no_new_turn(dev_env: WorkflowEnvironment,
                                                       task_queue: str) -> None:
-    agent = Agent(model=ScriptedModel(["Final Answer: one", act("Oslo")]), tools=[slow],
-                  temporal=dev_env.client, task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=ScriptedModel(["Final Answer: one", act("Oslo")]),
+                                tools=[slow]),
+                          dev_env.client, task_queue=task_queue)
     worker = await serving(agent)
     try:
         await agent.arun("q1", session_id="turns-terminated")
