@@ -38,7 +38,8 @@ async def test_approval_after_a_day_with_time_skipping(skip_env: WorkflowEnviron
                           task_queue=task_queue)
     sessions = TemporalSessions(skip_env.client, task_queue)
     async with await agent_worker(agent):
-        session_id = await sessions.start("pay", AgentSpec(approval_timeout=3 * DAY))
+        spec = AgentSpec(limits=Limits(approval_timeout=3 * DAY))
+        session_id = await sessions.start("pay", spec)
         await wait_status(sessions, session_id, "awaiting_approval")
         await skip_env.sleep(timedelta(hours=24))
         view = await sessions.view(session_id)
@@ -58,7 +59,7 @@ async def test_unanswered_approval_is_denied_after_its_timeout(
                           task_queue=task_queue)
     sessions = TemporalSessions(skip_env.client, task_queue)
     async with await agent_worker(agent):
-        session_id = await sessions.start("pay", AgentSpec(approval_timeout=DAY))
+        session_id = await sessions.start("pay", AgentSpec(limits=Limits(approval_timeout=DAY)))
         result = await sessions.result(session_id)  # the test server skips the day at once
     assert result.status == "completed" and ran == []
     observation = result.steps[0].calls[0].observation

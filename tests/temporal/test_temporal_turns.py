@@ -56,10 +56,10 @@ async def test_a_client_of_an_earlier_turn_acts_on_the_latest(dev_env: WorkflowE
         with pytest.raises(SessionBusy, match="running a turn"):
             await first.arun("q3", session_id="turns-latest")
         # the first client cancels turn 2, the one running now (not its own closed turn 1)
-        assert await first._on_temporal().sessions.cancel("turns-latest") == "cancelling"
+        assert await first.sessions.cancel("turns-latest") == "cancelling"
         result = await asyncio.wait_for(second, 30)
         assert (result.status, result.turn) == ("cancelled", 2)
-        latest = await first._on_temporal().sessions.result("turns-latest")
+        latest = await first.sessions.result("turns-latest")
         assert latest.status == "cancelled"
         with pytest.raises(TurnRefused, match="was cancelled"):
             await first.arun("q4", session_id="turns-latest")

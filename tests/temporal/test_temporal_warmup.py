@@ -19,7 +19,7 @@ from miniagent.core.runtime.spec import rules_for, with_small_model_aids
 from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import ModelRequest
-from miniagent.temporal import TemporalAgent, TemporalSessions, agent_worker
+from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.temporal.worker import warm_served
 
 loads: list[str] = []
@@ -35,9 +35,8 @@ def lookup(key: str) -> str:
 async def test_the_worker_warms_its_tools_before_it_serves(skip_env: WorkflowEnvironment,
                                                            task_queue: str) -> None:
     model = ScriptedModel([act("lookup", {"key": "k"}), "Final Answer: done"])
-    agent = TemporalAgent(Agent(model=model, tools=[lookup]), skip_env.client,
-                          task_queue=task_queue)
-    worker = await agent_worker(agent)
+    agent = Agent(model=model, tools=[lookup])
+    worker = await agent_worker(agent, skip_env.client, task_queue=task_queue)
     assert loads == ["index"]  # before the worker polls
     async with worker:
         sessions = TemporalSessions(skip_env.client, task_queue)
@@ -140,9 +139,8 @@ async def test_a_worker_warms_its_model_for_the_first_step_of_a_client_without_o
 async def test_an_agent_worker_warms_its_model_for_its_agent(skip_env: WorkflowEnvironment,
                                                              task_queue: str) -> None:
     model = SmallWarmModel()
-    agent = TemporalAgent(Agent(model=model, tools=[find_key, forecast], instructions="Be brief."),
-                          skip_env.client, task_queue=task_queue)
-    async with await agent_worker(agent):
+    agent = Agent(model=model, tools=[find_key, forecast], instructions="Be brief.")
+    async with await agent_worker(agent, skip_env.client, task_queue=task_queue):
         pass
     rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
     (warmed,) = model.warmed

@@ -42,6 +42,7 @@ from miniagent.temporal.events import EVENT_PAGE, event_from
 if TYPE_CHECKING:
     from miniagent.core.models.base import Model
     from miniagent.core.runtime.bus import Subscriber
+    from miniagent.core.runtime.spec import AgentSpec
     from miniagent.core.tools.warmup import WarmupReport
 
 __all__ = ["TemporalAgent"]
@@ -83,6 +84,11 @@ class TemporalAgent:
     @property
     def client(self) -> Client:
         return self.sessions.client
+
+    @property
+    def spec(self) -> AgentSpec:
+        """The agent's spec: what each of its sessions starts with."""
+        return self.agent.spec
 
     @property
     def model(self) -> Model | None:
