@@ -8,12 +8,11 @@ import os
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from miniagent._internal import defaults
 from miniagent._internal.bounds import seconds, whole
 from miniagent._internal.ids import random_id
-from miniagent._internal.sync import run_coroutine
 from miniagent._internal.text import storable
 from miniagent.core.agent_setup import (
     ToolItem,
@@ -42,6 +41,7 @@ from miniagent.core.tool_context import current_context
 from miniagent.core.tools.registry import ApprovalRule, ToolRegistry
 from miniagent.core.tools.source import ToolSource, records
 from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.twins import SyncTwins
 from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
@@ -49,12 +49,11 @@ if TYPE_CHECKING:
     from miniagent.core.tools.warmup import WarmupReport
     from miniagent.memory.store import Memory
 
-T = TypeVar("T")
 
-__all__ = ["Agent", "ToolItem", "cancel_session", "run_then_close", "with_sources"]
+__all__ = ["Agent", "ToolItem", "cancel_session", "with_sources"]
 
 
-class Agent:
+class Agent(SyncTwins):
     """What an agent is: a model, tools, instructions, settings and a store; ``run`` / ``arun``
     answer one question each.
 
@@ -377,21 +376,6 @@ class Agent:
         """The session, as of its last checkpoint."""
         return self.store.load(session_id)
 
-    def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-                *, force: bool = False) -> None:
-        """Synchronous :meth:`aapprove`."""
-        self._now(self.aapprove(session_id, call_id, reason, force=force))
-
-    def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-             *, force: bool = False) -> None:
-        """Synchronous :meth:`adeny`."""
-        self._now(self.adeny(session_id, call_id, reason, force=force))
-
-    def cancel(self, session_id: str, reason: str = "cancelled by a person", *,
-               force: bool = False) -> None:
-        """Synchronous :meth:`acancel`."""
-        self._now(self.acancel(session_id, reason, force=force))
-
     def session(self, session_id: str) -> AgentSession:
         """Synchronous :meth:`asession` (a store read: fine inside an event loop too)."""
         return self.store.load(session_id)
@@ -400,20 +384,6 @@ class Agent:
         """A store operation that needs no event loop (an agent used as a tool decides from
         inside one)."""
         _complete(work)
-
-    def run(self, question: str, *, metadata: dict[str, Any] | None = None,
-            on_event: Subscriber | None = None, session_id: str | None = None) -> RunResult:
-        """Synchronous :meth:`arun`; use ``await agent.arun(...)`` inside an event loop."""
-        return self._sync(self.arun(question, metadata=metadata, on_event=on_event,
-                                    session_id=session_id))
-
-    def resume(self, session_id: str, *, on_event: Subscriber | None = None,
-               force: bool = False) -> RunResult:
-        """Synchronous :meth:`aresume`."""
-        return self._sync(self.aresume(session_id, on_event=on_event, force=force))
-
-    def _sync(self, work: Coroutine[Any, Any, T]) -> T:
-        return run_then_close(work, self)
 
     async def aclose(self) -> None:
         """Close the tool sources and the model's connections (a later run reopens them, a
@@ -428,30 +398,6 @@ class Agent:
         if self.tracer is not None:
             await self.bus.flush()  # what was emitted is written before the file closes
             self.tracer.close()
-
-
-def run_then_close(work: Coroutine[Any, Any, T], agent: Agent | Any) -> T:
-    """Run ``work`` from synchronous code, then close ``agent`` (:meth:`Agent.aclose`):
-    ``asyncio.run`` makes a new event loop each time, and connections die with it.
-
-    Raises:
-        UserError: called inside a running event loop, where the async twin belongs.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return run_coroutine(_then_close(work, agent))
-    work.close()
-    raise UserError("a synchronous Agent method was called inside a running event loop; "
-                    "use its async twin there ('await agent.arun(...)', aresume, aapprove, "
-                    "adeny, acancel, asession)")
-
-
-async def _then_close(work: Coroutine[Any, Any, T], agent: Agent | Any) -> T:
-    try:
-        return await work
-    finally:
-        await agent.aclose()
 
 
 def with_sources(sources: Iterable[ToolSource], metadata: dict[str, Any] | None

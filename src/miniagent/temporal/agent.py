@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,11 +28,12 @@ from temporalio.client import Client
 
 from miniagent._internal import defaults
 from miniagent._internal.threads import run_in_daemon_thread
-from miniagent.core.agent import Agent, run_then_close, with_sources
+from miniagent.core.agent import Agent, with_sources
 from miniagent.core.errors import ConfigError, PayloadTooLarge, SessionNotFound, UserError
 from miniagent.core.protocol.registry import build_protocol
 from miniagent.core.runtime.events import Event
 from miniagent.core.session import AgentSession
+from miniagent.core.twins import SyncTwins
 from miniagent.core.types import Decision, RunResult
 from miniagent.temporal.client import DEFAULT_TASK_QUEUE, TemporalSessions
 from miniagent.temporal.contracts import TemporalOptions
@@ -56,7 +56,7 @@ WAIT_FIRST_LOOK, WAIT_LONGEST_LOOK = 0.25, 2.0
 doubling from the first to the longest."""
 
 
-class TemporalAgent:
+class TemporalAgent(SyncTwins):
     """``agent``'s runs as sessions on ``client``'s cluster, served by the workers of
     ``task_queue``; ``options`` set approval and activity timeouts there.
 
@@ -96,7 +96,7 @@ class TemporalAgent:
         return self.agent.model
 
     def subscribe(self, subscriber: Subscriber) -> None:
-        """Receive every event of every later run (the agent's subscribers)."""
+        """The agent's :meth:`~miniagent.core.agent.Agent.subscribe`: its runs here too."""
         self.agent.subscribe(subscriber)
 
     async def arun(self, question: str, *, metadata: dict[str, Any] | None = None,
@@ -236,39 +236,6 @@ class TemporalAgent:
     async def asession(self, session_id: str) -> AgentSession:
         """The session, as the workflow holds it."""
         return await self.sessions.session(session_id)
-
-    def run(self, question: str, *, metadata: dict[str, Any] | None = None,
-            on_event: Subscriber | None = None, session_id: str | None = None) -> RunResult:
-        """Synchronous :meth:`arun`; use ``await agent.arun(...)`` inside an event loop."""
-        return self._sync(self.arun(question, metadata=metadata, on_event=on_event,
-                                    session_id=session_id))
-
-    def resume(self, session_id: str, *, on_event: Subscriber | None = None,
-               force: bool = False) -> RunResult:
-        """Synchronous :meth:`aresume`."""
-        return self._sync(self.aresume(session_id, on_event=on_event))
-
-    def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-                *, force: bool = False) -> None:
-        """Synchronous :meth:`aapprove`."""
-        self._sync(self.aapprove(session_id, call_id, reason))
-
-    def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-             *, force: bool = False) -> None:
-        """Synchronous :meth:`adeny`."""
-        self._sync(self.adeny(session_id, call_id, reason))
-
-    def cancel(self, session_id: str, reason: str = "cancelled by a person", *,
-               force: bool = False) -> None:
-        """Synchronous :meth:`acancel`."""
-        self._sync(self.acancel(session_id, reason))
-
-    def session(self, session_id: str) -> AgentSession:
-        """Synchronous :meth:`asession`."""
-        return self._sync(self.asession(session_id))
-
-    def _sync(self, work: Coroutine[Any, Any, T]) -> T:
-        return run_then_close(work, self.agent)
 
     # -- the wrapped agent's life ---------------------------------------------------------
 
