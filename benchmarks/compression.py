@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Compression, Limits, ScriptedModel, tool
 from miniagent.core.runtime.compress import estimate
 from miniagent.core.session import AgentSession
 from miniagent.core.types import ModelRequest
@@ -73,8 +73,8 @@ def scripted_run(args: argparse.Namespace, compress_at: int | None) -> Run:
     calls = [f'Thought: I still need part {n}\nAction: search\n'
              f'Action Input: {{"query": "part {n}"}}' for n in range(1, args.steps)]
     model = ScriptedModel([*calls, "Thought: I have all parts\nFinal Answer: done"])
-    agent = Agent(model=model, tools=[search], max_steps=args.steps, compress_at=compress_at,
-                  keep_last=args.keep_last)
+    agent = Agent(model=model, tools=[search], limits=Limits(max_steps=args.steps),
+                  compression=Compression.of(compress_at, keep_last=args.keep_last))
     result = agent.run("Collect every part of the report")
     assert result.status == "completed", result.reason
     return Run(requests=model.requests, session=agent.session(result.session_id))

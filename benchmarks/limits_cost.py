@@ -19,7 +19,7 @@ import statistics
 import time
 import uuid
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Limits, ScriptedModel, tool
 from miniagent.core.types import ModelRequest
 
 
@@ -58,7 +58,7 @@ async def timed(sessions: int, steps: int, limit: int | None) -> tuple[float, in
     limited = make_tool(limit)
     name = limited.name  # type: ignore[attr-defined]
     agent = Agent(model=ScriptedModel([reply_for(name, steps)] * (sessions * steps)),
-                  tools=[limited], max_steps=steps + 1, repeat_limit=steps + 1)
+                  tools=[limited], limits=Limits(max_steps=steps + 1, repeat_limit=steps + 1))
     start = time.perf_counter()
     results = await asyncio.gather(*(agent.arun(f"q{i}") for i in range(sessions)))
     elapsed = time.perf_counter() - start

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from miniagent import Agent, tool
+from miniagent import Agent, Limits, ModelSettings, tool
 from miniagent.core.models.local import LocalModel
 from miniagent.core.tools.calculator import calculator
 from miniagent.core.types import ModelRequest, ModelResponse, RunResult
@@ -107,8 +107,8 @@ async def run_task(
     model: LocalModel, question: str, expected: str, *, grammar: bool, args: argparse.Namespace
 ) -> TaskFigures:
     recorder = Recorder(model)
-    agent = Agent(model=recorder, tools=TOOLS, max_steps=args.max_steps,
-                  max_tokens=args.max_tokens, grammar=grammar)
+    agent = Agent(model=recorder, tools=TOOLS, limits=Limits(max_steps=args.max_steps),
+                  model_settings=ModelSettings(max_tokens=args.max_tokens, grammar=grammar))
     result = await agent.arun(question)
     answer = result.final_answer or ""
     return TaskFigures(

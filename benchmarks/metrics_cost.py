@@ -23,7 +23,7 @@ from typing import Any
 
 from trace_cost import add, script, timed_runs  # the same runs as the tracing figures
 
-from miniagent import Agent, ScriptedModel
+from miniagent import Agent, Limits, ScriptedModel
 from miniagent.observe.describe import ModelInfo
 
 
@@ -53,8 +53,9 @@ def per_event(configs: dict[str, Callable[[Any], None] | None], steps: int,
     """Each subscriber fed the recorded events of one run ``repeat`` times: its own cost per
     event, without the run's."""
     events: list[Any] = []
-    Agent(model=ScriptedModel(script(steps)), tools=[add], max_steps=steps + 1,
-          repeat_limit=steps + 1, on_event=events.append).run("Count up.")
+    agent = Agent(model=ScriptedModel(script(steps)), tools=[add],
+                  limits=Limits(max_steps=steps + 1, repeat_limit=steps + 1))
+    agent.run("Count up.", on_event=events.append)
     print(f"\nper event, the {len(events)} events of one run fed {repeat} times "
           "(median of 5):")
     for name, subscriber in configs.items():

@@ -49,7 +49,7 @@ from typing import Any
 from raw_floor import floor_runs
 from react_stub import raise_nofile_limit
 
-from miniagent import Agent, OpenAICompatibleModel, tool
+from miniagent import Agent, Limits, OpenAICompatibleModel, tool
 from miniagent.core.models.http import HttpClient, HttpResponse
 from miniagent.core.protocol.react import ReactProtocol
 
@@ -137,7 +137,7 @@ def read_int(path: str) -> int | str:
 def make_agent(base_url: str, client: HttpClient | None = None) -> Agent:
     model = OpenAICompatibleModel(base_url=base_url, model="bench", tool_mode="react",
                                   client=client)
-    return Agent(model=model, tools=[TOOL], max_steps=5)
+    return Agent(model=model, tools=[TOOL], limits=Limits(max_steps=5))
 
 
 async def time_agent_steps(agent: Agent, runs: int) -> tuple[float, float]:

@@ -54,7 +54,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from miniagent import Agent, tool
+from miniagent import Agent, ModelSettings, tool
 from miniagent.core.models.openai_compat import OpenAICompatibleModel
 
 HERE = Path(__file__).resolve().parent
@@ -91,9 +91,9 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def agent_for(base_url: str, **options: Any) -> Agent:
+def agent_for(base_url: str) -> Agent:
     model = OpenAICompatibleModel(base_url=base_url, model="stub", tool_mode="react")
-    return Agent(model=model, tools=[add], grammar=False, **options)
+    return Agent(model=model, tools=[add], model_settings=ModelSettings(grammar=False))
 
 
 async def connect_client(address: str) -> Any:
@@ -288,6 +288,8 @@ async def in_process(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 async def on_temporal(url: str, address: str, server_pid: int, args: argparse.Namespace
                       ) -> dict[str, Any]:
+    from miniagent.temporal import TemporalAgent
+
     client = await connect_client(address)
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     workers = [subprocess.Popen(
@@ -298,7 +300,7 @@ async def on_temporal(url: str, address: str, server_pid: int, args: argparse.Na
         for _ in range(args.workers)]
     try:
         await wait_for_pollers(client, queue)
-        agent = agent_for(url, temporal=client, task_queue=queue)
+        agent = TemporalAgent(agent_for(url), client, task_queue=queue)
 
         async def run_one(i: int) -> Session:
             result = await agent.arun(f"question {i}")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Limits, ScriptedModel, tool
 from miniagent.observe.jsonl import JsonlTracer
 
 
@@ -44,8 +44,9 @@ def timed_runs(runs: int, steps: int, subscriber: Callable[[Any], None] | None) 
     """Seconds per run."""
     start = time.perf_counter()
     for _ in range(runs):
-        agent = Agent(model=ScriptedModel(script(steps)), tools=[add], max_steps=steps + 1,
-                      repeat_limit=steps + 1, on_event=subscriber)
+        agent = Agent(model=ScriptedModel(script(steps)), tools=[add],
+                      limits=Limits(max_steps=steps + 1, repeat_limit=steps + 1))
+        agent.subscribe(subscriber)
         result = agent.run("Count up.")
         assert result.status == "completed", result.reason
     return (time.perf_counter() - start) / runs
@@ -74,8 +75,9 @@ def trace_sizes(folder: Path, lengths: list[int]) -> None:
     for steps in lengths:
         path = folder / f"size-{steps}.jsonl"
         tracer = JsonlTracer(path)
-        Agent(model=ScriptedModel(script(steps)), tools=[add], max_steps=steps + 1,
-              repeat_limit=steps + 1).run("Count up.", on_event=tracer)
+        agent = Agent(model=ScriptedModel(script(steps)), tools=[add],
+                      limits=Limits(max_steps=steps + 1, repeat_limit=steps + 1))
+        agent.run("Count up.", on_event=tracer)
         tracer.close()
         size = path.stat().st_size
         print(f"  {steps:3d} steps: {size / 1024:8.1f} KiB ({size / steps / 1024:.1f} KiB/step)")

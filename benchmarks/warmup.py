@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Limits, ModelSettings, ScriptedModel, tool
 from miniagent.core.tools.tool import Tool
 
 _WORDS = ("river", "delta", "harbour", "granite", "census", "tariff", "orbit", "lattice",
@@ -141,7 +141,8 @@ async def model_trial() -> Trial:
     from miniagent.core.models.local import LocalModel
     from miniagent.core.tools.calculator import calculator
 
-    options: dict[str, Any] = dict(tools=[calculator], max_steps=1, max_tokens=8,
+    options: dict[str, Any] = dict(tools=[calculator], limits=Limits(max_steps=1),
+                                   model_settings=ModelSettings(max_tokens=8),
                                    instructions="Answer arithmetic with the calculator.")
     cold_model = LocalModel()
     cold_model.load()  # loading is not what is compared: the CLI loads before the run too

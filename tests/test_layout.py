@@ -24,8 +24,10 @@ LAYERS = (
     "core.errors",  # the exception tree: imports nothing, so _internal may raise its errors
     "_internal",
     "core.types",
+    "core.settings",  # the value types Agent takes (model settings, aids, memory settings)
     "core.protocol",
     "core.session",
+    "core.twins",  # the sync twins of an agent's async methods
     "core.retry",
     "core.tool_context",
     "core.throttles",
@@ -33,6 +35,7 @@ LAYERS = (
     "core.models",
     "core.tools",
     "core.runtime",
+    "core.agent_setup",  # what an Agent's arguments become
     "core.agent",
     # the extensions, each on the core and those below it, lowest first
     "observe",
@@ -51,18 +54,16 @@ LAYERS = (
 """Every part of the package, lowest first: a part imports only parts before it."""
 
 KNOWN_EDGES = frozenset({
-    # Agent.run's Temporal branch: being replaced by the TemporalAgent wrapper (issue 34)
-    ("miniagent.core.agent", "miniagent.temporal.client"),
 })
 """Edges against the order, or closing a cycle, that other changes are removing now; empty
 once they are in."""
 
 OPEN_EDGES = frozenset({
     # Agent builds its memory tools, its JSONL tracer and model description from observe
-    ("miniagent.core.agent", "miniagent.memory.tools"),
-    ("miniagent.core.agent", "miniagent.observe.describe"),
-    ("miniagent.core.agent", "miniagent.observe.jsonl"),
-    ("miniagent.core.agent", "miniagent.observe.redact"),
+    ("miniagent.core.agent_setup", "miniagent.memory.tools"),
+    ("miniagent.core.agent_setup", "miniagent.observe.describe"),
+    ("miniagent.core.agent_setup", "miniagent.observe.jsonl"),
+    ("miniagent.core.agent_setup", "miniagent.observe.redact"),
     # a warm-up's record describes the model with observe's description
     ("miniagent.core.tools.warmup", "miniagent.observe.describe"),
     # the version of an uninstalled source tree is read from the public API's __version__

@@ -29,6 +29,8 @@ EXPECTED = {
     "RetryPolicy", "EndpointLimits",
     # what Agent.start() warmed (issue 19)
     "WarmupReport",
+    # the Agent's settings as values (issue 34)
+    "Aids", "Compression", "MemorySettings", "ModelSettings",
 }
 
 

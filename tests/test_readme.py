@@ -70,7 +70,7 @@ def test_retry_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_compression_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     namespace: dict[str, Any] = {}
-    exec(block_with("compress_at="), namespace)
+    exec(block_with("Compression(at="), namespace)
     printed = capsys.readouterr().out
     assert printed.startswith("completed 9 6 Summary of earlier steps (rounds 1-6; each result "
                               "cut to about 200 characters;")
@@ -85,7 +85,7 @@ def test_conversation_and_memory_example_runs(tmp_path: Path, monkeypatch: pytes
         'Thought: save\nAction: remember\nAction Input: {"text": "The user drinks 龙井 tea."}',
         "Final Answer: Noted.", "Final Answer: 龙井", "Final Answer: a 龙井, lightly brewed"])
     namespace: dict[str, Any] = {"model": model}
-    exec(block_with("memory_namespace="), namespace)
+    exec(block_with('namespace="alice"'), namespace)
     assert capsys.readouterr().out == "2 龙井\n"
     turn_two = model.requests[2].messages
     assert next(m["content"] for m in turn_two if m["role"] == "user") == (

@@ -33,12 +33,12 @@ PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
     '@tool(requires_approval=lambda args: args["amount"] > 100)':
         "test_readme.py::test_approval_example_runs",
     "inbox = app(agent)": "ui/test_readme_ui.py::test_the_inbox_example_runs",
-    'memory_namespace="alice"': "test_readme.py::test_conversation_and_memory_example_runs",
+    'namespace="alice"': "test_readme.py::test_conversation_and_memory_example_runs",
     "clock = MCPServer.stdio(": "mcp/test_readme_mcp.py::test_mcp_example_runs",
-    "compress_at=2500": "test_readme.py::test_compression_example_runs",
-    "from miniagent.temporal import agent_worker, connect":
+    "Compression(at=2500": "test_readme.py::test_compression_example_runs",
+    "from miniagent.temporal import TemporalAgent, agent_worker, connect":
         "temporal/test_readme_temporal.py::test_the_python_example_runs_as_written",
-    "tool_selection=2":
+    "Aids(tool_selection=2)":
         "test_readme_tools.py::test_tool_selection_example_prints_what_it_says",
     "janitor.as_tool(":
         "test_readme_tools.py::test_agents_as_tools_example_relays_the_approval",

@@ -16,7 +16,7 @@ def block_with(marker: str) -> str:
 
 
 def test_tool_selection_example_prints_what_it_says(capsys: pytest.CaptureFixture[str]) -> None:
-    code = block_with("tool_selection=")
+    code = block_with("Aids(tool_selection=")
     exec(code, {})
     shown = [line.removeprefix("# ") for line in code.splitlines() if line.startswith("# ")]
     assert capsys.readouterr().out.splitlines() == shown

@@ -50,8 +50,9 @@ from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import register_protocol
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.run import AgentSpec
+from miniagent.core.runtime.run import AgentSpec, Compression
 from miniagent.core.session import AgentSession
+from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.store import CheckpointStore, InMemoryStore
 from miniagent.core.throttles import EndpointLimits
 from miniagent.core.tools.registry import ToolRegistry
@@ -111,9 +112,11 @@ __all__ = [
     "Agent",
     "AgentSession",
     "AgentSpec",
+    "Aids",
     "CallRecord",
     "Capabilities",
     "CheckpointStore",
+    "Compression",
     "ConfigError",
     "Decision",
     "DecisionError",
@@ -124,6 +127,7 @@ __all__ = [
     "Limits",
     "Memory",
     "MemoryItem",
+    "MemorySettings",
     "Message",
     "MiniAgentError",
     "Model",
@@ -133,6 +137,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelResponseError",
+    "ModelSettings",
     "ModelTimeout",
     "Observation",
     "OpenAICompatibleModel",

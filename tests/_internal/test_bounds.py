@@ -11,6 +11,9 @@ import pytest
 
 from miniagent import (
     Agent,
+    Aids,
+    Compression,
+    ModelSettings,
     RetryPolicy,
     ScriptedModel,
     Tool,
@@ -42,11 +45,21 @@ AGENT_NUMBERS: dict[str, list[Any]] = {
 }
 
 
+def agent_with(label: str, value: Any) -> Any:
+    """The agent given ``value`` for the setting ``label``, in the value that holds it."""
+    if label == "warmup_timeout":
+        return Agent(model=ScriptedModel([])).warm_up(timeout=value)
+    holder: Any = {"tool_selection": Aids, "max_tokens": ModelSettings,
+                   "temperature": ModelSettings}.get(label, Limits)
+    name = {Aids: "aids", ModelSettings: "model_settings", Limits: "limits"}[holder]
+    return Agent(model=ScriptedModel([]), **{name: holder(**{label: value})})
+
+
 @pytest.mark.parametrize(("label", "value"), [
     (label, value) for label, values in AGENT_NUMBERS.items() for value in values])
 def test_an_agent_refuses_a_number_that_cannot_bound_it(label: str, value: Any) -> None:
     with pytest.raises(UserError, match=f"^{label} must be") as caught:
-        Agent(model=ScriptedModel([]), **{label: value})
+        agent_with(label, value)
     assert repr(value) in str(caught.value)
 
 
@@ -64,14 +77,16 @@ def test_the_numbers_that_mean_something_are_kept() -> None:
     limits = Limits(max_steps=0, token_budget=0, timeout=0.5, repeat_limit=0,
                     max_observation_chars=0, answer_after_results=0)
     assert (limits.max_steps, limits.timeout, limits.repeat_limit) == (0, 0.5, 0)
-    agent = Agent(model=ScriptedModel(["Final Answer: ok"]), max_steps=1, timeout=30,
-                  token_budget=100, temperature=0, approval_timeout=60)
+    agent = Agent(model=ScriptedModel(["Final Answer: ok"]),
+                  limits=Limits(max_steps=1, token_budget=100, timeout=30, approval_timeout=60),
+                  model_settings=ModelSettings(temperature=0))
     assert agent.run("q").final_answer == "ok"
 
 
 def test_a_nan_keep_last_is_refused() -> None:
     with pytest.raises(UserError, match=r"^keep_last must be at least 1, got nan"):
-        Agent(model=ScriptedModel([]), compress_at=1000, keep_last=NAN)  # type: ignore[arg-type]
+        Agent(model=ScriptedModel([]),
+              compression=Compression(at=1000, keep_last=NAN))  # type: ignore[arg-type]
 
 
 # -- retry policies -------------------------------------------------------------------------
@@ -148,7 +163,8 @@ async def test_an_inline_tool_wrapped_again_with_a_timeout_runs_where_the_timeou
     assert (bounded.inline, bounded.timeout) == (False, 0.2)
     model = ScriptedModel(['Action: hold\nAction Input: {"key": "k"}', "Final Answer: done"])
     try:
-        result = await Agent(model=model, tools=[bounded], timeout=30).arun("hold it")
+        result = await Agent(model=model, tools=[bounded],
+                             limits=Limits(timeout=30)).arun("hold it")
     finally:
         release.set()
     assert result.final_answer == "done"

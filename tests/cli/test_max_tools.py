@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import miniagent
+from miniagent import Aids
 from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.testing.stub_server import StubServer
 
@@ -82,7 +83,7 @@ def test_sessions_show_prints_the_offer_and_a_sub_run(tmp_path: Path) -> None:
              helper.as_tool(name="poet", description="Writes poems.")]
     boss = Agent(model=ScriptedModel(['Action: math_helper\nAction Input: {"question": "2+2"}',
                                       "Final Answer: 4"]),
-                 tools=tools, tool_selection=1, store=SQLiteStore(store))
+                 tools=tools, aids=Aids(tool_selection=1), store=SQLiteStore(store))
     session_id = boss.run("What is 2+2 in arithmetic?").session_id
     out = cli("sessions", "show", session_id, "--store", str(store), cwd=tmp_path)
     assert out.returncode == 0, out.stderr

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from miniagent import Agent, InMemoryStore, SQLiteStore
 from miniagent.core.models.base import Model
@@ -48,6 +48,9 @@ from miniagent.core.types import (
 )
 from miniagent.observe.jsonl import JsonlTracer
 
+if TYPE_CHECKING:
+    from miniagent.temporal import TemporalAgent
+
 
 @dataclass
 class Setup:
@@ -61,7 +64,7 @@ class Setup:
 class Handle(Protocol):
     """What a scenario does with the agent on one driver."""
 
-    agent: Agent
+    agent: Agent | TemporalAgent
     events: list[Event]
     trace: Path
 
@@ -86,7 +89,7 @@ class Handle(Protocol):
 class AgentHandle:
     """The agent's own API, whichever driver it runs on."""
 
-    agent: Agent
+    agent: Agent | TemporalAgent
     events: list[Event]
     trace: Path
 
@@ -146,7 +149,8 @@ class Driver(Protocol):
         ...
 
 
-def _observed(agent: Agent, folder: Path, name: str) -> tuple[list[Event], Path, JsonlTracer]:
+def _observed(agent: Agent | TemporalAgent, folder: Path, name: str
+              ) -> tuple[list[Event], Path, JsonlTracer]:
     events: list[Event] = []
     trace = folder / f"{name}.jsonl"
     tracer = JsonlTracer(trace)
@@ -182,8 +186,10 @@ class OnTemporal:
 
     @contextlib.asynccontextmanager
     async def open(self, setup: Setup, folder: Path) -> AsyncIterator[Handle]:
-        agent = Agent(model=setup.model(), tools=setup.tools(), temporal=self.client,
-                      task_queue=f"conf-{uuid.uuid4().hex[:12]}", **setup.options)
+        from miniagent.temporal import TemporalAgent
+
+        agent = TemporalAgent(Agent(model=setup.model(), tools=setup.tools(), **setup.options),
+                              self.client, task_queue=f"conf-{uuid.uuid4().hex[:12]}")
         events, trace, tracer = _observed(agent, folder, self.name)
         handle = TemporalHandle(agent, events, trace)
         await handle.start_worker()

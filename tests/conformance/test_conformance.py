@@ -22,7 +22,12 @@ from harness import Driver, Handle, InProcess, Minimal, OnTemporal, Outcome, Set
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import (
+    Aids,
+    Compression,
+    Limits,
+    MemorySettings,
     ModelResponse,
+    ModelSettings,
     Observation,
     OpenAICompatibleModel,
     RetryPolicy,
@@ -236,7 +241,7 @@ async def test_deny_tells_the_model_why(drivers: list[Driver], tmp_path: Path) -
 async def test_an_approval_timeout_denies_the_call(drivers: list[Driver],
                                                    tmp_path: Path) -> None:
     setup = pay_ana_500()
-    setup.options["approval_timeout"] = 0.5
+    setup.options["limits"] = Limits(approval_timeout=0.5)
 
     async def later(handle: Handle, first: RunResult) -> None:
         await asyncio.sleep(1.5)  # well past it, on every driver's clock
@@ -470,7 +475,7 @@ async def test_max_steps(drivers: list[Driver], tmp_path: Path) -> None:
     """The last request at the limit (no tools) gets an action: no answer, the limit stands."""
     setup = Setup(model=lambda: ScriptedModel(
         [react("again", "lookup", {"key": f"k{n}"}) for n in range(3)]),
-        tools=lambda: [lookup], options={"max_steps": 2})
+        tools=lambda: [lookup], options={"limits": Limits(max_steps=2)})
     got = await across(drivers, tmp_path, setup, run("look"))
     assert (got.status, got.reason, got.final_answer) == (
         "max_steps", "no final answer after max_steps=2", None)
@@ -490,7 +495,7 @@ async def test_at_max_steps_the_model_gives_its_best_answer(drivers: list[Driver
 
     setup = Setup(model=lambda: ScriptedModel(
         [react("again", "lookup", {"key": f"k{n}"}) for n in range(2)] + [last]),
-        tools=lambda: [lookup], options={"max_steps": 2})
+        tools=lambda: [lookup], options={"limits": Limits(max_steps=2)})
     got = await across(drivers, tmp_path, setup, run("look"))
     assert (got.status, got.final_answer) == ("max_steps", "value of k1")
     assert got.reason == ("max_steps=2 reached: the answer was given at the limit (one last "
@@ -507,7 +512,7 @@ async def test_token_budget(drivers: list[Driver], tmp_path: Path) -> None:
                              usage=TokenUsage(prompt_tokens=60, completion_tokens=10))
 
     setup = Setup(model=lambda: ScriptedModel([reply] * 5), tools=lambda: [lookup],
-                  options={"token_budget": 100})
+                  options={"limits": Limits(token_budget=100)})
     got = await across(drivers, tmp_path, setup, run("look"))
     assert (got.status, got.reason) == ("budget_exceeded",
                                         "used 140 tokens of a budget of 100")
@@ -522,7 +527,7 @@ async def test_a_model_that_reports_no_usage(drivers: list[Driver], tmp_path: Pa
                              usage=TokenUsage.unknown())
 
     setup = Setup(model=lambda: ScriptedModel([reply] * 8), tools=lambda: [lookup],
-                  options={"token_budget": 800})
+                  options={"limits": Limits(token_budget=800)})
     got = await across(drivers, tmp_path, setup, run("查一下"))
     assert got.status == "budget_exceeded" and len(got.observations) < 8
     assert got.reason == f"used ~{got.usage[1]:,} tokens (estimated) of a budget of 800"
@@ -537,7 +542,7 @@ async def test_the_deadline(drivers: list[Driver], tmp_path: Path) -> None:
         return "late"
 
     setup = Setup(model=lambda: ScriptedModel([react("wait", "slow", {"n": 1})]),
-                  tools=lambda: [slow], options={"timeout": 1.0})
+                  tools=lambda: [slow], options={"limits": Limits(timeout=1.0)})
     got = await across(drivers, tmp_path, setup, run("be slow"))
     assert (got.status, got.reason) == ("timeout", "the run exceeded its deadline of 1.0 s")
     assert got.calls == [("slow", "started", ["started"])]
@@ -545,7 +550,7 @@ async def test_the_deadline(drivers: list[Driver], tmp_path: Path) -> None:
 
 async def test_loop_detection(drivers: list[Driver], tmp_path: Path) -> None:
     setup = Setup(model=lambda: ScriptedModel([react("again", "lookup", {"key": "k"})] * 4),
-                  tools=lambda: [lookup], options={"answer_after_repeat": False})
+                  tools=lambda: [lookup], options={"limits": Limits(answer_after_repeat=False)})
     got = await across(drivers, tmp_path, setup, run("look"))
     assert got.status == "loop_detected"
     assert [g for k, g in got.trace if k == "guard_intervened"] == ["repeat", "loop_stop"]
@@ -568,7 +573,8 @@ async def test_a_cut_off_call_never_runs(drivers: list[Driver], tmp_path: Path) 
     cut = ModelResponse(content='Thought: pay\nAction: transfer\nAction Input: {"to": "Ana", '
                                 '"amount": 15', finish_reason="length")
     setup = Setup(model=lambda: ScriptedModel([cut, "Final Answer: not paid"]),
-                  tools=lambda: [transfer], options={"max_tokens": 64})
+                  tools=lambda: [transfer],
+                  options={"model_settings": ModelSettings(max_tokens=64)})
     got = await across(drivers, tmp_path, setup, run("pay Ana 1500"))
     (text,) = got.observations
     assert "was not run" in text and "max_tokens limit (64 tokens)" in text
@@ -586,7 +592,7 @@ async def test_an_answer_cut_off_by_max_tokens_is_never_completed(drivers: list[
     setup = Setup(model=lambda: ScriptedModel(
         [cut("The value of k is val"), native(("c1", "lookup", {"key": "k"})),
          cut("It is the value of"), {"content": "value of k"}], tool_mode="native"),
-        tools=lambda: [lookup], options={"max_tokens": 64})
+        tools=lambda: [lookup], options={"model_settings": ModelSettings(max_tokens=64)})
     got = await across(drivers, tmp_path, setup, run("what is k?"))
     assert (got.status, got.final_answer, got.observations) == (
         "completed", "value of k", ["value of k"])
@@ -640,7 +646,7 @@ async def test_the_worked_examples_placeholders_never_reach_a_call(drivers: list
 async def test_tool_choice_required(drivers: list[Driver], tmp_path: Path) -> None:
     setup = Setup(model=lambda: ScriptedModel(
         ["Final Answer: guessing", react("use it", "add", {"a": 2, "b": 2}),
-         "Final Answer: 4"]), tools=lambda: [add], options={"tool_choice": "required"})
+         "Final Answer: 4"]), tools=lambda: [add], options={"aids": Aids(tool_choice="required")})
     got = await across(drivers, tmp_path, setup, run("2+2"))
     assert (got.status, got.final_answer, got.observations) == ("completed", "4", ["4"])
     assert ("guard_intervened", "format_error") in got.trace
@@ -650,7 +656,8 @@ async def test_compression(drivers: list[Driver], tmp_path: Path) -> None:
     replies: list[Any] = [react("more", "long_report", {"topic": str(n)}) for n in range(4)]
     setup = Setup(model=lambda: ScriptedModel([*replies, "Final Answer: summarised"]),
                   tools=lambda: [long_report],
-                  options={"compress_at": "9000c", "keep_last": 1, "max_observation_chars": 3000})
+                  options={"compression": Compression.of("9000c", keep_last=1),
+                           "limits": Limits(max_observation_chars=3000)})
     got = await across(drivers, tmp_path, setup, run("read a lot"))
     assert got.status == "completed" and "context_compacted" in got.events
 
@@ -664,7 +671,7 @@ async def test_a_history_past_the_compression_bound_ends_the_run(drivers: list[D
 
     setup = Setup(model=lambda: ScriptedModel([react("keep it", "keep", {"text": "长" * 20_000}),
                                                "Final Answer: never asked"]),
-                  tools=lambda: [keep], options={"compress_at": "5000c"})
+                  tools=lambda: [keep], options={"compression": Compression.of("5000c")})
     got = await across(drivers, tmp_path, setup, run("keep this"))
     assert (got.status, got.observations) == ("budget_exceeded", ["kept 20000 characters"])
     assert "above its question and twice compress_at" in got.reason
@@ -725,7 +732,7 @@ async def test_tool_selection(drivers: list[Driver], tmp_path: Path) -> None:
 
     setup = Setup(model=lambda: ScriptedModel(
         [react("look", "weather", {"city": "Oslo"}), "Final Answer: sunny"]),
-        tools=lambda: [weather, recipe, add, lookup], options={"tool_selection": 2})
+        tools=lambda: [weather, recipe, add, lookup], options={"aids": Aids(tool_selection=2)})
     got = await across(drivers, tmp_path, setup, run("What is the weather forecast in Oslo?"))
     assert got.observations == ["Oslo: sunny"]
 
@@ -753,11 +760,12 @@ async def test_the_small_model_aids(drivers: list[Driver], tmp_path: Path) -> No
             seen.append(request)
             return await super().generate(request)
 
-    aids = {"tool_selection": 2, "strict_selection": True, "act_first": True,
-            "quote_answers": True, "answer_after_results": 1}
+    aids = {"aids": Aids(tool_selection=2, strict_selection=True, act_first=True,
+                         quote_answers=True),
+            "limits": Limits(answer_after_results=1)}
     setup = Setup(model=lambda: Recording(
         ["Final Answer: guess", react("look", "weather", {"city": "Oslo"}),
-         "Final Answer: sunny, 18 °C", "Final Answer: Rome"]),
+         "Final Answer: sunny, 18 °C", "Final Answer: Rome"], grammar=True),
         tools=lambda: [aided_weather, aided_recipe, add, lookup], options=aids)
 
     async def two_questions(handle: Handle) -> RunResult:
@@ -787,7 +795,7 @@ async def test_the_aids_a_models_profile_names(drivers: list[Driver], tmp_path: 
     class Measured(ScriptedModel):
         @property
         def capabilities(self) -> Capabilities:
-            return dataclasses.replace(super().capabilities, small_model=True,
+            return dataclasses.replace(super().capabilities, small_model=True, grammar=True,
                                        aids=("tool_selection", "answer_after_results"))
 
         async def generate(self, request: ModelRequest) -> ModelResponse:
@@ -937,7 +945,7 @@ async def test_memories_are_recalled_before_each_turn(drivers: list[Driver],
     async with StubServer(reply) as stub:
         setup = Setup(model=lambda: OpenAICompatibleModel(
             base_url=stub.base_url, model="m", tool_mode="react"),
-            options={"memory": memory, "memory_namespace": "alice"})
+            options={"memory": MemorySettings(memory=memory, namespace="alice")})
         got = await across(drivers, tmp_path, setup, converse)
     assert got.events.count("memory_recalled") == 2
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from miniagent import Agent, OpenAICompatibleModel, tool
+from miniagent import Agent, ModelSettings, OpenAICompatibleModel, tool
 from miniagent.core.runtime.events import Event, GuardIntervened
 from miniagent.testing.stub_server import StubServer
 
@@ -70,7 +70,8 @@ async def test_a_cut_off_call_is_not_run(case: str) -> None:
     async with StubServer([reply, answer if mode == "native" else f"Final Answer: {answer}"]
                           ) as stub:
         model = OpenAICompatibleModel(base_url=stub.base_url, model="m", tool_mode=mode)
-        agent = Agent(model=model, tools=[transfer], max_tokens=64, on_event=events.append)
+        agent = Agent(model=model, tools=[transfer], model_settings=ModelSettings(max_tokens=64))
+        agent.subscribe(events.append)
         result = await agent.arun("pay alice 1500")
         await agent.aclose()
         first, second = stub.requests[0], stub.requests[1]["messages"]
@@ -107,7 +108,7 @@ async def test_a_stream_cut_inside_the_arguments_does_not_run() -> None:
     async with StubServer([reply, "391"]) as stub:
         model = OpenAICompatibleModel(base_url=stub.base_url, model="m", tool_mode="native",
                                       stream=True)
-        agent = Agent(model=model, tools=[calculator], max_tokens=32)
+        agent = Agent(model=model, tools=[calculator], model_settings=ModelSettings(max_tokens=32))
         result = await agent.arun("What is 17 * 23?")
         await agent.aclose()
     assert ran == []

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from miniagent import Agent, OpenAICompatibleModel, Tool, tool
+from miniagent import Agent, Limits, ModelSettings, OpenAICompatibleModel, Tool, tool
 from miniagent.core.errors import ConfigError
 from miniagent.core.models.local import resolve_model_path
 from miniagent.core.tools.calculator import calculator
@@ -144,7 +144,8 @@ def _check_common(result: RunResult) -> None:
 
 async def test_react_with_grammar_parses_every_step(react_server: str) -> None:
     model = _http_model(react_server, "react", grammar=True)
-    agent = Agent(model=model, tools=[calculator], max_steps=2, max_tokens=128)
+    agent = Agent(model=model, tools=[calculator], limits=Limits(max_steps=2),
+                  model_settings=ModelSettings(max_tokens=128))
     result = await agent.arun("What is 17 * 3?")
     await model.aclose()
     _check_common(result)
@@ -157,7 +158,8 @@ async def test_react_with_grammar_parses_every_step(react_server: str) -> None:
 
 async def test_react_without_grammar_ends_with_a_status(react_server: str) -> None:
     model = _http_model(react_server, "react")
-    agent = Agent(model=model, tools=[calculator], max_steps=2, max_tokens=128)
+    agent = Agent(model=model, tools=[calculator], limits=Limits(max_steps=2),
+                  model_settings=ModelSettings(max_tokens=128))
     result = await agent.arun("What is 17 * 3? Use the calculator.")
     await model.aclose()
     _check_common(result)
@@ -165,7 +167,8 @@ async def test_react_without_grammar_ends_with_a_status(react_server: str) -> No
 
 async def test_native_tool_calling(native_server: str) -> None:
     model = _http_model(native_server, "native")
-    agent = Agent(model=model, tools=[calculator], max_steps=2, max_tokens=64)
+    agent = Agent(model=model, tools=[calculator], limits=Limits(max_steps=2),
+                  model_settings=ModelSettings(max_tokens=64))
     result = await agent.arun("Use the calculator tool to compute 17 * 3.")
     await model.aclose()
     _check_common(result)
@@ -211,7 +214,7 @@ def _auto_agent(base_url: str, calls: list[dict[str, int]], max_steps: int) -> A
                                   max_retries=0, grammar_field="grammar")  # tool_mode auto
     # without the instruction SmolLM2-135M answers this question from memory (measured)
     return Agent(model=model, tools=[_multiplier(calls)], instructions="Use a tool to compute.",
-                 max_steps=max_steps, max_tokens=128)
+                 limits=Limits(max_steps=max_steps), model_settings=ModelSettings(max_tokens=128))
 
 
 def _unshown_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from test_llama_server import llama_server
 
-from miniagent import Agent, OpenAICompatibleModel
+from miniagent import Agent, Aids, Limits, ModelSettings, OpenAICompatibleModel
 from miniagent.core.runtime import events as ev
 from miniagent.core.tools.calculator import calculator
 
@@ -55,8 +55,9 @@ async def test_react_stream_with_grammar_and_required_tool_choice(react_server: 
     every token of it arrives as a delta."""
     model = _streaming(react_server, "react", grammar_field="grammar")
     deltas = Deltas()
-    agent = Agent(model=model, tools=[calculator], max_steps=1, max_tokens=96,
-                  tool_choice="required", on_event=deltas)
+    agent = Agent(model=model, tools=[calculator], limits=Limits(max_steps=1),
+                  model_settings=ModelSettings(max_tokens=96), aids=Aids(tool_choice="required"))
+    agent.subscribe(deltas)
     result = await agent.arun("What is 17 * 3?")
     await model.aclose()
     assert result.status == "max_steps", result.reason  # one step, and it was an action
@@ -75,7 +76,9 @@ async def test_react_stream_with_grammar_and_required_tool_choice(react_server: 
 async def test_react_stream_without_grammar_keeps_observations_out(react_server: str) -> None:
     model = _streaming(react_server, "react")
     deltas = Deltas()
-    agent = Agent(model=model, tools=[calculator], max_steps=1, max_tokens=64, on_event=deltas)
+    agent = Agent(model=model, tools=[calculator], limits=Limits(max_steps=1),
+                  model_settings=ModelSettings(max_tokens=64))
+    agent.subscribe(deltas)
     result = await agent.arun("What is 17 * 3? Use the calculator.")
     await model.aclose()
     assert result.status in {"completed", "max_steps"}, result.reason
@@ -90,8 +93,9 @@ async def test_native_stream_with_a_forced_tool(native_server: str) -> None:
     stream (a named choice keeps llama-cpp-python within max_tokens; see test_llama_server)."""
     model = _streaming(native_server, "native")
     deltas = Deltas()
-    agent = Agent(model=model, tools=[calculator], max_steps=1, max_tokens=64,
-                  tool_choice="calculator", on_event=deltas)
+    agent = Agent(model=model, tools=[calculator], limits=Limits(max_steps=1),
+                  model_settings=ModelSettings(max_tokens=64), aids=Aids(tool_choice="calculator"))
+    agent.subscribe(deltas)
     result = await agent.arun("Use the calculator tool to compute 17 * 3.")
     await model.aclose()
     assert result.status == "max_steps", result.reason

@@ -14,7 +14,7 @@ import sys
 import pytest
 from mcp_support import TIME_ARGS, descendants, wait_gone
 
-from miniagent import Agent
+from miniagent import Agent, Limits, ModelSettings
 from miniagent.core.errors import ConfigError
 from miniagent.core.runtime.events import Event, ModelStarted
 from miniagent.core.types import ModelRequest
@@ -37,8 +37,9 @@ def test_embedded_model_gets_the_time_servers_tools() -> None:
             requests.append(event.request)
 
     server = MCPServer.stdio(sys.executable, args=TIME_ARGS, errlog=subprocess.DEVNULL)
-    agent = Agent(model=LocalModel(path, tool_mode="react"), tools=[server], max_steps=2,
-                  max_tokens=64, on_event=record)
+    agent = Agent(model=LocalModel(path, tool_mode="react"), tools=[server],
+                  limits=Limits(max_steps=2), model_settings=ModelSettings(max_tokens=64))
+    agent.subscribe(record)
     result = agent.run("What time is it in Tokyo?")
     assert result.status in {"completed", "max_steps", "loop_detected"}
     prompt = "\n".join(str(m.get("content")) for m in requests[0].messages)

@@ -60,11 +60,10 @@ async def test_a_second_agent_sharing_the_server_does_not_start_it_again() -> No
 async def test_a_server_that_cannot_start_is_reported_not_raised() -> None:
     broken = MCPServer.stdio(sys.executable, args=["-c", "import sys; sys.exit(3)"],
                              name="broken", errlog=subprocess.DEVNULL, connect_timeout=10.0)
-    agent = Agent(model=ScriptedModel(["Final Answer: fine without it"]), tools=[],
-                  warmup_timeout=20.0)
+    agent = Agent(model=ScriptedModel(["Final Answer: fine without it"]), tools=[])
     agent.sources.append(broken)
     try:
-        report = await agent.start()
+        report = await agent.start(timeout=20.0)
         [failed] = report.failed
         assert failed.name == "MCPServer('broken')" and failed.status == "failed"
         assert "MCP server broken" in (failed.error or "")

@@ -67,7 +67,8 @@ async def test_react_streams_deltas_to_subscribers_in_order() -> None:
               "Thought: I know it\nFinal Answer: 12°C，多云"]
     async with StubServer(script, stream_style=LLAMA_CPP) as stub:
         recorder = Recorder()
-        agent = Agent(model=_model(stub), tools=[weather], on_event=recorder)
+        agent = Agent(model=_model(stub), tools=[weather])
+        agent.subscribe(recorder)
         result = await agent.arun("北京天气？")
         await agent.aclose()
     assert (result.status, result.final_answer) == ("completed", "12°C，多云")
@@ -100,7 +101,8 @@ async def test_native_calls_streamed_in_each_style_run_with_the_right_arguments(
     ]
     async with StubServer(script, stream_style=style, usage={"prompt_tokens": 10}) as stub:
         recorder = Recorder()
-        agent = Agent(model=_model(stub, "native"), tools=[weather, add], on_event=recorder)
+        agent = Agent(model=_model(stub, "native"), tools=[weather, add])
+        agent.subscribe(recorder)
         result = await agent.arun("Weather in Paris, and 20+22?")
         await agent.aclose()
     assert result.status == "completed", result.reason
@@ -133,7 +135,7 @@ async def test_a_stream_that_breaks_off_is_asked_again_once_without_streaming() 
     async with StubServer(["Thought: long answer\nFinal Answer: 42"] * 2,
                           stream_style=style) as stub:
         recorder = Recorder()
-        result = await Agent(model=_model(stub), on_event=recorder).arun("q")
+        result = await Agent(model=_model(stub)).arun("q", on_event=recorder)
     assert (result.status, result.final_answer) == ("completed", "42")
     assert [r.get("stream", False) for r in stub.requests] == [True, False]
     assert len(recorder.deltas("restart")) == 1
@@ -159,7 +161,7 @@ async def test_stop_words_cut_a_stream_whose_server_ignores_them() -> None:
     async with StubServer([text, "Final Answer: 3"], stream_style=StreamStyle(text_piece=1),
                           ) as stub:
         recorder = Recorder()
-        result = await Agent(model=_model(stub), tools=[add], on_event=recorder).arun("1+2?")
+        result = await Agent(model=_model(stub), tools=[add]).arun("1+2?", on_event=recorder)
     assert (result.status, result.final_answer) == ("completed", "3")
     assert result.steps[0].raw_output == 'Thought: add\nAction: add\nAction Input: {"a": 1, "b": 2}'
     assert result.steps[0].observations[0].output == "3"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from miniagent import Agent, OpenAICompatibleModel, tool
+from miniagent import Agent, Limits, OpenAICompatibleModel, tool
 from miniagent.testing.stub_server import LLAMA_CPP, StubServer
 
 
@@ -48,7 +48,8 @@ async def test_a_run_without_reported_usage_has_it_unknown(stream: bool) -> None
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "not streamed"])
 async def test_the_token_budget_ends_a_run_whose_server_reports_no_usage(stream: bool) -> None:
     async with StubServer(lookups(20), report_usage=False, stream_style=LLAMA_CPP) as stub:
-        agent = Agent(model=model(stub, stream=stream), tools=[weather], token_budget=1500)
+        agent = Agent(model=model(stub, stream=stream), tools=[weather],
+                      limits=Limits(token_budget=1500))
         result = await agent.arun("北京天气怎么样？")
         await agent.aclose()
         served = len(stub.requests)

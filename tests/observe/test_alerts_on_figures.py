@@ -17,7 +17,7 @@ from metric_tools import broken, weather
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Limits, ScriptedModel, tool
 from miniagent.observe.describe import describe_model
 from miniagent.observe.metrics import ALERT_RULES, Metrics
 
@@ -55,7 +55,8 @@ def act(name: str, **args: Any) -> str:
 
 def run(metrics: Metrics, replies: list[str]) -> None:
     model = ScriptedModel([*replies, "Final Answer: done"])
-    agent = Agent(model=model, tools=[weather, broken], on_event=metrics, repeat_limit=10)
+    agent = Agent(model=model, tools=[weather, broken], limits=Limits(repeat_limit=10))
+    agent.subscribe(metrics)
     assert agent.run("go").status == "completed"
 
 
@@ -77,7 +78,8 @@ def waiting_session(store_path: Path, metrics: Metrics) -> str:
     from miniagent import SQLiteStore
 
     agent = Agent(model=ScriptedModel([act("pay", to="Ana")]), tools=[pay],
-                  store=SQLiteStore(store_path), on_event=metrics)
+                  store=SQLiteStore(store_path))
+    agent.subscribe(metrics)
     result = agent.run("pay Ana")
     assert result.status == "awaiting_approval"
     return result.session_id

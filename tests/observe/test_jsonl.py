@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
+from miniagent import Agent, Limits, ModelSettings, OpenAICompatibleModel, ScriptedModel, tool
 from miniagent.core.errors import ConfigError
 from miniagent.observe.jsonl import FIELD_LIMIT, JsonlTracer
 from miniagent.observe.reader import read_trace
@@ -62,7 +62,8 @@ def test_a_real_http_run_is_traced_without_its_key(tmp_path: Path,
         model = OpenAICompatibleModel(base_url=stub.base_url, model="stub-model", api_key=key,
                                       tool_mode="react")
         agent = Agent(model=model, tools=[weather, leaky_weather], trace=trace,
-                      max_observation_chars=200, temperature=0.1, max_tokens=300)
+                      limits=Limits(max_observation_chars=200),
+                      model_settings=ModelSettings(temperature=0.1, max_tokens=300))
         result = agent.run("北京天气怎么样？")
     assert result.status == "completed"
     assert stub.request_headers[0]["authorization"] == f"Bearer {key}"  # the key was used
@@ -123,8 +124,8 @@ def test_guards_and_a_failed_model_are_traced(tmp_path: Path) -> None:
     call = 'Thought: add\nAction: add\nAction Input: {"a": 1, "b": 2}'
     model = ScriptedModel(["I will just ramble without any format", call, call, call, call])
     trace = tmp_path / "t.jsonl"
-    result = Agent(model=model, tools=[add], trace=trace, repeat_limit=2,
-                   answer_after_repeat=False).run("1+2?")
+    result = Agent(model=model, tools=[add], trace=trace,
+                   limits=Limits(repeat_limit=2, answer_after_repeat=False)).run("1+2?")
     assert result.status == "loop_detected"
     guards = [(r["guard"], r["step"]) for r in records(trace) if r["kind"] == "guard_intervened"]
     assert guards == [("format_error", 1), ("repeat", 3), ("loop_stop", 4)]
@@ -143,7 +144,7 @@ def test_max_steps_is_a_guard_of_the_run(tmp_path: Path) -> None:
     # no reply left, so the limit stands
     model = ScriptedModel(["Action Input: {}", "Action Input: {}"])
     trace = tmp_path / "t.jsonl"
-    result = Agent(model=model, trace=trace, max_steps=2).run("q")
+    result = Agent(model=model, trace=trace, limits=Limits(max_steps=2)).run("q")
     assert result.status == "max_steps"
     last_guard = [r for r in records(trace) if r["kind"] == "guard_intervened"][-1]
     assert last_guard["guard"] == "max_steps" and last_guard["step"] == 0
@@ -203,7 +204,7 @@ def test_a_20_mb_reply_is_cut_marked_and_read_back(tmp_path: Path) -> None:
     reply = ("Final Answer: 北京 " + "x" * (FIELD_LIMIT - 97) + key).ljust(20_000_000, "y")
     trace = tmp_path / "run.jsonl"
     tracer = JsonlTracer(trace, secrets=[key])
-    result = Agent(model=ScriptedModel([reply]), on_event=tracer).run("北京天气？")
+    result = Agent(model=ScriptedModel([reply])).run("北京天气？", on_event=tracer)
     # the run waits for its subscribers at most EventBus.flush_timeout: on a loaded machine
     # redacting 20 MB takes longer, and the last records arrive after run() returned
     deadline = time.monotonic() + 300

@@ -213,7 +213,8 @@ def test_the_executors_retries_count_as_retried() -> None:
 
     model = ScriptedModel(["Action: flaky\nAction Input: {}", "Final Answer: ok"])
     metrics = Metrics(model=describe_model(model))
-    agent = Agent(model=model, tools=[flaky], on_event=metrics)
+    agent = Agent(model=model, tools=[flaky])
+    agent.subscribe(metrics)
     assert agent.run("go").status == "completed"
     value = metrics.registry.get_sample_value
     assert value("miniagent_tool_calls_total", {"tool": "flaky", "outcome": "retried"}) == 2

@@ -53,7 +53,8 @@ def scripted_runs(tmp_path: Path, metrics: Metrics, flush: Any = None) -> None:
     after a denial and completed, failed by the model."""
     model = ScriptedModel(list(SCRIPT))
     agent = Agent(model=model, tools=[weather, broken, slow, delete_file],
-                  store=SQLiteStore(tmp_path / "s.db"), on_event=metrics)
+                  store=SQLiteStore(tmp_path / "s.db"))
+    agent.subscribe(metrics)
     statuses = [agent.run("weather?").status]
     second = agent.run("delete x")
     if flush is not None:

@@ -34,7 +34,8 @@ def paying(*names: str) -> dict[str, object]:
 
 def waiting_session(path: Path, metrics: Metrics, *names: str) -> str:
     agent = Agent(model=ScriptedModel([paying(*names)], tool_mode="native"), tools=[pay],
-                  store=SQLiteStore(path), on_event=metrics)
+                  store=SQLiteStore(path))
+    agent.subscribe(metrics)
     result = agent.run("pay them")
     assert result.status == "awaiting_approval"
     return result.session_id

@@ -69,7 +69,7 @@ def test_spans_follow_the_genai_conventions(monkeypatch: pytest.MonkeyPatch) -> 
         model = OpenAICompatibleModel(base_url=stub.base_url, model="stub-model",
                                       api_key="sk-" + secrets.token_hex(20), tool_mode="react")
         tracer, exporter = memory_tracer(model)
-        result = Agent(model=model, tools=[weather], on_event=tracer).run("北京天气？")
+        result = Agent(model=model, tools=[weather]).run("北京天气？", on_event=tracer)
     assert result.status == "completed"
     spans = exporter.get_finished_spans()
     assert sorted(s.name for s in spans) == [
@@ -122,7 +122,7 @@ def test_content_only_when_asked_and_redacted(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(CONTENT_ENV, "true")
     model = ScriptedModel([*SCRIPT[:1], f"Thought: key {key}\nFinal Answer: 12°C，多云"])
     tracer, exporter = memory_tracer(model, secrets=[key])
-    Agent(model=model, tools=[weather], on_event=tracer).run("北京天气？")
+    Agent(model=model, tools=[weather]).run("北京天气？", on_event=tracer)
     spans = exporter.get_finished_spans()
     chats = by_name(spans, "chat")
     first = json.loads(str((chats[0].attributes or {})["gen_ai.input.messages"]))
@@ -141,7 +141,7 @@ def test_errors_set_error_type() -> None:
     call = 'Thought: try\nAction: broken\nAction Input: {"city": "x"}'
     model = ScriptedModel([call])  # then the script runs out: the model call fails
     tracer, exporter = memory_tracer(model, capture_content=False)
-    result = Agent(model=model, tools=[broken], on_event=tracer).run("q")
+    result = Agent(model=model, tools=[broken]).run("q", on_event=tracer)
     assert result.status == "error"
     spans = exporter.get_finished_spans()
     tool_span, = by_name(spans, "execute_tool")
@@ -159,7 +159,7 @@ def test_errors_set_error_type() -> None:
 def test_guards_are_span_events() -> None:
     model = ScriptedModel(["Action Input: no format at all", "Final Answer: ok"])
     tracer, exporter = memory_tracer(model)
-    Agent(model=model, on_event=tracer).run("q")
+    Agent(model=model).run("q", on_event=tracer)
     step1, = [s for s in exporter.get_finished_spans() if s.name == "step 1"]
     assert [(e.name, (e.attributes or {})["miniagent.guard"]) for e in step1.events] == [
         ("miniagent.guard", "format_error")]
@@ -182,8 +182,8 @@ async def test_a_wait_for_a_slot_is_an_event_of_the_waiting_calls_span() -> None
         for i in range(2)]}
     model = ScriptedModel([calls, {"content": "done"}], tool_mode="native")
     tracer, exporter = memory_tracer(model)
-    await Agent(model=model, tools=[tool(name=name, max_concurrency=1)(lookup)],
-                on_event=tracer).arun("q")
+    await Agent(model=model,
+                tools=[tool(name=name, max_concurrency=1)(lookup)]).arun("q", on_event=tracer)
     waited = [(s.attributes or {}).get("gen_ai.tool.call.id") for s in
               exporter.get_finished_spans() for e in s.events if e.name == "miniagent.slot_waiting"]
     assert waited == ["c1"]  # the second call waited for the first
@@ -195,7 +195,7 @@ def test_a_real_otlp_http_receiver_gets_the_spans() -> None:
         model = ScriptedModel(SCRIPT)
         tracer = OtelTracer(model=describe_model(model), tracer_provider=provider,
                             agent_name="weather-bot")
-        result = Agent(model=model, tools=[weather], on_event=tracer).run("北京天气？")
+        result = Agent(model=model, tools=[weather]).run("北京天气？", on_event=tracer)
         provider.shutdown()  # flushes the batch
     assert receiver.posts and all(p == "application/x-protobuf" for p in receiver.posts)
     names = sorted(s.name for s in receiver.spans)
@@ -251,7 +251,7 @@ def test_a_20_mb_reply_is_cut_marked_and_the_requests_stay_small(
         model = ScriptedModel([HUGE])
         tracer = OtelTracer(model=describe_model(model), tracer_provider=provider,
                             capture_content=True)
-        result = Agent(model=model, on_event=tracer).run("北京天气？")
+        result = Agent(model=model).run("北京天气？", on_event=tracer)
         provider.shutdown()
     assert result.status == "completed" and len(result.final_answer or "") == 20_000_003
     assert receiver.sizes and max(receiver.sizes) <= MAX_REQUEST_BYTES
@@ -276,7 +276,7 @@ def test_the_otel_length_limit_is_honoured_and_a_refused_request_loses_only_its_
         model = ScriptedModel([SCRIPT[0], HUGE])
         tracer = OtelTracer(model=describe_model(model), tracer_provider=provider,
                             capture_content=True)
-        result = Agent(model=model, tools=[weather], on_event=tracer).run("北京天气？")
+        result = Agent(model=model, tools=[weather]).run("北京天气？", on_event=tracer)
         provider.shutdown()
     assert result.status == "completed"
     assert max(receiver.sizes) > 200_000  # some were refused (413) ...

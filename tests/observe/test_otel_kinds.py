@@ -23,7 +23,7 @@ def traced_run(receiver: Receiver, model: Model, **agent: Any) -> RunResult:
     provider = otlp_provider(receiver.url)
     tracer = OtelTracer(model=describe_model(model), tracer_provider=provider)
     try:
-        return Agent(model=model, on_event=tracer, **agent).run("北京天气？")
+        return Agent(model=model, **agent).run("北京天气？", on_event=tracer)
     finally:
         provider.shutdown()  # flushes the batch
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Limits, ScriptedModel, tool
 from miniagent._internal.wording import counted
 from miniagent.cli.trace_show import trace_lines
 from miniagent.observe.reader import read_trace
@@ -29,7 +29,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     path = tmp_path_factory.mktemp("t") / "t.jsonl"
     model = ScriptedModel(['Thought: add\nAction: add\nAction Input: {"a": 1, "b": 2}',
                            "gibberish", "Final Answer: 3"])
-    Agent(model=model, tools=[add], trace=path, max_observation_chars=1).run("1+2?")
+    Agent(model=model, tools=[add], trace=path, limits=Limits(max_observation_chars=1)).run("1+2?")
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 

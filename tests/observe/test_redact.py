@@ -111,7 +111,8 @@ def test_a_runs_trace_and_spans_never_hold_a_raw_credential(tmp_path: Path) -> N
         "name": "login", "arguments": '{"user": "ana", "password": "hunter2-secret"}'}}]}
     tracer = JsonlTracer(tmp_path / "t.jsonl")
     agent = Agent(model=ScriptedModel([reply, {"content": "in"}], tool_mode="native"),
-                  tools=[login], on_event=tracer)
+                  tools=[login])
+    agent.subscribe(tracer)
     agent.subscribe(OtelTracer(model=describe_model(agent.model), tracer_provider=provider,
                                capture_content=True))
     assert agent.run("log in as ana").status == "completed"

@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.core.errors import ConfigError
-from miniagent.temporal import TemporalSessions, agent_worker
+from miniagent.temporal import TemporalAgent, TemporalSessions, agent_worker
 from miniagent.testing.stub_server import StubServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -121,8 +121,8 @@ async def test_payloads_stay_readable_json(dev_env: WorkflowEnvironment, task_qu
     script = [{"content": None, "tool_calls": [
         {"id": "e1", "name": "echo", "arguments": {"text": "readable 文本 "}}]},
         {"content": "echoed"}]
-    agent = Agent(model=ScriptedModel(script, tool_mode="native"), tools=[echo],
-                  temporal=dev_env.client, task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=ScriptedModel(script, tool_mode="native"), tools=[echo]),
+                          dev_env.client, task_queue=task_queue)
     async with await agent_worker(agent):
         result = await agent.arun("echo a lot")
     assert result.status == "completed"
@@ -137,7 +137,7 @@ async def test_payloads_stay_readable_json(dev_env: WorkflowEnvironment, task_qu
 
 
 async def test_arun_without_a_worker_says_so(dev_env: WorkflowEnvironment) -> None:
-    agent = Agent(model=ScriptedModel(["Final Answer: x"]), temporal=dev_env.client,
-                  task_queue="nobody-at-all")
+    agent = TemporalAgent(Agent(model=ScriptedModel(["Final Answer: x"])), dev_env.client,
+                          task_queue="nobody-at-all")
     with pytest.raises(ConfigError, match="no worker polls task queue 'nobody-at-all'"):
         await agent.arun("hello")

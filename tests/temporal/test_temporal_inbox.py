@@ -11,7 +11,8 @@ import pytest
 from temporal_helpers import Processes, address, wait_status
 from temporalio.testing import WorkflowEnvironment
 
-from miniagent.temporal import TemporalSessions
+from miniagent import Agent
+from miniagent.temporal import TemporalAgent, TemporalSessions
 from miniagent.ui import app
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -91,3 +92,18 @@ async def test_approve_all_decides_the_calls_the_page_showed(
     assert done.status_code == 200 and f"Approved {', '.join(waiting)}" in done.text
     result = await sessions.result(session_id)
     assert (result.status, result.final_answer) == ("completed", "done")
+
+
+async def test_the_inbox_of_a_temporal_agent_shows_its_clusters_sessions(
+        dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
+    """``app(TemporalAgent(...))``: the wrapper's cluster holds the sessions shown, and a
+    decided session goes on with the workers of its task queue."""
+    procs.worker(task_queue)
+    agent = TemporalAgent(Agent(), dev_env.client, task_queue=task_queue)
+    session_id = await agent.sessions.start("transfer money")
+    await wait_status(agent.sessions, session_id, "awaiting_approval")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app(agent)),
+                                 base_url=BASE) as http:
+        page = (await http.get(f"/sessions/{session_id}")).text
+    assert "transfer" in page and f"the workers of Temporal task queue {task_queue}" in page
+    await agent.acancel(session_id, "done testing")

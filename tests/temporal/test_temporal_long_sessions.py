@@ -11,9 +11,9 @@ import pytest
 from temporal_helpers import act, wait_status
 from temporalio.testing import WorkflowEnvironment
 
-from miniagent import Agent, AgentSpec, ScriptedModel, tool
+from miniagent import Agent, AgentSpec, Limits, ModelSettings, ScriptedModel, tool
 from miniagent.core.types import ModelRequest
-from miniagent.temporal import TemporalSessions, agent_worker
+from miniagent.temporal import TemporalAgent, TemporalSessions, agent_worker
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 DAY = 24 * 3600
@@ -34,11 +34,12 @@ def pay_script() -> ScriptedModel:
 async def test_approval_after_a_day_with_time_skipping(skip_env: WorkflowEnvironment,
                                                        task_queue: str) -> None:
     ran.clear()
-    agent = Agent(model=pay_script(), tools=[pay], temporal=skip_env.client,
-                  task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=pay_script(), tools=[pay]), skip_env.client,
+                          task_queue=task_queue)
     sessions = TemporalSessions(skip_env.client, task_queue)
     async with await agent_worker(agent):
-        session_id = await sessions.start("pay", AgentSpec(approval_timeout=3 * DAY))
+        spec = AgentSpec(limits=Limits(approval_timeout=3 * DAY))
+        session_id = await sessions.start("pay", spec)
         await wait_status(sessions, session_id, "awaiting_approval")
         await skip_env.sleep(timedelta(hours=24))
         view = await sessions.view(session_id)
@@ -54,11 +55,11 @@ async def test_approval_after_a_day_with_time_skipping(skip_env: WorkflowEnviron
 async def test_unanswered_approval_is_denied_after_its_timeout(
         skip_env: WorkflowEnvironment, task_queue: str) -> None:
     ran.clear()
-    agent = Agent(model=pay_script(), tools=[pay], temporal=skip_env.client,
-                  task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=pay_script(), tools=[pay]), skip_env.client,
+                          task_queue=task_queue)
     sessions = TemporalSessions(skip_env.client, task_queue)
     async with await agent_worker(agent):
-        session_id = await sessions.start("pay", AgentSpec(approval_timeout=DAY))
+        session_id = await sessions.start("pay", AgentSpec(limits=Limits(approval_timeout=DAY)))
         result = await sessions.result(session_id)  # the test server skips the day at once
     assert result.status == "completed" and ran == []
     observation = result.steps[0].calls[0].observation
@@ -79,9 +80,10 @@ def reader(request: ModelRequest) -> str:
 
 async def test_300_steps_of_4kb_continue_as_new_and_complete(
         dev_env: WorkflowEnvironment, task_queue: str) -> None:
-    agent = Agent(model=ScriptedModel([reader] * 300), tools=[page], grammar=False,
-                  max_steps=300, max_observation_chars=5000, temporal=dev_env.client,
-                  task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=ScriptedModel([reader] * 300), tools=[page],
+                                model_settings=ModelSettings(grammar=False),
+                                limits=Limits(max_steps=300, max_observation_chars=5000)),
+                          dev_env.client, task_queue=task_queue)
     sessions = TemporalSessions(dev_env.client, task_queue)
     async with await agent_worker(agent):
         result = await agent.arun("read every page")
@@ -98,8 +100,9 @@ async def test_300_steps_of_4kb_continue_as_new_and_complete(
 async def test_a_payload_over_the_limit_fails_with_a_clear_status(
         skip_env: WorkflowEnvironment, task_queue: str) -> None:
     huge = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(50_000))
-    agent = Agent(model=ScriptedModel([f"Thought: {huge}\nFinal Answer: no"]), tools=[page],
-                  temporal=skip_env.client, task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=ScriptedModel([f"Thought: {huge}\nFinal Answer: no"]),
+                                tools=[page]),
+                          skip_env.client, task_queue=task_queue)
     async with await agent_worker(agent):
         result = await agent.arun("say a lot")
     assert result.status == "error"
@@ -121,9 +124,9 @@ async def test_a_tool_result_over_the_limit_ends_the_run_clearly(
         ran.append(n)
         return noise(3_000_000)
 
-    agent = Agent(model=ScriptedModel([act("dump", {"n": 1}), "Final Answer: x"]),
-                  tools=[dump], max_observation_chars=10_000_000,
-                  temporal=skip_env.client, task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=ScriptedModel([act("dump", {"n": 1}), "Final Answer: x"]),
+                                tools=[dump], limits=Limits(max_observation_chars=10_000_000)),
+                          skip_env.client, task_queue=task_queue)
     async with await agent_worker(agent):
         result = await agent.arun("dump it")
     assert (result.status, ran) == ("error", [1])  # ended, not parked as interrupted
@@ -135,7 +138,7 @@ async def test_tool_call_arguments_over_the_limit_are_not_paid_for_five_times(
     model = ScriptedModel([{"content": None, "tool_calls": [
         {"name": "page", "arguments": {"n": 1, "pad": noise(3_000_000)}}]}] * 5,
         tool_mode="native")
-    agent = Agent(model=model, tools=[page], temporal=skip_env.client, task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=model, tools=[page]), skip_env.client, task_queue=task_queue)
     async with await agent_worker(agent):
         result = await agent.arun("big arguments")
     assert result.status == "error" and "payload" in result.reason
@@ -144,8 +147,8 @@ async def test_tool_call_arguments_over_the_limit_are_not_paid_for_five_times(
 
 async def test_a_question_over_the_limit_is_a_result_not_an_exception(
         skip_env: WorkflowEnvironment, task_queue: str) -> None:
-    agent = Agent(model=ScriptedModel(["Final Answer: x"]), temporal=skip_env.client,
-                  task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=ScriptedModel(["Final Answer: x"])), skip_env.client,
+                          task_queue=task_queue)
     async with await agent_worker(agent):
         result = await agent.arun(noise(3_000_000))
     assert result.status == "error" and "over Temporal's" in result.reason

@@ -11,7 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, tool
 from miniagent.core.models.openai_compat import OpenAICompatibleModel
-from miniagent.temporal import agent_worker
+from miniagent.temporal import TemporalAgent, agent_worker
 from miniagent.testing.stub_server import Fault, StubServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -23,12 +23,10 @@ def noop() -> str:
     return "ok"
 
 
-def agent_on(env: WorkflowEnvironment, stub: StubServer, task_queue: str, **options: object
-             ) -> Agent:
+def agent_on(env: WorkflowEnvironment, stub: StubServer, task_queue: str) -> TemporalAgent:
     model = OpenAICompatibleModel(base_url=stub.base_url, model="stub", tool_mode="react",
                                   max_retries=3, backoff_base=0.01)
-    return Agent(model=model, tools=[noop], temporal=env.client, task_queue=task_queue,
-                 **options)  # type: ignore[arg-type]
+    return TemporalAgent(Agent(model=model, tools=[noop]), env.client, task_queue=task_queue)
 
 
 async def test_429_is_retried_after_its_retry_after(dev_env: WorkflowEnvironment,
@@ -75,7 +73,8 @@ async def test_auto_falls_back_to_react_when_the_server_refuses_tools(
         dev_env: WorkflowEnvironment, task_queue: str) -> None:
     async with StubServer(["Final Answer: plain text it is"], reject_tools=True) as stub:
         model = OpenAICompatibleModel(base_url=stub.base_url, model="stub", tool_mode="auto")
-        agent = Agent(model=model, tools=[noop], temporal=dev_env.client, task_queue=task_queue)
+        agent = TemporalAgent(Agent(model=model, tools=[noop]), dev_env.client,
+                              task_queue=task_queue)
         async with await agent_worker(agent):
             result = await agent.arun("hello")
         assert (result.status, result.final_answer) == ("completed", "plain text it is")

@@ -9,10 +9,16 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Aids, Compression, Limits, ScriptedModel, tool
 from miniagent.core.models.base import Capabilities
 from miniagent.core.types import RunResult
-from miniagent.temporal import TemporalSessions, agent_worker, data_converter, workers
+from miniagent.temporal import (
+    TemporalAgent,
+    TemporalSessions,
+    agent_worker,
+    data_converter,
+    workers,
+)
 from miniagent.temporal import workflow as workflow_module
 from miniagent.temporal.worker import sandbox
 from miniagent.temporal.workflow import SessionWorkflow
@@ -56,8 +62,9 @@ async def test_two_tool_session_same_answer_and_trace(dev_env: WorkflowEnvironme
                                                       task_queue: str) -> None:
     local = await Agent(model=ScriptedModel(script(), tool_mode="native"),
                         tools=[add, shout]).arun("add, then shout")
-    agent = Agent(model=ScriptedModel(script(), tool_mode="native"), tools=[add, shout],
-                  temporal=dev_env.client, task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=ScriptedModel(script(), tool_mode="native"),
+                                tools=[add, shout]),
+                          dev_env.client, task_queue=task_queue)
     async with await agent_worker(agent):
         remote = await agent.arun("add, then shout")
         session = await TemporalSessions(dev_env.client, task_queue).session(remote.session_id)
@@ -98,11 +105,11 @@ async def test_tool_selection_offers_the_same_tools_on_temporal(
 
     tools = [add, shout, weather, share_price, recipe]
     local_model = ScriptedModel(selection_script(), tool_mode="native")
-    local = await Agent(model=local_model, tools=tools, tool_selection=2).arun(
+    local = await Agent(model=local_model, tools=tools, aids=Aids(tool_selection=2)).arun(
         "What is the weather forecast in Oslo?")
     model = ScriptedModel(selection_script(), tool_mode="native")
-    agent = Agent(model=model, tools=tools, tool_selection=2,
-                  temporal=dev_env.client, task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=model, tools=tools, aids=Aids(tool_selection=2)),
+                          dev_env.client, task_queue=task_queue)
     async with await agent_worker(agent):
         remote = await agent.arun("What is the weather forecast in Oslo?")
     assert (remote.status, remote.final_answer) == ("completed", "Oslo: 18 C")
@@ -124,13 +131,15 @@ async def test_compression_and_tool_choice_work_the_same_on_temporal(
             for n in range(8)]
         return [*calls, {"content": "shouted 8 times"}]
 
-    settings: dict[str, Any] = dict(compress_at=600, keep_last=2, tool_choice="required")
+    settings: dict[str, Any] = dict(compression=Compression(at=600, keep_last=2),
+                                    aids=Aids(tool_choice="required"))
     local_model = ScriptedModel(long_script(), tool_mode="native")
-    local_agent = Agent(model=local_model, tools=[shout], max_steps=12, **settings)
+    local_agent = Agent(model=local_model, tools=[shout], limits=Limits(max_steps=12), **settings)
     local = await local_agent.arun("shout a lot")
     model = ScriptedModel(long_script(), tool_mode="native")
-    agent = Agent(model=model, tools=[shout], max_steps=12, temporal=dev_env.client,
-                  task_queue=task_queue, **settings)
+    agent = TemporalAgent(Agent(model=model, tools=[shout], limits=Limits(max_steps=12),
+                                **settings),
+                          dev_env.client, task_queue=task_queue)
     async with await agent_worker(agent):
         remote = await agent.arun("shout a lot")
         session = await TemporalSessions(dev_env.client, task_queue).session(remote.session_id)
@@ -152,8 +161,8 @@ async def test_a_protocol_a_worker_cannot_rebuild_is_refused_at_start(
     class Shouty(ReactProtocol):
         """Named 'react' (inherited), but not the ReactProtocol a worker would build."""
 
-    agent = Agent(model=ScriptedModel(["Final Answer: hi"]), protocol=Shouty(),
-                  temporal=dev_env.client, task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=ScriptedModel(["Final Answer: hi"]), protocol=Shouty()),
+                          dev_env.client, task_queue=task_queue)
     async with await agent_worker(agent):
         with pytest.raises(UserError, match="protocol Shouty cannot run on Temporal: its name "
                                             "'react' builds ReactProtocol"):
@@ -180,9 +189,9 @@ async def test_a_client_without_the_model_gets_the_aids_of_the_workers_small_mod
     for question in questions:
         assert (await local.arun(question)).status == "completed"
     served = SmallModel(list(replies))
-    async with await agent_worker(Agent(model=served, tools=[weather, add],
-                                        temporal=dev_env.client, task_queue=task_queue)):
-        client = Agent(temporal=dev_env.client, task_queue=task_queue)  # no model here
+    async with await agent_worker(TemporalAgent(Agent(model=served, tools=[weather, add]),
+                                                dev_env.client, task_queue=task_queue)):
+        client = TemporalAgent(Agent(), dev_env.client, task_queue=task_queue)  # no model here
         assert client.spec.strict_selection is False  # not decided here: by the workers'
         for question in questions:
             remote = await client.arun(question)

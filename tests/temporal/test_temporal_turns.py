@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.core.errors import SessionBusy, TurnRefused
-from miniagent.temporal import agent_worker
+from miniagent.temporal import TemporalAgent, agent_worker
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -43,23 +43,23 @@ async def serving(agent: Agent) -> Any:
 
 async def test_a_client_of_an_earlier_turn_acts_on_the_latest(dev_env: WorkflowEnvironment,
                                                               task_queue: str) -> None:
-    first = Agent(model=ScriptedModel(["Final Answer: one", act("Oslo"), "Final Answer: x"]),
-                  tools=[slow], temporal=dev_env.client, task_queue=task_queue)
+    model = ScriptedModel(["Final Answer: one", act("Oslo"), "Final Answer: x"])
+    first = TemporalAgent(Agent(model=model, tools=[slow]), dev_env.client, task_queue=task_queue)
     worker = await serving(first)
     try:
         one = await first.arun("q1", session_id="turns-latest")
         assert (one.status, one.turn) == ("completed", 1)
-        other = Agent(temporal=dev_env.client, task_queue=task_queue)
+        other = TemporalAgent(Agent(), dev_env.client, task_queue=task_queue)
         started.clear()
         second = asyncio.ensure_future(other.arun("q2", session_id="turns-latest"))
         await asyncio.wait_for(started.wait(), 30)
         with pytest.raises(SessionBusy, match="running a turn"):
             await first.arun("q3", session_id="turns-latest")
         # the first client cancels turn 2, the one running now (not its own closed turn 1)
-        assert await first._on_temporal().sessions.cancel("turns-latest") == "cancelling"
+        assert await first.sessions.cancel("turns-latest") == "cancelling"
         result = await asyncio.wait_for(second, 30)
         assert (result.status, result.turn) == ("cancelled", 2)
-        latest = await first._on_temporal().sessions.result("turns-latest")
+        latest = await first.sessions.result("turns-latest")
         assert latest.status == "cancelled"
         with pytest.raises(TurnRefused, match="was cancelled"):
             await first.arun("q4", session_id="turns-latest")
@@ -69,8 +69,9 @@ async def test_a_client_of_an_earlier_turn_acts_on_the_latest(dev_env: WorkflowE
 
 async def test_a_terminated_session_takes_no_new_turn(dev_env: WorkflowEnvironment,
                                                       task_queue: str) -> None:
-    agent = Agent(model=ScriptedModel(["Final Answer: one", act("Oslo")]), tools=[slow],
-                  temporal=dev_env.client, task_queue=task_queue)
+    agent = TemporalAgent(Agent(model=ScriptedModel(["Final Answer: one", act("Oslo")]),
+                                tools=[slow]),
+                          dev_env.client, task_queue=task_queue)
     worker = await serving(agent)
     try:
         await agent.arun("q1", session_id="turns-terminated")

@@ -34,9 +34,9 @@ def lookup(key: str) -> str:
 @pytest.mark.asyncio(loop_scope="session")
 async def test_the_worker_warms_its_tools_before_it_serves(skip_env: WorkflowEnvironment,
                                                            task_queue: str) -> None:
-    agent = Agent(model=ScriptedModel([act("lookup", {"key": "k"}), "Final Answer: done"]),
-                  tools=[lookup], temporal=skip_env.client, task_queue=task_queue)
-    worker = await agent_worker(agent)
+    model = ScriptedModel([act("lookup", {"key": "k"}), "Final Answer: done"])
+    agent = Agent(model=model, tools=[lookup])
+    worker = await agent_worker(agent, skip_env.client, task_queue=task_queue)
     assert loads == ["index"]  # before the worker polls
     async with worker:
         sessions = TemporalSessions(skip_env.client, task_queue)
@@ -139,9 +139,8 @@ async def test_a_worker_warms_its_model_for_the_first_step_of_a_client_without_o
 async def test_an_agent_worker_warms_its_model_for_its_agent(skip_env: WorkflowEnvironment,
                                                              task_queue: str) -> None:
     model = SmallWarmModel()
-    agent = Agent(model=model, tools=[find_key, forecast], instructions="Be brief.",
-                  temporal=skip_env.client, task_queue=task_queue)
-    async with await agent_worker(agent):
+    agent = Agent(model=model, tools=[find_key, forecast], instructions="Be brief.")
+    async with await agent_worker(agent, skip_env.client, task_queue=task_queue):
         pass
     rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
     (warmed,) = model.warmed

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from miniagent import Agent, InMemoryStore, ScriptedModel, SQLiteStore, tool
+from miniagent import Agent, InMemoryStore, Limits, ScriptedModel, SQLiteStore, tool
 from miniagent.core.session import AgentSession
 
 HOSTILE = ("</script><script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">"
@@ -75,7 +75,7 @@ def long_waiting_session(path: Path, steps: int) -> tuple[SQLiteStore, str]:
     store = SQLiteStore(path)
     agent = Agent(model=ScriptedModel([act("look", {"city": "Paris"}),
                                        act("pay", {"to": "Alice", "amount": 30})]),
-                  tools=[look, pay], store=store, max_steps=steps + 1)
+                  tools=[look, pay], store=store, limits=Limits(max_steps=steps + 1))
     data = store.load(agent.run("Look, then pay Alice 30 euros").session_id).to_dict()
     first, last = data["steps"]
     paid = data["messages"][3]

@@ -124,6 +124,7 @@ def demo(
     from miniagent.cli.display import TraceDisplay
     from miniagent.core.agent import Agent
     from miniagent.core.models.openai_compat import OpenAICompatibleModel
+    from miniagent.core.runtime.guards import Limits
     from miniagent.core.tools.builtin import builtin_tools
     from miniagent.testing.stub_server import StubServer
 
@@ -137,8 +138,8 @@ def demo(
             StubServer(SCRIPT).run_in_thread() as server:
         llm = OpenAICompatibleModel(base_url=server.base_url, model="scripted-demo",
                                     tool_mode="react")
-        agent = Agent(model=llm, tools=builtin_tools(workspace), max_steps=6, on_event=display)
-        result = agent.run(QUESTION)
+        agent = Agent(model=llm, tools=builtin_tools(workspace), limits=Limits(max_steps=6))
+        result = agent.run(QUESTION, on_event=display)
     raise typer.Exit(0 if result.status == "completed" else 1)
 
 

@@ -20,7 +20,11 @@ from miniagent.core.agent import Agent
 from miniagent.core.errors import ConfigError, ModelError
 from miniagent.core.models.base import Model
 from miniagent.core.models.openai_compat import GrammarField
+from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import default_protocol
+from miniagent.core.runtime.guards import Limits
+from miniagent.core.runtime.run import Compression
+from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.sqlite import SQLiteStore, default_store_path
 from miniagent.core.throttles import EndpointLimits
 from miniagent.core.types import PendingApproval, ToolMode
@@ -28,6 +32,7 @@ from miniagent.observe.redact import redact_command, redact_url
 
 if TYPE_CHECKING:
     from miniagent.core.models.local import LocalModel
+    from miniagent.temporal.agent import TemporalAgent
 
 
 def env(*names: str) -> str | None:
@@ -155,48 +160,50 @@ def build_agent(config: RunConfig, store: SQLiteStore, *, api_key: str | None,
     model = build_model(config, api_key)
     # a small embedded model can ramble until max_tokens: keep its turns short by default
     default_tokens = defaults.MAX_TOKENS if config.base_url else 256
-    return Agent(model=model, tools=[*registry, *servers] if servers else registry, store=store,
-                 **agent_options(config, interactive, config.max_tokens or default_tokens),
-                 **memory_options(config))
-
-
-def memory_options(config: RunConfig) -> dict[str, Any]:
-    """The Agent options of ``--memory``: the file opened (created when missing)."""
-    if config.memory is None:
-        return {}
-    from miniagent.memory import Memory
-
-    return {"memory": Memory(config.memory), "memory_namespace": config.memory_namespace}
+    return config_agent(config, interactive=interactive,
+                        max_tokens=config.max_tokens or default_tokens, model=model,
+                        tools=[*registry, *servers] if servers else registry, store=store)
 
 
 def temporal_agent(config: RunConfig, client: Any, task_queue: str, *,
-                   interactive: bool) -> Agent:
+                   interactive: bool) -> TemporalAgent:
     """The agent of ``config`` on a Temporal cluster: the same options as :func:`build_agent`
     (the same spec), while its model and tools are the workers'."""
-    options = agent_options(config, interactive, config.max_tokens or defaults.MAX_TOKENS)
-    if config.mode != "auto":  # else the protocol the workers' model is configured for
-        options["protocol"] = default_protocol(config.mode, grammar=config.grammar,
-                                               max_tokens=options["max_tokens"])
-    return on_temporal(client, task_queue, {**options, **memory_options(config)})
+    from miniagent.temporal.agent import TemporalAgent
+
+    max_tokens = config.max_tokens or defaults.MAX_TOKENS
+    protocol = None if config.mode == "auto" else default_protocol(  # else the workers' own
+        config.mode, grammar=config.grammar, max_tokens=max_tokens)
+    agent = config_agent(config, interactive=interactive, max_tokens=max_tokens,
+                         protocol=protocol)
+    return TemporalAgent(agent, client, task_queue=task_queue)
 
 
-def on_temporal(client: Any, task_queue: str, options: dict[str, Any]) -> Agent:
-    """The one place the CLI makes an agent whose runs are Temporal workflows: the agent of
-    ``options`` (its keyword arguments) on ``client``'s cluster, served on ``task_queue``."""
-    return Agent(temporal=client, task_queue=task_queue, **options)
+def config_agent(config: RunConfig, *, interactive: bool, max_tokens: int,
+                 model: Model | None = None, tools: Any = (), store: SQLiteStore | None = None,
+                 protocol: ActionProtocol | None = None) -> Agent:
+    """The agent a CLI run builds, whichever driver runs it: ``config``'s options as the
+    Agent's values (with ``interactive``, approvals are asked in the terminal; ``--memory``'s
+    file is opened, created when missing)."""
+    memory = None
+    if config.memory is not None:
+        from miniagent.memory import Memory
 
-
-def agent_options(config: RunConfig, interactive: bool, max_tokens: int) -> dict[str, Any]:
-    """The Agent options a CLI run sets, whichever driver runs it."""
-    return dict(max_steps=config.max_steps, timeout=config.timeout, grammar=config.grammar,
-                max_tokens=max_tokens, tool_selection=config.max_tools,
-                approver=ask_in_terminal if interactive else None,
-                compress_at=config.compress_at, keep_last=config.keep_last,
-                compress=config.compress, tool_choice=config.tool_choice, aids=config.aids,
-                instructions=config.instructions, temperature=config.temperature,
-                token_budget=config.token_budget,
-                max_observation_chars=config.max_observation_chars,
-                repeat_limit=config.repeat_limit)
+        memory = MemorySettings(memory=Memory(config.memory), namespace=config.memory_namespace)
+    compression = None if config.compress_at is None else Compression.of(
+        config.compress_at, keep_last=config.keep_last, mode=config.compress)
+    return Agent(
+        model=model, tools=tools, store=store, protocol=protocol,
+        instructions=config.instructions, memory=memory, compression=compression,
+        approver=ask_in_terminal if interactive else None,
+        model_settings=ModelSettings(temperature=config.temperature, max_tokens=max_tokens,
+                                     grammar=config.grammar),
+        limits=Limits(max_steps=config.max_steps, timeout=config.timeout,
+                      token_budget=config.token_budget,
+                      max_observation_chars=config.max_observation_chars,
+                      repeat_limit=config.repeat_limit),
+        aids=Aids(preset=cast(AidsPreset, config.aids), tool_selection=config.max_tools,
+                  tool_choice=config.tool_choice))
 
 
 def _load_with_status(model: LocalModel) -> None:

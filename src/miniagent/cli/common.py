@@ -24,6 +24,7 @@ from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
     from miniagent.cli.display import TraceDisplay
+    from miniagent.temporal.agent import TemporalAgent
 
 
 class Mode(str, Enum):
@@ -152,7 +153,8 @@ def asks_in_terminal(*, detach: bool, as_json: bool) -> bool:
     return not (detach or as_json) and sys.stdin.isatty()
 
 
-def show_progress(agent: Agent, *, as_json: bool, verbose: bool) -> TraceDisplay | None:
+def show_progress(agent: Agent | TemporalAgent, *, as_json: bool,
+                  verbose: bool) -> TraceDisplay | None:
     """Show the agent's runs live (unless ``as_json``); the display, to tidy it after Ctrl-C."""
     if as_json:
         return None

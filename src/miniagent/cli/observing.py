@@ -12,13 +12,16 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from miniagent.core.agent import Agent
 from miniagent.observe.describe import describe_model
 from miniagent.observe.redact import model_secrets
+
+if TYPE_CHECKING:
+    from miniagent.temporal.agent import TemporalAgent
 
 TraceOption = Annotated[Path | None, typer.Option(
     "--trace", help="Append every event to this JSONL file (credentials redacted); read it "
@@ -39,7 +42,7 @@ MetricsOption = Annotated[str | None, typer.Option(
 
 
 @contextmanager
-def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
+def observing(agent: Agent | TemporalAgent, *, trace: Path | None, otlp: str | None,
               otlp_content: bool = False, secrets: Iterable[str] = (),
               metrics: str | None = None) -> Iterator[None]:
     """Subscribe a JSONL tracer, OpenTelemetry spans and/or Prometheus metrics (served on
@@ -67,7 +70,8 @@ def observing(agent: Agent, *, trace: Path | None, otlp: str | None,
         if meter_provider is not None:
             closers.append(meter_provider.shutdown)  # sends the last figures
     try:
-        store = agent.store if agent.temporal is None else None  # decisions made elsewhere
+        # a TemporalAgent's decisions are made in the cluster, not in a store
+        store = agent.store if isinstance(agent, Agent) else None
         with serving_metrics(agent.model, metrics, meter_provider, store=store) as counting:
             if counting is not None:
                 agent.subscribe(counting)

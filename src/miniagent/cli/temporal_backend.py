@@ -25,8 +25,8 @@ from miniagent.core.session import AgentSession
 from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
-    from miniagent.core.agent import Agent
     from miniagent.temporal import TemporalSessions
+    from miniagent.temporal.agent import TemporalAgent
 
 T = TypeVar("T")
 
@@ -78,7 +78,7 @@ class TemporalBackend(SessionBackend):
         turn of that session."""
         _warn_ignored(config)
 
-        async def work(agent: Agent, tracker: SessionTracker) -> RunResult:
+        async def work(agent: TemporalAgent, tracker: SessionTracker) -> RunResult:
             if continue_id is not None:  # SessionNotFound: --continue names one that exists
                 await agent.asession(continue_id)
             return await agent.arun(question, metadata=config.metadata(), on_event=tracker,
@@ -87,7 +87,7 @@ class TemporalBackend(SessionBackend):
         return self._follow(config, options, work)
 
     def _follow(self, config: RunConfig, options: ResumeOptions,
-                work: Callable[[Agent, SessionTracker], Awaitable[RunResult]]) -> RunResult:
+                work: Callable[[TemporalAgent, SessionTracker], Awaitable[RunResult]]) -> RunResult:
         interactive = asks_in_terminal(detach=options.detach, as_json=options.as_json)
 
         async def followed() -> RunResult:

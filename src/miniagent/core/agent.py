@@ -1,4 +1,5 @@
-"""Agent: the configuration of an agent. Each run's state lives in its own AgentSession."""
+"""Agent: what an agent is, and its runs in this process. Each run's state lives in its own
+AgentSession; to run on Temporal, wrap it (:class:`miniagent.temporal.TemporalAgent`)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,22 @@ import os
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from miniagent._internal import defaults
-from miniagent._internal.aio import run_coroutine
-from miniagent._internal.bounds import quantity, seconds, whole
+from miniagent._internal.bounds import seconds, whole
 from miniagent._internal.ids import random_id
 from miniagent._internal.text import storable
+from miniagent.core.agent_setup import (
+    ToolItem,
+    describe,
+    memory_source,
+    split_tools,
+    tracer_for,
+)
 from miniagent.core.errors import SessionNotFound, UserError
-from miniagent.core.models.base import ALL_AIDS, Model
-from miniagent.core.protocol.base import ActionProtocol, check_choice
-from miniagent.core.protocol.registry import ProtocolRef, default_protocol, protocol_ref
+from miniagent.core.models.base import Model
+from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.calls import Approver, InterruptedPolicy, decide
 from miniagent.core.runtime.guards import Limits
@@ -29,29 +35,31 @@ from miniagent.core.runtime.inprocess import (
     run_load,
     warm_model_prompt,
 )
-from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression, rules_for, run_session
+from miniagent.core.runtime.run import AgentSpec, Compression, rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
 from miniagent.core.tools.registry import ToolRegistry
-from miniagent.core.tools.tool import ApprovalRule, Tool
+from miniagent.core.tools.tool import ApprovalRule
 from miniagent.core.tools.toolbox import Toolbox, ToolSource, records
+from miniagent.core.twins import SyncTwins
 from miniagent.core.types import RunResult, current_context
 
 if TYPE_CHECKING:
     from miniagent.core.tools.agent_tool import AgentTool
     from miniagent.core.tools.warmup import WarmupReport
-    from miniagent.observe.jsonl import JsonlTracer
-
-T = TypeVar("T")
-
-ToolItem = Tool | Callable[..., Any] | ToolSource
+    from miniagent.memory.sqlite import Memory
 
 
-class Agent:
-    """A model, tools, limits and a store; ``run`` / ``arun`` answer one question each.
+__all__ = ["Agent", "ToolItem", "cancel_session", "with_sources"]
+
+
+class Agent(SyncTwins):
+    """What an agent is: a model, tools, instructions, settings and a store; ``run`` / ``arun``
+    answer one question each.
 
     Example:
-        >>> from miniagent import Agent, ScriptedModel, tool
+        >>> from miniagent import Agent, Limits, ScriptedModel, tool
         >>> @tool
         ... def add(a: int, b: int) -> int:
         ...     '''Add two integers.'''
@@ -60,84 +68,41 @@ class Agent:
         ...     'Thought: add\\nAction: add\\nAction Input: {"a": 2, "b": 3}',
         ...     "Thought: I know it\\nFinal Answer: 5",
         ... ])
-        >>> result = Agent(model=model, tools=[add]).run("What is 2+3?")
+        >>> result = Agent(model=model, tools=[add], limits=Limits(max_steps=4)).run("2+3?")
         >>> result.status, result.final_answer
         ('completed', '5')
 
     Sessions are saved to ``store`` after every step (an in-process :class:`InMemoryStore` by
     default; pass a :class:`~miniagent.core.store.SQLiteStore` to resume in another process). A call
-    of a tool declared ``requires_approval`` stops the run with status ``awaiting_approval``;
-    ``approve`` / ``deny`` (from this or any process sharing the store) and ``resume`` go on.
+    of a tool declared ``requires_approval`` stops the run with status ``awaiting_approval``
+    (unless ``approver`` decides it); ``approve`` / ``deny`` (from this or any process sharing
+    the store) and ``resume`` go on. ``on_interrupted`` says what becomes of a call a crash
+    interrupted (see :mod:`miniagent.core.runtime.calls`).
 
-    With ``grammar`` (the default), ReAct requests carry a GBNF grammar built from the tools'
-    schemas; backends that support constrained decoding (the embedded llama.cpp model, or a
-    server given ``grammar_field``) then only produce well-formed steps.
-
-    With ``compress_at`` (estimated tokens as an int, characters as a string such as
-    ``"12000c"``), once the history sent to the model crosses it, the oldest rounds are
-    replaced by one summary block and the last ``keep_last`` rounds stay whole; ``compress``
-    says who writes the summary: ``"truncate"`` (results cut to about 200 characters) or
-    ``"model"`` (the model). See :mod:`miniagent.core.runtime.compress`.
-
-    With ``tool_selection=K``, each request offers only the ``K`` tools most relevant to the
-    conversation so far, plus those already called (see :mod:`miniagent.core.runtime.selection`);
-    0 offers them all.
-
-    A small model gets the aids for weak models it is measured to need
-    (``model.capabilities.needed_aids()``; the embedded model's are decided per model family
-    and size by :mod:`miniagent.core.models.profiles`) unless told otherwise: ``aids="on"`` turns
-    every aid on, ``aids="off"`` every one off, and each aid given below wins over both.
-    The aids are: ``tool_selection`` defaults to
-    :data:`~miniagent._internal.defaults.SMALL_MODEL_TOOLS` and ``worked_example`` (a worked
-    example of
-    one round with the first offered tool in the ReAct prompt) to True; for other models
-    ``worked_example`` defaults to False. Three more aids are on for a small model and off
-    otherwise: ``strict_selection`` (the selection offers only tools the conversation matches,
-    best first, none when nothing does, so a question no tool is about gets a direct answer;
-    without ``tool_selection``, every matching tool), ``quote_answers`` (after a tool result,
-    a ReAct Final Answer is a quote of a result: see :mod:`miniagent.core.protocol.quotes`) and
-    ``answer_after_results`` (after that many steps whose calls all succeeded, the next step
-    must answer; :data:`~miniagent._internal.defaults.SMALL_MODEL_ROUNDS` for a small model, no such
-    rule for others or with 0; see :class:`~miniagent.core.runtime.guards.Limits`). ``act_first``
-    is off unless given: while the turn has called no tool, a step that offers tools must call
-    one (unlike ``tool_choice="required"``, it asks nothing of a step that offers no tool).
-    After an intervention on a repeated call, the next step must answer
-    (``answer_after_repeat``, default True: see :class:`~miniagent.core.runtime.guards.Limits`).
-    ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool's name) says whether
-    the model must call a tool: the native ``tool_choice`` field, or the ReAct grammar; a reply
-    that disobeys is sent back as invalid. ``required`` and a name hold until the run's first
-    tool call, then ``auto`` (see :mod:`miniagent.core.protocol.base`). None lets the model
-    decide (an HTTP model sends ``auto`` with native tools).
-
-    With ``memory`` (a :class:`~miniagent.memory.Memory`), the model gets ``remember`` and
-    ``recall`` tools over its ``memory_namespace`` (approval rules and limits apply as to any
-    tool), and, unless ``memory_recall`` is False, before the first step of every turn the
-    memories found for the question are put before it as a marked block of data, not
-    instructions (see :mod:`miniagent.core.runtime.recall`).
+    The settings come as values, each checked when it is made: ``model_settings``
+    (:class:`~miniagent.core.settings.ModelSettings`: temperature, max_tokens, grammar),
+    ``limits`` (:class:`~miniagent.core.runtime.guards.Limits`), ``compression``
+    (:class:`~miniagent.core.runtime.run.Compression`; ``None``: off), ``aids``
+    (:class:`~miniagent.core.settings.Aids`, or a preset's name: ``"auto"`` gives a small
+    model the aids it is measured to need, ``"on"`` every aid, ``"off"`` none) and ``memory``
+    (a :class:`~miniagent.memory.Memory`, or :class:`~miniagent.core.settings.MemorySettings`
+    for its namespace and recall). A ``protocol`` given replaces the one the model's profile
+    chooses (see :mod:`miniagent.core.protocol`).
 
     ``tool_retry`` (a :class:`~miniagent.core.retry.RetryPolicy`, or a number of attempts) is
-    the retry policy of the tools that set none: a call that failed transiently
-    (``ToolError(..., retryable=True)``; a timeout or connection error of an idempotent tool)
-    is tried again with backoff, within the run's deadline (see :mod:`miniagent.core.retry`).
+    the retry policy of the tools that set none: a call that failed transiently is tried again
+    with backoff, within the run's deadline (see :mod:`miniagent.core.retry`).
 
-    ``await agent.start()`` (or ``async with agent:``, which starts and closes it) runs the
-    warm-ups of its tools, sources and model before the first run, concurrently, each at most
-    ``warmup_timeout`` seconds and once per process; it returns a
-    :class:`~miniagent.core.tools.warmup.WarmupReport` and never raises for a warm-up that failed
-    (the tool stays usable). A run works the same without it: then nothing is warmed, and
-    first calls pay their cold start (see :mod:`miniagent.core.tools.warmup`).
+    ``await agent.start()`` (or ``async with agent:``) runs the warm-ups of its tools, sources
+    and model before the first run (see :meth:`start`); a run works the same without it.
 
     ``trace`` appends every event of every run to a JSONL file (see
     :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
+    Other subscribers: :meth:`subscribe` for every run, ``on_event`` of :meth:`arun` for one.
 
-    Given ``temporal`` (a ``temporalio`` client from :func:`miniagent.temporal.connect`),
-    ``arun`` runs the session as a workflow on ``task_queue``, whose workers serve this agent's
-    model and tools (:func:`miniagent.temporal.agent_worker`, or ``miniagent worker``); it
-    returns as in process (``awaiting_approval`` with the pending approvals when calls wait),
-    and ``aapprove``/``adeny``/``aresume``/``acancel`` work on the cluster's session. Such an
-    agent needs no ``model`` of its own: then the workers' model decides the protocol.
-    ``temporal_options`` (:class:`~miniagent.temporal.TemporalOptions`) set approval and
-    activity timeouts there.
+    To run its sessions on a Temporal cluster, wrap it:
+    :class:`miniagent.temporal.TemporalAgent`. Such an agent needs no ``model`` of its own
+    (the workers serve it, and their model then decides the protocol and the aids left to it).
     """
 
     def __init__(
@@ -146,119 +111,47 @@ class Agent:
         model: Model | None = None,
         tools: ToolRegistry | Iterable[ToolItem] = (),
         instructions: str | None = None,
-        max_steps: int = defaults.MAX_STEPS,
-        token_budget: int | None = None,
-        timeout: float | None = None,
-        max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS,
-        repeat_limit: int = defaults.REPEAT_LIMIT,
-        answer_after_repeat: bool = True,
-        answer_after_results: int | None = None,
-        max_calls_per_step: int = defaults.MAX_CALLS_PER_STEP,
-        tool_concurrency: int = defaults.TOOL_CONCURRENCY,
-        temperature: float | None = defaults.TEMPERATURE,
-        max_tokens: int | None = defaults.MAX_TOKENS,
+        protocol: ActionProtocol | None = None,
+        model_settings: ModelSettings | None = None,
+        limits: Limits | None = None,
+        compression: Compression | None = None,
+        aids: Aids | AidsPreset = "auto",
+        memory: Memory | MemorySettings | None = None,
+        tool_retry: RetryPolicy | int | None = None,
         store: CheckpointStore | None = None,
         approver: Approver | None = None,
         on_interrupted: InterruptedPolicy = "ask",
-        grammar: bool = True,
-        protocol: ActionProtocol | None = None,
-        on_event: Subscriber | None = None,
-        compress_at: int | str | None = None,
-        keep_last: int = 4,
-        compress: Literal["truncate", "model"] = "truncate",
-        tool_selection: int | None = None,
-        tool_choice: str | None = None,
-        worked_example: bool | None = None,
-        strict_selection: bool | None = None,
-        act_first: bool = False,
-        quote_answers: bool | None = None,
-        approval_timeout: float | None = None,
         trace: str | os.PathLike[str] | None = None,
-        temporal: Any = None,
-        task_queue: str = "miniagent",
-        temporal_options: Any = None,
-        memory: Any = None,
-        memory_namespace: str = "default",
-        memory_recall: bool = True,
-        tool_retry: RetryPolicy | int | None = None,
-        warmup_timeout: float | None = defaults.WARMUP_TIMEOUT,
-        aids: Literal["auto", "on", "off"] = "auto",
     ) -> None:
-        _check_numbers(max_steps=max_steps, tool_selection=tool_selection,
-                       temperature=temperature, max_tokens=max_tokens,
-                       approval_timeout=approval_timeout, warmup_timeout=warmup_timeout)
-        if model is None and temporal is None:
-            raise UserError("an Agent needs a model (or a Temporal client, whose workers "
-                            "serve the model)")
-        if store is not None and temporal is not None:  # nothing given is silently unused
-            raise UserError("an Agent on Temporal keeps its sessions in the workflows' "
-                            "history: give it no store")
+        limits = limits or Limits()
+        whole("max_steps", limits.max_steps, least=1)  # a Limits may hold 0 (a sub-run's share)
         self.model = model
-        self.registry, others = _split_tools(tools)
-        self.memory = memory  # a miniagent.Memory: see the class docstring
-        if memory is not None:
-            from miniagent.memory.tools import memory_tools
-            from miniagent.observe.redact import model_secrets
-
-            others.append(ToolRegistry(memory_tools(memory, memory_namespace,
-                                                    secrets=model_secrets(model))))
+        self.registry, others = split_tools(tools)
+        self.memory = None if memory is None else MemorySettings.of(memory)
+        """The agent's long-term memory and how it uses it (``None``: none)."""
+        if self.memory is not None:
+            others.append(memory_source(self.memory, model))
         self.sources: list[ToolSource] = [self.registry, *others]
         """Where the agent's tools come from: its own functions first, then the others."""
-        if aids not in ("auto", "on", "off"):
-            raise UserError(f"aids must be auto, on or off, got {aids!r}")
-        needed = ALL_AIDS if aids == "on" else () if aids == "off" or model is None else (
-            model.capabilities.needed_aids())
-        given = dict(tool_selection=tool_selection, worked_example=worked_example,
-                     strict_selection=strict_selection, quote_answers=quote_answers,
-                     answer_after_results=answer_after_results)
-        chosen = _model_aids(needed, **given)
-        worked_example = chosen["worked_example"]
-        # without its model (a Temporal client) the defaults are the workers' model's to set;
-        # a protocol given here has its own worked example
-        from_model = () if model is not None or aids != "auto" else tuple(
-            name for name, value in given.items()
-            if value is None and (name != "worked_example" or protocol is None))
-        if protocol is None and model is not None:
-            caps = model.capabilities
-            protocol = default_protocol(caps.tool_mode, native_tools=caps.native_tools,
-                                        grammar=grammar, max_tokens=max_tokens,
-                                        example=worked_example)
-        self.protocol = protocol
-        """The agent's protocol object (None: a Temporal agent without a model, which uses
-        the one its workers' model is configured for)."""
-        self.spec = AgentSpec(
-            limits=Limits(max_steps=max_steps, token_budget=token_budget, timeout=timeout,
-                          max_observation_chars=max_observation_chars,
-                          repeat_limit=repeat_limit, answer_after_repeat=answer_after_repeat,
-                          answer_after_results=chosen["answer_after_results"],
-                          max_calls_per_step=max_calls_per_step,
-                          tool_concurrency=tool_concurrency),
-            protocol=protocol_ref(protocol) if protocol is not None else ProtocolRef(
-                options={"grammar": grammar, "max_tokens": max_tokens,
-                         "example": worked_example}),
-            instructions=instructions, temperature=temperature, max_tokens=max_tokens,
-            on_interrupted=on_interrupted,
-            compression=(Compression.of(compress_at, keep_last=keep_last, mode=compress)
-                         if compress_at is not None else None),
-            tool_selection=chosen["tool_selection"],
-            strict_selection=chosen["strict_selection"], quote_answers=chosen["quote_answers"],
-            act_first=act_first,
-            approval_timeout=approval_timeout,
-            tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),
-            recall="recall" if memory is not None and memory_recall else None,
-            tool_retry=RetryPolicy.of(tool_retry), aids_from_model=from_model)
+        described = describe(
+            model=model, protocol=protocol, instructions=instructions,
+            settings=model_settings or ModelSettings(), limits=limits, compression=compression,
+            aids=Aids.of(aids), memory=self.memory, tool_retry=tool_retry,
+            on_interrupted=on_interrupted, names=None if others else self.registry.names)
+        self.protocol = described.protocol
+        """The agent's protocol object (None: an agent without a model, which runs wrapped in a
+        TemporalAgent with the one its workers' model is configured for)."""
+        self.spec = described.spec
         """What the agent is, for every driver (see :mod:`miniagent.core.runtime.run`)."""
+        self.store_given = store is not None
+        """Whether a store was given (a TemporalAgent refuses one: its sessions live in the
+        workflows' history)."""
         self.store: CheckpointStore = store if store is not None else InMemoryStore()
         self.approver = approver
-        self.bus = EventBus([on_event] if on_event else ())
-        self.tracer = None if trace is None else _tracer(trace, model)
+        self.bus = EventBus()
+        self.tracer = None if trace is None else tracer_for(trace, model)
         if self.tracer is not None:
             self.bus.subscribe(self.tracer)
-        self.temporal, self.task_queue = temporal, task_queue  # a temporalio Client: see temporal
-        self.temporal_options = temporal_options  # a miniagent.temporal.TemporalOptions
-        self._temporal_driver: Any = None
-        self.warmup_timeout = warmup_timeout
-        """Seconds each warm-up of :meth:`start` may take (``None``: no limit)."""
         self.warmup_report: WarmupReport | None = None
         """What the last :meth:`start` warmed, and what failed (``None``: never started)."""
 
@@ -286,13 +179,10 @@ class Agent:
         Raises:
             TurnRefused: the session waits for a person, has calls open, or was cancelled.
             SessionBusy: another live process runs the session.
+            UserError: the agent has no model.
         """
-        listed = records(self.sources)  # e.g. MCP servers, so a resume can rebuild them
-        if listed:
-            metadata = {**(metadata or {}), "tool_sources": listed}
-        if self.temporal is not None:  # a session on the cluster, run by a worker there
-            return await self._on_temporal().run(question, metadata=metadata,
-                                                  on_event=on_event, session_id=session_id)
+        self._check_model()
+        metadata = with_sources(self.sources, metadata)
         if session_id is not None and self._exists(session_id):
             return await self._run_here(session_id, None, on_event, question=storable(question))
         session = AgentSession.start(storable(question), id=session_id or random_id(),
@@ -300,14 +190,11 @@ class Agent:
         self.store.save(session)
         return await self._run_here(session.id, session, on_event)
 
-    def _on_temporal(self) -> Any:
-        """The Temporal driver of this agent (made once: it remembers which events of each
-        session it has delivered)."""
-        if self._temporal_driver is None:
-            from miniagent.temporal.client import TemporalDriver
-
-            self._temporal_driver = TemporalDriver(self)
-        return self._temporal_driver
+    def _check_model(self) -> None:
+        if self.model is None:
+            raise UserError("this agent needs a model to run here: give Agent(model=...), or "
+                            "wrap it in miniagent.temporal.TemporalAgent, whose workers serve "
+                            "the model")
 
     def _exists(self, session_id: str) -> bool:
         try:
@@ -318,17 +205,16 @@ class Agent:
 
     async def aresume(self, session_id: str, *, on_event: Subscriber | None = None,
                       force: bool = False) -> RunResult:
-        """Continue a saved session: after approvals, a crash, a timeout or an error (on
-        Temporal: follow it until it stops again).
+        """Continue a saved session: after approvals, a crash, a timeout or an error.
 
         ``force`` takes the session over even from a process that looks alive (a person
         knows it is gone; if it is not, its next checkpoint is refused and it stops).
 
         Raises:
-            SessionNotFound, SessionBusy (another live process runs it), SessionError.
+            SessionNotFound, SessionBusy (another live process runs it), SessionError,
+            UserError (the agent has no model).
         """
-        if self.temporal is not None:
-            return await self._on_temporal().follow(session_id, on_event=on_event)
+        self._check_model()
         return await self._run_here(session_id, None, on_event, force)
 
     async def _run_here(self, session_id: str, fresh: AgentSession | None,
@@ -337,9 +223,7 @@ class Agent:
         """The in-process driver: the session under this process's lease, run by
         :func:`~miniagent.core.runtime.run.run_session` with effects performed here (with
         ``question``: as the session's next turn)."""
-        if self.model is None:
-            raise UserError("this agent has no model, so it runs only on Temporal (its workers "
-                            "serve the model): give Agent(model=...) to run it here")
+        assert self.model is not None  # _check_model
         owner = new_owner()
         self.store.acquire(session_id, owner, force=force)
         late: LateCalls | None = None
@@ -374,9 +258,10 @@ class Agent:
 
     # -- warming up ----------------------------------------------------------------------
 
-    async def start(self) -> WarmupReport:
+    async def start(self, *, timeout: float | None = defaults.WARMUP_TIMEOUT) -> WarmupReport:
         """Run the warm-ups of this agent's tools, sources and model, concurrently, each once
-        per process and within ``warmup_timeout``: ``@tool(warmup=...)`` functions run, MCP
+        per process and within ``timeout`` seconds (``None``: no limit; ``async with agent:``
+        uses the default): ``@tool(warmup=...)`` functions run, MCP
         servers connect and list their tools, the embedded model loads and evaluates the prompt
         of a first request (so the first step finds the system prompt in its cache). A failure
         is reported (and logged), never raised: the tool stays usable, cold.
@@ -402,13 +287,15 @@ class Agent:
         """
         from miniagent.core.tools.warmup import model_warmups, run_warmups, source_warmups
 
+        if timeout is not None:
+            seconds("warmup_timeout", timeout)
         warm_model = partial(warm_model_prompt, self.model, self.sources, self.spec,
                              self.protocol)
         warmups = source_warmups(self.sources) + model_warmups(self.model, warm_model)
-        self.warmup_report = await run_warmups(warmups, timeout=self.warmup_timeout)
+        self.warmup_report = await run_warmups(warmups, timeout=timeout)
         return self.warmup_report
 
-    def warm_up(self) -> WarmupReport:
+    def warm_up(self, *, timeout: float | None = defaults.WARMUP_TIMEOUT) -> WarmupReport:
         """Synchronous :meth:`start`, for programs that call :meth:`run`.
 
         What outlives an event loop stays warm (``@tool(warmup=...)`` functions, the embedded
@@ -416,7 +303,7 @@ class Agent:
         of every synchronous run (each has its own event loop): to keep them connected, use
         ``async with agent:`` and ``arun``.
         """
-        return self._sync(self.start())
+        return self._sync(self.start(timeout=timeout))
 
     async def __aenter__(self) -> Agent:
         """Start (:meth:`start`); leaving closes the agent (:meth:`aclose`)."""
@@ -456,8 +343,7 @@ class Agent:
 
     async def aapprove(self, session_id: str, call_id: str | None = None,
                        reason: str | None = None, *, force: bool = False) -> None:
-        """Approve one waiting call, or all of them; ``resume`` then runs them (on Temporal
-        the session goes on at once).
+        """Approve one waiting call, or all of them; ``resume`` then runs them.
 
         ``force`` decides even while a process that looks alive holds the session.
 
@@ -473,84 +359,27 @@ class Agent:
 
     async def _adecide(self, session_id: str, call_id: str | None, approved: bool,
                        reason: str | None, force: bool) -> None:
-        if self.temporal is not None:
-            await self._on_temporal().sessions.decide(session_id, approved, call_id, reason)
-            return
         self.store.update(session_id,
                           lambda s: decide(s, call_id, approved, reason, at=time.time()),
                           force=force)
 
     async def acancel(self, session_id: str, reason: str = "cancelled by a person", *,
                       force: bool = False) -> None:
-        """End a session that no live process is running; it cannot be resumed afterwards
-        (on Temporal: cancel its workflow)."""
-        if self.temporal is not None:
-            await self._on_temporal().sessions.cancel(session_id, reason)
-            return
+        """End a session that no live process is running; it cannot be resumed afterwards."""
         cancel_session(self.store, session_id, reason, force=force)
 
     async def asession(self, session_id: str) -> AgentSession:
-        """The session, as of its last checkpoint (on Temporal: as the workflow holds it)."""
-        if self.temporal is not None:
-            return await self._on_temporal().sessions.session(session_id)
+        """The session, as of its last checkpoint."""
         return self.store.load(session_id)
 
-    def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-                *, force: bool = False) -> None:
-        """Synchronous :meth:`aapprove`."""
-        self._now(self.aapprove(session_id, call_id, reason, force=force))
-
-    def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-             *, force: bool = False) -> None:
-        """Synchronous :meth:`adeny`."""
-        self._now(self.adeny(session_id, call_id, reason, force=force))
-
-    def cancel(self, session_id: str, reason: str = "cancelled by a person", *,
-               force: bool = False) -> None:
-        """Synchronous :meth:`acancel`."""
-        self._now(self.acancel(session_id, reason, force=force))
-
     def session(self, session_id: str) -> AgentSession:
-        """Synchronous :meth:`asession`."""
-        if self.temporal is None:  # a store read: fine inside an event loop too
-            return self.store.load(session_id)
-        return self._sync(self.asession(session_id))
+        """Synchronous :meth:`asession` (a store read: fine inside an event loop too)."""
+        return self.store.load(session_id)
 
     def _now(self, work: Coroutine[Any, Any, None]) -> None:
-        """In process, a store operation that needs no event loop (an agent used as a tool
-        decides from inside one); on Temporal an RPC, run like :meth:`run`."""
-        if self.temporal is None:
-            _complete(work)
-            return
-        self._sync(work)
-
-    def run(self, question: str, *, metadata: dict[str, Any] | None = None,
-            on_event: Subscriber | None = None, session_id: str | None = None) -> RunResult:
-        """Synchronous :meth:`arun`; use ``await agent.arun(...)`` inside an event loop."""
-        return self._sync(self.arun(question, metadata=metadata, on_event=on_event,
-                                    session_id=session_id))
-
-    def resume(self, session_id: str, *, on_event: Subscriber | None = None,
-               force: bool = False) -> RunResult:
-        """Synchronous :meth:`aresume`."""
-        return self._sync(self.aresume(session_id, on_event=on_event, force=force))
-
-    def _sync(self, work: Coroutine[Any, Any, T]) -> T:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return run_coroutine(self._then_close(work))
-        work.close()
-        raise UserError("a synchronous Agent method was called inside a running event loop; "
-                        "use its async twin there ('await agent.arun(...)', aresume, aapprove, "
-                        "adeny, acancel, asession)")
-
-    async def _then_close(self, work: Coroutine[Any, Any, T]) -> T:
-        # asyncio.run makes a new event loop each time: connections and processes die with it.
-        try:
-            return await work
-        finally:
-            await self.aclose()
+        """A store operation that needs no event loop (an agent used as a tool decides from
+        inside one)."""
+        _complete(work)
 
     async def aclose(self) -> None:
         """Close the tool sources and the model's connections (a later run reopens them, a
@@ -572,35 +401,12 @@ class Agent:
             self.tracer.close()
 
 
-def _tracer(trace: str | os.PathLike[str], model: Model | None) -> JsonlTracer:
-    """The JSONL trace file's subscriber (its modules load only for an agent that traces)."""
-    from miniagent.observe.describe import describe_model
-    from miniagent.observe.jsonl import JsonlTracer
-    from miniagent.observe.redact import model_secrets
-
-    return JsonlTracer(trace, secrets=model_secrets(model) if model else (),
-                       model=describe_model(model).name if model else None)
-
-
-def _check_numbers(*, max_steps: object, tool_selection: object, temperature: object,
-                   max_tokens: object, approval_timeout: object, warmup_timeout: object
-                   ) -> None:
-    """The agent's own numbers (``Limits`` checks its fields): each finite, in range, and a
-    count where a count is meant (a ``NaN`` would switch its limit off).
-
-    Raises:
-        UserError: which setting, what it accepts, and what was given.
-    """
-    whole("max_steps", max_steps, least=1)  # a Limits may hold 0 (a sub-run's share), not this
-    for label, value in (("tool_selection", tool_selection), ("max_tokens", max_tokens)):
-        if value is not None:
-            whole(label, value, least=0 if label == "tool_selection" else 1)
-    if temperature is not None:
-        quantity("temperature", temperature, least=0.0)
-    for label, value in (("approval_timeout", approval_timeout),
-                         ("warmup_timeout", warmup_timeout)):
-        if value is not None:
-            seconds(label, value)
+def with_sources(sources: Iterable[ToolSource], metadata: dict[str, Any] | None
+                 ) -> dict[str, Any] | None:
+    """A new session's metadata with the records of its tool sources (e.g. MCP servers), so
+    that a resume elsewhere can rebuild them."""
+    listed = records(list(sources))
+    return {**(metadata or {}), "tool_sources": listed} if listed else metadata
 
 
 def _within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:
@@ -632,13 +438,6 @@ def _complete(work: Coroutine[Any, Any, None]) -> None:
     raise RuntimeError("an in-process decision suspended")  # pragma: no cover
 
 
-def _checked_choice(choice: str | None, names: list[str] | None) -> str | None:
-    try:
-        return check_choice(choice, names)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-
-
 def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,
                    force: bool = False,
                    check: Callable[[AgentSession], None] | None = None) -> None:
@@ -658,30 +457,3 @@ def cancel_session(store: CheckpointStore, session_id: str, reason: str, *,
         store.update(session_id, cancel, owner=owner)
     finally:
         store.release(session_id, owner)
-
-
-def _model_aids(needed: Iterable[str], **given: Any) -> dict[str, Any]:
-    """Each aid as given, else its default for a small model where the model needs it (it is
-    in ``needed``), else off; a selection or a number of rounds of 0 means none."""
-    wanted = set(needed)
-    aids = {name: AIDS_FOR[name in wanted][name] if value is None else value
-            for name, value in given.items()}
-    for name in ("tool_selection", "answer_after_results"):
-        aids[name] = aids[name] or None
-    return aids
-
-
-def _split_tools(tools: ToolRegistry | Iterable[ToolItem]
-                 ) -> tuple[ToolRegistry, list[ToolSource]]:
-    """The agent's own tools (functions, schema tools) apart from other tool sources."""
-    if isinstance(tools, ToolRegistry):
-        return tools, []
-    own: list[Tool | Callable[..., Any]] = []
-    sources: list[ToolSource] = []
-    for item in tools:
-        if isinstance(item, ToolRegistry) or (
-                not isinstance(item, Tool) and isinstance(item, ToolSource)):
-            sources.append(item)
-        else:
-            own.append(item)
-    return ToolRegistry(own), sources

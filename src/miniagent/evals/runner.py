@@ -13,13 +13,16 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from miniagent._internal import defaults
 from miniagent.core.agent import Agent
+from miniagent.core.errors import UserError
 from miniagent.core.models.base import Model
+from miniagent.core.runtime.guards import Limits
+from miniagent.core.settings import Aids, ModelSettings
 from miniagent.core.store.base import InMemoryStore
 from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.types import RunResult, TokenUsage
@@ -51,8 +54,10 @@ class EvalConfig:
     trace: bool = True
     """Write each run's events to ``out/traces/MODE-REPEAT-ID.jsonl`` (with ``out``)."""
     agent_options: dict[str, Any] = field(default_factory=dict)
-    """More :class:`~miniagent.Agent` keywords (``worked_example``, ``tool_selection``,
-    ``answer_after_repeat``, ...); part of the identity."""
+    """More settings of the agent, each by its field's name in
+    :class:`~miniagent.core.settings.Aids` or :class:`~miniagent.core.runtime.guards.Limits`
+    (``worked_example``, ``tool_selection``, ``answer_after_repeat``, ...); part of the
+    identity."""
     label: dict[str, Any] = field(default_factory=dict)
     """What identifies the model and tools (recorded; a rerun must match it to resume)."""
 
@@ -138,11 +143,9 @@ async def _run_one(task: EvalTask, mode: str, repeat: int, model: Model, tools: 
     if config.out is not None and config.trace:
         trace_name = f"{TRACES}/{mode}-{repeat}-{_safe(task.id)}.jsonl"
         (config.out / trace_name).unlink(missing_ok=True)  # a crashed run's partial trace
-    agent = Agent(model=model, tools=run_tools, max_steps=config.max_steps,
-                  max_tokens=config.max_tokens, temperature=config.temperature,
-                  timeout=config.timeout, grammar=config.grammar, store=InMemoryStore(),
+    agent = Agent(model=model, tools=run_tools, store=InMemoryStore(),
                   trace=config.out / trace_name if config.out and trace_name else None,
-                  **config.agent_options)
+                  **_settings(config))
     started = time.perf_counter()
     try:
         result = await agent.arun(task.input, metadata={"eval": key})
@@ -155,6 +158,26 @@ async def _run_one(task: EvalTask, mode: str, repeat: int, model: Model, tools: 
     wall = time.perf_counter() - started
     return score_run(task, result, mode=mode, repeat=repeat, tools=tools, log=log,
                      wall_time=wall, checkers=checkers, trace=trace_name)
+
+
+def _settings(config: EvalConfig) -> dict[str, Any]:
+    """The agent's values from the eval's settings and its ``agent_options``.
+
+    Raises:
+        UserError: an option that is no field of ``Aids`` or ``Limits``.
+    """
+    options = dict(config.agent_options)
+    aids = {f.name: options.pop(f.name) for f in fields(Aids) if f.name in options}
+    limits = {f.name: options.pop(f.name) for f in fields(Limits) if f.name in options}
+    if options:
+        raise UserError(f"unknown agent options of the eval: {', '.join(sorted(options))} "
+                        "(give fields of Aids or Limits)")
+    return dict(model_settings=ModelSettings(temperature=config.temperature,
+                                             max_tokens=config.max_tokens,
+                                             grammar=config.grammar),
+                limits=Limits(**{"max_steps": config.max_steps, "timeout": config.timeout,
+                                 **limits}),
+                aids=Aids(**aids))
 
 
 def score_run(task: EvalTask, result: RunResult, *, mode: str, repeat: int,

@@ -5,7 +5,7 @@ events reach the client's subscribers through the workflow's ``events`` query.
 Needs the ``temporal`` extra (``pip install miniagent[temporal]``)::
 
     client = await connect("127.0.0.1:7233")
-    agent = Agent(model=..., tools=[...], temporal=client, task_queue="agents")
+    agent = TemporalAgent(Agent(model=..., tools=[...]), client, task_queue="agents")
     async with await agent_worker(agent):      # or `miniagent worker` on other machines
         result = await agent.arun("What is 2+3?")
 
@@ -13,9 +13,9 @@ Clients and workers must use :func:`connect` (or :func:`data_converter`): payloa
 JSON (zlib-compressed only from 512 KiB).
 """
 
+from miniagent.temporal.agent import TemporalAgent
 from miniagent.temporal.client import (
     DEFAULT_TASK_QUEUE,
-    TemporalDriver,
     TemporalSessions,
     connect,
 )
@@ -38,7 +38,7 @@ __all__ = [
     "SessionInput",
     "SessionView",
     "SessionWorkflow",
-    "TemporalDriver",
+    "TemporalAgent",
     "TemporalOptions",
     "TemporalSessions",
     "agent_worker",

@@ -1,13 +1,8 @@
 """Sessions on a Temporal cluster, from the client side.
 
 :class:`TemporalSessions` starts, reads, decides, cancels and lists the sessions of a namespace
-(a session's id is its workflow id). :class:`TemporalDriver` is what ``Agent(temporal=...)``
-runs with: ``arun`` starts a session on the agent's task queue and follows it as in process,
-its events delivered to the agent's subscribers as they happen, until it ends or waits for a
-person (with the pending approvals in the result; the agent's ``approver``, if it has one, is
-asked first, as in process). Following reads the workflow's history with long polls, so a
-client that waits costs the cluster almost nothing, and asks the workflow for its new events
-only where someone subscribes.
+(a session's id is its workflow id); :class:`~miniagent.temporal.agent.TemporalAgent` runs an
+agent's sessions through it.
 """
 
 from __future__ import annotations
@@ -17,7 +12,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from temporalio.api.enums.v1 import EventType, TaskQueueType
@@ -34,7 +28,6 @@ from temporalio.client import (
 from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.ids import random_id
 from miniagent._internal.text import storable
 from miniagent.core.errors import (
@@ -46,11 +39,9 @@ from miniagent.core.errors import (
     TurnRefused,
     UserError,
 )
-from miniagent.core.protocol.registry import build_protocol
-from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.run import AgentSpec
 from miniagent.core.session import AgentSession
-from miniagent.core.types import Decision, RunResult
+from miniagent.core.types import RunResult
 from miniagent.temporal.contracts import (
     DecisionInput,
     DecisionOutcome,
@@ -60,24 +51,19 @@ from miniagent.temporal.contracts import (
     TemporalOptions,
 )
 from miniagent.temporal.converter import data_converter
-from miniagent.temporal.events import EVENT_PAGE, event_from
 from miniagent.temporal.faults import PAYLOAD_LIMIT
 from miniagent.temporal.workflow import WORKFLOW_NAME, SessionWorkflow
 
 if TYPE_CHECKING:
-    from miniagent.core.agent import Agent
-    from miniagent.core.runtime.inprocess import Subscriber
+    pass
 
-__all__ = ["DEFAULT_TASK_QUEUE", "TemporalDriver", "TemporalSessions", "connect"]
+__all__ = ["DEFAULT_TASK_QUEUE", "TemporalSessions", "connect"]
 
 log = logging.getLogger("miniagent")
 
 DEFAULT_TASK_QUEUE = "miniagent"
 WORKER_WAIT = 3.0
 """Seconds to wait for a worker to show up on a task queue before saying there is none."""
-WAIT_FIRST_LOOK, WAIT_LONGEST_LOOK = 0.25, 2.0
-"""Seconds between looks at whether a followed session waits for a person (no subscribers),
-doubling from the first to the longest."""
 
 Change = Literal["progress", "memo", "closed"]
 _CLOSED = {EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
@@ -353,157 +339,6 @@ class TemporalSessions:
             except RPCError as exc:
                 raise _not_found(session_id, exc) from None
             if not renewed:
-                return
-
-
-class TemporalDriver:
-    """``Agent(temporal=...)``: its runs as sessions on its task queue, followed from here."""
-
-    def __init__(self, agent: Agent, options: TemporalOptions | None = None) -> None:
-        self.agent = agent
-        self.options = options or getattr(agent, "temporal_options", None)
-        self.sessions = TemporalSessions(agent.temporal, agent.task_queue)
-        self.delivered: dict[str, tuple[int, int]] = {}
-        """Per session: the workflow run and the index of the next event to deliver."""
-
-    async def run(self, question: str, *, metadata: dict[str, Any] | None = None,
-                  on_event: Subscriber | None = None, session_id: str | None = None
-                  ) -> RunResult:
-        """Start a session of the agent's spec (or, given the id of one that exists, its
-        next turn) and follow it until it stops.
-
-        Raises:
-            UserError: the agent's protocol cannot be rebuilt by a worker.
-            ConfigError: no worker polls the task queue.
-        """
-        self._check_protocol()
-        if not await self.sessions.has_workers():
-            raise ConfigError(
-                f"no worker polls task queue {self.agent.task_queue!r}: start one (miniagent "
-                f"worker --temporal HOST:PORT --task-queue {self.agent.task_queue}, or "
-                "miniagent.temporal.agent_worker) and run again")
-        try:
-            started = await self._next_turn(session_id, question)
-            if started is None:
-                started = await self.sessions.start(question, self.agent.spec,
-                                                    options=self.options, metadata=metadata,
-                                                    session_id=session_id)
-        except PayloadTooLarge as exc:  # a run always ends with a status
-            return RunResult(status="error", reason=str(exc), session_id=session_id or "")
-        return await self.follow(started, on_event=on_event)
-
-    async def _next_turn(self, session_id: str | None, question: str) -> str | None:
-        """The next turn of ``session_id`` started, if a session of that id exists."""
-        if session_id is None:
-            return None
-        try:
-            await self.sessions.next_turn(session_id, question, self.agent.spec,
-                                          options=self.options)
-        except SessionNotFound:
-            return None
-        return session_id
-
-    def _check_protocol(self) -> None:
-        """A custom protocol runs on workers only under a registered name of its own."""
-        protocol = self.agent.protocol
-        if protocol is None:
-            return
-        built = build_protocol(self.agent.spec.protocol)
-        if type(built) is not type(protocol):
-            raise UserError(
-                f"the agent's protocol {type(protocol).__name__} cannot run on Temporal: its "
-                f"name {protocol.name!r} builds {type(built).__name__} there; give it a name "
-                "of its own and register it (miniagent.register_protocol) in the workers")
-
-    async def follow(self, session_id: str, *, on_event: Subscriber | None = None
-                     ) -> RunResult:
-        """Follow the session until it ends or waits for a person; its events go to the
-        agent's subscribers (and ``on_event``) on the way."""
-        extra = (on_event,) if on_event else ()
-        if not (extra or self.agent.bus.has_subscribers):
-            return await self._wait(session_id)
-        runs, after = self.delivered.get(session_id, (0, 0))
-        feed = _Feed(self, session_id, extra, after=after, runs=runs)
-        try:
-            async for change in self.sessions.changes(session_id):
-                if feed is not None and change != "memo":
-                    await feed.deliver()
-                if change == "closed":
-                    break
-                if change == "memo" and await self._stopped(session_id, feed):
-                    return (await self.sessions.session(session_id)).result()
-            return await self.sessions.result(session_id)
-        finally:
-            self.delivered[session_id] = (feed.runs, feed.after)
-            await self.agent.bus.flush()
-
-    async def _wait(self, session_id: str) -> RunResult:
-        """With nobody to show events to: one long poll for the end (what costs the cluster
-        least), and now and then a look at whether the session waits for a person."""
-        ended = asyncio.ensure_future(self.sessions.result(session_id))
-        pause = WAIT_FIRST_LOOK
-        try:
-            while True:
-                done, _ = await asyncio.wait({ended}, timeout=pause)
-                if done:
-                    return ended.result()
-                pause = min(WAIT_LONGEST_LOOK, pause * 2)
-                try:
-                    if await self._stopped(session_id, None):
-                        return (await self.sessions.session(session_id)).result()
-                except UserError:
-                    continue  # no worker has answered yet: look again later
-        finally:
-            ended.cancel()
-
-    async def _stopped(self, session_id: str, feed: _Feed | None) -> bool:
-        """Whether the run stops here: the session waits, and no approver decided it all."""
-        view = await self.sessions.view(session_id)
-        if view.status != "awaiting_approval":
-            return False
-        if feed is not None:
-            await feed.deliver()
-        approver = self.agent.approver
-        if approver is None:
-            return True
-        await self.agent.bus.flush()  # the trace so far is shown before a person is asked
-        undecided = 0
-        for item in view.pending:
-            answer = await run_in_daemon_thread(approver, item)
-            if answer is None:
-                undecided += 1
-                continue
-            decision = Decision(approved=bool(answer))
-            await self.sessions.decide(session_id, decision.approved, item.call_id)
-        return undecided > 0
-
-
-@dataclass
-class _Feed:
-    """The session's events, read from the workflow and emitted on the agent's bus."""
-
-    driver: TemporalDriver
-    session_id: str
-    extra: tuple[Subscriber, ...]
-    after: int = 0
-    runs: int = 0
-
-    async def deliver(self) -> None:
-        while True:
-            try:
-                page = await self.driver.sessions.events(self.session_id, self.after)
-            except UserError as exc:  # a closed workflow needs a worker to answer
-                log.warning("events of session %s could not be read: %s", self.session_id, exc)
-                return
-            if page.runs != self.runs:  # continue-as-new: the new run counts from 0
-                self.runs, self.after = page.runs, 0
-                page = await self.driver.sessions.events(self.session_id, 0)
-            for record in page.records:
-                event: Event | None = event_from(record)
-                if event is not None:
-                    self.driver.agent.bus.emit(event, self.extra)
-            self.after = max(self.after, page.next)
-            if len(page.records) < EVENT_PAGE:
                 return
 
 

@@ -32,11 +32,13 @@ from miniagent.core.tools.warmup import (
     source_warmups,
 )
 from miniagent.temporal.activities import SessionActivities
+from miniagent.temporal.client import DEFAULT_TASK_QUEUE
 from miniagent.temporal.workers import Served, register
 from miniagent.temporal.workflow import SessionWorkflow
 
 if TYPE_CHECKING:
     from miniagent.core.agent import Agent
+    from miniagent.temporal.agent import TemporalAgent
 
 PASSED_THROUGH = ("miniagent", "pydantic", "pydantic_core", "annotated_types", "jsonschema",
                   "docstring_parser")
@@ -87,7 +89,7 @@ CLIENT_SPEC = AgentSpec(
     protocol=ProtocolRef(options={"grammar": True, "max_tokens": defaults.MAX_TOKENS,
                                   "example": False}),
     aids_from_model=tuple(AIDS_FOR[True]))
-"""The spec of an agent built with no model and no options (``Agent(temporal=client)``,
+"""The spec of an agent built with no model and no options (``TemporalAgent(Agent(), client)``,
 ``miniagent run --temporal`` without flags): what a worker that serves no agent of its own
 warms its model's prompt for."""
 
@@ -104,18 +106,22 @@ async def warm_served(sources: Sequence[ToolSource], model: Model | None, *,
     return await run_warmups(warmups, timeout=timeout)
 
 
-async def agent_worker(agent: Agent, client: Client | None = None, *,
+async def agent_worker(agent: Agent | TemporalAgent, client: Client | None = None, *,
                        task_queue: str | None = None, **options: Any) -> Worker:
-    """A worker serving ``agent``'s model and tools (its client and task queue by default)."""
+    """A worker serving ``agent``'s model and tools; a :class:`TemporalAgent`'s client and task
+    queue by default."""
     from miniagent.core.errors import ConfigError
+    from miniagent.temporal.agent import TemporalAgent
 
-    target = client or agent.temporal
-    queue = task_queue or agent.task_queue
-    if target is None:
-        raise ConfigError("agent_worker needs a Temporal client: Agent(temporal=client) or "
-                          "agent_worker(agent, client)")
+    queue = task_queue
+    if isinstance(agent, TemporalAgent):
+        client, queue, agent = client or agent.client, queue or agent.task_queue, agent.agent
+    if client is None:
+        raise ConfigError("agent_worker needs a Temporal client: agent_worker(TemporalAgent("
+                          "agent, client)) or agent_worker(agent, client)")
     if agent.model is None:
         raise ConfigError("agent_worker needs an agent with a model: the worker serves it")
     options.setdefault("spec", agent.spec)  # its model's prompt is warmed for this agent
-    return await session_worker(target, task_queue=queue, model=agent.model,
+    return await session_worker(client, task_queue=queue or DEFAULT_TASK_QUEUE,
+                                model=agent.model,
                                 sources=agent.sources, **options)

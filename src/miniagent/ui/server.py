@@ -24,6 +24,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from miniagent.core.agent import Agent
 from miniagent.core.errors import MiniAgentError, SessionNotFound
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.store.base import CheckpointStore
@@ -50,8 +51,7 @@ from miniagent.ui.security import (
 from miniagent.ui.static import SCRIPT, STYLESHEET
 
 if TYPE_CHECKING:
-    from miniagent.core.agent import Agent
-    from miniagent.temporal import TemporalSessions
+    from miniagent.temporal import TemporalAgent, TemporalSessions
 
 INBOX_SIZE = 50
 """The inbox shows at most this many waiting sessions (oldest first)."""
@@ -70,7 +70,7 @@ MAX_STREAMS = 64
 every second); more are refused (503) and the pages still work, reloaded by hand."""
 
 
-def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
+def app(agent: Agent | TemporalAgent | None = None, *, store: CheckpointStore | None = None,
         agent_for: Callable[[AgentSession], Agent] | None = None,
         temporal: str | TemporalSessions | None = None, task_queue: str = "miniagent",
         token: str | None = None, allowed_hosts: Iterable[str] = LOOPBACK_HOSTS,
@@ -81,14 +81,15 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
 
     Args:
         agent: Runs the sessions when they go on (after a decision, a resume, a new
-            question); its store is the one shown.
+            question); its store is the one shown. A
+            :class:`~miniagent.temporal.TemporalAgent` brings its cluster's sessions.
         store: The sessions' store, when no ``agent`` is given.
         agent_for: Instead of ``agent``: the agent of each session (``miniagent ui`` builds
             it from what the session recorded). With neither, the inbox decides and
             cancels, and says how to resume.
         temporal: The sessions of a Temporal cluster instead of a store: its frontend's
-            ``HOST:PORT`` (connected on first use) or a :class:`TemporalSessions`; an
-            ``agent`` on Temporal brings its own. ``task_queue``: its workers' queue.
+            ``HOST:PORT`` (connected on first use) or a :class:`TemporalSessions`.
+            ``task_queue``: its workers' queue.
         token: Required to log in (see :mod:`miniagent.ui.security`). Without one the
             inbox answers only clients on this machine (a loopback peer address or a Unix
             socket), whatever ``Host`` they name; give one wherever other people can reach
@@ -110,12 +111,13 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
         >>> type(inbox).__name__
         'Starlette'
     """
-    own = getattr(agent, "tracer", None)  # the agent's own trace file records its runs
+    inner = getattr(agent, "agent", agent)  # a TemporalAgent's agent
+    own = getattr(inner, "tracer", None)  # the agent's own trace file records its runs
     if trace is None and own is not None:
         trace = own.path
     tracer = _tracer(trace) if own is None or Path(own.path) != Path(trace or "") else None
-    if agent is not None and agent.temporal is not None:
-        temporal, task_queue = agent.temporal, agent.task_queue
+    if agent is not None and not isinstance(agent, Agent):  # a TemporalAgent
+        temporal, task_queue = agent.sessions, agent.task_queue
     sessions: Sessions
     if temporal is not None:
         from miniagent.ui.on_temporal import TemporalInbox
@@ -124,7 +126,7 @@ def app(agent: Agent | None = None, *, store: CheckpointStore | None = None,
             temporal, str) else TemporalInbox(sessions=_temporal_sessions(temporal, task_queue))
         sessions, where = remote, where or remote.where
     else:
-        if agent is not None:
+        if isinstance(agent, Agent):
             store, agent_for = agent.store, (lambda _session: agent)
         if store is None:
             raise ValueError("give the inbox an agent, a store or a Temporal cluster")
@@ -181,9 +183,9 @@ def _temporal_sessions(given: Any, task_queue: str) -> TemporalSessions:
     return given if isinstance(given, TemporalSessions) else TemporalSessions(given, task_queue)
 
 
-def _agent_runs_with(agent: Agent) -> Callable[[AgentSession], str]:
+def _agent_runs_with(agent: Agent | TemporalAgent) -> Callable[[AgentSession], str]:
     """What every session of the inbox's own agent goes on with."""
-    if agent.temporal is not None:
+    if not isinstance(agent, Agent):
         text = f"the workers of Temporal task queue {agent.task_queue}"
     else:
         from miniagent.observe.describe import describe_model

@@ -37,7 +37,8 @@ async def test_a_429_to_one_session_makes_every_session_of_the_endpoint_wait(
                                               tool_mode="react"))
     events: list[ev.Event] = []
     second = Agent(model=OpenAICompatibleModel(base_url=server.base_url, model="m",
-                                               tool_mode="react"), on_event=events.append)
+                                               tool_mode="react"))
+    second.subscribe(events.append)
     throttled = asyncio.ensure_future(first.arun("first"))
     for _ in range(1000):  # until the 429 has reached the first session's client
         if shared.paused_until > 0:

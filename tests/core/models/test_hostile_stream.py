@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miniagent import Agent, tool
+from miniagent import Agent, Limits, ModelSettings, tool
 from miniagent.core.models.openai_compat import OpenAICompatibleModel
 
 WHOLE = json.dumps({"to": "Alice", "amount": 1500})
@@ -84,7 +84,8 @@ async def pay(raw_server: Any, events: list[bytes]) -> tuple[str, list[tuple[str
     async with raw_server(handler) as base_url:
         model = OpenAICompatibleModel(base_url=base_url, stream=True, timeout=5.0,
                                       max_retries=0, tool_mode="native")
-        agent = Agent(model=model, tools=[transfer], max_steps=2, max_tokens=64)
+        agent = Agent(model=model, tools=[transfer], limits=Limits(max_steps=2),
+                      model_settings=ModelSettings(max_tokens=64))
         result = await agent.arun("pay alice 1500")
         await model.aclose()
     return result.status, ran

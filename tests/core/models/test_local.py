@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from embedded_model import model_path
-from miniagent import Agent, tool
+from miniagent import Agent, Aids, Limits, ModelSettings, tool
 from miniagent.cli.local import TINY_MODEL_NOTICE, local_model, local_notice
 from miniagent.core.errors import ConfigError, ModelError
 from miniagent.core.models import local as local_mod
@@ -145,7 +145,8 @@ async def test_same_prefix_reuses_the_kv_cache(react_model: LocalModel) -> None:
 
 
 async def test_agent_run_with_grammar_has_no_parse_failures(react_model: LocalModel) -> None:
-    agent = Agent(model=react_model, tools=[calculator], max_steps=2, max_tokens=128)
+    agent = Agent(model=react_model, tools=[calculator], limits=Limits(max_steps=2),
+                  model_settings=ModelSettings(max_tokens=128))
     result = await agent.arun("What is 17 * 3?")
     assert result.status in ALLOWED, result.reason
     assert result.steps and all(step.error is None for step in result.steps)
@@ -183,7 +184,8 @@ async def native_model() -> AsyncIterator[LocalModel]:
 
 async def test_native_mode_runs_the_loop(native_model: LocalModel) -> None:
     assert native_model.capabilities.native_tools is True
-    agent = Agent(model=native_model, tools=[calculator], max_steps=2, max_tokens=64)
+    agent = Agent(model=native_model, tools=[calculator], limits=Limits(max_steps=2),
+                  model_settings=ModelSettings(max_tokens=64))
     result = await agent.arun("What is 17 * 3? Use the calculator tool.")
     assert result.status in ALLOWED, result.reason
     assert result.usage.prompt_tokens > 0
@@ -232,8 +234,8 @@ async def test_a_native_call_cut_off_by_max_tokens_never_runs(native_model: Loca
         ran.append(text)
         return "noted"
 
-    agent = Agent(model=native_model, tools=[note], max_steps=2, max_tokens=12,
-                  tool_choice="required")
+    agent = Agent(model=native_model, tools=[note], limits=Limits(max_steps=2),
+                  model_settings=ModelSettings(max_tokens=12), aids=Aids(tool_choice="required"))
     result = await agent.arun("Write a note with a long poem about the sea in it.")
     assert ran == []
     observation = result.steps[0].calls[0].observation

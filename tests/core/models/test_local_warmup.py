@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from embedded_model import model_path
-from miniagent import Agent
+from miniagent import Agent, Limits, ModelSettings
 from miniagent.core.models.local import LocalModel
 from miniagent.core.tools.calculator import calculator
 
@@ -16,7 +16,8 @@ from miniagent.core.tools.calculator import calculator
 @pytest.mark.parametrize("tool_mode", ["react", "native"])
 async def test_the_first_step_after_start_hits_the_prompt_cache(tool_mode: str) -> None:
     path = model_path()
-    options = dict(tools=[calculator], max_steps=1, max_tokens=24,
+    options = dict(tools=[calculator], limits=Limits(max_steps=1),
+                   model_settings=ModelSettings(max_tokens=24),
                    instructions="Answer arithmetic questions with the calculator.")
 
     cold = Agent(model=LocalModel(path, tool_mode=tool_mode), **options)  # type: ignore[arg-type]

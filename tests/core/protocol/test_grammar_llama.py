@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from embedded_model import model_path
-from miniagent import Agent, Tool, ToolRegistry
+from miniagent import Agent, Limits, ModelSettings, Tool, ToolRegistry
 from miniagent.core.errors import ModelError
 from miniagent.core.models.local import LocalModel
 from miniagent.core.protocol.grammar import react_grammar
@@ -432,7 +432,8 @@ async def test_constrained_generation_is_a_valid_action(local_model: LocalModel)
 async def test_agent_with_the_embedded_model_runs_the_schema_tool(
     local_model: LocalModel,
 ) -> None:
-    agent = Agent(model=local_model, tools=[DIRECTIONS], max_steps=2, max_tokens=160)
+    agent = Agent(model=local_model, tools=[DIRECTIONS], limits=Limits(max_steps=2),
+                  model_settings=ModelSettings(max_tokens=160))
     result = await agent.arun("How do I get from Paris to Lyon? Use get_directions.")
     assert result.status in {"completed", "max_steps", "loop_detected"}, result.reason
     assert result.steps and all(step.error is None for step in result.steps)

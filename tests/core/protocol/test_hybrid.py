@@ -78,8 +78,8 @@ async def test_reasoning_content_is_the_thought_and_is_sent_back_on_the_call_tur
                                       stream=True)
         store = InMemoryStore()
         deltas: list[Any] = []
-        agent = Agent(model=model, tools=[weather], store=store,
-                      on_event=lambda e: deltas.append(e) if e.kind == "model_delta" else None)
+        agent = Agent(model=model, tools=[weather], store=store)
+        agent.subscribe(lambda e: deltas.append(e) if e.kind == "model_delta" else None)
         result = await agent.arun("Weather in Paris?")
         await model.aclose()
     assert (result.status, result.final_answer) == ("completed", "18°C, sunny")

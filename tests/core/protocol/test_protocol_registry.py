@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from miniagent import Agent, ScriptedModel, register_protocol
+from miniagent import Agent, ModelSettings, ScriptedModel, register_protocol
 from miniagent.core.errors import UserError
 from miniagent.core.protocol.auto import AutoProtocol
 from miniagent.core.protocol.native import NativeProtocol
@@ -49,7 +49,8 @@ def test_a_name_is_registered_once() -> None:
 
 
 def test_the_agent_spec_names_its_protocol() -> None:
-    agent = Agent(model=ScriptedModel([], tool_mode="react"), max_tokens=300, grammar=False)
+    agent = Agent(model=ScriptedModel([], tool_mode="react"),
+                  model_settings=ModelSettings(max_tokens=300, grammar=False))
     assert (agent.spec.protocol.name, agent.spec.protocol.options) == (
         "react", {"grammar": False, "max_tokens": 300, "example": False})
     explicit = Agent(model=ScriptedModel([], tool_mode="react"), protocol=NativeProtocol())

@@ -11,7 +11,7 @@ import pytest
 from gbnf_match import accepts
 
 from embedded_model import model_path
-from miniagent import Agent, tool
+from miniagent import Agent, Limits, tool
 from miniagent.core.models.local import LocalModel
 from miniagent.core.protocol import quotes
 from miniagent.core.protocol.grammar import react_grammar
@@ -111,7 +111,7 @@ def test_only_results_of_calls_that_ran_and_succeeded_are_quoted_latest_first() 
 def test_the_embedded_model_answers_with_a_quote_of_the_result() -> None:
     path = model_path()
     model = LocalModel(path)
-    agent = Agent(model=model, tools=[weather], max_steps=4)
+    agent = Agent(model=model, tools=[weather], limits=Limits(max_steps=4))
     try:
         result = asyncio.run(agent.arun("What is the humidity in Sydney today, in percent?"))
     finally:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from gbnf_match import accepts
 
-from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
+from miniagent import Agent, Aids, ModelSettings, OpenAICompatibleModel, ScriptedModel, tool
 from miniagent.core.errors import UserError
 from miniagent.core.protocol.grammar import react_grammar
 from miniagent.testing.stub_server import StubServer
@@ -39,8 +39,9 @@ def _native_call(name: str = "add", **arguments: Any) -> dict[str, Any]:
 
 
 async def test_react_required_grammar_forbids_a_final_answer_then_returns_to_auto() -> None:
-    model = ScriptedModel([ACTION, FINAL])
-    result = await Agent(model=model, tools=[add, echo], tool_choice="required").arun("2+3?")
+    model = ScriptedModel([ACTION, FINAL], grammar=True)
+    result = await Agent(model=model, tools=[add, echo],
+                         aids=Aids(tool_choice="required")).arun("2+3?")
     assert (result.status, result.final_answer) == ("completed", "5")
     first, second = (r.grammar or "" for r in model.requests)
     assert accepts(first, ACTION) and accepts(first, ECHO)
@@ -50,8 +51,9 @@ async def test_react_required_grammar_forbids_a_final_answer_then_returns_to_aut
 
 
 async def test_react_named_tool_grammar_admits_only_that_tool() -> None:
-    model = ScriptedModel([ECHO, FINAL])
-    result = await Agent(model=model, tools=[add, echo], tool_choice="echo").arun("say hi")
+    model = ScriptedModel([ECHO, FINAL], grammar=True)
+    result = await Agent(model=model, tools=[add, echo],
+                         aids=Aids(tool_choice="echo")).arun("say hi")
     assert result.steps[0].observations[0].output == "hi"
     first = model.requests[0].grammar or ""
     assert accepts(first, ECHO)
@@ -59,8 +61,8 @@ async def test_react_named_tool_grammar_admits_only_that_tool() -> None:
 
 
 async def test_react_none_grammar_admits_only_a_final_answer_on_every_step() -> None:
-    model = ScriptedModel([FINAL])
-    result = await Agent(model=model, tools=[add], tool_choice="none").arun("2+3?")
+    model = ScriptedModel([FINAL], grammar=True)
+    result = await Agent(model=model, tools=[add], aids=Aids(tool_choice="none")).arun("2+3?")
     assert result.final_answer == "5"
     grammar = model.requests[0].grammar or ""
     assert accepts(grammar, FINAL) and not accepts(grammar, ACTION)
@@ -70,7 +72,8 @@ async def test_required_holds_against_a_model_that_answers_from_memory() -> None
     """No grammar (a backend without constrained decoding): the answer is refused and the
     model is told a tool is needed; it calls the tool, and may answer afterwards."""
     model = ScriptedModel(["Thought: I know\nFinal Answer: 6", ACTION, FINAL])
-    agent = Agent(model=model, tools=[add], tool_choice="required", grammar=False)
+    agent = Agent(model=model, tools=[add], aids=Aids(tool_choice="required"),
+                  model_settings=ModelSettings(grammar=False))
     result = await agent.arun("2+3?")
     assert (result.status, result.final_answer) == ("completed", "5")
     assert result.steps[0].error == "this step must call a tool before any final answer"
@@ -82,8 +85,8 @@ async def test_required_holds_against_a_model_that_answers_from_memory() -> None
 
 async def test_a_named_choice_refuses_a_call_of_another_tool() -> None:
     model = ScriptedModel([ACTION, ECHO, "Final Answer: hi"])
-    result = await Agent(model=model, tools=[add, echo], tool_choice="echo",
-                         grammar=False).arun("say hi")
+    result = await Agent(model=model, tools=[add, echo], aids=Aids(tool_choice="echo"),
+                         model_settings=ModelSettings(grammar=False)).arun("say hi")
     assert result.final_answer == "hi"
     assert result.steps[0].error == "this step must call the tool 'echo', not add"
     assert not result.steps[0].calls
@@ -92,7 +95,8 @@ async def test_a_named_choice_refuses_a_call_of_another_tool() -> None:
 
 async def test_none_refuses_a_tool_call() -> None:
     model = ScriptedModel([ACTION, FINAL])
-    result = await Agent(model=model, tools=[add], tool_choice="none", grammar=False).arun("q")
+    result = await Agent(model=model, tools=[add], aids=Aids(tool_choice="none"),
+                         model_settings=ModelSettings(grammar=False)).arun("q")
     assert result.final_answer == "5"
     assert result.steps[0].error is not None and "no tool may be called" in result.steps[0].error
     assert not result.steps[0].calls  # the tool never ran
@@ -110,7 +114,8 @@ async def test_native_tool_choice_field_as_the_server_received_it(choice: str,
                                                                   sent: list[Any]) -> None:
     async with StubServer([_native_call(), "It is 5."]) as stub:
         model = OpenAICompatibleModel(base_url=stub.base_url, tool_mode="native", max_retries=0)
-        result = await Agent(model=model, tools=[add, echo], tool_choice=choice).arun("2+3?")
+        result = await Agent(model=model, tools=[add, echo],
+                             aids=Aids(tool_choice=choice)).arun("2+3?")
         await model.aclose()
     assert (result.status, result.final_answer) == ("completed", "It is 5.")
     assert [r["tool_choice"] for r in stub.requests] == sent
@@ -119,7 +124,7 @@ async def test_native_tool_choice_field_as_the_server_received_it(choice: str,
 async def test_native_none_is_sent_on_every_step_and_no_choice_sends_auto() -> None:
     async with StubServer(["5", "6"]) as stub:
         model = OpenAICompatibleModel(base_url=stub.base_url, tool_mode="native", max_retries=0)
-        await Agent(model=model, tools=[add], tool_choice="none").arun("q")
+        await Agent(model=model, tools=[add], aids=Aids(tool_choice="none")).arun("q")
         await Agent(model=model, tools=[add]).arun("q")
         await model.aclose()
     assert stub.requests[0]["tool_choice"] == "none"
@@ -128,7 +133,7 @@ async def test_native_none_is_sent_on_every_step_and_no_choice_sends_auto() -> N
 
 async def test_native_required_with_a_server_that_ignores_it() -> None:
     model = ScriptedModel(["5 from memory", _native_call(), "It is 5."], tool_mode="native")
-    result = await Agent(model=model, tools=[add], tool_choice="required").arun("2+3?")
+    result = await Agent(model=model, tools=[add], aids=Aids(tool_choice="required")).arun("2+3?")
     assert result.final_answer == "It is 5."
     assert [r.tool_choice for r in model.requests] == ["required", "required", "auto"]
     assert result.steps[1].observations[0].output == "5"
@@ -139,6 +144,6 @@ async def test_native_required_with_a_server_that_ignores_it() -> None:
 
 def test_an_unknown_tool_name_or_an_empty_choice_is_a_user_error() -> None:
     with pytest.raises(UserError, match="not among the run's tools"):
-        Agent(model=ScriptedModel([]), tools=[add], tool_choice="search")
+        Agent(model=ScriptedModel([]), tools=[add], aids=Aids(tool_choice="search"))
     with pytest.raises(UserError, match="tool_choice must be"):
-        Agent(model=ScriptedModel([]), tools=[add], tool_choice="  ")
+        Agent(model=ScriptedModel([]), tools=[add], aids=Aids(tool_choice="  "))

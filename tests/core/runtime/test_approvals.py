@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from miniagent import Agent, ScriptedModel, SQLiteStore, tool
+from miniagent import Agent, Limits, ScriptedModel, SQLiteStore, tool
 from miniagent._internal.ids import random_id
 from miniagent.core.errors import DecisionError, SessionBusy, SessionError
 from miniagent.core.session import AgentSession
@@ -443,7 +443,7 @@ def test_a_result_that_comes_at_the_deadline_is_kept(tmp_path: Path,
             assert handed_over.wait(30)
 
     runner = Agent(model=ScriptedModel([act("slow_pay", {"amount": 7})]), tools=[slow_pay],
-                   store=_LastSaveGate(path, at_last_save), timeout=0.3)
+                   store=_LastSaveGate(path, at_last_save), limits=Limits(timeout=0.3))
     first = runner.run("pay 7", session_id=session_id)
     assert first.status == "timeout" and started.is_set()
     release.set()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Limits, ScriptedModel, tool
 from miniagent.core.session import AgentSession
 
 REFERENCE = Path(__file__).parent / "reference"
@@ -37,7 +37,8 @@ def test_ran_denied_and_not_run_calls_of_a_real_run() -> None:
     same = 'Action: add\nAction Input: {"a": 1, "b": 2}'
     model = ScriptedModel([same, same, 'Action: wipe\nAction Input: {"target": "disk"}',
                            "Final Answer: 3"])
-    agent = Agent(model=model, tools=[add, wipe], repeat_limit=2, answer_after_repeat=False,
+    agent = Agent(model=model, tools=[add, wipe],
+                  limits=Limits(repeat_limit=2, answer_after_repeat=False),
                   approver=lambda pending: False)
     result = agent.run("1+2?")
     assert result.status == "completed", result.reason

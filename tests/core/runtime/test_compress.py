@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniagent import Agent, ModelResponse, ScriptedModel, SQLiteStore, tool
+from miniagent import Agent, Limits, ModelResponse, ScriptedModel, SQLiteStore, tool
 from miniagent.core.errors import ModelConnectionError, UserError
 from miniagent.core.runtime.compress import (
     CEILING,
@@ -61,7 +61,7 @@ def action(n: int) -> str:
 def run(steps: int, **options: Any) -> tuple[Agent, ScriptedModel, Any]:
     model = ScriptedModel([*(action(n) for n in range(1, steps + 1)),
                            "Thought: done\nFinal Answer: read them all"])
-    agent = Agent(model=model, tools=[fetch], max_steps=steps + 2, **options)
+    agent = Agent(model=model, tools=[fetch], limits=Limits(max_steps=steps + 2), **options)
     return agent, model, agent.run("Read the document")
 
 
@@ -80,7 +80,7 @@ def test_settings_are_read_and_bad_ones_refused() -> None:
     with pytest.raises(UserError, match="keep_last"):
         Compression.of(100, keep_last=0)
     with pytest.raises(UserError, match="'truncate' or 'model'"):
-        Agent(model=ScriptedModel([]), compress_at=100, compress="llm")  # type: ignore[arg-type]
+        Agent(model=ScriptedModel([]), compression=Compression(at=100, mode="llm"))  # type: ignore[arg-type]
 
 
 def test_tokens_are_estimated_per_script() -> None:
@@ -96,7 +96,7 @@ def test_without_compress_at_nothing_changes() -> None:
 
 
 def test_crossing_the_threshold_replaces_the_oldest_rounds_once_and_keeps_the_last() -> None:
-    agent, model, result = run(20, compress_at=2500, keep_last=3)
+    agent, model, result = run(20, compression=Compression(at=2500, keep_last=3))
     assert (result.status, result.final_answer) == ("completed", "read them all")
     session = agent.session(result.session_id)
     assert len(session.compactions) >= 2
@@ -132,7 +132,7 @@ def test_crossing_the_threshold_replaces_the_oldest_rounds_once_and_keeps_the_la
 
 
 def test_results_are_cut_shorter_to_leave_room_before_the_next_crossing() -> None:
-    agent, model, result = run(30, compress_at=1500, keep_last=2)
+    agent, model, result = run(30, compression=Compression(at=1500, keep_last=2))
     assert result.status == "completed"
     compactions = agent.session(result.session_id).compactions
     steps = [c.step for c in compactions]
@@ -156,7 +156,8 @@ def test_native_rounds_keep_each_call_with_its_result() -> None:
 
     model = ScriptedModel([*(call(n) for n in range(1, 9)), {"content": "done"}],
                           tool_mode="native")
-    agent = Agent(model=model, tools=[fetch], max_steps=12, compress_at="6000c", keep_last=2)
+    agent = Agent(model=model, tools=[fetch], limits=Limits(max_steps=12),
+                  compression=Compression.of("6000c", keep_last=2))
     result = agent.run("Read")
     assert result.status == "completed"
     assert agent.session(result.session_id).compactions
@@ -195,8 +196,9 @@ def test_model_mode_asks_the_model_through_the_driver() -> None:
 
     events: list[Event] = []
     model = ScriptedModel([reader(9, summarise)] * 30)
-    agent = Agent(model=model, tools=[fetch], max_steps=20, compress_at=1500, keep_last=2,
-                  compress="model", on_event=events.append)
+    agent = Agent(model=model, tools=[fetch], limits=Limits(max_steps=20),
+                  compression=Compression(at=1500, keep_last=2, mode="model"))
+    agent.subscribe(events.append)
     result = agent.run("Read the document")
     assert (result.status, result.final_answer) == ("completed", "done"), result.reason
     session = agent.session(result.session_id)
@@ -220,8 +222,8 @@ def test_a_summary_whose_server_reports_no_usage_is_estimated() -> None:
                              usage=TokenUsage.unknown())
 
     model = ScriptedModel([reader(9, summarise)] * 30)
-    agent = Agent(model=model, tools=[fetch], max_steps=20, compress_at=1500, keep_last=2,
-                  compress="model")
+    agent = Agent(model=model, tools=[fetch], limits=Limits(max_steps=20),
+                  compression=Compression(at=1500, keep_last=2, mode="model"))
     result = agent.run("Read the document")
     assert result.status == "completed", result.reason
     first = agent.session(result.session_id).compactions[0]
@@ -237,8 +239,8 @@ def test_a_failed_model_summary_falls_back_to_cut_results() -> None:
         raise ModelConnectionError("connection refused")
 
     model = ScriptedModel([reader(9, summarise)] * 30)
-    agent = Agent(model=model, tools=[fetch], max_steps=20, compress_at=1500, keep_last=2,
-                  compress="model")
+    agent = Agent(model=model, tools=[fetch], limits=Limits(max_steps=20),
+                  compression=Compression(at=1500, keep_last=2, mode="model"))
     result = agent.run("Read")
     assert result.status == "completed", result.reason
     compactions = agent.session(result.session_id).compactions
@@ -254,8 +256,8 @@ def test_a_compaction_is_persisted_and_a_resumed_run_sends_the_same_history(
               'Thought: publish\nAction: publish\nAction Input: {"title": "r"}',
               "Thought: done\nFinal Answer: published"]
     first_model = ScriptedModel(script[:9])
-    first = Agent(model=first_model, tools=[fetch, publish], store=store, max_steps=12,
-                  compress_at=1500, keep_last=2)
+    first = Agent(model=first_model, tools=[fetch, publish], store=store,
+                  limits=Limits(max_steps=12), compression=Compression(at=1500, keep_last=2))
     paused = first.run("Read, then publish")
     assert paused.status == "awaiting_approval"
     saved = store.load(paused.session_id)
@@ -264,8 +266,10 @@ def test_a_compaction_is_persisted_and_a_resumed_run_sends_the_same_history(
     first.approve(paused.session_id)
 
     second_model = ScriptedModel(script[9:])
-    second = Agent(model=second_model, tools=[fetch, publish], store=SQLiteStore(
-        tmp_path / "sessions.db"), max_steps=12, compress_at=1500, keep_last=2)
+    second = Agent(model=second_model, tools=[fetch, publish],
+                   store=SQLiteStore(
+        tmp_path / "sessions.db"),
+                   limits=Limits(max_steps=12), compression=Compression(at=1500, keep_last=2))
     done = second.resume(paused.session_id)
     assert (done.status, done.final_answer) == ("completed", "published")
     resumed = second.session(paused.session_id)
@@ -454,8 +458,8 @@ def test_call_arguments_are_cut_in_the_summary_so_the_history_stays_bounded() ->
     steps = 30
     model = ScriptedModel([*(note_action(n, 20_000) for n in range(1, steps + 1)),
                            "Final Answer: noted"])
-    agent = Agent(model=model, tools=[note], max_steps=steps + 2, compress_at="60000c",
-                  keep_last=2)
+    agent = Agent(model=model, tools=[note], limits=Limits(max_steps=steps + 2),
+                  compression=Compression.of("60000c", keep_last=2))
     result = agent.run("Keep thirty notes")
     assert result.status == "completed"
     sent = [history_chars(r) for r in model.requests]
@@ -467,7 +471,8 @@ def test_call_arguments_are_cut_in_the_summary_so_the_history_stays_bounded() ->
 
 def test_fewer_rounds_are_kept_whole_where_the_last_ones_alone_pass_compress_at() -> None:
     model = ScriptedModel([*(note_action(n, 15_000) for n in range(1, 8)), "Final Answer: ok"])
-    agent = Agent(model=model, tools=[note], max_steps=10, compress_at="40000c", keep_last=4)
+    agent = Agent(model=model, tools=[note], limits=Limits(max_steps=10),
+                  compression=Compression.of("40000c", keep_last=4))
     result = agent.run("Keep notes")
     assert result.status == "completed"
     compactions = agent.session(result.session_id).compactions
@@ -478,7 +483,8 @@ def test_fewer_rounds_are_kept_whole_where_the_last_ones_alone_pass_compress_at(
 def test_a_round_larger_than_the_bound_ends_the_run_with_a_clear_status() -> None:
     model = ScriptedModel([note_action(1, 300_000), "Final Answer: never sent"])
     events: list[Event] = []
-    agent = Agent(model=model, tools=[note], compress_at="50000c", on_event=events.append)
+    agent = Agent(model=model, tools=[note], compression=Compression.of("50000c"))
+    agent.subscribe(events.append)
     result = agent.run("Keep one long note")
     assert result.status == "budget_exceeded"
     assert "above its question and twice compress_at (100,018)" in result.reason
@@ -491,7 +497,7 @@ def test_a_round_larger_than_the_bound_ends_the_run_with_a_clear_status() -> Non
 
 def test_a_question_longer_than_compress_at_is_no_reason_to_stop() -> None:
     model = ScriptedModel([note_action(1, 100), "Final Answer: ok"])
-    agent = Agent(model=model, tools=[note], compress_at="2000c")
+    agent = Agent(model=model, tools=[note], compression=Compression.of("2000c"))
     result = agent.run("Read this: " + "lorem ipsum " * 500)  # 6,000 characters
     assert (result.status, result.final_answer) == ("completed", "ok")
 
@@ -502,7 +508,8 @@ def test_fewer_rounds_are_kept_before_the_calls_are_only_counted() -> None:
                 + json.dumps({"n": n, "text": "r" * (300 if n <= 20 else 1_700)}))
 
     model = ScriptedModel([*(read(n) for n in range(1, 25)), "Final Answer: ok"])
-    agent = Agent(model=model, tools=[note], max_steps=30, compress_at="8000c", keep_last=4)
+    agent = Agent(model=model, tools=[note], limits=Limits(max_steps=30),
+                  compression=Compression.of("8000c", keep_last=4))
     result = agent.run("Read the files")
     assert result.status == "completed"
     for compaction in agent.session(result.session_id).compactions:
@@ -513,8 +520,8 @@ def test_fewer_rounds_are_kept_before_the_calls_are_only_counted() -> None:
 def test_a_long_run_goes_on_with_its_calls_counted_once_they_no_longer_fit() -> None:
     steps = 150
     model = ScriptedModel([*(note_action(n, 40) for n in range(1, steps + 1)), "Final Answer: ok"])
-    agent = Agent(model=model, tools=[note], max_steps=steps + 2, compress_at="3000c",
-                  keep_last=2)
+    agent = Agent(model=model, tools=[note], limits=Limits(max_steps=steps + 2),
+                  compression=Compression.of("3000c", keep_last=2))
     result = agent.run("Keep notes")
     assert result.status == "completed"
     assert max(history_chars(r) for r in model.requests) <= 2 * 3000
@@ -526,7 +533,8 @@ def test_a_long_question_does_not_make_every_step_compact() -> None:
     # the question is never compressed: it counts towards the ceiling, not against the wait
     # for keep_last new rounds (before: a compaction, and a broken cache, at every step)
     model = ScriptedModel([*(note_action(n, 200) for n in range(1, 13)), "Final Answer: ok"])
-    agent = Agent(model=model, tools=[note], max_steps=20, compress_at="2000c", keep_last=2)
+    agent = Agent(model=model, tools=[note], limits=Limits(max_steps=20),
+                  compression=Compression.of("2000c", keep_last=2))
     result = agent.run("Read this: " + "lorem ipsum " * 500)
     steps = [c.step for c in agent.session(result.session_id).compactions]
     assert result.status == "completed" and steps

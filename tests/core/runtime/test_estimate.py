@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from miniagent import Agent, ModelResponse, ScriptedModel, TokenUsage, tool
+from miniagent import Agent, Limits, ModelResponse, ScriptedModel, TokenUsage, tool
 from miniagent.core.runtime.calls import new_usage
 from miniagent.core.runtime.guards import tokens, with_estimate
 from miniagent.core.types import ModelRequest, ToolCall
@@ -77,7 +77,7 @@ async def test_a_run_whose_server_reports_no_usage_has_it_unknown() -> None:
 
 async def test_the_token_budget_ends_a_run_on_estimates() -> None:
     model = ScriptedModel([unreported(act(f"k{n}")) for n in range(10)])
-    result = await Agent(model=model, tools=[lookup], token_budget=400).arun("look")
+    result = await Agent(model=model, tools=[lookup], limits=Limits(token_budget=400)).arun("look")
     assert result.status == "budget_exceeded"
     assert result.reason.startswith("used ~") and "tokens (estimated) of a budget of 400" in (
         result.reason)
@@ -88,7 +88,7 @@ async def test_a_known_step_then_an_unknown_one_counts_both_for_the_budget() -> 
     heavy = ModelResponse(content=act("a"), usage=TokenUsage(prompt_tokens=300,
                                                              completion_tokens=20))
     model = ScriptedModel([heavy, unreported(act("b")), "Final Answer: never"])
-    result = await Agent(model=model, tools=[lookup], token_budget=330).arun("look")
+    result = await Agent(model=model, tools=[lookup], limits=Limits(token_budget=330)).arun("look")
     assert result.status == "budget_exceeded" and len(model.requests) == 2
     assert result.usage.total_tokens is None
     assert result.usage.counted_tokens == 320 + result.steps[1].usage.estimated_tokens

@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Aids, Limits, ModelSettings, ScriptedModel, tool
 from miniagent.core.runtime.loop import first_request, warmup_request
 from miniagent.core.runtime.run import rules_for
 from miniagent.core.tools.toolbox import Toolbox
@@ -28,15 +28,16 @@ def weather(city: str) -> str:
 
 @pytest.mark.parametrize(("tool_mode", "options"), [
     ("react", {}),
-    ("react", {"tool_selection": 2, "tool_choice": "required", "worked_example": True}),
-    ("react", {"tool_selection": 2, "strict_selection": True, "quote_answers": True}),
-    ("react", {"act_first": True, "answer_after_results": 1}),
-    ("native", {"tool_choice": "add"}),
-    ("native", {"tool_selection": 1}),
+    ("react", {"aids": Aids(tool_selection=2, tool_choice="required", worked_example=True)}),
+    ("react", {"aids": Aids(tool_selection=2, strict_selection=True, quote_answers=True)}),
+    ("react", {"aids": Aids(act_first=True), "limits": Limits(answer_after_results=1)}),
+    ("native", {"aids": Aids(tool_choice="add")}),
+    ("native", {"aids": Aids(tool_selection=1)}),
     ("hybrid", {}),
-    ("hybrid", {"tool_choice": "required", "tool_selection": 2}),
+    ("hybrid", {"aids": Aids(tool_choice="required", tool_selection=2)}),
     ("auto", {}),
-    ("auto", {"tool_choice": "weather", "temperature": 0.3, "max_tokens": 64}),
+    ("auto", {"aids": Aids(tool_choice="weather"),
+              "model_settings": ModelSettings(temperature=0.3, max_tokens=64)}),
 ])
 async def test_the_first_request_is_what_the_first_step_sends(
         tool_mode: str, options: dict[str, object]) -> None:
@@ -51,7 +52,8 @@ async def test_the_first_request_is_what_the_first_step_sends(
     assert first_request(rules, question) == expected  # deterministic: no clock, no ids
     await agent.arun(question)
     assert model.requests[0] == expected
-    if not options.get("strict_selection"):  # strict: the tools depend on the question
+    if not getattr(options.get("aids"), "strict_selection", None):  # strict: the tools
+        # depend on the question
         prefix = warmup_request(rules)  # no question: what a warm-up renders
         assert prefix == first_request(rules)
         assert prefix.messages[:-1] == copy.deepcopy(expected.messages[:-1])
@@ -62,8 +64,8 @@ async def test_under_strict_selection_the_warm_up_offers_the_first_tool(tool_mod
     """No question matches no tool; the warm-up offers the first tool instead, so a first
     question matching it alone finds the whole prompt before it cached, and one matching
     another tool the part before the tools."""
-    agent = Agent(model=ScriptedModel([], tool_mode=tool_mode),  # type: ignore[arg-type]
-                  tools=[add, weather], strict_selection=True, instructions="Be brief.")
+    agent = Agent(model=ScriptedModel([], tool_mode=tool_mode), tools=[add, weather],
+                  aids=Aids(strict_selection=True), instructions="Be brief.")
     rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
     warm = warmup_request(rules)
     assert [t["function"]["name"] for t in warm.tools or []] == (
@@ -83,7 +85,8 @@ async def test_under_strict_selection_the_warm_up_offers_the_first_tool(tool_mod
 
 async def test_a_narrower_tool_selection_shares_the_prompt_up_to_the_tools() -> None:
     model = ScriptedModel(["Thought: known\nFinal Answer: sunny"])
-    agent = Agent(model=model, tools=[add, weather], tool_selection=1, instructions="Be brief.")
+    agent = Agent(model=model, tools=[add, weather], aids=Aids(tool_selection=1),
+                  instructions="Be brief.")
     rules = rules_for(agent.spec, await Toolbox.gather(agent.sources), protocol=agent.protocol)
     await agent.arun("What is the weather in Paris?")
     warmed, sent = first_request(rules).messages[0], model.requests[0].messages[0]

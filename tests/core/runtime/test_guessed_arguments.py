@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from miniagent import Agent, ScriptedModel, tool
+from miniagent import Agent, Limits, ScriptedModel, tool
 
 INVENTED = {
     "the issue's call": '{"to": "bob",, "body": }',
@@ -80,7 +80,8 @@ async def test_a_call_that_needs_a_guess_does_not_run(shape: str, mode: str) -> 
     fixed = '{"to": "bob", "body": "hi"}'
     model = ScriptedModel([reply(mode, INVENTED[shape]), reply(mode, fixed), answer(mode)],
                           tool_mode=mode)  # type: ignore[arg-type]
-    result = await Agent(model=model, tools=[send_tool(sent)], max_steps=5).arun("mail bob")
+    result = await Agent(model=model, tools=[send_tool(sent)],
+                         limits=Limits(max_steps=5)).arun("mail bob")
 
     assert (result.status, result.final_answer) == ("completed", "done")
     assert sent == [{"to": "bob", "body": "hi"}]  # only the corrected call ran
@@ -97,6 +98,7 @@ async def test_a_repair_that_keeps_the_meaning_still_runs(shape: str, mode: str)
     sent: list[dict[str, Any]] = []
     raw, body = KEPT[shape]
     model = ScriptedModel([reply(mode, raw), answer(mode)], tool_mode=mode)  # type: ignore[arg-type]
-    result = await Agent(model=model, tools=[send_tool(sent)], max_steps=5).arun("mail bob")
+    result = await Agent(model=model, tools=[send_tool(sent)],
+                         limits=Limits(max_steps=5)).arun("mail bob")
     assert (result.status, result.final_answer) == ("completed", "done")
     assert sent == [{"to": "bob", "body": body}]

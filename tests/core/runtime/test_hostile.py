@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miniagent import Agent, InMemoryStore, ScriptedModel, SQLiteStore, tool
+from miniagent import Agent, InMemoryStore, Limits, ScriptedModel, SQLiteStore, tool
 from miniagent.core.models.openai_wire import normalize_completion
 from miniagent.core.store.base import CheckpointStore
 
@@ -81,7 +81,8 @@ def test_thousands_of_calls_in_one_reply_are_capped_and_the_model_told() -> None
 
     reply = native(*[("work", json.dumps({"n": i})) for i in range(2000)])
     model = ScriptedModel([reply, {"content": "finished"}], tool_mode="native")
-    agent = Agent(model=model, tools=[work], max_calls_per_step=20, tool_concurrency=4)
+    agent = Agent(model=model, tools=[work],
+                  limits=Limits(max_calls_per_step=20, tool_concurrency=4))
     result = agent.run("q")
     assert result.status == "completed"
     assert len(result.steps[0].calls) == 20 and result.steps[0].dropped_calls == 1980
@@ -137,7 +138,8 @@ def test_hostile_values_through_the_whole_run_always_end_with_a_status(
     for store in stores(tmp_path):
         for mode in ("react", "native"):
             model = ScriptedModel(list(script), tool_mode=mode)  # type: ignore[arg-type]
-            result = Agent(model=model, tools=[echo], store=store, max_steps=4).run(texts[0])
+            result = Agent(model=model, tools=[echo], store=store,
+                           limits=Limits(max_steps=4)).run(texts[0])
             assert result.status in STATUSES
             assert store.load(result.session_id).status == result.status
 
@@ -192,7 +194,7 @@ def test_the_run_deadline_holds_against_a_tool_that_swallows_cancellation() -> N
     finished: list[str] = []
     script = [native(("stubborn", "{}")), {"content": "never"}]
     agent = Agent(model=ScriptedModel(script, tool_mode="native"),
-                  tools=[_stubborn_tool(finished)], timeout=0.3)
+                  tools=[_stubborn_tool(finished)], limits=Limits(timeout=0.3))
     result = agent.run("q")
     assert result.status == "timeout" and finished == []  # returned while the tool ran on
 
@@ -237,8 +239,8 @@ def test_a_lone_surrogate_in_any_field_of_the_reply_is_cleaned_where_it_enters(
     provider.add_span_processor(SimpleSpanProcessor(spans))
     model = Raw(["RAW", "done"], tool_mode="native")
     tracer = JsonlTracer(tmp_path / "t.jsonl")
-    agent = Agent(model=model, tools=[echo], store=stores(tmp_path)[kind == "sqlite"],
-                  on_event=tracer)
+    agent = Agent(model=model, tools=[echo], store=stores(tmp_path)[kind == "sqlite"])
+    agent.subscribe(tracer)
     agent.subscribe(OtelTracer(model=describe_model(model), tracer_provider=provider,
                                capture_content=True))
     result = agent.run("echo")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from miniagent import Agent, Event, ScriptedModel, ToolsNotSupported, tool
+from miniagent import Agent, Event, Limits, ModelSettings, ScriptedModel, ToolsNotSupported, tool
 from miniagent.core.errors import ModelConnectionError
 from tool_calls import execute
 
@@ -103,7 +103,7 @@ async def test_format_error_becomes_observation_with_the_format() -> None:
 async def test_max_steps_status() -> None:
     """At the limit one last request (no tools) asks for an answer; an action is none."""
     model = ScriptedModel([act("add", {"a": i, "b": 1}) for i in range(5)])
-    result = await Agent(model=model, tools=[add], max_steps=3).arun("q")
+    result = await Agent(model=model, tools=[add], limits=Limits(max_steps=3)).arun("q")
     assert (result.status, result.reason) == ("max_steps", "no final answer after max_steps=3")
     assert (result.final_answer, result.answered_at_limit) == (None, False)
     assert len(model.requests) == 4
@@ -117,7 +117,7 @@ async def test_token_budget_stops_before_next_call() -> None:
     heavy = ModelResponse(content=act("add", {"a": 1, "b": 2}),
                           usage=TokenUsage(prompt_tokens=900, completion_tokens=200))
     model = ScriptedModel([heavy, "Final Answer: 3"])
-    result = await Agent(model=model, tools=[add], token_budget=1000).arun("q")
+    result = await Agent(model=model, tools=[add], limits=Limits(token_budget=1000)).arun("q")
     assert result.status == "budget_exceeded"
     assert result.usage.total_tokens == 1100
     assert len(model.requests) == 1
@@ -125,7 +125,7 @@ async def test_token_budget_stops_before_next_call() -> None:
 
 async def test_deadline_gives_timeout_status() -> None:
     model = ScriptedModel([act("slow", {"seconds": 5}), "Final Answer: x"])
-    result = await Agent(model=model, tools=[slow], timeout=0.2).arun("q")
+    result = await Agent(model=model, tools=[slow], limits=Limits(timeout=0.2)).arun("q")
     assert result.status == "timeout"
     assert "deadline" in result.reason
 
@@ -133,8 +133,8 @@ async def test_deadline_gives_timeout_status() -> None:
 async def test_repeated_action_intervention_then_loop_detected() -> None:
     same = act("add", {"a": 1, "b": 2})
     model = ScriptedModel([same, act("add", {"b": 2, "a": 1}), same, same, "Final Answer: 3"])
-    result = await Agent(model=model, tools=[add], repeat_limit=3,
-                         answer_after_repeat=False).arun("q")
+    result = await Agent(model=model, tools=[add],
+                         limits=Limits(repeat_limit=3, answer_after_repeat=False)).arun("q")
     assert result.status == "loop_detected"
     third = result.steps[2].observations[0]
     assert third.is_error and "same arguments 3 times" in third.output
@@ -144,13 +144,14 @@ async def test_repeated_action_intervention_then_loop_detected() -> None:
 async def test_intervention_lets_a_model_recover() -> None:
     same = act("add", {"a": 1, "b": 2})
     model = ScriptedModel([same, same, same, "Final Answer: 3"])
-    result = await Agent(model=model, tools=[add], repeat_limit=3).arun("q")
+    result = await Agent(model=model, tools=[add], limits=Limits(repeat_limit=3)).arun("q")
     assert (result.status, result.final_answer) == ("completed", "3")
 
 
 async def test_long_observation_is_truncated_with_notice() -> None:
     model = ScriptedModel([act("shout", {"text": "abcdefghij"}), "Final Answer: ok"])
-    result = await Agent(model=model, tools=[shout], max_observation_chars=100).arun("q")
+    result = await Agent(model=model, tools=[shout],
+                         limits=Limits(max_observation_chars=100)).arun("q")
     output = result.steps[0].observations[0].output
     assert output.startswith("ABCDEFGHIJ")
     assert output.endswith("... [truncated 400 of 500 chars]")
@@ -203,7 +204,8 @@ async def test_events_reach_subscribers_and_a_failing_subscriber_is_harmless() -
         raise RuntimeError("display bug")
 
     agent = Agent(model=ScriptedModel([act("add", {"a": 1, "b": 1}), "Final Answer: 2"]),
-                  tools=[add], on_event=broken)
+                  tools=[add])
+    agent.subscribe(broken)
     agent.subscribe(lambda e: seen.append(e.kind))
     result = await agent.arun("q")
     assert result.status == "completed"
@@ -248,11 +250,11 @@ def test_a_hung_sync_tool_does_not_hold_up_run() -> None:
 
 
 async def test_react_requests_carry_the_tools_grammar_unless_turned_off() -> None:
-    model = ScriptedModel(["Final Answer: 1", "Final Answer: 2"])
+    model = ScriptedModel(["Final Answer: 1", "Final Answer: 2"], grammar=True)
     await Agent(model=model, tools=[add]).arun("q")
     grammar = model.requests[0].grammar
     assert grammar and 'add-args ::=' in grammar and '"Final Answer: "' in grammar
-    await Agent(model=model, tools=[add], grammar=False).arun("q")
+    await Agent(model=model, tools=[add], model_settings=ModelSettings(grammar=False)).arun("q")
     assert model.requests[1].grammar is None
     native = ScriptedModel([{"content": "hi"}], tool_mode="native")
     await Agent(model=native, tools=[add]).arun("q")
@@ -282,7 +284,8 @@ async def test_a_blocked_subscriber_does_not_stall_the_run() -> None:
         delivered.append(event.kind)
 
     model = ScriptedModel([act("add", {"a": 1, "b": 1}), "Final Answer: 2"])
-    agent = Agent(model=model, tools=[add], on_event=blocked)
+    agent = Agent(model=model, tools=[add])
+    agent.subscribe(blocked)
     agent.bus.flush_timeout = 0.05
     result = await agent.arun("q")
     assert (result.status, result.final_answer) == ("completed", "2")
@@ -397,7 +400,8 @@ async def test_a_subscriber_raising_system_exit_does_not_stop_delivery() -> None
     def exits(event: Event) -> None:
         raise SystemExit(1)
 
-    agent = Agent(model=ScriptedModel(["Final Answer: a", "Final Answer: b"]), on_event=exits)
+    agent = Agent(model=ScriptedModel(["Final Answer: a", "Final Answer: b"]))
+    agent.subscribe(exits)
     agent.subscribe(lambda e: seen.append(e.kind))
     await agent.arun("q1")
     await agent.arun("q2")
@@ -407,8 +411,9 @@ async def test_a_subscriber_raising_system_exit_does_not_stop_delivery() -> None
 def test_what_a_driver_cannot_use_is_refused_not_dropped() -> None:
     from miniagent import InMemoryStore
     from miniagent.core.errors import UserError
+    from miniagent.temporal import TemporalAgent
 
     with pytest.raises(UserError, match="on Temporal keeps its sessions in the workflows"):
-        Agent(model=ScriptedModel([]), store=InMemoryStore(), temporal=object())
+        TemporalAgent(Agent(model=ScriptedModel([]), store=InMemoryStore()), object())  # type: ignore[arg-type]
     with pytest.raises(UserError, match="needs a model"):
-        Agent()
+        Agent().run("q")

@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from miniagent import Agent, Memory, OpenAICompatibleModel, ScriptedModel, SQLiteStore
+from miniagent import (
+    Agent,
+    Memory,
+    MemorySettings,
+    OpenAICompatibleModel,
+    ScriptedModel,
+    SQLiteStore,
+)
 from miniagent.core.runtime import events as ev
 from miniagent.testing.stub_server import StubServer
 
@@ -23,7 +30,8 @@ def test_a_fact_remembered_in_one_session_is_recalled_in_another(tmp_path: Path)
     memory = Memory(tmp_path / "memory.db")
     saver = Agent(model=ScriptedModel([
         'Thought: save it\nAction: remember\nAction Input: {"text": "Alice drinks 龙井 tea."}',
-        "Final Answer: noted"]), memory=memory, memory_namespace="alice")
+        "Final Answer: noted"]),
+                  memory=MemorySettings(memory=memory, namespace="alice"))
     saved = saver.run("Remember that I drink 龙井 tea.")
     assert saved.status == "completed"
     assert saved.steps[0].calls[0].observation.output.startswith("Remembered (id ")
@@ -37,8 +45,9 @@ def test_a_fact_remembered_in_one_session_is_recalled_in_another(tmp_path: Path)
     with StubServer(reply).run_in_thread() as stub:
         asker = Agent(model=OpenAICompatibleModel(base_url=stub.base_url, model="m",
                                                   tool_mode="react"),
-                      memory=Memory(tmp_path / "memory.db"), memory_namespace="alice",
-                      on_event=events.append)
+                      memory=MemorySettings(memory=Memory(tmp_path / "memory.db"),
+                                            namespace="alice"))
+        asker.subscribe(events.append)
         result = asker.run("我喝什么茶？ Which tea?")
         sent = stub.requests[0]["messages"][-1]["content"]
     assert result.final_answer == "龙井"
@@ -55,7 +64,7 @@ def test_another_namespace_recalls_nothing_and_adds_nothing() -> None:
     memory = Memory()
     memory.add("Bob's locker code is 4711.", namespace="bob")
     model = ScriptedModel(["Final Answer: I do not know"])
-    agent = Agent(model=model, memory=memory, memory_namespace="alice")
+    agent = Agent(model=model, memory=MemorySettings(memory=memory, namespace="alice"))
     agent.run("What is Bob's locker code?")
     assert model.requests[0].messages[-1]["content"] == "What is Bob's locker code?"
 
@@ -101,7 +110,8 @@ def test_a_recall_that_needs_approval_is_not_made_before_the_turn() -> None:
                         {"recall": ToolRule(requires_approval=True)})
     events: list[ev.Event] = []
     model = ScriptedModel(["Final Answer: ok"])
-    agent = Agent(model=model, tools=[guarded], on_event=events.append)
+    agent = Agent(model=model, tools=[guarded])
+    agent.subscribe(events.append)
     agent.spec = agent.spec.replace(recall="recall")  # as Agent(memory=...) sets it
     agent.run("What is the secret plan?")
     assert model.requests[0].messages[-1]["content"] == "What is the secret plan?"
@@ -115,7 +125,7 @@ def test_memory_survives_a_process_restart(tmp_path: Path) -> None:
             "Memory(sys.argv[1]).add('The deploy day is Thursday.', namespace='team')")
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=60)
     model = ScriptedModel(["Final Answer: Thursday"])
-    agent = Agent(model=model, memory=Memory(path), memory_namespace="team",
+    agent = Agent(model=model, memory=MemorySettings(memory=Memory(path), namespace="team"),
                   store=SQLiteStore(tmp_path / "s.db"))
     agent.run("Which day do we deploy?")
     assert "The deploy day is Thursday." in model.requests[0].messages[-1]["content"]

@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, SQLiteStore
+from miniagent import (
+    Agent,
+    Aids,
+    Compression,
+    Limits,
+    ModelSettings,
+    OpenAICompatibleModel,
+    ScriptedModel,
+    SQLiteStore,
+)
 from miniagent.core.errors import UserError
 from miniagent.core.tools.tool import Tool
 from miniagent.core.types import ModelRequest
@@ -56,8 +65,8 @@ def react(action: str, query: str) -> str:
 
 def test_each_react_request_offers_k_tools_and_the_grammar_follows() -> None:
     ran: list[str] = []
-    model = ScriptedModel([react("weather_tool", "Paris"), "Final Answer: sunny"])
-    agent = Agent(model=model, tools=make_tools(ran), tool_selection=3)
+    model = ScriptedModel([react("weather_tool", "Paris"), "Final Answer: sunny"], grammar=True)
+    agent = Agent(model=model, tools=make_tools(ran), aids=Aids(tool_selection=3))
     result = agent.run("What is the weather forecast in Paris?")
     assert (result.status, result.final_answer, ran) == ("completed", "sunny", ["weather_tool"])
     first = model.requests[0]
@@ -76,8 +85,9 @@ def test_a_tool_choice_narrows_the_grammar_to_the_offered_tools(choice: str) -> 
     """``required`` (or a name) rebuilds the ReAct grammar: from the tools this step offers,
     never from every registered tool the selection left out."""
     ran: list[str] = []
-    model = ScriptedModel([react("weather_tool", "Paris"), "Final Answer: sunny"])
-    agent = Agent(model=model, tools=make_tools(ran), tool_selection=2, tool_choice=choice)
+    model = ScriptedModel([react("weather_tool", "Paris"), "Final Answer: sunny"], grammar=True)
+    agent = Agent(model=model, tools=make_tools(ran),
+                  aids=Aids(tool_selection=2, tool_choice=choice))
     result = agent.run("What is the weather forecast in Paris?")
     assert (result.status, result.final_answer, ran) == ("completed", "sunny", ["weather_tool"])
     first = model.requests[0]
@@ -96,7 +106,7 @@ def test_native_requests_list_only_the_selected_tools() -> None:
         {"content": "有票"},
     ], tool_mode="native")
     ran: list[str] = []
-    result = Agent(model=model, tools=make_tools(ran), tool_selection=2).run(
+    result = Agent(model=model, tools=make_tools(ran), aids=Aids(tool_selection=2)).run(
         "明天上海到北京的火车票还有吗？")
     assert (result.status, result.final_answer, ran) == ("completed", "有票", ["train_tool"])
     listed = [t["function"]["name"] for t in model.requests[0].tools or []]
@@ -107,7 +117,8 @@ def test_native_requests_list_only_the_selected_tools() -> None:
 def test_a_registered_tool_not_offered_still_runs_and_is_offered_from_then_on() -> None:
     ran: list[str] = []
     model = ScriptedModel([react("recipe_tool", "soup"), "Final Answer: done"])
-    agent = Agent(model=model, tools=make_tools(ran), tool_selection=2, grammar=False)
+    agent = Agent(model=model, tools=make_tools(ran), aids=Aids(tool_selection=2),
+                  model_settings=ModelSettings(grammar=False))
     result = agent.run("What is the weather forecast in Paris?")
     assert "recipe_tool" not in offered_in_prompt(model.requests[0])
     assert ran == ["recipe_tool"] and result.status == "completed"
@@ -119,8 +130,8 @@ def test_a_registered_tool_not_offered_still_runs_and_is_offered_from_then_on() 
 def test_an_unknown_tool_is_still_an_error_observation_naming_every_tool() -> None:
     ran: list[str] = []
     model = ScriptedModel([react("launch_rockets", "now"), "Final Answer: no"])
-    result = Agent(model=model, tools=make_tools(ran), tool_selection=2,
-                   grammar=False).run("weather?")
+    result = Agent(model=model, tools=make_tools(ran), aids=Aids(tool_selection=2),
+                   model_settings=ModelSettings(grammar=False)).run("weather?")
     observation = result.steps[0].observations[0]
     assert observation.is_error and ran == []
     assert "Unknown tool 'launch_rockets'" in observation.output
@@ -130,7 +141,8 @@ def test_an_unknown_tool_is_still_an_error_observation_naming_every_tool() -> No
 def test_the_choice_is_saved_with_the_step(tmp_path: Path) -> None:
     path = tmp_path / "sessions.db"
     model = ScriptedModel([react("stock_tool", "ACME"), "Final Answer: 12"])
-    agent = Agent(model=model, tools=make_tools([]), tool_selection=4, store=SQLiteStore(path))
+    agent = Agent(model=model, tools=make_tools([]), aids=Aids(tool_selection=4),
+                  store=SQLiteStore(path))
     result = agent.run("What is the latest share price of ACME?")
     loaded = SQLiteStore(path).load(result.session_id)
     assert [s.offered_tools for s in loaded.steps] == [s.offered_tools for s in result.steps]
@@ -147,8 +159,8 @@ def test_without_selection_every_tool_is_offered_and_nothing_is_recorded() -> No
 
 def test_tool_selection_must_not_be_negative() -> None:
     with pytest.raises(UserError, match="tool_selection must be at least 0"):
-        Agent(model=ScriptedModel([]), tools=make_tools([]), tool_selection=-1)
-    assert Agent(model=ScriptedModel([]), tool_selection=0).spec.tool_selection is None
+        Agent(model=ScriptedModel([]), tools=make_tools([]), aids=Aids(tool_selection=-1))
+    assert Agent(model=ScriptedModel([]), aids=Aids(tool_selection=0)).spec.tool_selection is None
 
 
 def test_a_real_http_server_receives_only_the_selected_tools() -> None:
@@ -157,7 +169,7 @@ def test_a_real_http_server_receives_only_the_selected_tools() -> None:
     ran: list[str] = []
     with StubServer(replies).run_in_thread() as stub:
         model = OpenAICompatibleModel(base_url=stub.base_url, model="m", tool_mode="native")
-        agent = Agent(model=model, tools=make_tools(ran), tool_selection=3)
+        agent = Agent(model=model, tools=make_tools(ran), aids=Aids(tool_selection=3))
         result = agent.run("Search flights from the CDG airport to NRT")
         sent = [[t["function"]["name"] for t in r.get("tools", [])] for r in stub.requests]
     assert (result.status, result.final_answer, ran) == ("completed", "Two flights.",
@@ -170,8 +182,9 @@ def test_a_real_http_server_receives_only_the_selected_tools() -> None:
 def test_a_format_error_names_the_offered_tools_and_keeps_the_selection() -> None:
     model = ScriptedModel(["I think I should look at the weather", react("weather_tool", "Oslo"),
                            "Final Answer: cold"])
-    result = Agent(model=model, tools=make_tools([]), tool_selection=3,
-                   grammar=False).run("What is the weather forecast in Oslo?")
+    result = Agent(model=model, tools=make_tools([]), aids=Aids(tool_selection=3),
+                   model_settings=ModelSettings(grammar=False),
+                   ).run("What is the weather forecast in Oslo?")
     assert result.status == "completed" and result.steps[0].error
     note = model.requests[1].messages[-1]["content"]
     assert "Format error" in note
@@ -185,8 +198,8 @@ def test_selection_and_context_compression_work_together() -> None:
     ran: list[str] = []
     steps = [react("wiki_tool", f"page {n} of the encyclopedia article") for n in range(1, 9)]
     model = ScriptedModel([*steps, "Final Answer: read"])
-    agent = Agent(model=model, tools=make_tools(ran), tool_selection=2, max_steps=12,
-                  compress_at="400c", keep_last=2)
+    agent = Agent(model=model, tools=make_tools(ran), aids=Aids(tool_selection=2),
+                  limits=Limits(max_steps=12), compression=Compression.of("400c", keep_last=2))
     result = agent.run("Read the encyclopedia article about Oslo")
     assert (result.status, len(ran)) == ("completed", 8)
     assert agent.session(result.session_id).compactions  # it did compact
@@ -198,8 +211,9 @@ def test_selection_and_context_compression_work_together() -> None:
 def test_a_tool_named_by_tool_choice_is_always_offered() -> None:
     ran: list[str] = []
     model = ScriptedModel([react("recipe_tool", "soup"), "Final Answer: boil it"])
-    result = Agent(model=model, tools=make_tools(ran), tool_selection=2,
-                   tool_choice="recipe_tool").run("What is the weather forecast in Paris?")
+    result = Agent(model=model, tools=make_tools(ran),
+                   aids=Aids(tool_selection=2, tool_choice="recipe_tool"),
+                   ).run("What is the weather forecast in Paris?")
     assert result.status == "completed" and ran == ["recipe_tool"]
     first = offered_in_prompt(model.requests[0])
     assert "recipe_tool" in first and "weather_tool" in first and len(first) == 3

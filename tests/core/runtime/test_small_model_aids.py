@@ -10,7 +10,7 @@ from typing import Literal
 
 import pytest
 
-from miniagent import Agent, tool
+from miniagent import Agent, Aids, Limits, tool
 from miniagent.core.errors import UserError
 from miniagent.core.models.base import Capabilities
 from miniagent.core.models.scripted import ScriptedModel
@@ -40,7 +40,7 @@ def recipe(dish: str) -> str:
 class SmallModel(ScriptedModel):
     @property
     def capabilities(self) -> Capabilities:
-        return dataclasses.replace(super().capabilities, small_model=True)
+        return dataclasses.replace(super().capabilities, small_model=True, grammar=True)
 
 
 def test_the_example_is_built_from_the_tool_and_matches_its_schema() -> None:
@@ -108,17 +108,17 @@ async def test_a_failed_call_is_no_round_and_the_model_may_repair_it() -> None:
 
 async def test_more_rounds_or_none_when_asked() -> None:
     model = SmallModel([OSLO, OSLO.replace("Oslo", "Rome"), "Final Answer: both 18 °C"])
-    agent = Agent(model=model, tools=[weather], answer_after_results=2)
+    agent = Agent(model=model, tools=[weather], limits=Limits(answer_after_results=2))
     assert (await agent.arun("Weather in Oslo and Rome?")).final_answer == "both 18 °C"
     assert "action ::=" in (model.requests[1].grammar or "")
     assert "Action: " not in (model.requests[2].grammar or "x")
-    unbounded = Agent(model=SmallModel([]), tools=[weather], answer_after_results=0)
+    unbounded = Agent(model=SmallModel([]), tools=[weather], limits=Limits(answer_after_results=0))
     assert unbounded.spec.limits.answer_after_results is None
 
 
 async def test_act_first_asks_for_a_call_only_where_a_tool_is_offered() -> None:
     model = SmallModel([OSLO, "Final Answer: 18 °C", "Final Answer: Rome"])
-    agent = Agent(model=model, tools=[weather, recipe], act_first=True)
+    agent = Agent(model=model, tools=[weather, recipe], aids=Aids(act_first=True))
     await agent.arun("What is the weather in Oslo?")
     assert "Final Answer" not in (model.requests[0].grammar or "x")
     result = await agent.arun("What is the capital of Italy?")  # no tool matches: answer
@@ -140,7 +140,8 @@ async def test_a_question_no_tool_matches_gets_no_tool_and_a_free_answer() -> No
                                       "quote_answers": False, "strict_selection": False}])
 async def test_each_aid_can_be_turned_off(options: dict[str, object]) -> None:
     model = SmallModel(["Final Answer: sunny"])
-    agent = Agent(model=model, tools=[weather, recipe, calculator], **options)
+    agent = Agent(model=model, tools=[weather, recipe, calculator],
+                  aids=Aids(**options))  # type: ignore[arg-type]
     assert agent.spec.tool_selection is None
     await agent.arun("What is the weather in Oslo?")
     request = model.requests[0]
@@ -152,7 +153,8 @@ async def test_each_aid_can_be_turned_off(options: dict[str, object]) -> None:
 
 async def test_strict_selection_alone_offers_every_matching_tool() -> None:
     model = ScriptedModel(["Final Answer: Rome", "Final Answer: sunny"])
-    agent = Agent(model=model, tools=[weather, recipe, calculator], strict_selection=True)
+    agent = Agent(model=model, tools=[weather, recipe, calculator],
+                  aids=Aids(strict_selection=True))
     await agent.arun("What is the capital of Italy?")
     await agent.arun("What is the weather like, and a recipe for pasta?")
     first, second = (r.messages[0]["content"] for r in model.requests)
@@ -164,7 +166,8 @@ async def test_a_required_choice_keeps_tools_to_choose_from() -> None:
     """Strict selection would offer nothing to a question no tool matches, and a required
     call could then never be made: the selection fills its places instead."""
     model = SmallModel([OSLO, "Final Answer: Oslo: 18 °C"])
-    agent = Agent(model=model, tools=[weather, recipe], tool_choice="required", max_steps=3)
+    agent = Agent(model=model, tools=[weather, recipe], aids=Aids(tool_choice="required"),
+                  limits=Limits(max_steps=3))
     result = await agent.arun("What is the capital of Italy?")
     assert (result.status, [c.name for s in result.steps for c in s.tool_calls]) == (
         "completed", ["weather"])
@@ -173,7 +176,8 @@ async def test_a_required_choice_keeps_tools_to_choose_from() -> None:
 
 async def test_strict_selection_can_be_turned_off() -> None:
     model = SmallModel(["Final Answer: Rome"])
-    agent = Agent(model=model, tools=[weather, recipe, calculator], strict_selection=False)
+    agent = Agent(model=model, tools=[weather, recipe, calculator],
+                  aids=Aids(strict_selection=False))
     await agent.arun("What is the capital of Italy?")
     system = model.requests[0].messages[0]["content"]
     assert len(re.findall(r"^- (\w+):", system, re.MULTILINE)) == 2  # filled up to 2
@@ -187,22 +191,23 @@ async def test_other_models_get_none_unless_asked() -> None:
     assert plain.spec.limits.answer_after_results is None
     await plain.arun("weather?")
     assert "Example (only the format" not in model.requests[0].messages[0]["content"]
-    asked = Agent(model=model, tools=[weather, recipe], worked_example=True)
+    asked = Agent(model=model, tools=[weather, recipe], aids=Aids(worked_example=True))
     await asked.arun("weather?")
     assert "Example (only the format" in model.requests[1].messages[0]["content"]
 
 
 def test_a_negative_selection_is_refused() -> None:
     with pytest.raises(UserError, match="tool_selection must be at least 0"):
-        Agent(model=ScriptedModel([]), tool_selection=-1)
+        Agent(model=ScriptedModel([]), aids=Aids(tool_selection=-1))
     with pytest.raises(UserError, match="answer_after_results must be at least 0, got -1"):
-        Agent(model=ScriptedModel([]), answer_after_results=-1)
+        Agent(model=ScriptedModel([]), limits=Limits(answer_after_results=-1))
 
 
 async def test_after_a_repeat_the_grammar_admits_only_the_final_answer() -> None:
     again = 'Thought: again\nAction: weather\nAction Input: {"city": "Oslo"}'
-    model = ScriptedModel([again, again, "Final Answer: 18 °C"])
-    result = await Agent(model=model, tools=[weather], repeat_limit=2).arun("Weather in Oslo?")
+    model = ScriptedModel([again, again, "Final Answer: 18 °C"], grammar=True)
+    result = await Agent(model=model, tools=[weather],
+                         limits=Limits(repeat_limit=2)).arun("Weather in Oslo?")
     assert (result.status, result.final_answer) == ("completed", "18 °C")
     last = model.requests[-1]
     assert last.grammar is not None and "Action: " not in last.grammar
@@ -213,8 +218,9 @@ async def test_after_a_repeat_the_grammar_admits_only_the_final_answer() -> None
 
 async def test_the_old_behaviour_stays_available() -> None:
     again = 'Thought: again\nAction: weather\nAction Input: {"city": "Oslo"}'
-    model = ScriptedModel([again] * 4)
-    result = await Agent(model=model, tools=[weather], answer_after_repeat=False).arun("Oslo?")
+    model = ScriptedModel([again] * 4, grammar=True)
+    result = await Agent(model=model, tools=[weather],
+                         limits=Limits(answer_after_repeat=False)).arun("Oslo?")
     assert result.status == "loop_detected"
     assert "Action: " in (model.requests[-1].grammar or "")
 
@@ -229,7 +235,7 @@ def test_the_protocol_option_round_trips() -> None:
 async def test_two_steps_with_the_same_results_make_the_next_one_answer() -> None:
     first = 'Thought: compute\nAction: calculator\nAction Input: {"expression": "17 * 23"}'
     echo = 'Thought: 391\nAction: calculator\nAction Input: {"expression": "391"}'
-    model = ScriptedModel([first, echo, "Final Answer: 391"])
+    model = ScriptedModel([first, echo, "Final Answer: 391"], grammar=True)
     result = await Agent(model=model, tools=[calculator]).arun("What is 17 * 23?")
     assert (result.status, result.final_answer) == ("completed", "391")
     assert [call.name for step in result.steps for call in step.tool_calls] == ["calculator"] * 2
@@ -240,7 +246,7 @@ async def test_two_steps_with_the_same_results_make_the_next_one_answer() -> Non
 async def test_different_results_keep_the_tools_offered() -> None:
     a = 'Thought: a\nAction: weather\nAction Input: {"city": "Oslo"}'
     b = 'Thought: b\nAction: weather\nAction Input: {"city": "Rome"}'
-    model = ScriptedModel([a, b, "Final Answer: both 18 °C"])
+    model = ScriptedModel([a, b, "Final Answer: both 18 °C"], grammar=True)
     result = await Agent(model=model, tools=[weather]).arun("Oslo and Rome?")
     assert result.status == "completed"
     assert "Action: " in (model.requests[2].grammar or "")
@@ -252,7 +258,7 @@ def test_an_agent_without_its_model_leaves_the_aids_it_does_not_set_to_the_model
     ``spec.replace``, stay as set; an agent with its model decides them itself."""
     from miniagent.core.runtime.run import AIDS_FOR, with_small_model_aids
 
-    client = Agent(temporal=object(), task_queue="q", quote_answers=False)
+    client = Agent(aids=Aids(quote_answers=False))  # a Temporal client's: no model
     assert client.spec.aids_from_model == ("tool_selection", "worked_example",
                                            "strict_selection", "answer_after_results")
     small = with_small_model_aids(client.spec)
@@ -267,7 +273,7 @@ def test_an_agent_without_its_model_leaves_the_aids_it_does_not_set_to_the_model
     assert (decided.strict_selection, decided.limits.answer_after_results) == (False, 3)
     assert client.spec.replace(limits={"max_steps": 3}).aids_from_model == (
         client.spec.aids_from_model)  # other limits leave the aid to the model
-    given = Agent(temporal=object(), task_queue="q", protocol=ReactProtocol())
+    given = Agent(protocol=ReactProtocol())
     assert "worked_example" not in given.spec.aids_from_model  # the protocol's own
     assert Agent(model=ScriptedModel([])).spec.aids_from_model == ()
 
@@ -276,7 +282,7 @@ class MeasuredModel(ScriptedModel):
     """A model whose profile names the aids it was measured to need."""
 
     def __init__(self, aids: tuple[str, ...]) -> None:
-        super().__init__(["Final Answer: 1"])
+        super().__init__(["Final Answer: 1"], grammar=True)
         self._aids = aids
 
     @property
@@ -308,7 +314,8 @@ def test_aids_on_and_off_override_the_profile_and_a_given_aid_wins() -> None:
                    "answer_after_results": None, "worked_example": False}
     on = _aids_of(Agent(model=MeasuredModel(()), tools=tools, aids="on"))
     assert on["strict_selection"] is True and on["worked_example"] is True
-    given = _aids_of(Agent(model=SmallModel([]), tools=tools, aids="off", tool_selection=3))
+    given = _aids_of(Agent(model=SmallModel([]), tools=tools,
+                           aids=Aids(preset="off", tool_selection=3)))
     assert given["tool_selection"] == 3 and given["strict_selection"] is False
     with pytest.raises(UserError, match="aids must be auto, on or off"):
         Agent(model=SmallModel([]), aids="some")  # type: ignore[arg-type]

@@ -7,7 +7,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from miniagent import Agent, ModelResponse, ScriptedModel, TokenUsage, tool
+from miniagent import (
+    Agent,
+    Aids,
+    Limits,
+    ModelResponse,
+    ModelSettings,
+    ScriptedModel,
+    TokenUsage,
+    tool,
+)
 from miniagent.core.errors import ModelConnectionError
 from miniagent.core.models.openai_compat import OpenAICompatibleModel
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, ReactProtocol
@@ -100,7 +109,8 @@ async def test_a_native_answer_cut_off_is_retried_not_completed() -> None:
     whole = ModelResponse(content="Paris.", usage=TokenUsage(prompt_tokens=90,
                                                              completion_tokens=2))
     model = ScriptedModel([cut("The capital of France is Par"), whole], tool_mode="native")
-    result = await Agent(model=model, tools=[calculator], max_tokens=64).arun("Capital?")
+    result = await Agent(model=model, tools=[calculator],
+                         model_settings=ModelSettings(max_tokens=64)).arun("Capital?")
     assert (result.status, result.final_answer) == ("completed", "Paris.")
     note = model.requests[1].messages[-1]
     assert note["role"] == "user" and "cut off at the max_tokens limit (64 tokens)" in (
@@ -111,14 +121,16 @@ async def test_a_native_answer_cut_off_is_retried_not_completed() -> None:
 async def test_a_react_answer_cut_off_is_retried_like_a_native_one() -> None:
     model = ScriptedModel([cut("Thought: I know\nFinal Answer: The capital is Par"),
                            "Final Answer: Paris"])
-    result = await Agent(model=model, tools=[calculator], max_tokens=64).arun("Capital?")
+    result = await Agent(model=model, tools=[calculator],
+                         model_settings=ModelSettings(max_tokens=64)).arun("Capital?")
     assert (result.status, result.final_answer) == ("completed", "Paris")
     assert "Format error: your reply was cut off" in model.requests[1].messages[-1]["content"]
 
 
 async def test_replies_that_are_always_cut_off_never_complete() -> None:
     model = ScriptedModel([cut("The answer is a long one that goes")] * 5)
-    result = await Agent(model=model, tools=[calculator], max_steps=3).arun("Explain")
+    result = await Agent(model=model, tools=[calculator],
+                         limits=Limits(max_steps=3)).arun("Explain")
     assert (result.status, result.final_answer) == ("max_steps", None)
     assert len(model.requests) == 4  # the limit's last request was cut off too: no answer
 
@@ -127,7 +139,8 @@ async def test_a_call_written_in_a_cut_off_content_never_runs() -> None:
     paid.clear()
     written = cut('{"name": "transfer", "arguments": {"to": "Ana", "amount": 15}}')
     model = ScriptedModel([written, {"content": "I could not pay."}], tool_mode="native")
-    result = await Agent(model=model, tools=[transfer], max_tokens=64).arun("pay Ana 1500")
+    result = await Agent(model=model, tools=[transfer],
+                         model_settings=ModelSettings(max_tokens=64)).arun("pay Ana 1500")
     assert paid == [] and result.status == "completed"
     (observation,) = result.steps[0].observations
     assert "was not run" in observation.output and "64 tokens" in observation.output
@@ -169,7 +182,7 @@ async def test_plain_prose_after_a_tool_round_is_told_the_format_first() -> None
 
 async def test_plain_prose_is_never_the_answer_while_a_tool_must_be_called() -> None:
     model = ScriptedModel(["It is 5."] * 3 + [act("add", {"a": 2, "b": 3}), "Final Answer: 5"])
-    result = await Agent(model=model, tools=[add], tool_choice="required").arun("2+3?")
+    result = await Agent(model=model, tools=[add], aids=Aids(tool_choice="required")).arun("2+3?")
     assert (result.status, result.final_answer) == ("completed", "5")
     assert result.steps[3].observations[0].output == "5"
 
@@ -187,7 +200,8 @@ async def test_at_max_steps_the_model_gives_its_best_answer() -> None:
                          usage=TokenUsage(prompt_tokens=40, completion_tokens=7))
     model = ScriptedModel([*lookups(3), last])
     events: list[str] = []
-    agent = Agent(model=model, tools=[add], max_steps=3, on_event=lambda e: events.append(e.kind))
+    agent = Agent(model=model, tools=[add], limits=Limits(max_steps=3))
+    agent.subscribe(lambda e: events.append(e.kind))
     result = await agent.arun("count")
     assert (result.status, result.final_answer, result.answered_at_limit) == (
         "max_steps", "3", True)
@@ -208,14 +222,14 @@ async def test_a_native_plain_answer_at_the_limit() -> None:
     calls = [{"content": None, "tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]}
              for i in range(2)]
     model = ScriptedModel([*calls, {"content": "1, then 2."}], tool_mode="native")
-    result = await Agent(model=model, tools=[add], max_steps=2).arun("count")
+    result = await Agent(model=model, tools=[add], limits=Limits(max_steps=2)).arun("count")
     assert (result.status, result.final_answer) == ("max_steps", "1, then 2.")
     assert model.requests[2].tools is None
 
 
 async def test_a_failed_last_request_leaves_the_result_as_the_limit_does() -> None:
     model = ScriptedModel([*lookups(2), ModelConnectionError("gone")])
-    result = await Agent(model=model, tools=[add], max_steps=2).arun("count")
+    result = await Agent(model=model, tools=[add], limits=Limits(max_steps=2)).arun("count")
     assert (result.status, result.reason, result.final_answer) == (
         "max_steps", "no final answer after max_steps=2", None)
     assert not result.answered_at_limit and len(result.steps) == 2
@@ -223,7 +237,8 @@ async def test_a_failed_last_request_leaves_the_result_as_the_limit_does() -> No
 
 async def test_no_last_request_when_the_budget_is_spent() -> None:
     model = ScriptedModel([*lookups(2), "Final Answer: never asked"])
-    result = await Agent(model=model, tools=[add], max_steps=2, token_budget=30).arun("count")
+    result = await Agent(model=model, tools=[add],
+                         limits=Limits(max_steps=2, token_budget=30)).arun("count")
     assert (result.status, len(model.requests)) == ("max_steps", 2)
 
 

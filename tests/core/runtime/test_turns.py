@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from miniagent import Agent, ScriptedModel, SQLiteStore, tool
+from miniagent import Agent, Compression, Limits, ScriptedModel, SQLiteStore, tool
 from miniagent.core.errors import SessionBusy, TurnRefused
 from miniagent.core.session import AgentSession
 from miniagent.core.types import ModelResponse, TokenUsage, ToolCall
@@ -30,7 +30,7 @@ def test_steps_and_the_token_budget_count_per_turn(tmp_path: Path) -> None:
     model = ScriptedModel([ModelResponse(content=text, usage=usage) for text in (
         act("Tokyo"), "Final Answer: sunny", act("Paris"), "Final Answer: sunny too")])
     agent = Agent(model=model, tools=[weather], store=SQLiteStore(tmp_path / "s.db"),
-                  max_steps=2, token_budget=100)
+                  limits=Limits(max_steps=2, token_budget=100))
     first = agent.run("Weather in Tokyo?")
     second = agent.run("And in Paris?", session_id=first.session_id)
     # each turn used both of its steps and all of its budget: neither was stopped by the other
@@ -43,7 +43,8 @@ def test_steps_and_the_token_budget_count_per_turn(tmp_path: Path) -> None:
 def test_the_same_call_in_a_later_turn_is_not_a_repeat() -> None:
     model = ScriptedModel([act("Tokyo"), "Final Answer: sunny",
                            act("Tokyo"), "Final Answer: still sunny"])
-    agent = Agent(model=model, tools=[weather], repeat_limit=2)  # a 2nd same call: repeat
+    agent = Agent(model=model, tools=[weather],
+                  limits=Limits(repeat_limit=2))  # a 2nd same call: repeat
     first = agent.run("Weather in Tokyo?")
     again = agent.run("Check Tokyo again, please.", session_id=first.session_id)
     assert again.status == "completed" and again.final_answer == "still sunny"
@@ -102,7 +103,8 @@ def test_a_compaction_never_summarises_a_later_turns_question_away() -> None:
 
     steps = [f'Thought: read\nAction: fetch\nAction Input: {{"page": {n}}}' for n in range(1, 7)]
     model = ScriptedModel(["Final Answer: hello", *steps, "Final Answer: read them all"])
-    agent = Agent(model=model, tools=[fetch], compress_at=400, keep_last=2, max_steps=10)
+    agent = Agent(model=model, tools=[fetch], compression=Compression(at=400, keep_last=2),
+                  limits=Limits(max_steps=10))
     first = agent.run("Say hello.")
     second = agent.run("Now read pages 1 to 6.", session_id=first.session_id)
     assert second.final_answer == "read them all"
@@ -120,7 +122,8 @@ def test_a_turn_after_a_loop_stop_answers_the_calls_it_left_open() -> None:
 
     model = ScriptedModel([call(1), call(2), call(3), ModelResponse(content="Rainy.")],
                           tool_mode="native")
-    agent = Agent(model=model, tools=[weather], repeat_limit=2, answer_after_repeat=False)
+    agent = Agent(model=model, tools=[weather],
+                  limits=Limits(repeat_limit=2, answer_after_repeat=False))
     stuck = agent.run("Weather in Oslo?")
     assert stuck.status == "loop_detected"
     agent.run("Something else, then.", session_id=stuck.session_id)
@@ -140,7 +143,8 @@ def test_many_turns_with_compression_go_on() -> None:
     script: list[str] = []
     for n in range(1, 16):
         script += [f'Action: fetch\nAction Input: {{"page": {n}}}', f"Final Answer: read {n}"]
-    agent = Agent(model=ScriptedModel(script), tools=[fetch], compress_at=400, keep_last=2)
+    agent = Agent(model=ScriptedModel(script), tools=[fetch],
+                  compression=Compression(at=400, keep_last=2))
     result = agent.run("Read page 1.")
     for n in range(2, 16):
         result = agent.run(f"Read page {n}.", session_id=result.session_id)

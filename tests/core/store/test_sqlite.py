@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from miniagent import Limits
 from miniagent._internal.ids import random_id
 from miniagent.core.errors import (
     DecisionError,
@@ -275,7 +276,8 @@ def test_a_thousand_calls_in_one_step_complete_on_sqlite(tmp_path: Path) -> None
     model = ScriptedModel([{"content": None, "tool_calls": calls}, {"content": "done"}],
                           tool_mode="native")
     store = SQLiteStore(tmp_path / "s.db")
-    result = Agent(model=model, tools=[ping], store=store, max_calls_per_step=1000).run("q")
+    result = Agent(model=model, tools=[ping], store=store,
+                   limits=Limits(max_calls_per_step=1000)).run("q")
     assert result.status == "completed"
     loaded = store.load(result.session_id)
     assert len(loaded.steps[0].observations) == 1000

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import miniagent
-from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, SQLiteStore, tool
+from miniagent import Agent, Limits, OpenAICompatibleModel, ScriptedModel, SQLiteStore, tool
 from miniagent.core.errors import UserError
 from miniagent.core.session import AgentSession
 from miniagent.core.tools.tool import Tool
@@ -82,7 +82,7 @@ def ponder(topic: str) -> str:
 def test_a_sub_run_that_fails_is_an_error_observation_the_parent_can_use() -> None:
     # one step, then the last request at the limit finds no reply left: no answer
     helper = Agent(model=ScriptedModel([act("ponder", {"topic": "q"})]), tools=[ponder],
-                   max_steps=1)
+                   limits=Limits(max_steps=1))
     boss = Agent(model=ScriptedModel([
         act("helper", {"question": "q"}),
         lambda r: f"Final Answer: {last_observation(r)[:60]}",
@@ -97,7 +97,7 @@ def test_a_sub_run_that_fails_is_an_error_observation_the_parent_can_use() -> No
 
 def test_a_sub_run_that_answers_at_its_limit_gives_the_parent_that_answer() -> None:
     helper = Agent(model=ScriptedModel([act("ponder", {"topic": "q"}), "Final Answer: maybe 4"]),
-                   tools=[ponder], max_steps=1)
+                   tools=[ponder], limits=Limits(max_steps=1))
     boss = Agent(model=ScriptedModel([
         act("helper", {"question": "q"}), lambda r: f"Final Answer: {last_observation(r)}",
     ]), tools=[helper.as_tool(name="helper", description="Helps.")])
@@ -392,7 +392,7 @@ def test_sub_runs_draw_on_the_parents_budget_and_steps() -> None:
                              usage=TokenUsage(prompt_tokens=40, completion_tokens=10))
 
     model = ScriptedModel([fan_out] * 10_000, tool_mode="native")
-    agent = Agent(model=model, token_budget=500, max_steps=10)
+    agent = Agent(model=model, limits=Limits(max_steps=10, token_budget=500))
     agent.sources.append(agent.as_tool(name="myself", description="Me.", max_depth=3))
     result = agent.run("loop")
     calls = len(model.requests)

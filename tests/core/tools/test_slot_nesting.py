@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from miniagent import Agent, ScriptedModel, ToolRule, WithRules, tool
+from miniagent import Agent, Limits, ScriptedModel, ToolRule, WithRules, tool
 from miniagent.core.types import ModelRequest
 
 LIMIT_ONE = {"*": ToolRule(max_concurrency=1)}
@@ -39,7 +39,7 @@ async def test_a_sub_agent_tool_sharing_the_agent_tools_name_does_not_wait_for_i
     delegate = WithRules(inner.as_tool(name="research", description="Researches."), LIMIT_ONE)
     outer = Agent(model=ScriptedModel([act("research", {"question": "owls?"}),
                                        answer_with_observation]),
-                  tools=[delegate], timeout=5)
+                  tools=[delegate], limits=Limits(timeout=5))
     result = await outer.arun("Tell me about owls.")
     assert (result.status, result.final_answer) == ("completed", "notes on owls")
 
@@ -47,7 +47,7 @@ async def test_a_sub_agent_tool_sharing_the_agent_tools_name_does_not_wait_for_i
 async def test_an_agent_offered_to_itself_is_refused_by_depth_before_waiting_for_a_slot() -> None:
     model = ScriptedModel([act("myself", {"question": "again"})] * 2
                           + [answer_with_observation] * 2)
-    agent = Agent(model=model, timeout=5)
+    agent = Agent(model=model, limits=Limits(timeout=5))
     agent.sources.append(WithRules(agent.as_tool(name="myself", description="Me.", max_depth=1),
                                    LIMIT_ONE))
     result = await agent.arun("q")
@@ -63,7 +63,7 @@ async def test_a_call_inside_its_own_only_slot_is_refused_not_left_waiting() -> 
     """Deep enough for the depth rule (3), but the caller holds the one slot: refused."""
     model = ScriptedModel([act("myself", {"question": "again"})] * 2
                           + [answer_with_observation] * 2)
-    agent = Agent(model=model, timeout=5)
+    agent = Agent(model=model, limits=Limits(timeout=5))
     agent.sources.append(WithRules(agent.as_tool(name="myself", description="Me."), LIMIT_ONE))
     result = await agent.arun("q")
     assert result.status == "completed"
@@ -76,7 +76,7 @@ async def test_a_nested_call_is_refused_even_while_a_second_slot_is_free() -> No
     never waits on its own tool, so it is refused whatever the count."""
     model = ScriptedModel([act("myself", {"question": "again"})] * 2
                           + [answer_with_observation] * 2)
-    agent = Agent(model=model, timeout=5)
+    agent = Agent(model=model, limits=Limits(timeout=5))
     agent.sources.append(WithRules(agent.as_tool(name="myself", description="Me.", max_depth=2),
                                    {"*": ToolRule(max_concurrency=2)}))
     result = await agent.arun("q")
@@ -104,7 +104,7 @@ async def test_parallel_calls_each_holding_a_slot_do_not_wait_for_each_other_nes
     """Two slots, two calls at once: each holds one, and each one's nested call of the same
     tool is refused at once (it would wait for a slot only the other could free: forever)."""
     model = ScriptedModel([_two_delegations_each_calling_itself] * 8, tool_mode="native")
-    agent = Agent(model=model, timeout=10, tool_concurrency=2)
+    agent = Agent(model=model, limits=Limits(timeout=10, tool_concurrency=2))
     agent.sources.append(WithRules(agent.as_tool(name="myself", description="Me."),
                                    {"*": ToolRule(max_concurrency=2)}))
     result = await agent.arun("top")

@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from miniagent import Agent, ScriptedModel, ToolContext, ToolRegistry, ToolRule, WithRules, tool
+from miniagent import (
+    Agent,
+    Limits,
+    ScriptedModel,
+    ToolContext,
+    ToolRegistry,
+    ToolRule,
+    WithRules,
+    tool,
+)
 from miniagent.core.errors import ConfigError, ToolDefinitionError
 from miniagent.core.runtime import events as ev
 from miniagent.core.tools.toolbox import Toolbox
@@ -90,7 +99,8 @@ def _model(name: str, sessions: int) -> ScriptedModel:
 async def test_50_sessions_never_run_more_than_n_calls_at_once() -> None:
     name, gauge = _unique("fetch"), Gauge(3)
     events: list[ev.Event] = []
-    agent = Agent(model=_model(name, 50), tools=[_fetch(name, gauge, 3)], on_event=events.append)
+    agent = Agent(model=_model(name, 50), tools=[_fetch(name, gauge, 3)])
+    agent.subscribe(events.append)
     results = await asyncio.gather(*(agent.arun(f"question {i}") for i in range(50)))
     await agent.aclose()
     assert [r.status for r in results] == ["completed"] * 50
@@ -191,7 +201,7 @@ async def test_a_run_whose_deadline_passes_while_queued_ends_timeout_and_the_cal
 
     limited = tool(name=name, max_concurrency=1)(slow)
     holder = Agent(model=_model(name, 1), tools=[limited])
-    queued = Agent(model=_model(name, 1), tools=[limited], timeout=0.5)
+    queued = Agent(model=_model(name, 1), tools=[limited], limits=Limits(timeout=0.5))
     holding = asyncio.ensure_future(holder.arun("hold"))
     while not ran:
         await asyncio.sleep(0.01)

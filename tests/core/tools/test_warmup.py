@@ -153,9 +153,9 @@ async def test_a_hanging_warm_up_is_cut_at_its_timeout_and_the_tool_answers() ->
         return f"parsed {text}"
 
     agent = Agent(model=model(call("fetch", url="u"), call("parse", text="t")),
-                  tools=[fetch, parse], warmup_timeout=0.2)
+                  tools=[fetch, parse])
     try:
-        report = await agent.start()
+        report = await agent.start(timeout=0.2)
         assert [(o.name, o.status) for o in report.outcomes] == [
             ("tool fetch", "timed_out"), ("tool parse", "timed_out")]
         assert all(o.error == "did not finish within 0.2 s (warm-up timeout)"
@@ -284,9 +284,9 @@ async def test_an_agent_used_as_a_tool_warms_its_own_tools() -> None:
 
 async def test_an_agent_among_its_own_tools_does_not_wait_for_itself() -> None:
     index = Index()
-    agent = Agent(model=model(), tools=[search_tool(index)], warmup_timeout=5.0)
+    agent = Agent(model=model(), tools=[search_tool(index)])
     agent.sources.append(agent.as_tool(name="me", description="Myself."))
-    report = await agent.start()
+    report = await agent.start(timeout=5.0)
     assert report.ok, report
     assert index.loads == 1
 
@@ -307,7 +307,7 @@ def test_warmup_is_declared_on_every_kind_of_tool() -> None:
         tool(lambda: 1, name="q", warmup="soon")  # type: ignore[call-overload]
     for bad in (0, -1, float("nan"), "10", True):
         with pytest.raises(UserError, match="warmup_timeout must be a positive number"):
-            Agent(model=model(), warmup_timeout=bad)  # type: ignore[arg-type]
+            Agent(model=model()).warm_up(timeout=bad)  # type: ignore[arg-type]
 
 
 async def test_forget_makes_a_key_cold_again() -> None:
@@ -506,10 +506,12 @@ def lookup(key: str) -> str:
 
 
 async def main():
-    agent = Agent(model=ScriptedModel(["Final Answer: done"]), tools=[lookup],
-                  warmup_timeout=float(sys.argv[1]))
-    async with agent:
+    agent = Agent(model=ScriptedModel(["Final Answer: done"]), tools=[lookup])
+    await agent.start(timeout=float(sys.argv[1]))
+    try:
         print((await agent.arun("q")).final_answer)
+    finally:
+        await agent.aclose()
 
 asyncio.run(main())
 gc.collect()

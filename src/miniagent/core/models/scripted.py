@@ -38,19 +38,24 @@ class ScriptedModel:
     - a function of the :class:`~miniagent.core.types.ModelRequest` returning any of the above,
       to answer from what was asked (the last observation, the tools offered, ...).
 
+    ``grammar=True`` makes it a model that takes a grammar (as llama.cpp's server does): an
+    agent then builds one and the requests it records carry it.
+
     When the script runs out, ``generate`` raises :class:`~miniagent.core.errors.ModelError`;
     :meth:`assert_all_used` checks that no scripted reply was left over.
     """
 
-    def __init__(self, outputs: Iterable[ScriptItem], *, tool_mode: ToolMode = "react") -> None:
+    def __init__(self, outputs: Iterable[ScriptItem], *, tool_mode: ToolMode = "react",
+                 grammar: bool = False) -> None:
         self.outputs: list[ScriptItem] = list(outputs)
         self.tool_mode: ToolMode = tool_mode
+        self.grammar = grammar
         self.requests: list[ModelRequest] = []
 
     @property
     def capabilities(self) -> Capabilities:
         native = {"react": False, "native": True, "hybrid": True}.get(self.tool_mode)
-        return Capabilities(tool_mode=self.tool_mode, native_tools=native, grammar=False)
+        return Capabilities(tool_mode=self.tool_mode, native_tools=native, grammar=self.grammar)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)

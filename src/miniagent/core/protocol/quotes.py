@@ -2,7 +2,7 @@
 
 A model of a few hundred million parameters calls the right tool, reads ``Sydney: 16 °C,
 windy, humidity 50%`` and then answers ``I should call Sydney.`` or ``16.5``: it copies far
-better than it writes. With ``Agent(quote_answers=True)`` (on for a small model) every ReAct
+better than it writes. With ``Aids(quote_answers=True)`` (on for a small model) every ReAct
 request of a turn that has a tool result narrows the grammar's Final Answer to a quote: it
 starts at any word of one of the latest results and goes on for as long as the model likes,
 so the model still chooses what to say (``50``, ``humidity 50%``, the whole result), never a

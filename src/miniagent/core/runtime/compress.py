@@ -1,8 +1,9 @@
 """Context compression that keeps the prefix cache: pure functions, no I/O.
 
-A long run resends its whole history on every step. With ``Agent(compress_at=N)`` the step logic
-asks :func:`plan` before each model call whether the history sent to the model has crossed
-``N``; when it has, the oldest rounds are replaced, once, by one summary block, and from then on
+A long run resends its whole history on every step. With
+``Agent(compression=Compression(at=N))`` (``compress_at`` below) the step logic asks
+:func:`plan` before each model call whether the history sent to the model has crossed ``N``;
+when it has, the oldest rounds are replaced, once, by one summary block, and from then on
 the history grows append-only again until the next crossing, so a server's prefix cache holds
 between compactions::
 

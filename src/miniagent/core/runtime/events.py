@@ -3,7 +3,7 @@
 The step logic emits them through its driver; display (the CLI), traces and evaluation
 subscribe, and the loop never prints::
 
-    agent = Agent(model=..., on_event=lambda e: print(e.kind, e.span_id, e.parent_id))
+    agent.subscribe(lambda e: print(e.kind, e.span_id, e.parent_id))
 
 Spans nest: a run's span holds its steps' spans; a step's span holds its model call and its
 tool calls. Every model call and every tool call has a start and an end event

@@ -82,7 +82,12 @@ class Limits:
             succeeded, the next step must be the Final Answer (``None``: no such rule). A
             small model that has its result tends to go on calling (``17 * 23`` gives 391,
             then ``391 * 23``, ...) until ``max_steps``; 1 stops it after one round of calls.
-            A failed call does not count, so the model can still repair its input.
+            A failed call does not count, so the model can still repair its input. An
+            :class:`~miniagent.core.agent.Agent` given ``None`` takes its small-model default
+            (see :class:`~miniagent.core.settings.Aids`); 0 means no such rule.
+        approval_timeout: seconds a call may wait for a person; past them it is denied (the
+            model is told), as soon as the session runs (on Temporal: at that moment).
+            ``None``: as long as it takes.
 
     Raises:
         UserError: a field that cannot bound a run: ``NaN`` or ``inf``, a negative number,
@@ -101,6 +106,7 @@ class Limits:
     tool_concurrency: int = defaults.TOOL_CONCURRENCY
     answer_after_repeat: bool = True
     answer_after_results: int | None = None
+    approval_timeout: float | None = None
 
     def __post_init__(self) -> None:
         for label in ("max_steps", "max_observation_chars", "repeat_limit"):
@@ -110,8 +116,9 @@ class Limits:
         for label in ("token_budget", "answer_after_results"):
             if getattr(self, label) is not None:
                 whole(label, getattr(self, label), least=0)
-        if self.timeout is not None:
-            seconds("timeout", self.timeout)
+        for label in ("timeout", "approval_timeout"):
+            if getattr(self, label) is not None:
+                seconds(label, getattr(self, label))
 
 
 REPEATED = "repeated: answered with an intervention"

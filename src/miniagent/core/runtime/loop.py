@@ -580,7 +580,7 @@ class StepLogic:
         await self._checkpoint(session)  # a person may take long, or interrupt the process
         self._emit("ApprovalRequested", session, span=self._step_span(step.index),
                    parent=self.run_span, step=step.index, pending=pending)
-        timeout = self.spec.approval_timeout
+        timeout = self.spec.limits.approval_timeout
         until = None if timeout is None else min(_waiting_since(r) for r in waiting) + timeout
         decisions = await self.effects.wait_for_decision(pending, until)
         for record in waiting:
@@ -593,7 +593,7 @@ class StepLogic:
 
     def _time_out(self, step: Step) -> bool:
         """Deny the calls that waited past the approval timeout; whether any call still waits."""
-        timeout, now = self.spec.approval_timeout, self.effects.now()
+        timeout, now = self.spec.limits.approval_timeout, self.effects.now()
         left = False
         for record in step.calls:
             if record.state != "awaiting_approval":

@@ -71,15 +71,23 @@ log = logging.getLogger("miniagent")
 
 Unit = Literal["tokens", "chars"]
 Mode = Literal["truncate", "model"]
-# A pattern as text: ``re`` compiles it when an agent sets ``compress_at`` as a string.
+# A pattern as text: ``re`` compiles it when Compression.of reads a size written as text.
 _SIZE = r"(?i)\s*(\d[\d_,]*)\s*(c|chars?|characters|t|tokens?)?\s*"
 
 
 @dataclasses.dataclass(kw_only=True, frozen=True)
 class Compression:
-    """When and how to compress: the agent's ``compress_at``, ``keep_last`` and ``compress``
-    (:mod:`miniagent.core.runtime.compress`, which loads only for an agent that compresses; the
-    setting lives here, with the spec that holds it)."""
+    """When and how to compress (``Agent(compression=...)``): once the history sent to the
+    model crosses ``at`` (estimated tokens, or characters with ``unit="chars"``;
+    :meth:`of` reads ``"12000c"``), the oldest rounds are replaced by one summary block and
+    the last ``keep_last`` rounds stay whole; ``mode`` says who writes the summary:
+    ``"truncate"`` (results cut to about ``observation_chars``) or ``"model"`` (the model).
+    See :mod:`miniagent.core.runtime.compress`, which loads only for an agent that compresses;
+    the setting lives here, with the spec that holds it.
+
+    Raises:
+        UserError: a size below 1, a ``keep_last`` below 1, an unknown mode.
+    """
 
     at: int
     unit: Unit = "tokens"
@@ -89,15 +97,21 @@ class Compression:
     summary_tokens: int = 512
     """``max_tokens`` of the model's summary (``model`` mode)."""
 
+    def __post_init__(self) -> None:
+        if isinstance(self.at, str):
+            raise UserError(f"Compression(at={self.at!r}): a size written as text is read by "
+                            f"Compression.of({self.at!r})")
+        _threshold(self.at)
+        whole("keep_last", self.keep_last, least=1)  # the latest round stays whole
+        if self.mode not in ("truncate", "model"):
+            raise UserError(f"compress must be 'truncate' or 'model', got {self.mode!r}")
+
     @classmethod
     def of(cls, compress_at: int | str, *, keep_last: int = 4, mode: str = "truncate"
            ) -> Compression:
-        """Read the agent's settings: an int is estimated tokens, ``"12000c"`` characters
+        """The setting from a size: an int is estimated tokens, ``"12000c"`` characters
         (``"8000t"`` tokens again). Raises UserError for a setting that cannot work."""
         at, unit = _threshold(compress_at)
-        whole("keep_last", keep_last, least=1)  # the latest round stays whole
-        if mode not in ("truncate", "model"):
-            raise UserError(f"compress must be 'truncate' or 'model', got {mode!r}")
         return cls(at=at, unit=unit, keep_last=keep_last, mode=mode)  # type: ignore[arg-type]
 
 
@@ -162,9 +176,6 @@ class AgentSpec:
     quote_answers: bool = False
     """After a tool result in the turn, a ReAct grammar admits only a Final Answer quoted from
     the results (see :mod:`miniagent.core.protocol.quotes`); the model may still act again."""
-    approval_timeout: float | None = None
-    """Seconds a call may wait for a person; past them it is denied (the model is told), as
-    soon as the session runs (on Temporal: at that moment). ``None``: as long as it takes."""
     recall: str | None = None
     """The tool called with each turn's question before its first step, whose block the model
     then sees with the question (a memory's ``recall``: :mod:`miniagent.core.runtime.recall`);

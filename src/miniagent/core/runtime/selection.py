@@ -1,7 +1,7 @@
 """Tool selection: each model request offers only the tools relevant to the conversation.
 
 Past a dozen tools a model picks worse and every request carries every schema. With
-``Agent(tool_selection=K)`` the step logic asks :func:`select_tools` before it renders a
+``Agent(aids=Aids(tool_selection=K))`` the step logic asks :func:`select_tools` before it renders a
 request: the tools are ranked by Okapi BM25 over their names, descriptions and parameter names
 (and parameter descriptions), the query being what the user and the model have written so far
 (tool results are left out: they are data, often long, and may carry text a tool's author did
@@ -10,7 +10,7 @@ in registration order, so the prompt stays the same while the choice does not ch
 fewer than ``K`` tools match, the rest of the ``K`` places go to the tools the previous request
 offered, then to the first tools registered: a lexical index misses paraphrases, and a model
 given a few more tools can still find the right one. With strict selection
-(``Agent(strict_selection=True)``, on for a small model, which picks a wrong tool more readily
+(``Aids(strict_selection=True)``, on for a small model, which picks a wrong tool more readily
 than it misses a right one) they do not: only matching tools are offered, none when nothing
 matches.
 

@@ -118,7 +118,7 @@ class AgentTool:
 
     async def warmup(self) -> None:
         """Warm the sub-agent (its tools, sources and model: :meth:`Agent.start
-        <miniagent.core.agent.Agent.start>`, under its own ``warmup_timeout``).
+        <miniagent.core.agent.Agent.start>`, with its default timeout).
 
         Raises:
             ToolError: some of its warm-ups failed (the message says which, and why).
