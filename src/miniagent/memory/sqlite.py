@@ -35,7 +35,7 @@ from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.files import FILE_MODE, private_dir
 from miniagent._internal.ids import random_id
 from miniagent.core.errors import ConfigError, SessionError, StoreCorrupted, UserError
-from miniagent.core.store.sqlite import immediate_transaction
+from miniagent.core.store.sqlite import immediate_transaction, read_snapshot
 from miniagent.memory import terms
 from miniagent.memory.items import (
     MAX_K,
@@ -239,14 +239,8 @@ class Memory:
         """One snapshot of the file for the reads inside."""
         with self._lock:
             self._check_open()
-            try:
-                self._db.execute("BEGIN")
-                try:
-                    yield self._db
-                finally:
-                    self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                raise self._failure(exc) from None
+            with read_snapshot(self._db, self._failure) as db:
+                yield db
 
     def _check_open(self) -> None:
         if self._closed:
