@@ -280,7 +280,7 @@ class OtelTracer:
         request, model = event.request, self.model
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat", **_known(model),
-            "miniagent.core.protocol": request.protocol}
+            "miniagent.protocol": request.protocol}
         for name, value in request.generation_settings().items():
             attributes[f"gen_ai.request.{_OTEL_SETTING.get(name, name)}"] = value
         if model.server_address:
