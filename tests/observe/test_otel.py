@@ -19,6 +19,7 @@ from otlp_receiver import otlp_receiver
 
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
 from miniagent.core.errors import ConfigError
+from miniagent.core.types import ModelRequest
 from miniagent.observe.describe import describe_model
 from miniagent.observe.otel import ATTRIBUTE_LIMIT, CONTENT_ENV, OtelTracer, otlp_provider
 from miniagent.observe.otlp_spans import MAX_REQUEST_BYTES
@@ -115,6 +116,19 @@ def test_spans_follow_the_genai_conventions(monkeypatch: pytest.MonkeyPatch) -> 
 
     recorded = json.dumps([dict(s.attributes or {}) for s in spans], ensure_ascii=False)
     assert "北京" not in recorded and "gen_ai.input.messages" not in recorded  # no content
+
+
+def test_a_chat_span_names_the_protocol_and_the_request_settings() -> None:
+    model = ScriptedModel(SCRIPT)
+    tracer, exporter = memory_tracer(model)
+    Agent(model=model, tools=[weather]).run("北京天气？", on_event=tracer)
+    chat = dict(by_name(exporter.get_finished_spans(), "chat")[0].attributes or {})
+    assert chat["miniagent.protocol"] == "react"  # an attribute of ours, named since 0.1
+    request = ModelRequest(messages=[])  # the defaults an agent sends
+    assert (chat["gen_ai.request.temperature"], chat["gen_ai.request.max_tokens"]) == (
+        request.temperature, request.max_tokens)
+    assert "\nObservation:" in chat["gen_ai.request.stop_sequences"]
+    assert not any(name.startswith("miniagent.core.") for name in chat)
 
 
 def test_content_only_when_asked_and_redacted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -127,9 +127,7 @@ class _Reader:
             result[key] = self.value(depth, missing=f"the value of {_quoted(key)} is missing")
             if not self.comma("}"):
                 break
-        if self.peek() != "}":
-            raise self.refuse(f"',' or '}}' expected, {self.found()}")
-        self.pos += 1
+        self.close("}")
         return result
 
     def key(self) -> str:
@@ -155,10 +153,14 @@ class _Reader:
             result.append(self.value(depth))
             if not self.comma("]"):
                 break
-        if self.peek() != "]":
-            raise self.refuse(f"',' or ']' expected, {self.found()}")
-        self.pos += 1
+        self.close("]")
         return result
+
+    def close(self, closer: str) -> None:
+        """Read the ``}`` or ``]`` that ends an object or array."""
+        if self.peek() != closer:
+            raise self.refuse(f"',' or '{closer}' expected, {self.found()}")
+        self.pos += 1
 
     def comma(self, closer: str) -> bool:
         """Read the ``,`` after a member; ``False`` when there is none (the end, or an error)."""

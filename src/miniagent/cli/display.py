@@ -21,6 +21,7 @@ from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
 from miniagent.cli.session_commands import session_command
 from miniagent.core.runtime import events as ev
 from miniagent.core.types import RunResult, Step, TokenUsage
+from miniagent.observe.records import result_record
 
 _SHOWN_CHARS = 600
 """Thoughts and observations in the live trace are shown up to this many characters."""
@@ -204,16 +205,13 @@ def call_tokens(usage: TokenUsage) -> str:
 
 def result_to_json(result: RunResult) -> dict[str, Any]:
     """The machine-readable form of a run that ``miniagent run --json`` prints."""
+    # the trace's record, in its order after these two, with all the usage and a total
     return {
         "session_id": result.session_id,
         "turn": result.turn,
-        "status": result.status,
-        "reason": result.reason,
-        "final_answer": result.final_answer,
-        "steps": len(result.steps),
+        **result_record(result),
         "usage": {**asdict(result.usage), "total_tokens": result.usage.total_tokens},
         "elapsed": round(result.elapsed, 3),
-        "pending_approvals": [asdict(p) for p in result.pending_approvals],
         "trace": [step_to_json(step) for step in result.steps],
     }
 

@@ -233,6 +233,18 @@ class ModelRequest:
     tool_choice: str | None = None
     """``auto``, ``required``, ``none`` or a tool's name, sent with ``tools`` (None: ``auto``)."""
 
+    def generation_settings(self) -> dict[str, Any]:
+        """The settings given (``temperature``, ``max_tokens``, ``stop``), under their
+        OpenAI wire names, in that order; one left unset is left out."""
+        settings: dict[str, Any] = {}
+        if self.temperature is not None:
+            settings["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            settings["max_tokens"] = self.max_tokens
+        if self.stop:
+            settings["stop"] = list(self.stop)
+        return settings
+
 
 @dataclass(kw_only=True, slots=True)
 class ModelResponse:

@@ -35,7 +35,7 @@ from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.files import FILE_MODE, private_dir
 from miniagent._internal.ids import random_id
 from miniagent.core.errors import ConfigError, SessionError, StoreCorrupted, UserError
-from miniagent.core.store.sqlite import immediate_transaction
+from miniagent.core.store.sqlite import immediate_transaction, read_snapshot
 from miniagent.memory import terms
 from miniagent.memory.items import (
     MAX_K,
@@ -228,25 +228,14 @@ class Memory:
                               "Move it aside to start a new memory file.")
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """The open file inside one transaction: a write (``BEGIN IMMEDIATE``), or one
+        snapshot of the file for the reads inside."""
+        begin = immediate_transaction if write else read_snapshot
         with self._lock:
             self._check_open()
-            with immediate_transaction(self._db, self._failure) as db:
+            with begin(self._db, self._failure) as db:
                 yield db
-
-    @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        """One snapshot of the file for the reads inside."""
-        with self._lock:
-            self._check_open()
-            try:
-                self._db.execute("BEGIN")
-                try:
-                    yield self._db
-                finally:
-                    self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                raise self._failure(exc) from None
 
     def _check_open(self) -> None:
         if self._closed:
@@ -303,7 +292,7 @@ class Memory:
 
     def get(self, item_id: str) -> MemoryItem | None:
         """The item with this id, or ``None``."""
-        with self._reading() as db:
+        with self._transaction(write=False) as db:
             row = db.execute(f"SELECT {_COLUMNS} FROM memory_items i WHERE i.id = ?",
                              (str(item_id),)).fetchone()
         return None if row is None else _item(row)
@@ -312,7 +301,7 @@ class Memory:
         """The latest items (of ``namespace``, else of all), newest first."""
         limit = checked_count(limit, "limit", MAX_LIST)
         condition, params = _in_namespace(namespace)
-        with self._reading() as db:
+        with self._transaction(write=False) as db:
             rows = db.execute(f"SELECT {_COLUMNS} FROM memory_items i WHERE {condition} "
                               "ORDER BY i.seq DESC LIMIT ?", (*params, limit)).fetchall()
         return [_item(row) for row in rows]
@@ -338,7 +327,7 @@ class Memory:
         expression = terms.match_query(query)
         vector = self._embedded(query) if self.embed is not None else None
         depth = max(CANDIDATES, 2 * k) if vector is not None else k
-        with self._reading() as db:
+        with self._transaction(write=False) as db:
             lexical = [] if expression is None else db.execute(
                 f"SELECT i.seq, -bm25(memory_fts), {_COLUMNS} FROM memory_fts "
                 f"JOIN memory_items i ON i.seq = memory_fts.rowid "

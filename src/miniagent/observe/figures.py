@@ -1,7 +1,8 @@
 """What the metrics measure, once, and what each backend calls it.
 
 A :class:`Figure` is one metric: its kind, its OpenTelemetry name, unit and attributes, and its
-prometheus-client name and labels. :class:`~miniagent.observe.metrics.Metrics` turns events
+prometheus-client labels (its prometheus-client name is the OpenTelemetry one with ``_`` for
+``.``). :class:`~miniagent.observe.metrics.Metrics` turns events
 into values of these figures, keyed by their OpenTelemetry attribute names; each backend
 (:mod:`~miniagent.observe.metrics_prom`, :mod:`~miniagent.observe.metrics_otel`) only records
 them under its own names. An attribute without a Prometheus label is left out there; a
@@ -43,13 +44,21 @@ class Figure:
     """The OpenTelemetry instrument's name."""
     unit: str
     """Its UCUM unit (``s``, ``{token}``)."""
-    prometheus: str
-    """prometheus-client's name, before the ``_total`` and unit suffixes it adds."""
     description: str
     attributes: tuple[tuple[str, str | None], ...] = ()
     """(OpenTelemetry attribute, Prometheus label or None), in label order."""
-    prometheus_unit: str = ""
     buckets: tuple[float, ...] = ()
+
+    @property
+    def prometheus(self) -> str:
+        """prometheus-client's name, before the ``_total`` and unit suffixes it adds: the
+        OpenTelemetry name with ``_`` for ``.``."""
+        return self.otel.replace(".", "_")
+
+    @property
+    def prometheus_unit(self) -> str:
+        """The unit prometheus-client adds to the name: ``seconds`` for ``s``, else none."""
+        return "seconds" if self.unit == "s" else ""
 
     @property
     def labels(self) -> list[str]:
@@ -66,59 +75,47 @@ _TOOL = ("gen_ai.tool.name", "tool")
 FIGURES: dict[str, Figure] = {
     "operation_duration": Figure(
         kind="histogram", otel="gen_ai.client.operation.duration", unit="s",
-        prometheus="gen_ai_client_operation_duration", prometheus_unit="seconds",
         description="GenAI operation duration.", buckets=DURATION_BUCKETS,
         attributes=(*_GEN_AI, ("error.type", "error_type"), *_SERVER)),
     "token_usage": Figure(
         kind="histogram", otel="gen_ai.client.token.usage", unit="{token}",
-        prometheus="gen_ai_client_token_usage", buckets=TOKEN_BUCKETS,
-        description="Number of input and output tokens used.",
+        description="Number of input and output tokens used.", buckets=TOKEN_BUCKETS,
         attributes=(*_GEN_AI, ("gen_ai.token.type", "gen_ai_token_type"), *_SERVER)),
     "runs": Figure(
-        kind="counter", otel="miniagent.runs", unit="{run}", prometheus="miniagent_runs",
-        description="Runs finished, by status.",
-        attributes=(("miniagent.run.status", "status"),)),
+        kind="counter", otel="miniagent.runs", unit="{run}",
+        description="Runs finished, by status.", attributes=(("miniagent.run.status", "status"),)),
     "run_steps": Figure(
         kind="histogram", otel="miniagent.run.steps", unit="{step}",
-        prometheus="miniagent_run_steps", description="Steps of each finished run.",
-        buckets=STEP_BUCKETS),
+        description="Steps of each finished run.", buckets=STEP_BUCKETS),
     "tool_calls": Figure(
         kind="counter", otel="miniagent.tool.calls", unit="{call}",
-        prometheus="miniagent_tool_calls", description="Tool calls, by tool and outcome (ok, "
-        "error, timeout, denied; retried, counted besides: each attempt a retry policy made "
-        "again, and a call after a failed one of that tool in the session).",
+        description="Tool calls, by tool and outcome (ok, error, timeout, denied; retried, "
+        "counted besides: each attempt a retry policy made again, and a call after a failed "
+        "one of that tool in the session).",
         attributes=(_TOOL, ("miniagent.tool.outcome", "outcome"))),
     "tool_duration": Figure(
         kind="histogram", otel="miniagent.tool.duration", unit="s",
-        prometheus="miniagent_tool_duration", prometheus_unit="seconds",
         description="Duration of tool calls.", buckets=DURATION_BUCKETS, attributes=(_TOOL,)),
     "tool_failures": Figure(
         kind="gauge", otel="miniagent.tool.consecutive_failures", unit="{call}",
-        prometheus="miniagent_tool_consecutive_failures",
         description="Failed calls of a tool since its last success.", attributes=(_TOOL,)),
     "approvals_waiting": Figure(
         kind="observed_count", otel="miniagent.approvals.waiting", unit="{call}",
-        prometheus="miniagent_approvals_waiting",
         description="Calls waiting for a person's decision."),
     "approval_age": Figure(
         kind="observed_gauge", otel="miniagent.approval.oldest_wait", unit="s",
-        prometheus="miniagent_approval_oldest_wait_seconds",
         description="How long the oldest waiting call has waited."),
     "parse_failures": Figure(
         kind="counter", otel="miniagent.parse_failures", unit="{reply}",
-        prometheus="miniagent_parse_failures",
         description="Replies that were neither an action nor an answer."),
     "self_repairs": Figure(
         kind="counter", otel="miniagent.self_repairs", unit="{reply}",
-        prometheus="miniagent_self_repairs",
         description="Replies that parsed after a parse failure."),
     "guards": Figure(
         kind="counter", otel="miniagent.guard.interventions", unit="{intervention}",
-        prometheus="miniagent_guard_interventions", description="Guard interventions.",
-        attributes=(("miniagent.guard", "guard"),)),
+        description="Guard interventions.", attributes=(("miniagent.guard", "guard"),)),
     "model_errors": Figure(
         kind="counter", otel="miniagent.model.errors", unit="{call}",
-        prometheus="miniagent_model_errors",
         description="Failed model calls, by error class and HTTP status.",
         attributes=(("error.type", "error_type"), ("http.response.status_code", "status_code"))),
 }

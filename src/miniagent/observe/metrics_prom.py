@@ -63,7 +63,8 @@ class PrometheusSink:
         if figure.kind == "histogram":
             return prom.Histogram(figure.prometheus, figure.description, figure.labels,
                                   unit=figure.prometheus_unit, buckets=figure.buckets, **options)
-        return prom.Gauge(figure.prometheus, figure.description, figure.labels, **options)
+        return prom.Gauge(figure.prometheus, figure.description, figure.labels,
+                          unit=figure.prometheus_unit, **options)
 
     def put(self, key: str, value: float, attributes: Mapping[str, Any]) -> None:
         """Add to a counter, record in a histogram or set a gauge."""

@@ -76,6 +76,7 @@ prompt of a long run, yet a few spans fit in a collector's request."""
 INSTRUMENTATION = "miniagent"
 _NOT_ERRORS = frozenset({"completed", "awaiting_approval"})
 _OPENINFERENCE_KINDS = {"invoke_agent": "AGENT", "chat": "LLM", "execute_tool": "TOOL"}
+_OTEL_SETTING = {"stop": "stop_sequences"}  # a request's setting: its gen_ai.request.* name
 """``openinference.span.kind`` per GenAI operation, as OpenInference maps them; a span of no
 operation (a step) is a CHAIN, OpenInference's link between the agent and its calls."""
 
@@ -279,13 +280,9 @@ class OtelTracer:
         request, model = event.request, self.model
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat", **_known(model),
-            "miniagent.core.protocol": request.protocol}
-        if request.temperature is not None:
-            attributes["gen_ai.request.temperature"] = request.temperature
-        if request.max_tokens is not None:
-            attributes["gen_ai.request.max_tokens"] = request.max_tokens
-        if request.stop:
-            attributes["gen_ai.request.stop_sequences"] = list(request.stop)
+            "miniagent.protocol": request.protocol}
+        for name, value in request.generation_settings().items():
+            attributes[f"gen_ai.request.{_OTEL_SETTING.get(name, name)}"] = value
         if model.server_address:
             attributes["server.address"] = model.server_address
             if model.server_port:

@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 from miniagent.core.errors import UserError
 from miniagent.core.runtime.events import EventKind
@@ -318,16 +318,12 @@ class _Builder:
     def _model_started(self, r: dict[str, Any], run: RunView, step: StepView | None,
                        at: float) -> None:
         if step is not None:
-            call = ModelCall(span_id=str(r.get("span_id")), started_at=at,
-                             request=_dict(r.get("request")))
-            step.model_calls.append(call)
-            self._models[call.span_id] = call
-            if step.started_at is None:
-                step.started_at = at
+            call = ModelCall(span_id=_span(r), started_at=at, request=_dict(r.get("request")))
+            step.model_calls.append(_opened(self._models, call, step))
 
     def _model_responded(self, r: dict[str, Any], run: RunView, step: StepView | None,
                          at: float) -> None:
-        call = self._models.pop(str(r.get("span_id")), None)
+        call = self._models.pop(_span(r), None)
         if call is not None:
             call.response, call.parsed = _dict(r.get("response")), _dict(r.get("parsed"))
             call.retried = _dict(r.get("retried")) or None
@@ -335,7 +331,7 @@ class _Builder:
 
     def _model_failed(self, r: dict[str, Any], run: RunView, step: StepView | None,
                       at: float) -> None:
-        call = self._models.pop(str(r.get("span_id")), None)
+        call = self._models.pop(_span(r), None)
         if call is not None:
             call.error = str(r.get("error", ""))
             call.error_type = str(r.get("error_type") or "") or None
@@ -344,15 +340,12 @@ class _Builder:
     def _tool_started(self, r: dict[str, Any], run: RunView, step: StepView | None,
                       at: float) -> None:
         if step is not None:
-            tool = ToolRun(span_id=str(r.get("span_id")), started_at=at, call=_dict(r.get("call")))
-            step.tools.append(tool)
-            self._tools[tool.span_id] = tool
-            if step.started_at is None:
-                step.started_at = at
+            tool = ToolRun(span_id=_span(r), started_at=at, call=_dict(r.get("call")))
+            step.tools.append(_opened(self._tools, tool, step))
 
     def _tool_finished(self, r: dict[str, Any], run: RunView, step: StepView | None,
                        at: float) -> None:
-        tool = self._tools.pop(str(r.get("span_id")), None)
+        tool = self._tools.pop(_span(r), None)
         if tool is not None:
             tool.observation, tool.finished_at = _dict(r.get("observation")), at
 
@@ -377,6 +370,21 @@ class _Builder:
                       at: float) -> None:
         run.result, run.ended_at = _dict(r.get("result")), at
         self._current.pop(run.session_id, None)
+
+
+_Span = TypeVar("_Span", ModelCall, ToolRun)
+
+
+def _span(r: dict[str, Any]) -> str:
+    return str(r.get("span_id"))
+
+
+def _opened(spans: dict[str, _Span], span: _Span, step: StepView) -> _Span:
+    """``span``, kept under its id till the event that ends it; its step began by then."""
+    spans[span.span_id] = span
+    if step.started_at is None:
+        step.started_at = span.started_at
+    return span
 
 
 _Handler = Callable[[_Builder, dict[str, Any], RunView, "StepView | None", float], None]

@@ -20,7 +20,7 @@ from typing import Any
 from miniagent.core.runtime import events as ev
 from miniagent.core.types import ModelResponse, RunResult, TokenUsage
 
-__all__ = ["TRACE_VERSION", "event_record"]
+__all__ = ["TRACE_VERSION", "event_record", "result_record"]
 
 TRACE_VERSION = 1
 
@@ -33,7 +33,7 @@ def event_record(event: ev.Event) -> dict[str, Any]:
         if isinstance(value, ModelResponse):
             record[field.name] = _response(value)
         elif isinstance(value, RunResult):
-            record[field.name] = _result(value)
+            record[field.name] = result_record(value)
         else:
             record[field.name] = _plain(value)
     return record
@@ -75,7 +75,8 @@ def _response(response: ModelResponse) -> dict[str, Any]:
     }
 
 
-def _result(result: RunResult) -> dict[str, Any]:
+def result_record(result: RunResult) -> dict[str, Any]:
+    """What a trace records of a run's result (``miniagent run --json`` adds to it)."""
     return {
         "status": result.status,
         "reason": result.reason,

@@ -28,16 +28,14 @@ import asyncio
 import contextlib
 import json
 import random
-import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from http import HTTPStatus
-from typing import Any
 from urllib.parse import urlsplit
 
 from miniagent.core.errors import ModelError
 from miniagent.core.models.http import HttpClient
-from miniagent.testing.stub_server import _read_request, _Request
+from miniagent.testing.loopback import LoopbackServer, Request, read_request
 
 __all__ = ["FAULT_KINDS", "FaultProxy"]
 
@@ -45,7 +43,7 @@ FAULT_KINDS = ("500", "429", "timeout", "drop", "truncate")
 _PASSED_HEADERS = ("content-type", "authorization", "accept")
 
 
-class FaultProxy:
+class FaultProxy(LoopbackServer):
     """Forwards requests to ``upstream`` (a base URL such as ``http://host:8000/v1``), injecting
     faults into a ``rate`` share of them.
 
@@ -58,6 +56,8 @@ class FaultProxy:
         upstream_timeout: Seconds the proxy waits for the upstream's answer.
         host: Where to listen (keep it on loopback); ``port`` 0 picks a free port.
     """
+
+    _thread_name = "miniagent-fault-proxy"
 
     def __init__(self, upstream: str, *, rate: float = 0.0, kinds: Sequence[str] = FAULT_KINDS,
                  seed: int = 0, hang: float = 30.0, upstream_timeout: float = 600.0,
@@ -75,64 +75,21 @@ class FaultProxy:
         self.path = parts.path.rstrip("/")
         self.rate, self.kinds, self.seed, self.hang = rate, tuple(kinds), seed, hang
         self.upstream_timeout = upstream_timeout
-        self.host, self.port = host, port
         self.injected: Counter[str] = Counter()
         self.forwarded = 0
         self.requests = 0
         self._client = HttpClient()
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        super().__init__(host=host, port=port)
 
     @property
     def base_url(self) -> str:
         """The proxy's base URL (the upstream's path on the proxy's address)."""
         return f"http://{self.host}:{self.port}{self.path}"
 
-    async def start(self) -> FaultProxy:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
     async def stop(self) -> None:
-        if self._server is None:
-            return
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
+        """Stop listening, drop every open connection and the upstream's idle ones."""
+        await super().stop()
         await self._client.aclose()
-        self._server = None
-
-    @contextlib.contextmanager
-    def run_in_thread(self) -> Iterator[FaultProxy]:
-        """Run the proxy in its own event loop, in a daemon thread, while the block runs."""
-        loop = asyncio.new_event_loop()
-        started = threading.Event()
-        failures: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                loop.run_until_complete(self.start())
-            except BaseException as exc:  # reported to the caller's thread below
-                failures.append(exc)
-                return
-            finally:
-                started.set()
-            loop.run_forever()
-            loop.run_until_complete(self.stop())
-
-        thread = threading.Thread(target=run, name="miniagent-fault-proxy", daemon=True)
-        thread.start()
-        started.wait(30)
-        try:
-            if failures:
-                raise failures[0]
-            yield self
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(30)
-            loop.close()
 
     def fault_for(self, n: int) -> str | None:
         """The fault the n-th request meets, or None."""
@@ -141,24 +98,12 @@ class FaultProxy:
             return None
         return draw.choice(self.kinds)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        try:
-            while (request := await _read_request(reader)) is not None:
-                if not await self._answer(request, writer):
-                    break
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
-            pass
-        except asyncio.CancelledError:
-            pass  # stop() drops the connection
-        finally:
-            writer.close()
-            if task is not None:
-                self._tasks.discard(task)
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (request := await read_request(reader)) is not None:
+            if not await self._answer(request, writer):
+                break
 
-    async def _answer(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
+    async def _answer(self, request: Request, writer: asyncio.StreamWriter) -> bool:
         """Answer one request; whether the connection stays open."""
         n = self.requests
         self.requests += 1
@@ -182,7 +127,7 @@ class FaultProxy:
         await _write(writer, status, body, content_type)
         return True
 
-    async def _forward(self, request: _Request) -> tuple[int, str, bytes]:
+    async def _forward(self, request: Request) -> tuple[int, str, bytes]:
         headers = {k: v for k, v in request.headers.items() if k in _PASSED_HEADERS}
         try:
             response = await self._client.request(

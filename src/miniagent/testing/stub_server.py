@@ -41,15 +41,14 @@ import argparse
 import asyncio
 import contextlib
 import json
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from types import TracebackType
 from typing import Any
 
 from miniagent.testing.embeddings import DEFAULT_DIMENSIONS, trigram_embedding
+from miniagent.testing.loopback import LoopbackServer, Request, read_request
 
 __all__ = [
     "LLAMA_CPP", "OLLAMA", "REPEATED_NAME", "SHARED_INDEX", "VLLM", "Fault", "Reply",
@@ -140,15 +139,7 @@ Reply = str | dict[str, Any] | Fault
 ReplySource = Sequence[Reply] | Callable[[dict[str, Any], int], Reply]
 
 
-@dataclass(kw_only=True)
-class _Request:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-class StubServer:
+class StubServer(LoopbackServer):
     """An OpenAI-compatible ``/v1/chat/completions`` server answering from a script.
 
     Args:
@@ -181,6 +172,8 @@ class StubServer:
         notes: Things that went wrong on the server side (responses ran out, bad JSON).
     """
 
+    _thread_name = "miniagent-stub-server"
+
     def __init__(
         self,
         responses: ReplySource = (),
@@ -212,8 +205,6 @@ class StubServer:
         self.idle_timeout = idle_timeout
         self.stream_style = stream_style
         self.model = model
-        self.host = host
-        self.port = port
         self.requests: list[dict[str, Any]] = []
         self.embedding_requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
@@ -221,80 +212,29 @@ class StubServer:
         self.connections = 0
         self.notes: list[str] = []
         self._served = 0
-        self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        super().__init__(host=host, port=port)
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1``, the value to give a client as its base URL."""
         return f"http://{self.host}:{self.port}/v1"
 
-    async def start(self) -> StubServer:
-        """Start listening (in the running event loop)."""
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, backlog=4096)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def stop(self) -> None:
-        """Stop listening and drop every open connection."""
-        if self._server is None:
-            return
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-        self._server = None
-
-    async def __aenter__(self) -> StubServer:
-        return await self.start()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    def run_in_thread(self) -> _ThreadedStub:
-        """A context manager running this server in its own event loop, in a daemon thread.
-
-        ``with StubServer([...]).run_in_thread() as stub:`` yields the started server.
-        """
-        return _ThreadedStub(self)
-
     # -- connection handling -------------------------------------------------------------
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        try:
-            first = True
-            while True:
-                wait = None if first else self.idle_timeout
-                try:
-                    request = await asyncio.wait_for(_read_request(reader), wait)
-                except asyncio.TimeoutError:
-                    break  # idle too long: close silently, like a real server would
-                if request is None or not await self._answer(request, writer):
-                    break
-                first = False
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
-            pass
-        except asyncio.CancelledError:
-            # stop() drops the connection. The handler is the task's outermost frame, so it
-            # ends here instead of as "cancelled", which asyncio's stream callback (3.11)
-            # would report with a traceback at shutdown.
-            pass
-        finally:
-            writer.close()
-            if task is not None:
-                self._tasks.discard(task)
+        first = True
+        while True:
+            wait = None if first else self.idle_timeout
+            try:
+                request = await asyncio.wait_for(read_request(reader), wait)
+            except asyncio.TimeoutError:
+                break  # idle too long: close silently, like a real server would
+            if request is None or not await self._answer(request, writer):
+                break
+            first = False
 
-    async def _answer(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
+    async def _answer(self, request: Request, writer: asyncio.StreamWriter) -> bool:
         """Answer one request; return whether the connection stays open."""
         keep = self.keep_alive and request.headers.get("connection", "").lower() != "close"
         path = request.path.split("?", 1)[0].rstrip("/")
@@ -311,7 +251,7 @@ class StubServer:
             await self._write(writer, 404, error, keep)
         return keep
 
-    def _embeddings(self, request: _Request) -> tuple[int, dict[str, Any]]:
+    def _embeddings(self, request: Request) -> tuple[int, dict[str, Any]]:
         """The status and body of an ``/embeddings`` answer."""
         try:
             data = json.loads(request.body)
@@ -337,7 +277,7 @@ class StubServer:
         }
 
     async def _completion(
-        self, request: _Request, writer: asyncio.StreamWriter, keep: bool
+        self, request: Request, writer: asyncio.StreamWriter, keep: bool
     ) -> bool:
         try:
             data = json.loads(request.body)
@@ -565,82 +505,6 @@ def _chunk(payload: bytes) -> bytes:
     parts = [payload[i : i + step] for i in range(0, len(payload), step)]
     encoded = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts)
     return encoded + b"0\r\n\r\n"
-
-
-async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
-    """The next request on a connection, or None when the client closed it."""
-    try:
-        block = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            return None
-        raise
-    lines = block.decode("latin-1").split("\r\n")
-    method, path, _version = lines[0].split(" ", 2)
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if sep:
-            headers[name.strip().lower()] = value.strip()
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        body = await _read_chunked_body(reader)
-    else:
-        body = await reader.readexactly(int(headers.get("content-length", "0")))
-    return _Request(method=method, path=path, headers=headers, body=body)
-
-
-async def _read_chunked_body(reader: asyncio.StreamReader) -> bytes:
-    parts: list[bytes] = []
-    while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
-    while await reader.readuntil(b"\r\n") != b"\r\n":
-        pass
-    return b"".join(parts)
-
-
-class _ThreadedStub:
-    """Runs a :class:`StubServer` in a daemon thread with its own event loop."""
-
-    def __init__(self, server: StubServer) -> None:
-        self.server = server
-        self._loop = asyncio.new_event_loop()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> StubServer:
-        started = threading.Event()
-        failures: list[BaseException] = []
-
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            try:
-                self._loop.run_until_complete(self.server.start())
-            except BaseException as exc:  # reported to the caller's thread below
-                failures.append(exc)
-                self._loop.close()
-                return
-            finally:
-                started.set()
-            self._loop.run_forever()
-            self._loop.run_until_complete(self.server.stop())
-            self._loop.close()
-
-        self._thread = threading.Thread(target=run, name="miniagent-stub-server", daemon=True)
-        self._thread.start()
-        started.wait(30)
-        if failures:
-            raise failures[0]
-        return self.server
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(30)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -108,6 +108,19 @@ def test_tool_options_rewrap_an_existing_tool() -> None:
     assert renamed.name == "plus" and renamed.timeout == 1.0 and renamed(1, 1) == 2
 
 
+def test_rewrapping_keeps_the_options_it_does_not_give() -> None:
+    def rule(args: dict[str, Any]) -> bool:
+        return bool(args)
+
+    base = tool(idempotent=True, requires_approval=rule, max_concurrency=2, inline=True)(add)
+    slow = tool(timeout=2.0)(base)
+    assert (slow.name, slow.description, slow.idempotent, slow.requires_approval,
+            slow.max_concurrency, slow.timeout) == (
+        "add", base.description, True, rule, 2, 2.0)
+    assert base.inline and not slow.inline  # a timeout needs a worker thread
+    assert tool(name="plus")(base).inline
+
+
 def test_invalid_timeout_rejected() -> None:
     with pytest.raises(ToolDefinitionError, match="timeout"):
         tool(timeout=0)(weather)

@@ -15,6 +15,7 @@ from miniagent import (
     Agent,
     Limits,
     ScriptedModel,
+    Tool,
     ToolContext,
     ToolRegistry,
     ToolRule,
@@ -227,3 +228,17 @@ def test_a_bad_limit_is_refused() -> None:
         with pytest.raises(ConfigError, match="max_concurrency"):
             ToolRule(max_concurrency=bad)  # type: ignore[arg-type]
     assert tool(f).with_options(max_concurrency=2).max_concurrency == 2
+
+
+def test_an_unknown_option_is_refused() -> None:
+    def f(x: int) -> int:
+        """F."""
+        return x
+
+    with pytest.raises(TypeError, match="'timout'"):
+        tool(timout=2)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'retries'"):
+        Tool(f, retries=2)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="'slow'"):
+        Tool.from_schema(name="g", description="G.", parameters={"type": "object"},
+                         fn=lambda args: args, slow=True)  # type: ignore[call-arg]

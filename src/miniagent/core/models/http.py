@@ -337,46 +337,55 @@ async def _stream_body(reader: asyncio.StreamReader, headers: dict[str, str], li
         return False
 
 
+_Read = Callable[[Coroutine[Any, Any, bytes]], Awaitable[bytes]]
+"""Awaits one read of the socket (once a sink stopped, under the drain's deadline)."""
+
+
 async def _framed(reader: asyncio.StreamReader, headers: dict[str, str], limit: int,
-                  give: Callable[[bytes], None],
-                  read: Callable[[Coroutine[Any, Any, bytes]], Awaitable[bytes]]) -> bool:
+                  give: Callable[[bytes], None], read: _Read) -> bool:
     """Read a body by its framing (chunked, a length, or the close), each piece to ``give``."""
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        framing = 0
-        while True:
-            line = await read(reader.readuntil(b"\r\n"))
-            framing += len(line)
-            size_text = line.split(b";", 1)[0].strip()
-            if not _HEX_DIGITS.fullmatch(size_text):
-                raise _ProtocolError(f"bad chunk size {size_text[:20]!r}")
-            size = int(size_text, 16)
-            if framing > limit:
-                raise _BodyTooLarge(limit)
-            if size == 0:
-                while (line := await read(reader.readuntil(b"\r\n"))) != b"\r\n":
-                    framing += len(line)
-                    if framing > limit:
-                        raise _BodyTooLarge(limit)
-                return True
-            while size:
-                piece = await read(reader.read(min(size, _CLOSE_READ)))
-                if not piece:
-                    raise asyncio.IncompleteReadError(b"", size)
-                size -= len(piece)
-                give(piece)
-            await read(reader.readexactly(2))
-    if "content-length" in headers:
-        left = _content_length(headers["content-length"], limit)
-        while left:
-            piece = await read(reader.read(min(left, _CLOSE_READ)))
-            if not piece:
-                raise asyncio.IncompleteReadError(b"", left)
-            left -= len(piece)
+        await _chunked(reader, limit, give, read)
+    elif "content-length" in headers:
+        await _exactly(reader, _content_length(headers["content-length"], limit), give, read)
+    else:
+        while piece := await read(reader.read(_CLOSE_READ)):
             give(piece)
-        return True
-    while piece := await read(reader.read(_CLOSE_READ)):
-        give(piece)
     return True
+
+
+async def _chunked(reader: asyncio.StreamReader, limit: int, give: Callable[[bytes], None],
+                   read: _Read) -> None:
+    """A chunked body's pieces to ``give``; its framing (sizes, trailers) counts to ``limit``."""
+    framing = 0
+    while True:
+        line = await read(reader.readuntil(b"\r\n"))
+        framing += len(line)
+        size_text = line.split(b";", 1)[0].strip()
+        if not _HEX_DIGITS.fullmatch(size_text):
+            raise _ProtocolError(f"bad chunk size {size_text[:20]!r}")
+        size = int(size_text, 16)
+        if framing > limit:
+            raise _BodyTooLarge(limit)
+        if size == 0:
+            while (line := await read(reader.readuntil(b"\r\n"))) != b"\r\n":
+                framing += len(line)
+                if framing > limit:
+                    raise _BodyTooLarge(limit)
+            return
+        await _exactly(reader, size, give, read)
+        await read(reader.readexactly(2))
+
+
+async def _exactly(reader: asyncio.StreamReader, size: int, give: Callable[[bytes], None],
+                   read: _Read) -> None:
+    """The next ``size`` bytes to ``give``, in pieces as they come."""
+    while size:
+        piece = await read(reader.read(min(size, _CLOSE_READ)))
+        if not piece:
+            raise asyncio.IncompleteReadError(b"", size)
+        size -= len(piece)
+        give(piece)
 
 
 async def _read_response(

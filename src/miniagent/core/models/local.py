@@ -353,13 +353,8 @@ class LocalModel:
     def completion_body(self, request: ModelRequest) -> dict[str, Any]:
         """The chat completion request given to llama.cpp for ``request``."""
         body: dict[str, Any] = {**request.extra_body, "messages": list(request.messages),
-                                "seed": self.seed, "cache_prompt": True}
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        if request.stop:
-            body["stop"] = list(request.stop)
+                                "seed": self.seed, "cache_prompt": True,
+                                **request.generation_settings()}
         if request.tools:
             ask_for_a_call(body, request.tools, request.tool_choice, request.max_tokens)
         elif self.grammar and request.grammar:

@@ -376,13 +376,8 @@ class OpenAICompatibleModel:
             await self._client.aclose()
 
     def _body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": request.messages}
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        if request.stop:
-            body["stop"] = request.stop
+        body: dict[str, Any] = {"model": self.model, "messages": request.messages,
+                                **request.generation_settings()}
         if request.tools:
             body["tools"] = request.tools
             choice = request.tool_choice or "auto"

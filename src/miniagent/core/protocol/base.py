@@ -44,7 +44,11 @@ __all__ = ["CHOICE_KEYWORDS", "ActionProtocol", "apply_choice", "check_choice", 
 
 
 class ActionProtocol(Protocol):
-    """Render a request, parse a reply, tell the model about a bad reply, recover."""
+    """Render a request, parse a reply, tell the model about a bad reply, recover.
+
+    A protocol matches it by its methods; one that subclasses it explicitly (the built-in
+    ones) inherits ``recover``, which lets every error stand.
+    """
 
     name: str
 
@@ -64,8 +68,9 @@ class ActionProtocol(Protocol):
     def recover(self, error: ModelError, request: ModelRequest, messages: Sequence[Message],
                 tools: Sequence[ToolLike], instructions: str | None = None
                 ) -> ModelRequest | None:
-        """A request to send instead after ``error``, or None to let the error stand."""
-        ...
+        """A request to send instead after ``error``, or None to let the error stand (what a
+        protocol that subclasses this one does unless it says otherwise)."""
+        return None
 
 
 # -- the tool choice ----------------------------------------------------------------------

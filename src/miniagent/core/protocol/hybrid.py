@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from miniagent._internal.jsonscan import MAX_DEPTH, loads_limited
-from miniagent.core.errors import ModelError
+from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.content import json_calls
 from miniagent.core.protocol.native import (
     NativeProtocol,
@@ -75,7 +75,7 @@ def split_thought(text: str) -> tuple[str | None, str]:
     return head.strip() or None, tail.strip()
 
 
-class HybridProtocol:
+class HybridProtocol(ActionProtocol):
     """A thought in the message text (or ``reasoning_content``), then a native tool call.
 
     Example:
@@ -133,11 +133,6 @@ class HybridProtocol:
         names = ", ".join(t.name for t in tools) or "none"
         return (f"Your last reply could not be used ({error}). Write 'Thought: ...' and call "
                 f"one of the tools ({names}), or reply with your final answer as plain text.")
-
-    def recover(self, error: ModelError, request: ModelRequest, messages: Sequence[Message],
-                tools: Sequence[ToolLike], instructions: str | None = None
-                ) -> ModelRequest | None:
-        return None
 
 
 def _wire(message: Message) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from miniagent.core.errors import ModelError
+from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.content import json_calls
 from miniagent.core.types import (
     Message,
@@ -31,7 +31,7 @@ _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
 _THINK_CLOSE = "</think>"
 
 
-class NativeProtocol:
+class NativeProtocol(ActionProtocol):
     """Tool calling through the server's ``tools`` field (OpenAI wire format).
 
     Example:
@@ -98,11 +98,6 @@ class NativeProtocol:
         names = ", ".join(t.name for t in tools) or "none"
         return (f"Your last reply could not be used ({error}). Call one of the tools "
                 f"({names}) or reply with your final answer as plain text.")
-
-    def recover(self, error: ModelError, request: ModelRequest, messages: Sequence[Message],
-                tools: Sequence[ToolLike], instructions: str | None = None
-                ) -> ModelRequest | None:
-        return None
 
 
 def offered_names(request: ModelRequest | None) -> frozenset[str]:

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from miniagent.core.errors import ModelError
+from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.react_parser import parse_react
 from miniagent.core.types import (
     Message,
@@ -222,7 +222,7 @@ def _wire_message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": content}
 
 
-class ReactProtocol:
+class ReactProtocol(ActionProtocol):
     """Tool use through text: a system prompt, stop words, a grammar and a forgiving parser.
 
     Args:
@@ -342,8 +342,3 @@ class ReactProtocol:
 
     def format_error(self, error: str, tools: Sequence[ToolLike]) -> str:
         return format_error_observation(error, [t.name for t in tools])
-
-    def recover(self, error: ModelError, request: ModelRequest, messages: Sequence[Message],
-                tools: Sequence[ToolLike], instructions: str | None = None
-                ) -> ModelRequest | None:
-        return None

@@ -258,15 +258,8 @@ class SQLiteStore:
         """The connection inside one read transaction, under the lock: what is read in it
         (a row and its saved calls) is as of one moment. A database error becomes
         :meth:`_damaged`'s."""
-        with self._lock:
-            try:
-                self._db.execute("BEGIN")
-                try:
-                    yield self._db
-                finally:
-                    self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                raise self._damaged(exc) from None
+        with self._lock, read_snapshot(self._db, self._damaged) as db:
+            yield db
 
     def load(self, session_id: str) -> AgentSession:
         with self._snapshot() as db:
@@ -644,5 +637,21 @@ def immediate_transaction(db: sqlite3.Connection,
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
+    except sqlite3.DatabaseError as exc:
+        raise failure(exc) from None
+
+
+@contextmanager
+def read_snapshot(db: sqlite3.Connection, failure: Callable[[sqlite3.DatabaseError], Exception]
+                  ) -> Iterator[sqlite3.Connection]:
+    """``db`` inside one read transaction (``BEGIN``, ``COMMIT`` at the end): what is read in it
+    is as of one moment. A database error becomes ``failure(error)``. The caller holds its
+    connection's thread lock."""
+    try:
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            db.execute("COMMIT")
     except sqlite3.DatabaseError as exc:
         raise failure(exc) from None

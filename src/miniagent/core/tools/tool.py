@@ -33,7 +33,7 @@ import functools
 import inspect
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, overload
 
 from miniagent._internal.bounds import seconds
 from miniagent.core.errors import ToolDefinitionError
@@ -44,13 +44,15 @@ from miniagent.core.tools.schema import ToolSpec, build_tool_spec, check_tool_na
 from miniagent.core.types import ToolCall
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from miniagent.core.types import ToolContext
 
 # pydantic is imported inside the functions: it is loaded once the first tool is defined.
 
 __all__ = ["ApprovalRule", "ArgumentProblem", "ArgumentsChecker", "FunctionArguments", "Tool",
-           "WarmupFunction", "check_arguments", "is_async_callable", "preview", "shorten",
-           "tool"]
+           "ToolOptions", "WarmupFunction", "check_arguments", "is_async_callable", "preview",
+           "shorten", "tool"]
 
 ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 """``requires_approval``: always, never, or a predicate on the call's arguments."""
@@ -58,6 +60,19 @@ ApprovalRule = bool | Callable[[dict[str, Any]], bool]
 WarmupFunction = Callable[[], Any]
 """``warmup``: a function with no arguments, sync or async (see
 :mod:`miniagent.core.tools.warmup`)."""
+
+
+class ToolOptions(TypedDict, total=False):
+    """How a tool's calls run: the options :func:`tool`, :class:`Tool` and
+    :meth:`Tool.from_schema` take as keywords (described at :func:`tool`)."""
+
+    timeout: float | None
+    idempotent: bool
+    requires_approval: ApprovalRule
+    retry: RetrySetting
+    warmup: WarmupFunction | None
+    max_concurrency: int | None
+    inline: bool
 
 
 class Tool:
@@ -108,25 +123,14 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
-        timeout: float | None = None,
-        idempotent: bool = False,
-        requires_approval: ApprovalRule = False,
-        retry: RetrySetting = None,
-        warmup: WarmupFunction | None = None,
-        max_concurrency: int | None = None,
-        inline: bool = False,
+        **options: Unpack[ToolOptions],
     ) -> None:
-        _check_timeout(timeout)
-        _check_concurrency(max_concurrency)
-        policy = RetryPolicy.of(retry)
+        policy = _checked_options(options)
         spec = build_tool_spec(fn, name=name, description=description)
         self.spec: ToolSpec | None = spec
         self._setup(spec.function, spec.name, spec.description, spec.parameters,
                     FunctionArguments(spec))
-        self._set_options(timeout, idempotent, requires_approval, policy)
-        self.warmup = _checked_warmup(spec.name, warmup)
-        self.max_concurrency = max_concurrency
-        self.inline = _checked_inline(self, inline)
+        self._set_options(options, policy)
         self.receiver = spec.receiver
         functools.update_wrapper(self, spec.function, updated=())
 
@@ -148,13 +152,7 @@ class Tool:
         description: str,
         parameters: dict[str, Any],
         fn: Callable[[dict[str, Any]], Any],
-        timeout: float | None = None,
-        idempotent: bool = False,
-        requires_approval: ApprovalRule = False,
-        retry: RetrySetting = None,
-        warmup: WarmupFunction | None = None,
-        max_concurrency: int | None = None,
-        inline: bool = False,
+        **options: Unpack[ToolOptions],
     ) -> Tool:
         """A tool defined by a JSON Schema; ``fn`` gets the validated arguments dict.
 
@@ -194,9 +192,7 @@ class Tool:
             ('get_directions', ['from_'])
         """
         check_tool_name(name)
-        _check_timeout(timeout)
-        _check_concurrency(max_concurrency)
-        policy = RetryPolicy.of(retry)
+        policy = _checked_options(options)
         if not isinstance(description, str):
             raise ToolDefinitionError(f"Tool {name!r}: description must be a string.")
         if not callable(fn):
@@ -209,10 +205,7 @@ class Tool:
         self = cls.__new__(cls)
         self.spec = None
         self._setup(fn, name, description, checker.schema, checker)
-        self._set_options(timeout, idempotent, requires_approval, policy)
-        self.warmup = _checked_warmup(name, warmup)
-        self.max_concurrency = max_concurrency
-        self.inline = _checked_inline(self, inline)
+        self._set_options(options, policy)
         return self
 
     def _setup(
@@ -229,12 +222,15 @@ class Tool:
         self.is_async = is_async_callable(fn)
         self.slot_key = SlotKey()
 
-    def _set_options(self, timeout: float | None, idempotent: bool,
-                     requires_approval: ApprovalRule, retry: RetryPolicy | None) -> None:
+    def _set_options(self, options: ToolOptions, retry: RetryPolicy | None) -> None:
+        timeout = options.get("timeout")
         self.timeout = None if timeout is None else float(timeout)
-        self.idempotent = idempotent
-        self.requires_approval = requires_approval
+        self.idempotent = options.get("idempotent", False)
+        self.requires_approval = options.get("requires_approval", False)
         self.retry = retry
+        self.warmup = _checked_warmup(self.name, options.get("warmup"))
+        self.max_concurrency = options.get("max_concurrency")
+        self.inline = _checked_inline(self, options.get("inline", False))
 
     def with_options(self, *, name: str | None = None, timeout: float | None = None,
                      idempotent: bool | None = None,
@@ -245,9 +241,8 @@ class Tool:
         keeps an option as it is."""
         if name is not None:
             check_tool_name(name)
-        _check_timeout(timeout)
-        _check_concurrency(max_concurrency)
-        policy = RetryPolicy.of(retry)
+        policy = _checked_options({"timeout": timeout, "max_concurrency": max_concurrency,
+                                   "retry": retry})
         other = copy.copy(self)
         if name is not None:
             other._name = name
@@ -327,16 +322,25 @@ def _checked_inline(target: Tool, inline: bool) -> bool:
     return bool(inline)
 
 
-def _check_timeout(timeout: float | None) -> None:
+def _check_known(options: ToolOptions) -> None:
+    unknown = sorted(set(options) - ToolOptions.__optional_keys__)
+    if unknown:  # what Python says of a keyword a signature does not name
+        raise TypeError(f"unexpected keyword argument {unknown[0]!r} (a tool takes name, "
+                        f"description, {', '.join(sorted(ToolOptions.__optional_keys__))})")
+
+
+def _checked_options(options: ToolOptions) -> RetryPolicy | None:
+    """Refuses an unknown option, a timeout or concurrency limit out of range; the retry
+    policy the options set."""
+    _check_known(options)
+    timeout, limit = options.get("timeout"), options.get("max_concurrency")
     if timeout is not None:
         seconds("Tool timeout", timeout, error=ToolDefinitionError)
-
-
-def _check_concurrency(limit: int | None) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or limit < 1):
         raise ToolDefinitionError(
             f"Tool max_concurrency must be a positive integer, got {limit!r}.")
+    return RetryPolicy.of(options.get("retry"))
 
 
 @overload
@@ -345,16 +349,7 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    timeout: float | None = None,
-    idempotent: bool = False,
-    requires_approval: ApprovalRule = False,
-    retry: RetrySetting = None,
-    warmup: WarmupFunction | None = None,
-    max_concurrency: int | None = None,
-    inline: bool = False,
+    *, name: str | None = None, description: str | None = None, **options: Unpack[ToolOptions],
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -364,13 +359,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    timeout: float | None = None,
-    idempotent: bool = False,
-    requires_approval: ApprovalRule = False,
-    retry: RetrySetting = None,
-    warmup: WarmupFunction | None = None,
-    max_concurrency: int | None = None,
-    inline: bool = False,
+    **options: Unpack[ToolOptions],
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function into a :class:`Tool`; use bare or with options.
 
@@ -410,34 +399,37 @@ def tool(
         ('search_docs', ['query'])
     """
 
+    _check_known(options)
+
     def wrap(target: Callable[..., Any]) -> Tool:
         if not isinstance(target, Tool):
-            return Tool(
-                target, name=name, description=description, timeout=timeout,
-                idempotent=idempotent, requires_approval=requires_approval, retry=retry,
-                warmup=warmup, max_concurrency=max_concurrency, inline=inline,
-            )
-        if name is None and description is None and timeout is None and retry is None and not (
-            idempotent or requires_approval or warmup or max_concurrency or inline
-        ):
-            return target
-        options: dict[str, Any] = {
-            "name": name or target.name,
-            "description": description if description is not None else target.description,
-            "timeout": timeout if timeout is not None else target.timeout,
-            "idempotent": idempotent or target.idempotent,
-            "requires_approval": requires_approval or target.requires_approval,
-            "retry": retry if retry is not None else target.retry,
-            "warmup": warmup if warmup is not None else target.warmup,
-            "max_concurrency": max_concurrency or target.max_concurrency,
-            # a new tool: one given a timeout runs on a worker thread, where the timeout works
-            "inline": inline or (target.inline and timeout is None),
-        }
-        if target.spec is None:
-            return Tool.from_schema(parameters=target.parameters, fn=target.fn, **options)
-        return Tool(target.fn, **options)
+            return Tool(target, name=name, description=description, **options)
+        return _rewrapped(target, name, description, options)
 
     return wrap if fn is None else wrap(fn)
+
+
+def _rewrapped(target: Tool, name: str | None, description: str | None,
+               options: ToolOptions) -> Tool:
+    """``@tool(...)`` over a tool: a new tool with the options given over the tool's own (the
+    tool itself when none is given)."""
+    given: dict[str, Any] = {key: value for key, value in options.items()
+                             if value is not None and value is not False}
+    if name is None and description is None and not given:
+        return target
+    merged: dict[str, Any] = {
+        "timeout": target.timeout, "idempotent": target.idempotent,
+        "requires_approval": target.requires_approval, "retry": target.retry,
+        "warmup": target.warmup, "max_concurrency": target.max_concurrency, **given,
+        # a new tool: one given a timeout runs on a worker thread, where the timeout works
+        "inline": given.get("inline", False) or (target.inline and "timeout" not in given),
+    }
+    name = name or target.name
+    description = description if description is not None else target.description
+    if target.spec is None:
+        return Tool.from_schema(name=name, description=description,
+                                parameters=target.parameters, fn=target.fn, **merged)
+    return Tool(target.fn, name=name, description=description, **merged)
 
 
 # -- checking a call's arguments ----------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import unicodedata
 from pathlib import Path
+from typing import Any, TypeVar
 
 from miniagent.core.errors import ToolError
 from miniagent.core.tools.calculator import calculator
@@ -44,11 +45,21 @@ _COUNTRY_ALIASES = {"法国": "france", "日本": "japan", "中国": "china", "�
                     "埃及": "egypt"}
 
 
-def _key(name: str, aliases: dict[str, str]) -> str:
+_Row = TypeVar("_Row", bound=tuple[Any, ...])
+
+
+def _lookup(table: dict[str, _Row], name: str, aliases: dict[str, str], *, missing: str,
+            known: str) -> _Row:
+    """``table``'s row for ``name`` (any case and width, an alias, ``市`` or `` city`` after
+    it); else a ToolError that lists the ``known`` names."""
     text = " ".join(unicodedata.normalize("NFKC", name).casefold().split()).strip(" .?")
     for suffix in ("市", " city"):
         text = text.removesuffix(suffix)
-    return aliases.get(text, text)
+    found = table.get(aliases.get(text, text))
+    if found is None:
+        names = ", ".join(key.title() for key in table)
+        raise ToolError(f"{missing} {name!r}. Known {known}: {names}.")
+    return found
 
 
 @tool(idempotent=True)
@@ -58,11 +69,8 @@ def weather(city: str) -> str:
     Args:
         city: the city name, e.g. 'Paris' or '北京'.
     """
-    found = _WEATHER.get(_key(city, _CITY_ALIASES))
-    if found is None:
-        known = ", ".join(name.title() for name in _WEATHER)
-        raise ToolError(f"No weather data for {city!r}. Known cities: {known}.")
-    celsius, condition, humidity = found
+    celsius, condition, humidity = _lookup(_WEATHER, city, _CITY_ALIASES,
+                                           missing="No weather data for", known="cities")
     return f"{city}: {celsius} °C, {condition}, humidity {humidity}%"
 
 
@@ -73,11 +81,8 @@ def country_facts(country: str) -> str:
     Args:
         country: the country name, e.g. 'Japan' or '法国'.
     """
-    found = _COUNTRIES.get(_key(country, _COUNTRY_ALIASES))
-    if found is None:
-        known = ", ".join(name.title() for name in _COUNTRIES)
-        raise ToolError(f"No facts about {country!r}. Known countries: {known}.")
-    capital, people, currency, language = found
+    capital, people, currency, language = _lookup(
+        _COUNTRIES, country, _COUNTRY_ALIASES, missing="No facts about", known="countries")
     return (f"{country}: capital {capital}; population {people} million; currency {currency}; "
             f"language {language}")
 
