@@ -27,6 +27,7 @@ from miniagent.core.errors import (
     ModelError,
     ModelHTTPError,
     ModelResponseError,
+    ModelSwitched,
     ModelTimeout,
     PayloadTooLarge,
     Rollover,
@@ -73,6 +74,7 @@ from miniagent.core.types import (
 )
 
 if TYPE_CHECKING:
+    from miniagent.core.models.fallback import FallbackModel
     from miniagent.core.runtime.events import Event
     from miniagent.core.store.sqlite import SQLiteStore
     from miniagent.core.tools.warmup import WarmupReport
@@ -87,11 +89,11 @@ _LAZY = {
     "MemoryItem": "miniagent.memory.items", "WarmupReport": "miniagent.core.tools.warmup",
     "Filtered": "miniagent.core.tools.wrappers", "Prefixed": "miniagent.core.tools.wrappers",
     "ToolRule": "miniagent.core.tools.wrappers", "WithRules": "miniagent.core.tools.wrappers",
-    "Event": "miniagent.core.runtime.events",
+    "Event": "miniagent.core.runtime.events", "FallbackModel": "miniagent.core.models.fallback",
 }
 """Names whose module loads on first use, not with ``import miniagent``: sqlite3, memory,
-warm-up, the tool-source wrappers and the events (built only for a subscriber) are not on
-every agent's path (``tests/test_public_api.py`` pins what the import loads)."""
+warm-up, the tool-source wrappers, the events (built only for a subscriber) and fallback models
+are not on every agent's path (``tests/test_public_api.py`` pins what the import loads)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -117,6 +119,7 @@ __all__ = [
     "DecisionError",
     "EndpointLimits",
     "Event",
+    "FallbackModel",
     "Filtered",
     "Limits",
     "Memory",
@@ -131,6 +134,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelResponseError",
+    "ModelSwitched",
     "ModelTimeout",
     "Observation",
     "OpenAICompatibleModel",
