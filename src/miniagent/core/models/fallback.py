@@ -12,7 +12,8 @@ could not be reached, timed out, answered 5xx, or 429 past its ``Retry-After`` b
 :func:`falls_through`), the request goes on to the next model: those that have not failed, in
 the order given, then those that failed, the one that failed longest ago first. A failed model is
 asked again only after the others failed; when every one failed for the same request, the
-last error is raised (its class and status kept), its message naming each failure. A request a
+last error is raised (its class and status kept), its message naming each failure, and the next
+request starts with the last model tried (the one the step was rendered for). A request a
 server refuses as invalid (400, 422, or a 5xx whose body says so) is raised as it is: another
 server would refuse it too.
 
