@@ -31,6 +31,9 @@ EXPECTED = {
     "WarmupReport",
     # the Agent's settings as values (issue 34)
     "Aids", "Compression", "MemorySettings", "ModelSettings",
+    # fallback models, and the signal that the next one takes requests of another shape
+    # (issue 35)
+    "FallbackModel", "ModelSwitched",
 }
 
 
@@ -67,7 +70,8 @@ LAZY_MODULES = (
     "miniagent.core.runtime.compress", "miniagent.core.runtime.recall",
     # tool selection and quoted answers (a small-model aid): loaded by the agents using them
     "miniagent.core.runtime.selection", "miniagent.core.protocol.quotes",
-    # the hybrid protocol: built only for tool_mode="hybrid"
+    # the hybrid protocol: built only for tool_mode="hybrid"; fallback models
+    "miniagent.core.models.fallback",
     "miniagent.core.protocol.hybrid",
     # a session listing's types (the CLI's, the UI's)
     "miniagent.core.store.listing",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from miniagent import ScriptedModel
-from miniagent.testing.stub_server import StubServer
+from miniagent.testing.stub_server import Fault, StubServer
 
 README = Path(__file__).parent.parent / "README.md"
 
@@ -94,3 +94,19 @@ def test_conversation_and_memory_example_runs(tmp_path: Path, monkeypatch: pytes
     assert "The user drinks 龙井 tea." in recalled
     assert recalled.endswith("Suggest a tea for tonight.")
     assert namespace["later"].session_id != namespace["first"].session_id
+
+
+def test_fallback_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The preferred server answers step 1 and fails on step 2 (after its own retry): the
+    backup, a ReAct model, answers step 2, rendered in ReAct for it."""
+    code = block_with("FallbackModel(")
+    call = {"content": None, "tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]}
+    down = Fault(status=503)
+    with StubServer([call, down, down]).run_in_thread() as vllm, \
+            StubServer(["Thought: I have it\nFinal Answer: 5"]).run_in_thread() as ollama:
+        exec(code.replace("http://127.0.0.1:8000/v1", vllm.base_url)
+                 .replace("http://127.0.0.1:11434/v1", ollama.base_url), {})
+        sent = list(ollama.requests)
+    assert capsys.readouterr().out == "completed 5 ['vllm', 'ollama']\n"
+    assert "tools" not in sent[0] and sent[0]["messages"][-1]["content"].startswith(
+        "Observation: 5")

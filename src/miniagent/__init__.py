@@ -26,6 +26,7 @@ from miniagent.core.errors import (
     ModelError,
     ModelHTTPError,
     ModelResponseError,
+    ModelSwitched,
     ModelTimeout,
     PayloadTooLarge,
     Rollover,
@@ -76,6 +77,7 @@ from miniagent.core.types import (
 )
 
 if TYPE_CHECKING:
+    from miniagent.core.models.fallback import FallbackModel
     from miniagent.core.runtime.events import Event
     from miniagent.core.store.sqlite import SQLiteStore
     from miniagent.core.tools.warmup import WarmupReport
@@ -90,11 +92,11 @@ _LAZY = {
     "MemoryItem": "miniagent.memory.items", "WarmupReport": "miniagent.core.tools.warmup",
     "Filtered": "miniagent.core.tools.wrappers", "Prefixed": "miniagent.core.tools.wrappers",
     "ToolRule": "miniagent.core.tools.wrappers", "WithRules": "miniagent.core.tools.wrappers",
-    "Event": "miniagent.core.runtime.events",
+    "Event": "miniagent.core.runtime.events", "FallbackModel": "miniagent.core.models.fallback",
 }
 """Names whose module loads on first use, not with ``import miniagent``: sqlite3, memory,
-warm-up, the tool-source wrappers and the events (built only for a subscriber) are not on
-every agent's path (``tests/test_public_api.py`` pins what the import loads)."""
+warm-up, the tool-source wrappers, the events (built only for a subscriber) and fallback models
+are not on every agent's path (``tests/test_public_api.py`` pins what the import loads)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -122,6 +124,7 @@ __all__ = [
     "DecisionError",
     "EndpointLimits",
     "Event",
+    "FallbackModel",
     "Filtered",
     "InMemoryStore",
     "Limits",
@@ -138,6 +141,7 @@ __all__ = [
     "ModelResponse",
     "ModelResponseError",
     "ModelSettings",
+    "ModelSwitched",
     "ModelTimeout",
     "Observation",
     "OpenAICompatibleModel",

@@ -334,6 +334,8 @@ class Outcome:
     """The run's total tokens (None: not all reported) and what the token budget counted."""
     attempts: list[int] = field(default_factory=list)
     """How many times the executor ran each call (tool retries)."""
+    models: list[str | None] = field(default_factory=list)
+    """Which model answered each step, where its model says it (a FallbackModel's)."""
 
 
 _ID = re.compile(r"\b(call_[0-9a-f]{16}|call_\d+_\d+|[0-9a-f]{16})\b")
@@ -369,6 +371,8 @@ def _record_detail(record: dict[str, Any]) -> Any:
         return record["guard"]
     if kind == "run_finished":
         return record["result"]["status"]
+    if kind == "model_responded":
+        return record["response"].get("model")
     return None
 
 
@@ -390,4 +394,5 @@ async def outcome(handle: Handle, result: RunResult) -> Outcome:
         transitions=[(t.source, t.target) for t in session.transitions],
         events=kinds(mine), trace=trace_records(handle.trace, session.id),
         usage=(result.usage.total_tokens, result.usage.counted_tokens),
-        attempts=[r.observation.attempts for r in records if r.observation is not None])
+        attempts=[r.observation.attempts for r in records if r.observation is not None],
+        models=[step.model for step in session.steps])

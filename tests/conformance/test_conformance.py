@@ -24,8 +24,10 @@ from temporalio.testing import WorkflowEnvironment
 from miniagent import (
     Aids,
     Compression,
+    FallbackModel,
     Limits,
     MemorySettings,
+    ModelConnectionError,
     ModelResponse,
     ModelSettings,
     Observation,
@@ -836,6 +838,32 @@ async def test_streaming(drivers: list[Driver], tmp_path: Path) -> None:
             tools=lambda: [add])
         got = await across(drivers, tmp_path, setup, run("3+4"))
     assert (got.status, got.final_answer) == ("completed", "The sum is 7.")
+
+
+async def test_a_fallback_model_goes_on_with_the_next_model(drivers: list[Driver],
+                                                            tmp_path: Path) -> None:
+    """The primary (native tools) answers step 1 and cannot be reached for step 2: the backup,
+    which takes no native tools, answers it, the step rendered in ReAct for it (in a Temporal
+    worker too: the switch crosses the activity). Each step records which model answered."""
+    setup = Setup(model=lambda: FallbackModel({
+        "primary": ScriptedModel([native(("c1", "add", {"a": 2, "b": 3})),
+                                  ModelConnectionError("connection refused")],
+                                 tool_mode="native"),
+        "backup": ScriptedModel(["Thought: I have it\nFinal Answer: 5"], tool_mode="react")}),
+        tools=lambda: [add])
+
+    async def act(handle: Handle) -> RunResult:
+        result = await handle.run("2+3?")
+        backup = handle.agent.model.models[1]  # type: ignore[union-attr]
+        (sent,) = backup.requests  # one request: the step rendered in ReAct for it
+        assert sent.tools is None and sent.stop and sent.protocol == "react"
+        return result
+
+    got = await across(drivers, tmp_path, setup, act)
+    assert (got.status, got.final_answer, got.observations) == ("completed", "5", ["5"])
+    assert got.models == ["primary", "backup"]
+    answered = [detail for kind, detail in got.trace if kind == "model_responded"]
+    assert answered == ["primary", "backup"]
 
 
 async def test_a_conversation_of_three_turns(drivers: list[Driver], tmp_path: Path) -> None:

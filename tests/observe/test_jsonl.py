@@ -234,3 +234,23 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+def test_the_keys_of_a_fallback_models_models_are_never_written(tmp_path: Path) -> None:
+    """A hostile model repeats the backup's key it was never shown: the trace has neither key."""
+    from miniagent import FallbackModel
+    from miniagent.testing.stub_server import Fault
+
+    main_key, backup_key = "mainkey" + secrets.token_hex(12), "backupkey" + secrets.token_hex(12)
+    trace = tmp_path / "run.jsonl"
+    with StubServer([Fault(status=503)]).run_in_thread() as main, StubServer(
+            [f"Final Answer: {backup_key} / {main_key}"]).run_in_thread() as backup:
+        model = FallbackModel([
+            OpenAICompatibleModel(base_url=main.base_url, model="m", api_key=main_key,
+                                  max_retries=0, tool_mode="react"),
+            OpenAICompatibleModel(base_url=backup.base_url, model="b", api_key=backup_key,
+                                  tool_mode="react")])
+        result = Agent(model=model, trace=trace).run("keys?")
+    assert result.status == "completed"
+    text = trace.read_text(encoding="utf-8")
+    assert backup_key not in text and main_key not in text and "[REDACTED]" in text

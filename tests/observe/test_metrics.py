@@ -219,3 +219,21 @@ def test_the_executors_retries_count_as_retried() -> None:
     value = metrics.registry.get_sample_value
     assert value("miniagent_tool_calls_total", {"tool": "flaky", "outcome": "retried"}) == 2
     assert value("miniagent_tool_calls_total", {"tool": "flaky", "outcome": "ok"}) == 1
+
+
+def test_a_fallback_models_calls_are_labelled_with_the_model_that_answered() -> None:
+    from miniagent import FallbackModel, ModelConnectionError
+
+    model = FallbackModel({"main": ScriptedModel([reply("Final Answer: a"),
+                                                  ModelConnectionError("refused")]),
+                           "backup": ScriptedModel([reply("Final Answer: b")])})
+    metrics = Metrics(model=describe_model(model))
+    agent = Agent(model=model)
+    agent.subscribe(metrics)
+    assert agent.run("one").final_answer == "a" and agent.run("two").final_answer == "b"
+    samples = {(s.name, frozenset(s.labels.items())): s.value
+               for family in metrics.registry.collect() for s in family.samples}
+    duration = "gen_ai_client_operation_duration_seconds_count"
+    assert value(samples, duration, gen_ai_request_model="main") == 1
+    assert value(samples, duration, gen_ai_request_model="backup") == 1
+    assert value(samples, duration, gen_ai_request_model="FallbackModel") == 0

@@ -341,3 +341,26 @@ def test_the_exporter_logs_of_someone_elses_exports_still_pass(
     with caplog.at_level(logging.WARNING):
         exporter_log.warning("an application's own exporter failed")
     assert "an application's own exporter failed" in caplog.text
+
+
+def test_a_fallback_models_span_names_the_model_that_answered() -> None:
+    """The primary answers 503 (no retries); the backup answers: the chat span says the request
+    went to the backup, and the server's own model name (the stub echoes the request's) stays
+    the response's."""
+    from miniagent import FallbackModel
+    from miniagent.testing.stub_server import Fault
+
+    with StubServer([Fault(status=503)]).run_in_thread() as main, \
+            StubServer(["Final Answer: fine"]).run_in_thread() as backup:
+        model = FallbackModel({
+            "main": OpenAICompatibleModel(base_url=main.base_url, model="q", max_retries=0,
+                                          tool_mode="react"),
+            "backup": OpenAICompatibleModel(base_url=backup.base_url, model="qwen-7b",
+                                            tool_mode="react")})
+        tracer, exporter = memory_tracer(model)
+        result = Agent(model=model).run("how are you?", on_event=tracer)
+    assert result.status == "completed"
+    chat, = by_name(exporter.get_finished_spans(), "chat")
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.request.model"] == "backup"
+    assert chat.attributes["gen_ai.response.model"] == "qwen-7b"

@@ -154,7 +154,8 @@ class TraceDisplay:
                 call.raw_arguments or "{}")
             self.console.print(f"[bold yellow]Action:[/bold yellow] {markup(call.name, 200)} "
                                f"{_short(args, 300)}")
-        self.console.print(f"[dim]model {event.elapsed:.2f} s · "
+        by = f"{markup(response.model, 100)} · " if response.model else ""  # a FallbackModel's
+        self.console.print(f"[dim]model {event.elapsed:.2f} s · {by}"
                            f"{call_tokens(response.usage)}[/dim]")
 
     def _slot_waiting(self, event: ev.SlotWaiting) -> None:
@@ -231,6 +232,7 @@ def step_to_json(step: Step) -> dict[str, Any]:
         "error": step.error,
         "usage": asdict(step.usage),
         "model_time": round(step.model_time, 4),
+        "model": step.model,
         "raw_output": step.raw_output,
     }
 

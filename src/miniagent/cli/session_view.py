@@ -85,7 +85,8 @@ def print_session(console: Console, s: AgentSession) -> None:
             number, turn = starts[position]
             console.rule(f"turn {number}", style="bold")
             console.print(f"Question: {markup(turn.question)}")
-        console.rule(f"step {step.index}", style="dim")
+        by = f" · {markup(step.model, 100)}" if step.model else ""  # a FallbackModel's
+        console.rule(f"step {step.index}{by}", style="dim")
         if step.thought:  # an unparsed reply's text is kept as its thought: say what it is
             label = ("[red]Unparsed reply:[/red]" if step.error
                      else "[italic cyan]Thought:[/italic cyan]")

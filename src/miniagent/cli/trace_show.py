@@ -110,6 +110,9 @@ def _model_lines(call: ModelCall, full: bool) -> Iterator[str]:
         yield f"  Model failed: {kind}{_text(call.error, full)}"
         return
     parsed = call.parsed or {}
+    answered = _dict_get(call.response, "model")  # which of a FallbackModel's models
+    if isinstance(answered, str):
+        yield f"  Answered by {visible(answered)}"
     if full:
         yield f"  raw output: {_text(_dict_get(call.response, 'content') or '', True)}"
     if parsed.get("thought"):  # an unparsed reply's text is kept as its thought

@@ -17,7 +17,9 @@
             ├── ModelTimeout          no answer within the request timeout
             ├── ModelHTTPError        a non-2xx answer (``status`` set)
             │   └── ToolsNotSupported the server rejected the ``tools`` field
-            └── ModelResponseError    a 2xx answer that is not a chat completion
+            ├── ModelResponseError    a 2xx answer that is not a chat completion
+            └── ModelSwitched         a fallback model goes on with another model: render
+                                      the turn for it and ask again
         └── SessionError        a session cannot be loaded, saved or moved that way
             ├── SessionNotFound
             ├── SessionVersionError   saved by a newer miniagent
@@ -116,6 +118,21 @@ class ToolsNotSupported(ModelHTTPError):
 
 class ModelResponseError(ModelError):
     """The server answered 2xx with something that is not a chat completion."""
+
+
+class ModelSwitched(ModelError):
+    """A :class:`~miniagent.FallbackModel`'s model failed, and the next one to ask takes
+    requests of another shape (``tool_mode``, ``native_tools``): the step renders the turn for
+    it (the ``auto`` protocol's ``recover`` learns its ``native_tools``) and asks again. No
+    request was sent to the next model yet."""
+
+    def __init__(self, message: str, *, model: str, tool_mode: str,
+                 native_tools: bool | None) -> None:
+        super().__init__(message)
+        self.model = model
+        """The name of the model that answers next."""
+        self.tool_mode = tool_mode
+        self.native_tools = native_tools
 
 
 class SessionError(RunFailure):

@@ -257,6 +257,9 @@ class ModelResponse:
     raw: Any = None
     reasoning_content: str | None = None
     """A reasoning model's thinking, where the server returns it apart from the content."""
+    model: str | None = None
+    """The name of the model that answered, where a model says it
+    (a :class:`~miniagent.FallbackModel` does: the name of the one of its models that answered)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -375,6 +378,9 @@ class Step:
     offered_tools: list[str] | None = None
     """The tools this step's request offered, when the agent selects them (``tool_selection``);
     ``None``: every tool."""
+    model: str | None = None
+    """The model that answered this step, where its model says it (:attr:`ModelResponse.model`:
+    which of a :class:`~miniagent.FallbackModel`'s models)."""
 
     @property
     def tool_calls(self) -> list[ToolCall]:

@@ -400,8 +400,9 @@ class Metrics:
         self._settle_waiting(event.session_id, denied=True)
 
     def _on_model_responded(self, event: ev.ModelResponded) -> None:
-        self._model_call(event.elapsed, event.response.usage, None, None,
-                         answered_by=_response_model(event.response.raw))
+        response = event.response
+        self._model_call(event.elapsed, response.usage, None, None,
+                         answered_by=_response_model(response.raw), asked=response.model)
         session = self._session(event.session_id)
         if session.repairing and event.parsed.kind in ("action", "final"):
             session.repairing = False
@@ -414,9 +415,12 @@ class Metrics:
                          int(found.group(1)) if found else None)
 
     def _model_call(self, elapsed: float, usage: TokenUsage | None, error_type: str | None,
-                    status_code: int | None, answered_by: str | None = None) -> None:
+                    status_code: int | None, answered_by: str | None = None,
+                    asked: str | None = None) -> None:
         chat = self._chat
-        if chat["gen_ai.request.model"] is None and answered_by:  # a client without a model
+        if asked:  # which of a FallbackModel's models answered
+            chat = {**chat, "gen_ai.request.model": self._model_name(asked[:_MAX_MODEL_NAME])}
+        elif chat["gen_ai.request.model"] is None and answered_by:  # a client without a model
             chat = {**chat, "gen_ai.request.model": self._model_name(answered_by)}
         self._put("operation_duration", elapsed, {**chat, "error.type": error_type})
         if usage is not None and usage.known:

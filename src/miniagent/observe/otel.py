@@ -304,8 +304,11 @@ class OtelTracer:
         run.usage = run.usage + response.usage
         _set_usage(span, response.usage)
         raw = response.raw if isinstance(response.raw, dict) else {}
-        if isinstance(raw.get("model"), str):  # the server's answer: of any length
-            self._set(span, "gen_ai.response.model", raw["model"])
+        if response.model:  # a FallbackModel's: the request went to this one of its models
+            self._set(span, "gen_ai.request.model", response.model)
+        answered = raw.get("model") if isinstance(raw.get("model"), str) else response.model
+        if answered:  # the server's answer (of any length), else the model's own name
+            self._set(span, "gen_ai.response.model", answered)
         if isinstance(raw.get("id"), str):
             self._set(span, "gen_ai.response.id", raw["id"])
         if response.finish_reason:

@@ -66,13 +66,16 @@ def _usage(usage: TokenUsage) -> dict[str, Any]:
 def _response(response: ModelResponse) -> dict[str, Any]:
     raw = response.raw
     meta = {k: v for k, v in raw.items() if k != "choices"} if isinstance(raw, dict) else None
-    return {
+    record = {
         "content": response.content,
         "tool_calls": _plain(response.tool_calls),
         "usage": _plain(response.usage),
         "finish_reason": response.finish_reason,
         "meta": meta,
     }
+    if response.model is not None:  # which of a FallbackModel's models answered
+        record["model"] = response.model
+    return record
 
 
 def result_record(result: RunResult) -> dict[str, Any]:

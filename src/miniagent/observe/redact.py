@@ -80,9 +80,14 @@ def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def model_secrets(model: object) -> list[str]:
-    """The credentials a model transport holds (its ``api_key``), for a :class:`Redactor`."""
+    """The credentials a model transport holds (its ``api_key``; a
+    :class:`~miniagent.FallbackModel`'s: those of its models), for a :class:`Redactor`."""
     key = getattr(model, "api_key", None)
-    return [key] if isinstance(key, str) and key else []
+    found = [key] if isinstance(key, str) and key else []
+    members = getattr(model, "models", ())
+    for member in members if isinstance(members, tuple | list) else ():
+        found += model_secrets(member)
+    return found
 
 
 class Redactor:

@@ -5,7 +5,8 @@ miniagent error, ``non_retryable`` follows the HTTP transport's classification (
 errors, timeouts, 408, 409, 429 and 5xx are worth retrying; other 4xx, and 2xx answers that
 are not a completion, are not), and a ``Retry-After`` becomes ``next_retry_delay``. In the
 workflow the final failure is turned back into the same :class:`~miniagent.core.errors.ModelError`
-subclass, which the step logic handles as it does in process.
+subclass, which the step logic handles as it does in process (a
+:class:`~miniagent.core.errors.ModelSwitched` with the next model's name and shape).
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def model_failure(exc: errors.ModelError) -> ApplicationError:
     if retry and retry_after is not None and math.isfinite(retry_after) and (
             0 <= retry_after <= RETRY_AFTER_MAX):
         delay = timedelta(seconds=retry_after)
-    return ApplicationError(str(exc), {"status": status}, type=type(exc).__name__,
+    details: dict[str, object] = {"status": status}
+    if isinstance(exc, errors.ModelSwitched):  # a signal to render anew: never retried as is
+        details["switched"] = {"model": exc.model, "tool_mode": exc.tool_mode,
+                               "native_tools": exc.native_tools}
+    return ApplicationError(str(exc), details, type=type(exc).__name__,
                             non_retryable=not retry, next_retry_delay=delay)
 
 
@@ -62,15 +67,26 @@ def model_error(failure: ActivityError) -> errors.ModelError:
             kind = errors.ToolsNotSupported if cause.type == "ToolsNotSupported" \
                 else errors.ModelHTTPError
             return kind(cause.message, status=status)
+        switched = _detail(cause, "switched")
+        if cause.type == "ModelSwitched" and isinstance(switched, dict):
+            native = switched.get("native_tools")
+            return errors.ModelSwitched(
+                cause.message, model=str(switched.get("model", "")),
+                tool_mode=str(switched.get("tool_mode", "auto")),
+                native_tools=native if isinstance(native, bool) else None)
         return _MODEL_ERRORS.get(cause.type or "", errors.ModelError)(cause.message)
     return errors.ModelTimeout(f"the model call did not finish: {cause or failure}")
 
 
 def _status(cause: ApplicationError) -> int | None:
+    status = _detail(cause, "status")
+    return status if isinstance(status, int) else None
+
+
+def _detail(cause: ApplicationError, key: str) -> object:
     details = cause.details
     if details and isinstance(details[0], dict):
-        status = details[0].get("status")
-        return status if isinstance(status, int) else None
+        return details[0].get(key)
     return None
 
 

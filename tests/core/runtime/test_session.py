@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,16 +156,60 @@ def v6_session() -> AgentSession:
     return session
 
 
-def test_reference_json_v6_loads_and_is_what_we_write() -> None:
+def v7_session() -> AgentSession:
+    """A run whose first step the primary model answered and whose second, after the primary
+    failed, the backup of a FallbackModel did (version 7: each step's ``model``)."""
+    session = AgentSession.start("What is 2+3?", id="ref0000000000007", at=1.0e9)
+    add = ToolCall(id="call_a", name="add", arguments={"a": 2, "b": 3},
+                   raw_arguments='{"a": 2, "b": 3}')
+    record = CallRecord(call=add)
+    record.move("started", "about to run", 1.0e9)
+    record.observation = Observation(call_id="call_a", tool_name="add", output="5",
+                                     elapsed=0.01)
+    record.move("completed", "the tool returned", 1.0e9)
+    session.steps.append(Step(index=1, thought="add", raw_output="...", calls=[record],
+                              usage=TokenUsage(prompt_tokens=40, completion_tokens=8),
+                              model="primary"))
+    session.steps.append(Step(index=2, thought="done", raw_output="Final Answer: 5",
+                              usage=TokenUsage(prompt_tokens=60, completion_tokens=5),
+                              model="backup 备用"))
+    session.add_usage(TokenUsage(prompt_tokens=100, completion_tokens=13))
+    session.messages.append(Message(role="assistant", content="Action: add", tool_calls=[add]))
+    session.messages.append(Message(role="tool", content="5", tool_call_id="call_a",
+                                    name="add"))
+    session.messages.append(Message(role="assistant", content="Final Answer: 5"))
+    session.finish("completed", "final answer", "5", at=1.0e9 + 2)
+    return session
+
+
+def written_now(reference: dict[str, Any]) -> dict[str, Any]:
+    """What this version writes of a session an older one saved: its version, and each step
+    with no model named (version 7's field)."""
+    steps = [{**step, "model": None} for step in reference["steps"]]
+    return {**reference, "schema_version": SCHEMA_VERSION, "steps": steps}
+
+
+def test_reference_json_v7_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v7.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 7 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == v7_session()
+    assert [step.model for step in loaded.steps] == ["primary", "backup 备用"]
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert v7_session().to_dict() == reference
+
+
+def test_reference_json_v6_still_loads() -> None:
     reference = json.loads((REFERENCE / "session_v6.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 6 == SCHEMA_VERSION
+    assert reference["schema_version"] == 6
     loaded = AgentSession.from_dict(reference)
     assert loaded == v6_session()
     observation = loaded.steps[0].calls[0].observation
     assert observation is not None and (observation.attempts, observation.retryable) == (
         3, False)
-    # what this version writes is exactly the reference: a format change must bump the version
-    assert v6_session().to_dict() == reference
+    assert loaded.steps[0].model is None
+    # what version 6 wrote is what this one writes of the same session, but version 7's field
+    assert v6_session().to_dict() == written_now(reference)
 
 
 def test_reference_json_v5_still_loads() -> None:
@@ -179,8 +224,8 @@ def test_reference_json_v5_still_loads() -> None:
     result = loaded.result()
     assert (result.turn, [s.index for s in result.steps], result.usage.total_tokens) == (
         2, [2], 74)
-    # what version 5 wrote is what this one writes of the same session, but the version
-    assert v5_session().to_dict() == {**reference, "schema_version": SCHEMA_VERSION}
+    # what version 5 wrote is what this one writes of the same session, but version 7's field
+    assert v5_session().to_dict() == written_now(reference)
 
 
 def test_reference_json_v4_still_loads_as_one_turn() -> None:

@@ -28,7 +28,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from miniagent.core.errors import ModelError, ToolsNotSupported
+from miniagent.core.errors import ModelError, ModelSwitched, ToolsNotSupported
 from miniagent.core.protocol.content import react_step
 from miniagent.core.protocol.native import NativeProtocol
 from miniagent.core.protocol.react import ReactProtocol
@@ -110,7 +110,12 @@ class AutoProtocol:
     def recover(self, error: ModelError, request: ModelRequest, messages: Sequence[Message],
                 tools: Sequence[ToolLike], instructions: str | None = None
                 ) -> ModelRequest | None:
-        """After a refusal of ``tools`` (and no success before), the same turn as ReAct."""
+        """After a refusal of ``tools`` (and no success before), the same turn as ReAct; after
+        a fallback model switched to another model, the same turn for that model (ReAct for
+        one without native tools)."""
+        if isinstance(error, ModelSwitched):
+            self.native_tools = error.native_tools
+            return self.render(messages, tools, instructions)
         refused = isinstance(error, ToolsNotSupported) and request.protocol == self.native.name
         if not refused or self.native_tools:
             return None

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from miniagent._internal.wording import token_count
-from miniagent.core.errors import ModelError, ToolInterrupted
+from miniagent.core.errors import ModelError, ModelSwitched, ToolInterrupted
 from miniagent.core.protocol.base import apply_choice, choice_for_step, enforce_choice
 from miniagent.core.runtime.calls import (
     answered,
@@ -235,7 +235,8 @@ class StepLogic:
     def _record_step(self, session: AgentSession, index: int, response: ModelResponse,
                      parsed: ParsedOutput, elapsed: float, offered: list[str] | None) -> Step:
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
-                    usage=response.usage, model_time=elapsed, offered_tools=offered)
+                    usage=response.usage, model_time=elapsed, offered_tools=offered,
+                    model=response.model)
         session.steps.append(step)
         session.add_usage(response.usage)
         return step
@@ -354,12 +355,17 @@ class StepLogic:
     async def _ask(self, request: ModelRequest, turn: _Turn
                    ) -> tuple[ModelResponse, ModelRequest]:
         """The reply to ``request``, or to what the protocol sends instead after an error;
-        and the request it answers."""
+        and the request it answers. After a fallback model switched to a model that takes
+        requests of another shape, the turn is rendered for it (by the protocol's ``recover``,
+        else anew) and asked again: at most once per model of the fallback."""
         try:
             return await self._reply(request), request
         except ModelError as exc:
             retry = self.rules.protocol.recover(exc, request, turn.history, turn.tools,
                                                 self.spec.instructions)
+            if isinstance(exc, ModelSwitched):
+                again = self._render(turn) if retry is None else _settled(self.rules, retry, turn)
+                return await self._ask(again, turn)
             if retry is None:
                 raise
             request = _settled(self.rules, retry, turn)
