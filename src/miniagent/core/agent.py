@@ -461,16 +461,20 @@ class Agent:
     # -- decisions, cancelling, reading: the same on every driver -------------------------
 
     async def aapprove(self, session_id: str, call_id: str | None = None,
-                       reason: str | None = None, *, force: bool = False) -> None:
+                       reason: str | None = None, *, arguments: dict[str, Any] | None = None,
+                       force: bool = False) -> None:
         """Approve one waiting call, or all of them; ``resume`` then runs them (on Temporal
         the session goes on at once).
 
-        ``force`` decides even while a process that looks alive holds the session.
+        ``arguments`` approves the call with these instead of the model's (checked against the
+        tool's schema first; the model is told); ``force`` decides even while a process that
+        looks alive holds the session.
 
         Raises:
-            DecisionError: the session is not waiting, or has no such waiting call.
+            DecisionError: the session is not waiting, has no such waiting call, or the edited
+                arguments do not fit the tool's schema (then nothing is decided).
         """
-        await self._adecide(session_id, call_id, True, reason, force)
+        await self._adecide(session_id, call_id, True, reason, force, arguments)
 
     async def adeny(self, session_id: str, call_id: str | None = None,
                     reason: str | None = None, *, force: bool = False) -> None:
@@ -478,12 +482,14 @@ class Agent:
         await self._adecide(session_id, call_id, False, reason, force)
 
     async def _adecide(self, session_id: str, call_id: str | None, approved: bool,
-                       reason: str | None, force: bool) -> None:
+                       reason: str | None, force: bool,
+                       arguments: dict[str, Any] | None = None) -> None:
         if self.temporal is not None:
-            await self._on_temporal().sessions.decide(session_id, approved, call_id, reason)
+            await self._on_temporal().sessions.decide(session_id, approved, call_id, reason,
+                                                      arguments=arguments)
             return
-        self.store.update(session_id,
-                          lambda s: decide(s, call_id, approved, reason, at=time.time()),
+        self.store.update(session_id, lambda s: decide(s, call_id, approved, reason,
+                                                       at=time.time(), arguments=arguments),
                           force=force)
 
     async def acancel(self, session_id: str, reason: str = "cancelled by a person", *,
@@ -502,9 +508,9 @@ class Agent:
         return self.store.load(session_id)
 
     def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-                *, force: bool = False) -> None:
+                *, arguments: dict[str, Any] | None = None, force: bool = False) -> None:
         """Synchronous :meth:`aapprove`."""
-        self._now(self.aapprove(session_id, call_id, reason, force=force))
+        self._now(self.aapprove(session_id, call_id, reason, arguments=arguments, force=force))
 
     def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None,
              *, force: bool = False) -> None:

@@ -43,12 +43,13 @@ from miniagent.core.types import (
     TokenUsage,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions`` and
 each message's ``reasoning``, version 4 usage the server did not report (token counts of None,
 ``estimated_tokens``), version 5 ``turns``, version 6 each observation's ``attempts`` and
-``retryable`` (tool retries); versions 1 to 5 still load (1 to 4 as one turn; observations of
-1 to 5 as made in one attempt)."""
+``retryable`` (tool retries), version 7 each call's ``edited_arguments`` and ``parameters``
+(approval with edits); versions 1 to 6 still load (1 to 4 as one turn; observations of 1 to 5
+as made in one attempt; calls of 1 to 6 as unedited, with no schema recorded)."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -275,7 +276,7 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
-        """Load a saved session (version 1 to 6); refuses a newer schema with a clear message."""
+        """Load a saved session (version 1 to 7); refuses a newer schema with a clear message."""
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise SessionError("saved session has no schema_version: not a miniagent session")

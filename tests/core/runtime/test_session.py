@@ -155,16 +155,63 @@ def v6_session() -> AgentSession:
     return session
 
 
-def test_reference_json_v6_loads_and_is_what_we_write() -> None:
+def v7_session() -> AgentSession:
+    """A call a person approved with other arguments than the model's (version 7: each call's
+    ``edited_arguments`` and the ``parameters`` schema recorded when it waited)."""
+    session = AgentSession.start("Pay Alice for 北京 tickets", id="ref0000000000007", at=1.0e9)
+    pay = ToolCall(id="call_p", name="pay", arguments={"to": "Alice", "amount": 150},
+                   raw_arguments='{"to": "Alice", "amount": 150}')
+    record = CallRecord(call=pay, note="'pay' needs approval", parameters={
+        "type": "object", "properties": {"to": {"type": "string"},
+                                         "amount": {"type": "integer"}},
+        "required": ["to", "amount"], "additionalProperties": False})
+    record.move("awaiting_approval", "'pay' needs approval", 1.0e9)
+    record.move("approved", "120 is the price (with edited arguments)", 1.0e9 + 5)
+    record.note, record.edited_arguments = "120 is the price", {"to": "Alice", "amount": 120}
+    record.move("started", "about to run", 1.0e9 + 5)
+    record.observation = Observation(
+        call_id="call_p", tool_name="pay", elapsed=0.02,
+        output='[A person approved this call with changed arguments; it ran with {"to": '
+               '"Alice", "amount": 120}, not with the arguments you gave.]\npaid 120 to Alice')
+    record.move("completed", "the tool returned", 1.0e9 + 6)
+    session.steps.append(Step(index=1, thought="pay", raw_output="...", calls=[record],
+                              usage=TokenUsage(prompt_tokens=40, completion_tokens=8)))
+    session.add_usage(TokenUsage(prompt_tokens=40, completion_tokens=8))
+    session.messages.append(Message(role="assistant", content="Action: pay", tool_calls=[pay]))
+    session.messages.append(Message(role="tool", content=record.observation.output,
+                                    tool_call_id="call_p", name="pay"))
+    session.finish("completed", "final answer", "paid", at=1.0e9 + 7)
+    return session
+
+
+def test_reference_json_v7_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v7.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 7 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == v7_session()
+    (record,) = loaded.steps[0].calls
+    assert record.call.arguments == {"to": "Alice", "amount": 150}  # the model's, kept
+    assert record.edited_arguments == {"to": "Alice", "amount": 120}  # the person's
+    assert record.parameters is not None and record.parameters["required"] == ["to", "amount"]
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert v7_session().to_dict() == reference
+
+
+def test_reference_json_v6_still_loads_with_calls_unedited() -> None:
     reference = json.loads((REFERENCE / "session_v6.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 6 == SCHEMA_VERSION
+    assert reference["schema_version"] == 6
     loaded = AgentSession.from_dict(reference)
     assert loaded == v6_session()
     observation = loaded.steps[0].calls[0].observation
     assert observation is not None and (observation.attempts, observation.retryable) == (
         3, False)
-    # what this version writes is exactly the reference: a format change must bump the version
-    assert v6_session().to_dict() == reference
+    assert (loaded.steps[0].calls[0].edited_arguments, loaded.steps[0].calls[0].parameters) == (
+        None, None)
+    # what version 6 wrote is what this one writes, but the version and the calls' new fields
+    written = v6_session().to_dict()
+    for call in written["steps"][0]["calls"]:
+        assert (call.pop("edited_arguments"), call.pop("parameters")) == (None, None)
+    assert written == {**reference, "schema_version": SCHEMA_VERSION}
 
 
 def test_reference_json_v5_still_loads() -> None:
