@@ -70,7 +70,8 @@ class Handle(Protocol):
         ...
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
-                     reason: str | None = None) -> None: ...
+                     reason: str | None = None, *,
+                     arguments: dict[str, Any] | None = None) -> None: ...
 
     async def resume(self, session_id: str) -> RunResult: ...
 
@@ -94,9 +95,10 @@ class AgentHandle:
         return await self.agent.arun(question, session_id=session_id)
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
-                     reason: str | None = None) -> None:
+                     reason: str | None = None, *,
+                     arguments: dict[str, Any] | None = None) -> None:
         if approved:
-            await self.agent.aapprove(session_id, call_id, reason)
+            await self.agent.aapprove(session_id, call_id, reason, arguments=arguments)
         else:
             await self.agent.adeny(session_id, call_id, reason)
 
@@ -269,9 +271,10 @@ class MinimalHandle:
         return AgentSession.from_dict(json.loads(self.saved[session_id]))
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
-                     reason: str | None = None) -> None:
+                     reason: str | None = None, *,
+                     arguments: dict[str, Any] | None = None) -> None:
         session = self._load(session_id)
-        decide(session, call_id, approved, reason, at=time.time())
+        decide(session, call_id, approved, reason, at=time.time(), arguments=arguments)
         self.saved[session_id] = json.dumps(session.to_dict(), ensure_ascii=False)
 
     async def resume(self, session_id: str) -> RunResult:
@@ -328,6 +331,8 @@ class Outcome:
     """The run's total tokens (None: not all reported) and what the token budget counted."""
     attempts: list[int] = field(default_factory=list)
     """How many times the executor ran each call (tool retries)."""
+    arguments: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(default_factory=list)
+    """Each call's arguments: the model's, and a person's edit (None: not edited)."""
 
 
 _ID = re.compile(r"\b(call_[0-9a-f]{16}|call_\d+_\d+|[0-9a-f]{16})\b")
@@ -384,4 +389,5 @@ async def outcome(handle: Handle, result: RunResult) -> Outcome:
         transitions=[(t.source, t.target) for t in session.transitions],
         events=kinds(mine), trace=trace_records(handle.trace, session.id),
         usage=(result.usage.total_tokens, result.usage.counted_tokens),
-        attempts=[r.observation.attempts for r in records if r.observation is not None])
+        attempts=[r.observation.attempts for r in records if r.observation is not None],
+        arguments=[(r.call.arguments, r.edited_arguments) for r in records])
