@@ -119,10 +119,9 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
         decided = sessions.decide(session_id, call_id, approved, reason, force=force,
                                   arguments=arguments)
     state = "approved" if approved else "denied"
-    if arguments is not None and approved:
-        state += " with your arguments"
-    typer.echo(visible(f"{state} {', '.join(decided.calls)} in session {decided.session_id}; "
-                       f"{decided.then}"))
+    edits = " with your arguments" if arguments is not None and approved else ""
+    typer.echo(visible(f"{state} {', '.join(decided.calls)}{edits} in session "
+                       f"{decided.session_id}; {decided.then}"))
     if decided.command is not None:
         typer.echo(f"  {visible(decided.command)}")  # alone, to copy whole
 
