@@ -282,11 +282,14 @@ class TemporalSessions:
         return outcome.decided
 
     async def signal_decision(self, session_id: str, approved: bool,
-                              call_id: str | None = None, reason: str | None = None) -> None:
-        """Fire and forget: a decision the workflow applies when it can (see the signal)."""
+                              call_id: str | None = None, reason: str | None = None, *,
+                              arguments: dict[str, Any] | None = None) -> None:
+        """Fire and forget: a decision the workflow applies when it can (see the signal; an
+        edit that does not fit is dropped there, and the call keeps waiting)."""
         await self._handle(session_id).signal(
             SessionWorkflow.decide_signal,
-            DecisionInput(approved=approved, call_id=call_id, reason=reason))
+            DecisionInput(approved=approved, call_id=call_id, reason=reason,
+                          arguments=arguments))
 
     async def cancel(self, session_id: str, reason: str = "cancelled by a person") -> str:
         """End the session: a Temporal cancellation, which its workflow records (status
