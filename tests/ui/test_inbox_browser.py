@@ -216,7 +216,7 @@ def test_a_long_session_followed_gets_its_new_steps_added_to_those_shown(
 
 
 def test_approve_with_edited_arguments_typed_in_the_page(tmp_path: Path) -> None:
-    agent, model, sid = waiting_agent(tmp_path / "s.db", [PAY, "Final Answer: paid 12"])
+    agent, _, sid = waiting_agent(tmp_path / "s.db", [PAY, "Final Answer: paid 12"])
     with serving(app(agent)) as base, browse(base) as opened:
         page = opened.page
         page.goto(base + "/")
