@@ -49,6 +49,22 @@ def test_approval_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert (tmp_path / "sessions.db").exists()
 
 
+def test_edited_approval_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    call = {"content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "refund", "arguments": '{"order": "42", "amount": 90}'}}]}
+    namespace: dict[str, Any] = {"model": ScriptedModel([call, {"content": "Refunded 30."}],
+                                                        tool_mode="native")}
+    exec(block_with("edited_arguments"), namespace)
+    arguments, note, output = capsys.readouterr().out.splitlines()
+    assert arguments == "{'order': '42', 'amount': 90} {'order': '42', 'amount': 30}"
+    assert "a person approved this call with changed arguments" in note.lower()
+    assert output == "refunded 30 on order 42"
+    assert namespace["result"].final_answer == "Refunded 30."
+
+
 def test_schema_tool_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     exec(block_with("Tool.from_schema("), {})
     assert capsys.readouterr().out == "A -> home with 2 stops\n"

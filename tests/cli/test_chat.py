@@ -248,6 +248,37 @@ def test_a_decision_made_in_another_shell_is_taken_at_the_approval_prompt(
     assert record.observation is not None and record.observation.output == "deleted a.txt"
 
 
+def test_an_edited_approval_from_another_shell_reaches_the_waiting_chat(
+        tmp_path: Path) -> None:
+    """Through the decision door: the chat waiting at its prompt takes the person's arguments
+    with the approval, runs the tool with them and keeps both in the saved session."""
+    from test_cli import cli
+
+    tools = tmp_path / "tools.py"
+    tools.write_text(APPROVAL_TOOLS, encoding="utf-8")
+    store = tmp_path / "sessions.db"
+    script = answers({"Observation": "Final Answer: b.txt is gone.",
+                      "delete a.txt": 'Thought: delete it\nAction: delete_file\n'
+                                      'Action Input: {"path": "a.txt"}'})
+    with StubServer(script).run_in_thread() as stub, \
+            chat(stub, tmp_path, "--tools", str(tools)) as session:
+        session.child.sendline("delete a.txt please")
+        (session_id,) = SESSION.findall(session.expect("Run it?"))
+        call_id = SQLiteStore(store).load(session_id).steps[0].calls[0].call.id
+        approved = cli("sessions", "approve", session_id, "--call", call_id, "--arguments",
+                       '{"path": "b.txt"}', "--store", str(store))
+        assert approved.returncode == 0, approved.stderr
+        session.expect("decided in another process")
+        after = session.wait_prompt()
+        assert "deleted b.txt" in after and "b.txt is gone." in after
+        assert session.leave() == 0
+    (record,) = SQLiteStore(store).load(session_id).steps[0].calls
+    assert (record.call.arguments, record.edited_arguments) == ({"path": "a.txt"},
+                                                                {"path": "b.txt"})
+    assert record.observation is not None
+    assert record.observation.output.endswith("\ndeleted b.txt")
+
+
 def test_a_chat_killed_at_the_approval_prompt_waits_for_no_decision(tmp_path: Path) -> None:
     """The chat is SIGKILLed while it asks y/n (its lease and decision door stay in the
     store): ``sessions approve`` records the decision as for a session nobody holds, and says

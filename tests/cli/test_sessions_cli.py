@@ -200,3 +200,39 @@ def test_resume_says_what_it_does_with_a_denied_call(tmp_path: Path) -> None:
     assert lines[0] == "Question: wipe it"
     assert lines[1] == (f'Denied (不要): wipe {{"target": "disk"}} ({call_id}); it is '
                                     "not run, and the model is told why")
+
+
+def test_approve_with_edited_arguments_checks_them_then_runs_them(tmp_path: Path) -> None:
+    """``--arguments`` on a real SQLite file: a bad edit is one line and decides nothing; a
+    good one is what the tool runs with, and every output shows both."""
+    store, tools = tmp_path / "s.db", tmp_path / "wipe_tools.py"
+    tools.write_text(TOOLS, encoding="utf-8")
+    where = ("--store", str(store))
+    call_id = waiting(store, "3f2a90c1aaaa")
+    before = SQLiteStore(store).load("3f2a90c1aaaa").to_dict()
+    for edit, said in [('{"target": 7}', "target: 7 is not of type 'string'"),
+                       ('{"aim": "tmp"}', "'target' is a required property"),
+                       ("{target: tmp}", "--arguments is not valid JSON"),
+                       ('["tmp"]', "--arguments must be a JSON object, not list")]:
+        refused = invoke("approve", "3f2a9", "--call", call_id, "--arguments", edit, *where)
+        assert said in one_line(refused, 2)
+    assert SQLiteStore(store).load("3f2a90c1aaaa").to_dict() == before
+
+    approved = invoke("approve", "3f2a9", "--call", call_id, "--arguments",
+                      '{"target": "/tmp/スクラッチ"}', *where)
+    assert approved.exit_code == 0, approved.output
+    assert approved.stdout.startswith(
+        f"approved {call_id} with your arguments in session 3f2a90c1aaaa; continue with:")
+    with StubServer(["Final Answer: wiped the scratch"]).run_in_thread() as stub:
+        resumed = invoke("resume", "3f2a9", "--base-url", stub.base_url, "--model", "m",
+                         "--mode", "react", "--tools", str(tools), *where)
+    assert resumed.exit_code == 0, resumed.output
+    assert (f'Approved: wipe {{"target": "/tmp/スクラッチ"}} ({call_id}); it runs now, with a '
+            "person's edited arguments") in resumed.stdout
+    (saved,) = json.loads(invoke("show", "3f2a9", "--json", *where).stdout)["steps"][0]["calls"]
+    assert saved["call"]["arguments"] == {"target": "disk"}
+    assert saved["edited_arguments"] == {"target": "/tmp/スクラッチ"}
+    note, output = saved["observation"]["output"].split("\n")
+    assert "changed arguments" in note and output == "wiped /tmp/スクラッチ"
+    shown = invoke("show", "3f2a9", *where).stdout
+    assert 'Edited by a person to {"target": "/tmp/スクラッチ"}' in shown

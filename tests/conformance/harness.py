@@ -73,7 +73,8 @@ class Handle(Protocol):
         ...
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
-                     reason: str | None = None) -> None: ...
+                     reason: str | None = None, *,
+                     arguments: dict[str, Any] | None = None) -> None: ...
 
     async def resume(self, session_id: str) -> RunResult: ...
 
@@ -97,9 +98,10 @@ class AgentHandle:
         return await self.agent.arun(question, session_id=session_id)
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
-                     reason: str | None = None) -> None:
+                     reason: str | None = None, *,
+                     arguments: dict[str, Any] | None = None) -> None:
         if approved:
-            await self.agent.aapprove(session_id, call_id, reason)
+            await self.agent.aapprove(session_id, call_id, reason, arguments=arguments)
         else:
             await self.agent.adeny(session_id, call_id, reason)
 
@@ -275,9 +277,10 @@ class MinimalHandle:
         return AgentSession.from_dict(json.loads(self.saved[session_id]))
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
-                     reason: str | None = None) -> None:
+                     reason: str | None = None, *,
+                     arguments: dict[str, Any] | None = None) -> None:
         session = self._load(session_id)
-        decide(session, call_id, approved, reason, at=time.time())
+        decide(session, call_id, approved, reason, at=time.time(), arguments=arguments)
         self.saved[session_id] = json.dumps(session.to_dict(), ensure_ascii=False)
 
     async def resume(self, session_id: str) -> RunResult:
@@ -336,6 +339,8 @@ class Outcome:
     """How many times the executor ran each call (tool retries)."""
     models: list[str | None] = field(default_factory=list)
     """Which model answered each step, where its model says it (a FallbackModel's)."""
+    arguments: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(default_factory=list)
+    """Each call's arguments: the model's, and a person's edit (None: not edited)."""
 
 
 _ID = re.compile(r"\b(call_[0-9a-f]{16}|call_\d+_\d+|[0-9a-f]{16})\b")
@@ -395,4 +400,5 @@ async def outcome(handle: Handle, result: RunResult) -> Outcome:
         events=kinds(mine), trace=trace_records(handle.trace, session.id),
         usage=(result.usage.total_tokens, result.usage.counted_tokens),
         attempts=[r.observation.attempts for r in records if r.observation is not None],
-        models=[step.model for step in session.steps])
+        models=[step.model for step in session.steps],
+        arguments=[(r.call.arguments, r.edited_arguments) for r in records])

@@ -42,7 +42,7 @@ from miniagent import (
     tool,
     tool_context,
 )
-from miniagent.core.errors import TurnRefused
+from miniagent.core.errors import DecisionError, TurnRefused
 from miniagent.core.models.base import Capabilities
 from miniagent.core.protocol.native import NativeProtocol
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, ReactProtocol
@@ -238,6 +238,35 @@ async def test_deny_tells_the_model_why(drivers: list[Driver], tmp_path: Path) -
     assert got.status == "completed"
     (text,) = got.observations
     assert "A person denied this call of 'transfer'" in text and "too much" in text
+
+
+async def test_an_approval_with_edits_runs_the_persons_arguments(drivers: list[Driver],
+                                                                 tmp_path: Path) -> None:
+    """A bad edit is refused (the session still waits, nothing decided); a good one runs in
+    place of the model's arguments, the record keeps both, and the model is told."""
+    async def approve_less(handle: Handle, first: RunResult) -> None:
+        (pending,) = first.pending_approvals
+        with pytest.raises(DecisionError, match="amount: 'lots' is not of type 'integer'"):
+            await handle.decide(first.session_id, True, pending.call_id,
+                                arguments={"to": "Ana", "amount": "lots"})
+        view = await handle.session(first.session_id)
+        assert view.status == "awaiting_approval"
+        assert [(r.state, r.edited_arguments) for r in view.steps[0].calls] == [
+            ("awaiting_approval", None)]
+        await handle.decide(first.session_id, True, pending.call_id, "too much",
+                            arguments={"to": "Ana", "amount": 50})
+
+    got = await across(drivers, tmp_path, pay_ana_500(), waits_then(approve_less))
+    assert (got.status, got.final_answer) == ("completed", "handled")
+    (text,) = got.observations
+    note, result = text.split("\n")
+    assert "approved this call with changed arguments" in note and result == "sent 50 to Ana"
+    assert got.arguments == [({"to": "Ana", "amount": 500}, {"to": "Ana", "amount": 50})]
+    assert got.calls == [("transfer", "completed",
+                          ["awaiting_approval", "approved", "started", "completed"])]
+    # the model read the note: the last request's tool message is the observation
+    assert any(kind == "model_started" and "changed arguments" in detail
+               for kind, detail in got.trace)
 
 
 async def test_an_approval_timeout_denies_the_call(drivers: list[Driver],

@@ -213,3 +213,30 @@ def test_a_long_session_followed_gets_its_new_steps_added_to_those_shown(
         assert page.evaluate("window.sameDocument") is True
     assert PAID == ["30 to Alice"]
     assert opened.outside_requests == [] and opened.errors == []
+
+
+def test_approve_with_edited_arguments_typed_in_the_page(tmp_path: Path) -> None:
+    agent, _, sid = waiting_agent(tmp_path / "s.db", [PAY, "Final Answer: paid 12"])
+    with serving(app(agent)) as base, browse(base) as opened:
+        page = opened.page
+        page.goto(base + "/")
+        card = page.locator(f'section.waiting[data-session="{sid}"]')
+        card.get_by_text("Edit the arguments, then approve").click()
+        field = card.get_by_label("Arguments (JSON")
+        assert '"amount": 30' in field.input_value()  # the model's, to change
+        field.fill('{"to": "Alice", "amount": "twelve"}')
+        card.get_by_role("button", name="Approve with these arguments").click()
+        error = page.locator(".flash").first
+        error.wait_for()
+        assert "'twelve' is not of type 'integer'" in error.inner_text()
+        card = page.locator(f'section.waiting[data-session="{sid}"]')
+        card.get_by_text("Edit the arguments, then approve").click()
+        card.get_by_label("Arguments (JSON").fill('{"to": "Alice", "amount": 12}')
+        card.get_by_role("button", name="Approve with these arguments").click()
+        page.locator("pre.answer").wait_for()
+        assert page.locator("pre.answer").inner_text() == "paid 12"
+        assert "Edited by a person" in page.content()
+    assert PAID == ["12 to Alice"]
+    assert opened.outside_requests == []
+    # the refusal's page comes with its status, 409, which the console reports: nothing else
+    assert [e for e in opened.errors if "409 (Conflict)" not in e] == []

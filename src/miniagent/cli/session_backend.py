@@ -84,8 +84,11 @@ class SessionBackend(ABC):
 
     @abstractmethod
     def decide(self, session_id: str, call_id: str | None, approved: bool,
-               reason: str | None, *, force: bool) -> Decided:
-        """Approve or deny one waiting call, or all of them."""
+               reason: str | None, *, force: bool,
+               arguments: dict[str, Any] | None = None) -> Decided:
+        """Approve or deny one waiting call, or all of them; ``arguments`` approves one call
+        with them instead of the model's (refused, nothing decided, when they do not fit the
+        schema the call recorded)."""
 
     @abstractmethod
     def cancel(self, session_id: str, reason: str, *, force: bool) -> str:

@@ -99,6 +99,10 @@ def print_session(console: Console, s: AgentSession) -> None:
             console.print(f"[bold yellow]Action[/bold yellow] {markup(record.call.name, 200)} "
                           f"{markup(args)} [dim]({markup(record.call.id, 100)}: "
                           f"{markup(_call_state(record), 40)}{note})[/dim]")
+            if record.edited_arguments is not None:
+                edited = json.dumps(record.edited_arguments, ensure_ascii=False)
+                console.print(f"[bold magenta]Edited by a person[/bold magenta] to "
+                              f"{markup(edited)}")
             if record.observation is not None:
                 style = "red" if record.observation.is_error else "green"
                 console.print(f"[{style}]Observation:[/{style}] "

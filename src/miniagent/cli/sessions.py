@@ -6,8 +6,9 @@ the sessions of a SQLite store, or with ``--temporal`` those of a Temporal clust
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,6 +18,7 @@ from miniagent.cli.common import (
     StoreOption,
     cli_errors,
     echo_json,
+    fail,
     finish,
 )
 from miniagent.cli.display import terminal
@@ -84,13 +86,42 @@ def show(session_id: SessionId, store: StoreOption = None, as_json: JsonOption =
         print_session(terminal(), session)
 
 
+CallOption = Annotated[str | None, typer.Option(
+    "--call", help="One call id (the same as giving it after the session id).")]
+ArgumentsOption = Annotated[str | None, typer.Option(
+    "--arguments", help="Approve the call with these arguments instead of the model's: a JSON "
+    "object, checked against the tool's schema (the model is told).")]
+
+
+def _one_call(positional: str | None, option: str | None) -> str | None:
+    if positional and option and positional != option:
+        raise fail(f"two calls named: {positional} and --call {option}; name one")
+    return positional or option
+
+
+def _edited(text: str | None) -> dict[str, Any] | None:
+    """The ``--arguments`` JSON object (None when not given)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise fail(f"--arguments is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise fail(f"--arguments must be a JSON object, not {type(value).__name__}")
+    return value
+
+
 def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | None,
-            sessions: SessionBackend, force: bool) -> None:
+            sessions: SessionBackend, force: bool,
+            arguments: dict[str, Any] | None = None) -> None:
     with cli_errors(session_id):
-        decided = sessions.decide(session_id, call_id, approved, reason, force=force)
+        decided = sessions.decide(session_id, call_id, approved, reason, force=force,
+                                  arguments=arguments)
     state = "approved" if approved else "denied"
-    typer.echo(visible(f"{state} {', '.join(decided.calls)} in session {decided.session_id}; "
-                       f"{decided.then}"))
+    edits = " with your arguments" if arguments is not None and approved else ""
+    typer.echo(visible(f"{state} {', '.join(decided.calls)}{edits} in session "
+                       f"{decided.session_id}; {decided.then}"))
     if decided.command is not None:
         typer.echo(f"  {visible(decided.command)}")  # alone, to copy whole
 
@@ -98,17 +129,20 @@ def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | 
 @sessions_app.command()
 def approve(session_id: SessionId, call_id: CallId = None, reason: Reason = None,
             store: StoreOption = None, force: Force = False,
-            temporal: TemporalOption = None) -> None:
-    """Approve a waiting call (or all); then `resume` runs it."""
-    _decide(session_id, call_id, True, reason, backend(store, temporal), force)
+            temporal: TemporalOption = None, call: CallOption = None,
+            arguments: ArgumentsOption = None) -> None:
+    """Approve a waiting call (or all), maybe with edited arguments; then `resume` runs it."""
+    _decide(session_id, _one_call(call_id, call), True, reason, backend(store, temporal), force,
+            _edited(arguments))
 
 
 @sessions_app.command()
 def deny(session_id: SessionId, call_id: CallId = None, reason: Reason = None,
          store: StoreOption = None, force: Force = False,
-         temporal: TemporalOption = None) -> None:
+         temporal: TemporalOption = None, call: CallOption = None) -> None:
     """Deny a waiting call (or all); on `resume` the model is told why."""
-    _decide(session_id, call_id, False, reason, backend(store, temporal), force)
+    _decide(session_id, _one_call(call_id, call), False, reason, backend(store, temporal),
+            force)
 
 
 @sessions_app.command()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -27,6 +27,7 @@ from miniagent.cli.session_commands import resume_command, session_command
 from miniagent.cli.warming import warm_then
 from miniagent.core.errors import DecisionError, UserError
 from miniagent.core.runtime import events as ev
+from miniagent.core.runtime.edits import call_to_run
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.types import CallRecord, RunResult
 
@@ -60,12 +61,13 @@ class StoreBackend(SessionBackend):
         return sessions.load(sessions.resolve(session_id))
 
     def decide(self, session_id: str, call_id: str | None, approved: bool,
-               reason: str | None, *, force: bool) -> Decided:
+               reason: str | None, *, force: bool,
+               arguments: dict[str, Any] | None = None) -> Decided:
         from miniagent.core.runtime.calls import decide
 
         def change(session: AgentSession) -> None:
             _check_something_waits(session, "approve" if approved else "deny", self.store)
-            decide(session, call_id, approved, reason, at=time.time())
+            decide(session, call_id, approved, reason, at=time.time(), arguments=arguments)
 
         sessions = open_store(self.store)
         session_id = sessions.resolve(session_id)
@@ -184,9 +186,11 @@ def _show_decided(agent: Agent, session: AgentSession) -> None:
 
 def _print_decided(console: Console, decided: list[CallRecord]) -> None:
     for record in decided:
-        args = json.dumps(record.call.arguments, ensure_ascii=False)
+        args = json.dumps(call_to_run(record).arguments, ensure_ascii=False)
         then = ("it runs now" if record.state == "approved"
                 else "it is not run, and the model is told why")
+        if record.edited_arguments is not None:
+            then += ", with a person's edited arguments"
         note = f" ({markup(record.note)})" if record.note else ""
         console.print(f"[bold yellow]{record.state.capitalize()}[/bold yellow]{note}: "
                       f"{markup(record.call.name, 200)} {markup(args, 300)} "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -49,10 +49,12 @@ class TemporalBackend(SessionBackend):
         return self._call(lambda sessions: sessions.session(session_id))
 
     def decide(self, session_id: str, call_id: str | None, approved: bool,
-               reason: str | None, *, force: bool) -> Decided:
-        """``force`` changes nothing here: the workflow holds the session, no lease."""
+               reason: str | None, *, force: bool,
+               arguments: dict[str, Any] | None = None) -> Decided:
+        """``force`` changes nothing here: the workflow holds the session, no lease; it checks
+        edited ``arguments`` itself."""
         calls = self._call(lambda sessions: sessions.decide(session_id, approved, call_id,
-                                                            reason))
+                                                            reason, arguments=arguments))
         follow = resume_command(session_id, None, self.address)
         return Decided(session_id=session_id, calls=calls,
                        then=f"it continues on the cluster (follow it: {follow})")

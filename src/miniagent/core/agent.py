@@ -342,15 +342,19 @@ class Agent(SyncTwins):
     # -- decisions, cancelling, reading: the same on every driver -------------------------
 
     async def aapprove(self, session_id: str, call_id: str | None = None,
-                       reason: str | None = None, *, force: bool = False) -> None:
+                       reason: str | None = None, *, arguments: dict[str, Any] | None = None,
+                       force: bool = False) -> None:
         """Approve one waiting call, or all of them; ``resume`` then runs them.
 
-        ``force`` decides even while a process that looks alive holds the session.
+        ``arguments`` approves the call with these instead of the model's (checked against the
+        tool's schema first; the model is told); ``force`` decides even while a process that
+        looks alive holds the session.
 
         Raises:
-            DecisionError: the session is not waiting, or has no such waiting call.
+            DecisionError: the session is not waiting, has no such waiting call, or the edited
+                arguments do not fit the tool's schema (then nothing is decided).
         """
-        await self._adecide(session_id, call_id, True, reason, force)
+        await self._adecide(session_id, call_id, True, reason, force, arguments)
 
     async def adeny(self, session_id: str, call_id: str | None = None,
                     reason: str | None = None, *, force: bool = False) -> None:
@@ -358,9 +362,10 @@ class Agent(SyncTwins):
         await self._adecide(session_id, call_id, False, reason, force)
 
     async def _adecide(self, session_id: str, call_id: str | None, approved: bool,
-                       reason: str | None, force: bool) -> None:
-        self.store.update(session_id,
-                          lambda s: decide(s, call_id, approved, reason, at=time.time()),
+                       reason: str | None, force: bool,
+                       arguments: dict[str, Any] | None = None) -> None:
+        self.store.update(session_id, lambda s: decide(s, call_id, approved, reason,
+                                                       at=time.time(), arguments=arguments),
                           force=force)
 
     async def acancel(self, session_id: str, reason: str = "cancelled by a person", *,

@@ -75,8 +75,9 @@ class ConfigError(UserError):
 
 
 class DecisionError(UserError):
-    """An approval or denial the session cannot take: it is not waiting, or no waiting call
-    has that id. A caller's mistake, distinct from a store fault (:class:`SessionError`)."""
+    """An approval or denial the session cannot take: it is not waiting, no waiting call has
+    that id, or edited arguments do not fit the tool's schema. A caller's mistake, distinct from
+    a store fault (:class:`SessionError`)."""
 
 
 class TurnRefused(UserError):

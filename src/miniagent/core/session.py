@@ -47,9 +47,10 @@ SCHEMA_VERSION = 7
 """Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions`` and
 each message's ``reasoning``, version 4 usage the server did not report (token counts of None,
 ``estimated_tokens``), version 5 ``turns``, version 6 each observation's ``attempts`` and
-``retryable`` (tool retries), version 7 each step's ``model`` (which model answered it);
-versions 1 to 6 still load (1 to 4 as one turn; observations of 1 to 5 as made in one attempt;
-steps of 1 to 6 with no model named)."""
+``retryable`` (tool retries), version 7 each step's ``model`` (which model answered it) and
+each call's ``edited_arguments`` and ``parameters`` (approval with edits); versions 1 to 6 still
+load (1 to 4 as one turn; observations of 1 to 5 as made in one attempt; steps of 1 to 6 with no
+model named, their calls unedited with no schema recorded)."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}

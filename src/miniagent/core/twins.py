@@ -44,9 +44,9 @@ class SyncTwins:
         return self._sync(self.aresume(session_id, on_event=on_event, force=force))
 
     def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
-                *, force: bool = False) -> None:
+                *, arguments: dict[str, Any] | None = None, force: bool = False) -> None:
         """Synchronous ``aapprove``."""
-        self._now(self.aapprove(session_id, call_id, reason, force=force))
+        self._now(self.aapprove(session_id, call_id, reason, arguments=arguments, force=force))
 
     def deny(self, session_id: str, call_id: str | None = None, reason: str | None = None,
              *, force: bool = False) -> None:

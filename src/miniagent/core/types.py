@@ -299,6 +299,8 @@ class CallRecord:
     ``state`` changes only through :meth:`move`, checked against :data:`CALL_MOVES` and
     recorded in ``moves``. ``note`` holds the reason of an approval or denial, or why the call
     waits. ``interrupted`` marks a call that started before a crash and never completed.
+    ``call`` stays what the model asked for; a person who approved it with other arguments
+    left them in ``edited_arguments`` (see :mod:`miniagent.core.runtime.edits`).
     """
 
     call: ToolCall
@@ -307,6 +309,13 @@ class CallRecord:
     note: str | None = None
     interrupted: bool = False
     moves: list[CallMove] = field(default_factory=list)
+    edited_arguments: dict[str, Any] | None = None
+    """The arguments a person approved the call with, in place of ``call.arguments``; the tool
+    ran with these (None: as the model asked)."""
+    parameters: dict[str, Any] | None = None
+    """The JSON Schema of the tool's arguments, recorded when the call is put to a person, so
+    that an edit is checked wherever the decision is made (a store, the inbox, a Temporal
+    client), without the tool at hand."""
 
     def move(self, target: CallState, reason: str, at: float) -> None:
         """Go to ``target``; raises ValueError for a move the table forbids (a bug of ours)."""
@@ -342,6 +351,8 @@ class Decision:
 
     approved: bool
     reason: str | None = None
+    arguments: dict[str, Any] | None = None
+    """An approval with edits: the arguments the call runs with instead of the model's."""
 
 
 @dataclass(kw_only=True, slots=True)

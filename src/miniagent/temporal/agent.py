@@ -215,13 +215,17 @@ class TemporalAgent(SyncTwins):
     # -- decisions, cancelling, reading ---------------------------------------------------
 
     async def aapprove(self, session_id: str, call_id: str | None = None,
-                       reason: str | None = None, *, force: bool = False) -> None:
+                       reason: str | None = None, *, arguments: dict[str, Any] | None = None,
+                       force: bool = False) -> None:
         """Approve one waiting call, or all of them; the session goes on at once.
+        ``arguments`` approves the call with these instead of the model's (checked against the
+        tool's schema first; the model is told).
 
         Raises:
-            DecisionError: the session is not waiting, or has no such waiting call.
+            DecisionError: the session is not waiting, has no such waiting call, or the edited
+                arguments do not fit the tool's schema (then nothing is decided).
         """
-        await self.sessions.decide(session_id, True, call_id, reason)
+        await self.sessions.decide(session_id, True, call_id, reason, arguments=arguments)
 
     async def adeny(self, session_id: str, call_id: str | None = None,
                     reason: str | None = None, *, force: bool = False) -> None:

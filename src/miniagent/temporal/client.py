@@ -244,16 +244,20 @@ class TemporalSessions:
             raise _not_found(session_id, exc) from None
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
-                     reason: str | None = None) -> list[str]:
+                     reason: str | None = None, *,
+                     arguments: dict[str, Any] | None = None) -> list[str]:
         """Approve or deny one waiting call (or all); returns the decided call ids.
+        ``arguments`` approves one call with them instead of the model's.
 
         Raises:
-            DecisionError: the session is not waiting, or has no such undecided call.
+            DecisionError: the session is not waiting, has no such undecided call, or the
+                workflow refused the edited arguments (nothing was decided).
         """
         try:
             outcome: DecisionOutcome = await self._handle(session_id).execute_update(
                 SessionWorkflow.decide,
-                DecisionInput(approved=approved, call_id=call_id, reason=reason))
+                DecisionInput(approved=approved, call_id=call_id, reason=reason,
+                              arguments=arguments))
         except WorkflowUpdateFailedError as exc:
             raise DecisionError(getattr(exc.cause, "message", None) or str(exc)) from None
         except RPCError as exc:
@@ -264,11 +268,14 @@ class TemporalSessions:
         return outcome.decided
 
     async def signal_decision(self, session_id: str, approved: bool,
-                              call_id: str | None = None, reason: str | None = None) -> None:
-        """Fire and forget: a decision the workflow applies when it can (see the signal)."""
+                              call_id: str | None = None, reason: str | None = None, *,
+                              arguments: dict[str, Any] | None = None) -> None:
+        """Fire and forget: a decision the workflow applies when it can (see the signal; an
+        edit that does not fit is dropped there, and the call keeps waiting)."""
         await self._handle(session_id).signal(
             SessionWorkflow.decide_signal,
-            DecisionInput(approved=approved, call_id=call_id, reason=reason))
+            DecisionInput(approved=approved, call_id=call_id, reason=reason,
+                          arguments=arguments))
 
     async def cancel(self, session_id: str, reason: str = "cancelled by a person") -> str:
         """End the session: a Temporal cancellation, which its workflow records (status

@@ -78,12 +78,15 @@ class SlotWait:
 class DecisionInput:
     """A person's decision, sent as an update (validated) or a signal (fire and forget).
 
-    ``call_id`` ``None`` decides every waiting call.
+    ``call_id`` ``None`` decides every waiting call. ``arguments`` approves one call with them
+    instead of the model's: the workflow checks them against the call's recorded schema and
+    refuses the update when they do not fit (nothing is decided).
     """
 
     approved: bool
     call_id: str | None = None
     reason: str | None = None
+    arguments: dict[str, Any] | None = None
 
 
 @dataclass(kw_only=True)

@@ -34,8 +34,15 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from miniagent._internal.text import storable
-    from miniagent.core.errors import PayloadTooLarge, Rollover, ToolInterrupted, UserError
+    from miniagent.core.errors import (
+        DecisionError,
+        PayloadTooLarge,
+        Rollover,
+        ToolInterrupted,
+        UserError,
+    )
     from miniagent.core.runtime import events as ev
+    from miniagent.core.runtime.edits import check_edit
     from miniagent.core.runtime.run import AgentSpec, rules_for, run_session, with_small_model_aids
     from miniagent.core.session import AgentSession
     from miniagent.core.tools.tool import shorten
@@ -303,8 +310,14 @@ class SessionWorkflow:
         self.pending = list(pending)
         for item in pending:
             early = self.early.pop(item.call_id, None)
-            if early is not None:
-                self.decisions.setdefault(item.call_id, early)
+            if early is None:
+                continue
+            try:
+                early.arguments = self._edit(item.call_id, early.approved, early.arguments)
+            except ApplicationError as exc:  # a refused edit: the call waits for a person
+                workflow.logger.warning("decision signal ignored: %s", exc.message)
+                continue
+            self.decisions.setdefault(item.call_id, early)
         workflow.upsert_memo({"status": "awaiting_approval"})
 
     def stop_waiting(self) -> None:
@@ -316,15 +329,40 @@ class SessionWorkflow:
 
     @workflow.update(name="decide")
     def decide(self, decision: DecisionInput) -> DecisionOutcome:
-        chosen = [item.call_id for item in self._chosen(decision)]
-        for call_id in chosen:
-            self.decisions[call_id] = Decision(approved=decision.approved,
-                                               reason=decision.reason)
-        return DecisionOutcome(decided=chosen)
+        chosen = self._decisions(decision)
+        self.decisions.update(chosen)
+        return DecisionOutcome(decided=list(chosen))
 
     @decide.validator
     def _check_decision(self, decision: DecisionInput) -> None:
-        self._chosen(decision)
+        self._decisions(decision)
+
+    def _decisions(self, decision: DecisionInput) -> dict[str, Decision]:
+        """What ``decision`` decides, by call id; a refusal as :meth:`_chosen` says, or for
+        edited arguments that are not for one approved call or do not fit its schema."""
+        chosen = [item.call_id for item in self._chosen(decision)]
+        edited = None
+        if decision.arguments is not None:
+            if len(chosen) != 1:
+                raise _refused(f"edited arguments are for one call: name it (waiting: "
+                               f"{', '.join(chosen)})")
+            edited = self._edit(chosen[0], decision.approved, decision.arguments)
+        return {call_id: Decision(approved=decision.approved, reason=decision.reason,
+                                  arguments=edited) for call_id in chosen}
+
+    def _edit(self, call_id: str, approved: bool, arguments: dict[str, Any] | None
+              ) -> dict[str, Any] | None:
+        """The checked edit of the waiting call ``call_id`` (see
+        :mod:`miniagent.core.runtime.edits`); a refusal when it does not fit."""
+        if arguments is None:
+            return None
+        if not approved:
+            raise _refused("edited arguments go with an approval, not a denial")
+        record = next(r for r in self.session.open_calls() if r.call.id == call_id)
+        try:
+            return check_edit(record, arguments)
+        except DecisionError as exc:
+            raise _refused(str(exc)) from None
 
     def _chosen(self, decision: DecisionInput) -> list[PendingApproval]:
         """The waiting calls a decision is about; a refusal (the update is rejected) for a
@@ -353,16 +391,15 @@ class SessionWorkflow:
         one the update would reject is dropped (and logged)."""
         if decision.call_id is not None and not self.pending:
             self.early[decision.call_id] = Decision(approved=decision.approved,
-                                                    reason=decision.reason)
+                                                    reason=decision.reason,
+                                                    arguments=decision.arguments)
             return
         try:
-            chosen = self._chosen(decision)
+            chosen = self._decisions(decision)
         except ApplicationError as exc:  # a refusal: the signal has no caller to tell
             workflow.logger.warning("decision signal ignored: %s", exc.message)
             return
-        for item in chosen:
-            self.decisions[item.call_id] = Decision(approved=decision.approved,
-                                                    reason=decision.reason)
+        self.decisions.update(chosen)
 
     @contextlib.contextmanager
     def relaying_waits(self, key: str) -> Iterator[None]:

@@ -73,7 +73,10 @@ class Sessions(Protocol):
     def signal(self, session_id: str) -> Signal: ...
 
     async def decide(self, session_id: str, call_id: str | None, approved: bool,
-                     reason: str | None, seen: str) -> Done: ...
+                     reason: str | None, seen: str,
+                     arguments: dict[str, Any] | None = None) -> Done:
+        """``arguments``: an approval of ``call_id`` with them instead of the model's."""
+        ...
 
     async def resume(self, session_id: str, seen: str) -> Done: ...
 
@@ -82,6 +85,12 @@ class Sessions(Protocol):
     async def cancel(self, session_id: str, reason: str | None, seen: str) -> Done: ...
 
     async def aclose(self) -> None: ...
+
+
+def _edited(session: AgentSession, call_id: str | None) -> bool:
+    """Whether the call ``call_id`` was approved with a person's arguments."""
+    return any(r.call.id == call_id and r.edited_arguments is not None
+               for r in session.open_calls())
 
 
 def parent_of(session: AgentSession) -> str | None:
@@ -230,13 +239,15 @@ class LocalSessions:
     # -- changing -------------------------------------------------------------------------
 
     async def decide(self, session_id: str, call_id: str | None, approved: bool,
-                     reason: str | None, seen: str) -> Done:
-        """Approve or deny one waiting call (``call_id``) or all; once no call waits, the
-        session is resumed here (when this server can run it).
+                     reason: str | None, seen: str,
+                     arguments: dict[str, Any] | None = None) -> Done:
+        """Approve or deny one waiting call (``call_id``) or all; ``arguments`` approves the
+        call with them instead of the model's. Once no call waits, the session is resumed here
+        (when this server can run it).
 
         Raises:
-            Refusal: the page was stale, nothing waits, the call was decided already, or the
-                session is busy.
+            Refusal: the page was stale, nothing waits, the call was decided already, the
+                edited arguments do not fit the tool's schema, or the session is busy.
         """
         self._not_running_here(session_id)
         reason = storable(reason.strip()) if reason and reason.strip() else None
@@ -244,7 +255,7 @@ class LocalSessions:
         def change(session: AgentSession) -> None:
             check_version(session, seen)
             not_a_sub_run(session, "decide on")
-            decide(session, call_id, approved, reason, at=time.time())
+            decide(session, call_id, approved, reason, at=time.time(), arguments=arguments)
 
         try:
             session = await off_loop(self.store.update, session_id, change)
@@ -256,6 +267,8 @@ class LocalSessions:
             raise Refusal(f"nothing was decided: {exc}") from None
         verb = "approved" if approved else "denied"
         which = f"call {call_id}" if call_id else "every waiting call"
+        if approved and _edited(session, call_id):
+            which += " with your arguments"
         said = f" (reason: {reason})" if reason else ""
         if any(r.state == "awaiting_approval" for r in session.open_calls()):
             left = ", ".join(p.call_id for p in session.pending_approvals())

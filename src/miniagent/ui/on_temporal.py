@@ -105,7 +105,10 @@ class TemporalInbox:
         return Signal(asyncio.get_running_loop())  # never fired: pages query every second
 
     async def decide(self, session_id: str, call_id: str | None, approved: bool,
-                     reason: str | None, seen: str) -> Done:
+                     reason: str | None, seen: str,
+                     arguments: dict[str, Any] | None = None) -> Done:
+        """As in process; the workflow checks edited ``arguments`` (its update refuses them
+        when they do not fit)."""
         session = await self.load(session_id)
         check_version(session, seen)
         not_a_sub_run(session, "decide on")
@@ -115,11 +118,14 @@ class TemporalInbox:
         ids = [call_id] if call_id else [p.call_id for p in session.pending_approvals()]
         if not ids:
             raise Refusal(f"nothing was decided: session {session_id} waits for no decision")
+        if arguments is not None and len(ids) != 1:
+            raise Refusal("nothing was decided: edited arguments are for one call")
         decided: list[str] = []
         remote = await self._remote()
         try:
             for one in ids:
-                decided += await remote.decide(session_id, approved, one, reason)
+                decided += await remote.decide(session_id, approved, one, reason,
+                                               arguments=arguments)
         except (MiniAgentError, RPCError) as exc:
             before = f" (decided before that: {', '.join(decided)})" if decided else ""
             raise Refusal(f"nothing {'more ' if decided else ''}was decided: {exc}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import os
 import time
 from collections import OrderedDict
@@ -376,9 +377,13 @@ class Inbox:
         if form.get("decision") not in ("approve", "deny"):
             return self._refused(request, "say approve or deny")
         sid = request.path_params["sid"]
+        try:
+            edited = _edited_arguments(form.get("arguments"), approved)
+        except Refusal as exc:
+            return await self.session_page(request, error=str(exc), status=409)
         return await self._act(request, self.sessions.decide(
             sid, form.get("call_id") or None, approved, form.get("reason"),
-            form.get("version", "")))
+            form.get("version", ""), edited))
 
     async def resume(self, request: Request) -> Response:
         form = await self._form(request)
@@ -526,6 +531,20 @@ class Inbox:
         from miniagent.report.session import has_runs
 
         return await off_loop(has_runs, self.trace, session_id)
+
+
+def _edited_arguments(text: str | None, approved: bool) -> dict[str, Any] | None:
+    """The edit form's arguments (None: no edit); a refusal when they are not a JSON object."""
+    if text is None or not approved:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise Refusal(f"nothing was decided: the arguments are not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise Refusal("nothing was decided: the arguments must be a JSON object, not "
+                      f"{type(value).__name__}")
+    return value
 
 
 class _CountedStream(StreamingResponse):

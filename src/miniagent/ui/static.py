@@ -41,6 +41,8 @@ form.decide input[name=reason] { flex: 1 1 220px; min-width: 0; }
 form.ask { align-items: stretch; flex-direction: column; }
 form.ask textarea { width: 100%; font: inherit; }
 form.decide.all { border-top: 1px solid var(--line); padding-top: 8px; }
+form.decide.edit { flex-direction: column; align-items: stretch; }
+form.decide.edit textarea { width: 100%; font-family: ui-monospace, monospace; }
 .buttons { display: flex; gap: 8px; }
 input, select, textarea, button { font: inherit; padding: 5px 8px; border-radius: 6px;
   border: 1px solid var(--line); }

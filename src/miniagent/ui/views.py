@@ -28,6 +28,10 @@ FOLD_CHARS = 160
 """An argument value longer than this is folded (its first characters shown, the rest on a
 click)."""
 
+EDIT_BYTES = 32 * 1024
+"""Arguments larger than this (as JSON) get no edit form: posted back they would come near the
+inbox's form limit (:data:`~miniagent.ui.security.MAX_FORM_BYTES`)."""
+
 STEPS_SHOWN = 50
 """A session's page shows at most this many steps (its last ones; earlier ones a page each,
 ``?before=STEP``), so a page's size does not grow with the session."""
@@ -190,7 +194,30 @@ def _waiting_call(ctx: Ctx, session: AgentSession, record: CallRecord, *,
             f'<span class="tag warn">{esc(waited)}</span></p>{why}'
             f"{arguments(record.call.arguments)}{sub}"
             f"{_decide_form(ctx, session, record.call.id, record.call.name) if decide else ''}"
+            f"{_edit_form(ctx, session, record) if decide and not sub else ''}"
             "</div>")
+
+
+def _edit_form(ctx: Ctx, session: AgentSession, record: CallRecord) -> str:
+    """Approve with edited arguments: the model's as JSON to change (checked against the
+    tool's schema when posted). A form of its own, folded: a plain approval never posts the
+    arguments back (a call's may be larger than a form may be)."""
+    text = json.dumps(record.call.arguments, ensure_ascii=False, indent=2)
+    if len(text.encode()) > EDIT_BYTES:
+        return (f'<p class="kv">Its arguments are too large to edit here ({len(text):,} '
+                "characters): use <code>miniagent sessions approve ... --arguments</code>.</p>")
+    action = esc(ctx.url(path_of(session.id, "/decide")))
+    field_id = f"a-{session.id}-{record.call.id}"
+    fields = _hidden(ctx, session, call_id=record.call.id)
+    rows = min(12, text.count("\n") + 2)
+    form = (f'<form method="post" action="{action}" class="decide edit">{fields}'
+            f'<label for="{esc(field_id)}">Arguments (JSON; checked against the tool\'s '
+            f'schema; the model is told it ran with yours)</label>'
+            f'<textarea id="{esc(field_id)}" name="arguments" rows="{rows}" spellcheck="false" '
+            f'required>{esc(text)}</textarea><span class="buttons">'
+            f'<button type="submit" name="decision" value="approve" class="approve">'
+            "Approve with these arguments</button></span></form>")
+    return details("Edit the arguments, then approve", form, cls="edit")
 
 
 def _decide_form(ctx: Ctx, session: AgentSession, call_id: str | None, what: str) -> str:
@@ -442,6 +469,9 @@ def _call(record: CallRecord) -> str:
            f'<strong class="tool">{esc(record.call.name)}</strong> '
            f'<span class="kv">call {esc(record.call.id)}</span> '
            f'<span class="tag">{esc(state)}</span>{note}</p>{arguments(record.call.arguments)}']
+    if record.edited_arguments is not None:
+        out.append(f'<p class="kv edited">Edited by a person: it ran with</p>'
+                   f"{arguments(record.edited_arguments)}")
     obs = record.observation
     if obs is not None:
         label = "Observation (error)" if obs.is_error else "Observation"

@@ -157,35 +157,48 @@ def v6_session() -> AgentSession:
 
 
 def v7_session() -> AgentSession:
-    """A run whose first step the primary model answered and whose second, after the primary
-    failed, the backup of a FallbackModel did (version 7: each step's ``model``)."""
-    session = AgentSession.start("What is 2+3?", id="ref0000000000007", at=1.0e9)
-    add = ToolCall(id="call_a", name="add", arguments={"a": 2, "b": 3},
-                   raw_arguments='{"a": 2, "b": 3}')
-    record = CallRecord(call=add)
-    record.move("started", "about to run", 1.0e9)
-    record.observation = Observation(call_id="call_a", tool_name="add", output="5",
-                                     elapsed=0.01)
-    record.move("completed", "the tool returned", 1.0e9)
-    session.steps.append(Step(index=1, thought="add", raw_output="...", calls=[record],
+    """A call a person approved with other arguments than the model's, answered by the primary
+    model of a FallbackModel, then a last step its backup answered (version 7: each call's
+    ``edited_arguments`` and the ``parameters`` schema recorded when it waited; each step's
+    ``model``)."""
+    session = AgentSession.start("Pay Alice for 北京 tickets", id="ref0000000000007", at=1.0e9)
+    pay = ToolCall(id="call_p", name="pay", arguments={"to": "Alice", "amount": 150},
+                   raw_arguments='{"to": "Alice", "amount": 150}')
+    record = CallRecord(call=pay, note="'pay' needs approval", parameters={
+        "type": "object", "properties": {"to": {"type": "string"},
+                                         "amount": {"type": "integer"}},
+        "required": ["to", "amount"], "additionalProperties": False})
+    record.move("awaiting_approval", "'pay' needs approval", 1.0e9)
+    record.move("approved", "120 is the price (with edited arguments)", 1.0e9 + 5)
+    record.note, record.edited_arguments = "120 is the price", {"to": "Alice", "amount": 120}
+    record.move("started", "about to run", 1.0e9 + 5)
+    record.observation = Observation(
+        call_id="call_p", tool_name="pay", elapsed=0.02,
+        output='[A person approved this call with changed arguments; it ran with {"to": '
+               '"Alice", "amount": 120}, not with the arguments you gave.]\npaid 120 to Alice')
+    record.move("completed", "the tool returned", 1.0e9 + 6)
+    session.steps.append(Step(index=1, thought="pay", raw_output="...", calls=[record],
                               usage=TokenUsage(prompt_tokens=40, completion_tokens=8),
                               model="primary"))
-    session.steps.append(Step(index=2, thought="done", raw_output="Final Answer: 5",
+    session.steps.append(Step(index=2, thought="done", raw_output="Final Answer: paid",
                               usage=TokenUsage(prompt_tokens=60, completion_tokens=5),
                               model="backup 备用"))
     session.add_usage(TokenUsage(prompt_tokens=100, completion_tokens=13))
-    session.messages.append(Message(role="assistant", content="Action: add", tool_calls=[add]))
-    session.messages.append(Message(role="tool", content="5", tool_call_id="call_a",
-                                    name="add"))
-    session.messages.append(Message(role="assistant", content="Final Answer: 5"))
-    session.finish("completed", "final answer", "5", at=1.0e9 + 2)
+    session.messages.append(Message(role="assistant", content="Action: pay", tool_calls=[pay]))
+    session.messages.append(Message(role="tool", content=record.observation.output,
+                                    tool_call_id="call_p", name="pay"))
+    session.messages.append(Message(role="assistant", content="Final Answer: paid"))
+    session.finish("completed", "final answer", "paid", at=1.0e9 + 7)
     return session
 
 
 def written_now(reference: dict[str, Any]) -> dict[str, Any]:
-    """What this version writes of a session an older one saved: its version, and each step
-    with no model named (version 7's field)."""
-    steps = [{**step, "model": None} for step in reference["steps"]]
+    """What this version writes of a session an older one saved: its version, each step with
+    no model named and each call unedited, with no schema recorded (version 7's fields)."""
+    steps = [{**step, "model": None,
+              "calls": [{**call, "edited_arguments": None, "parameters": None}
+                        for call in step["calls"]]}
+             for step in reference["steps"]]
     return {**reference, "schema_version": SCHEMA_VERSION, "steps": steps}
 
 
@@ -195,11 +208,15 @@ def test_reference_json_v7_loads_and_is_what_we_write() -> None:
     loaded = AgentSession.from_dict(reference)
     assert loaded == v7_session()
     assert [step.model for step in loaded.steps] == ["primary", "backup 备用"]
+    (record,) = loaded.steps[0].calls
+    assert record.call.arguments == {"to": "Alice", "amount": 150}  # the model's, kept
+    assert record.edited_arguments == {"to": "Alice", "amount": 120}  # the person's
+    assert record.parameters is not None and record.parameters["required"] == ["to", "amount"]
     # what this version writes is exactly the reference: a format change must bump the version
     assert v7_session().to_dict() == reference
 
 
-def test_reference_json_v6_still_loads() -> None:
+def test_reference_json_v6_still_loads_with_calls_unedited() -> None:
     reference = json.loads((REFERENCE / "session_v6.json").read_text(encoding="utf-8"))
     assert reference["schema_version"] == 6
     loaded = AgentSession.from_dict(reference)
@@ -208,7 +225,9 @@ def test_reference_json_v6_still_loads() -> None:
     assert observation is not None and (observation.attempts, observation.retryable) == (
         3, False)
     assert loaded.steps[0].model is None
-    # what version 6 wrote is what this one writes of the same session, but version 7's field
+    assert (loaded.steps[0].calls[0].edited_arguments, loaded.steps[0].calls[0].parameters) == (
+        None, None)
+    # what version 6 wrote is what this one writes of the same session, but version 7's fields
     assert v6_session().to_dict() == written_now(reference)
 
 
@@ -224,7 +243,7 @@ def test_reference_json_v5_still_loads() -> None:
     result = loaded.result()
     assert (result.turn, [s.index for s in result.steps], result.usage.total_tokens) == (
         2, [2], 74)
-    # what version 5 wrote is what this one writes of the same session, but version 7's field
+    # what version 5 wrote is what this one writes of the same session, but version 7's fields
     assert v5_session().to_dict() == written_now(reference)
 
 

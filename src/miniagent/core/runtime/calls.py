@@ -8,9 +8,10 @@ this module, so it does no I/O.
 - **Outcomes**: a call is recorded ``completed`` with its observation (:func:`record_outcome`),
   answered at once when it is not run (:func:`answered`), or completed late, after its run
   stopped waiting (:func:`record_late`).
-- **Approvals**: a person approves or denies a waiting call (:func:`decide`); a denied call gets
-  an observation that says so (:func:`denial`); a call a crash interrupted is rerun, denied or
-  put to a person (:func:`recover_interrupted`).
+- **Approvals**: a person approves or denies a waiting call (:func:`decide`), maybe approving
+  it with other arguments (checked first: :mod:`miniagent.core.runtime.edits`); a denied call
+  gets an observation that says so (:func:`denial`); a call a crash interrupted is rerun,
+  denied or put to a person (:func:`recover_interrupted`).
 - **Sub-runs**: an agent used as a tool (:class:`~miniagent.core.tools.agent_tool.AgentTool`)
   returns an observation carrying a :class:`~miniagent.core.types.SubRun`. Three things follow
   in the parent (the first two when the call is recorded, :func:`record_outcome`): the
@@ -29,9 +30,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from miniagent.core.errors import DecisionError
+from miniagent.core.runtime.edits import check_edit, with_edit_note
 from miniagent.core.runtime.guards import truncate_observation
 from miniagent.core.session import AgentSession
 from miniagent.core.types import (
@@ -69,6 +71,7 @@ def record_outcome(record: CallRecord, observation: Observation, *, at: float) -
         session's usage.
     """
     previous = record.observation.sub_run if record.observation is not None else None
+    observation.output = with_edit_note(record, observation.output)
     record.observation = observation
     sub = observation.sub_run
     if sub is None:
@@ -116,11 +119,15 @@ INTERRUPTED_NOTE = (
 
 
 def decide(session: AgentSession, call_id: str | None, approved: bool, reason: str | None, *,
-           at: float) -> None:
+           at: float, arguments: dict[str, Any] | None = None) -> None:
     """Approve or deny one waiting call (or all of them when ``call_id`` is None).
 
+    ``arguments`` approves the call with them instead of the model's (one call: ``call_id``,
+    or the only one waiting); they are checked against the tool's recorded schema first.
+
     Raises:
-        DecisionError: the session is not waiting, or no waiting call has that id.
+        DecisionError: the session is not waiting, no waiting call has that id, or the edited
+            arguments are refused (then nothing is decided).
     """
     if session.status != "awaiting_approval":
         raise DecisionError(f"session {session.id} is not awaiting approval (status: "
@@ -135,16 +142,35 @@ def decide(session: AgentSession, call_id: str | None, approved: bool, reason: s
         ids = ", ".join(r.call.id for r in waiting) or "none"
         raise DecisionError(f"session {session.id} has no call {call_id!r} awaiting approval "
                             f"(waiting: {ids})")
+    edited = None if arguments is None else _edit(chosen, approved, arguments)
     for record in chosen:
-        apply_decision(record, approved, reason, at=at)
+        apply_decision(record, approved, reason, at=at, arguments=edited)
 
 
-def apply_decision(record: CallRecord, approved: bool, reason: str | None, *, at: float) -> None:
-    """Record a person's decision on one waiting call (relayed, when it waits for a sub-run)."""
+def _edit(chosen: list[CallRecord], approved: bool, arguments: dict[str, Any]
+          ) -> dict[str, Any] | None:
+    """The checked edit of the one call chosen (None: the model's own arguments)."""
+    if not approved:
+        raise DecisionError("edited arguments go with an approval, not a denial")
+    if len(chosen) != 1:
+        ids = ", ".join(r.call.id for r in chosen)
+        raise DecisionError(f"edited arguments are for one call: name it (waiting: {ids})")
+    return check_edit(chosen[0], arguments)
+
+
+def apply_decision(record: CallRecord, approved: bool, reason: str | None, *, at: float,
+                   arguments: dict[str, Any] | None = None) -> None:
+    """Record a person's decision on one waiting call (relayed, when it waits for a sub-run);
+    ``arguments``, checked already, are the person's edit of an approved call."""
     if relay_decision(record, approved, reason, at=at):
         return
-    record.move("approved" if approved else "denied", reason or "decided by a person", at)
+    edited = approved and arguments is not None
+    why = reason or "decided by a person"
+    record.move("approved" if approved else "denied",
+                f"{why} (with edited arguments)" if edited else why, at)
     record.note = reason
+    if edited:
+        record.edited_arguments = arguments
 
 
 def denial(record: CallRecord) -> Observation:

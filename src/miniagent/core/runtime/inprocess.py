@@ -369,7 +369,8 @@ def decided(session: AgentSession, pending: list[PendingApproval]) -> dict[str, 
         if record.call.id not in wanted or record.state not in ("approved", "denied"):
             continue
         found[record.call.id] = relayed_decision(record) or Decision(
-            approved=record.state == "approved", reason=record.note)
+            approved=record.state == "approved", reason=record.note,
+            arguments=record.edited_arguments)
     return found
 
 

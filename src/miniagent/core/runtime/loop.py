@@ -34,6 +34,7 @@ from miniagent.core.runtime.calls import (
     recover_interrupted,
     relayed_decision,
 )
+from miniagent.core.runtime.edits import call_to_run, parameters_of
 from miniagent.core.runtime.effects import Effects
 from miniagent.core.runtime.guards import (
     REPEATED,
@@ -206,6 +207,9 @@ class StepLogic:
     def _recover(self, session: AgentSession) -> None:
         recover_interrupted(session, self.rules.tools.is_idempotent, self.spec.on_interrupted,
                             at=self.effects.now())
+        for record in session.open_calls():  # put to a person: an edit is checked on its schema
+            if record.state == "awaiting_approval" and record.parameters is None:
+                record.parameters = parameters_of(self.rules.tools.listed(), record.call.name)
 
     # -- the model phase ------------------------------------------------------------------
 
@@ -426,6 +430,7 @@ class StepLogic:
                 record = CallRecord(call=call)
                 if self.rules.tools.needs_approval(call):
                     record.note = f"'{call.name}' needs approval"
+                    record.parameters = parameters_of(self.rules.tools.listed(), call.name)
                     record.move("awaiting_approval", record.note, now)
             step.calls.append(record)
         return CallTools()
@@ -468,12 +473,13 @@ class StepLogic:
     async def _execute(self, session: AgentSession, step: Step, record: CallRecord,
                        slots: asyncio.Semaphore | None) -> None:
         span, parent = self.effects.new_id(), self._step_span(step.index)
+        call = call_to_run(record)  # with a person's edit, if there is one
         if slots is not None:
             await slots.acquire()  # the start event fires when the call really starts
         try:
             if self.effects.observed:
                 self._emit("ToolStarted", session, span=span, parent=parent, step=step.index,
-                           call=record.call)
+                           call=call)
             context = ToolContext.for_call(session.id, record.call.id, record.call.name,
                                            step.index, session.metadata,
                                            decision=relayed_decision(record),
@@ -483,8 +489,7 @@ class StepLogic:
                                            default_retry=self.spec.tool_retry)
             with reporting_waits(self._waits(session, span, parent, step.index,
                                              record.call.id)):
-                observation = admit_observation(await self.effects.run_tool(record.call,
-                                                                               context))
+                observation = admit_observation(await self.effects.run_tool(call, context))
         finally:
             if slots is not None:
                 slots.release()
@@ -499,7 +504,7 @@ class StepLogic:
         await self._checkpoint(session, None if observation.sub_run else record)
         if self.effects.observed:
             self._emit("ToolFinished", session, span=span, parent=parent, step=step.index,
-                       call=record.call, observation=observation)
+                       call=call, observation=observation)
 
     def _share(self, session: AgentSession, step: Step) -> int | None:
         """A call's share of what is left of the token budget: the rest, split between the
@@ -593,7 +598,7 @@ class StepLogic:
             decision = decisions.get(record.call.id)
             if decision is not None:
                 apply_decision(record, decision.approved, decision.reason,
-                               at=self.effects.now())
+                               at=self.effects.now(), arguments=decision.arguments)
         if not self._time_out(step):
             session.transition("running", "decided by a person", at=self.effects.now())
 
