@@ -501,6 +501,30 @@ class Agent:
             return await self._on_temporal().sessions.session(session_id)
         return self.store.load(session_id)
 
+    async def afork(self, session_id: str, *, at_step: int) -> str:
+        """A new session whose history is the first ``at_step`` steps of ``session_id``
+        (0: its first question alone), linked to it (``forked_from``); returns the new id.
+
+        The old session is only read. The fork goes on as any session: ``resume`` (calls left
+        open at that step are settled as a resume settles them), ``approve``/``deny``, or a
+        next question with ``arun(..., session_id=...)``. On Temporal its workflow starts at
+        once. See :mod:`miniagent.core.runtime.fork` for what a fork keeps.
+
+        Raises:
+            SessionNotFound, UserError (``at_step`` out of range).
+        """
+        if self.temporal is not None:
+            return str(await self._on_temporal().fork(session_id, at_step))
+        return self.fork(session_id, at_step=at_step)
+
+    def fork(self, session_id: str, *, at_step: int) -> str:
+        """Synchronous :meth:`afork`."""
+        if self.temporal is not None:
+            return self._sync(self.afork(session_id, at_step=at_step))
+        from miniagent.core.runtime.fork import fork_stored  # a rare path: loaded on first use
+
+        return fork_stored(self.store, session_id, at_step).id
+
     def approve(self, session_id: str, call_id: str | None = None, reason: str | None = None,
                 *, force: bool = False) -> None:
         """Synchronous :meth:`aapprove`."""

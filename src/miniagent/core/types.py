@@ -341,6 +341,9 @@ class Step:
     offered_tools: list[str] | None = None
     """The tools this step's request offered, when the agent selects them (``tool_selection``);
     ``None``: every tool."""
+    first_message: int | None = None
+    """Index in the session's ``messages`` of the first message this step added (its reply);
+    what a fork keeps of the history (None: saved before session schema version 7)."""
 
     @property
     def tool_calls(self) -> list[ToolCall]:

@@ -48,8 +48,9 @@ from miniagent.core.errors import (
 )
 from miniagent.core.protocol.registry import build_protocol
 from miniagent.core.runtime.events import Event
+from miniagent.core.runtime.fork import fork_session
 from miniagent.core.runtime.run import AgentSpec
-from miniagent.core.session import AgentSession
+from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.types import Decision, RunResult
 from miniagent.temporal.contracts import (
     DecisionInput,
@@ -158,6 +159,25 @@ class TemporalSessions:
         await self._start(SessionInput(session=session, spec=spec or AgentSpec(),
                                        options=options or TemporalOptions(),
                                        runs=view.runs + 1))
+
+    async def fork(self, session_id: str, at_step: int, spec: AgentSpec | None = None, *,
+                   options: TemporalOptions | None = None) -> str:
+        """Fork a session after its step ``at_step`` (see :mod:`miniagent.core.runtime.fork`):
+        the parent read through its workflow's query, the fork started as a workflow of its
+        own, which goes on at once (one that waits for a person asks again; one whose turn
+        ended ends there, ready for a next question). Returns the fork's id.
+
+        Raises:
+            SessionNotFound: no such session; UserError: ``at_step`` out of range.
+        """
+        child = fork_session(await self.session(session_id), at_step, id=random_id(),
+                             at=time.time())
+        if child.status not in FINAL and child.status != "running" and child.phase == "tools":
+            # calls open at the fork's last step are the workflow's to settle and wait on
+            child.transition("running", "its workflow goes on from the fork", at=time.time())
+        await self._start(SessionInput(session=child, spec=spec or AgentSpec(),
+                                       options=options or TemporalOptions()))
+        return child.id
 
     async def _closed_as(self, session_id: str) -> WorkflowExecutionStatus | None:
         """How the session's latest workflow execution closed; None while it runs."""
@@ -391,6 +411,20 @@ class TemporalDriver:
         except PayloadTooLarge as exc:  # a run always ends with a status
             return RunResult(status="error", reason=str(exc), session_id=session_id or "")
         return await self.follow(started, on_event=on_event)
+
+    async def fork(self, session_id: str, at_step: int) -> str:
+        """Fork a session (see :meth:`TemporalSessions.fork`) with the agent's spec; its
+        workflow starts on the agent's task queue.
+
+        Raises:
+            ConfigError: no worker polls the task queue.
+        """
+        self._check_protocol()
+        if not await self.sessions.has_workers():
+            raise ConfigError(f"no worker polls task queue {self.agent.task_queue!r}: start "
+                              "one, then fork again (the fork's workflow starts at once)")
+        return await self.sessions.fork(session_id, at_step, self.agent.spec,
+                                        options=self.options)
 
     async def _next_turn(self, session_id: str | None, question: str) -> str | None:
         """The next turn of ``session_id`` started, if a session of that id exists."""

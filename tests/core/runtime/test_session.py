@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from miniagent.core.errors import SessionError, SessionVersionError, StoreCorrupted
-from miniagent.core.session import SCHEMA_VERSION, AgentSession
+from miniagent.core.runtime.fork import fork_session
+from miniagent.core.session import SCHEMA_VERSION, AgentSession, ForkedFrom
 from miniagent.core.types import (
     CallRecord,
     Compaction,
@@ -155,16 +157,60 @@ def v6_session() -> AgentSession:
     return session
 
 
-def test_reference_json_v6_loads_and_is_what_we_write() -> None:
+def v7_session() -> AgentSession:
+    """A fork after step 1 of a run of two steps (version 7: each step's ``first_message``,
+    the session's ``forked_from``)."""
+    parent = AgentSession.start("Book room A1, then B2", id="ref0000000000070", at=1.0e9)
+    for index, room in ((1, "A1"), (2, "B2")):
+        book = ToolCall(id=f"call_{room}", name="book", arguments={"room": room},
+                        raw_arguments=json.dumps({"room": room}))
+        record = CallRecord(call=book)
+        record.move("started", "about to run", 1.0e9)
+        record.observation = Observation(call_id=book.id, tool_name="book",
+                                         output=f"booked {room}")
+        record.move("completed", "the tool returned", 1.0e9)
+        parent.steps.append(Step(index=index, raw_output="...", calls=[record],
+                                 usage=TokenUsage(prompt_tokens=40, completion_tokens=8),
+                                 first_message=len(parent.messages)))
+        parent.add_usage(TokenUsage(prompt_tokens=40, completion_tokens=8))
+        parent.messages.append(Message(role="assistant", content="Action: book",
+                                       tool_calls=[book]))
+        parent.messages.append(Message(role="tool", content=f"booked {room}",
+                                       tool_call_id=book.id, name="book"))
+    parent.finish("completed", "final answer", "booked both", at=1.0e9 + 2)
+    return fork_session(parent, 1, id="ref0000000000007", at=1.0e9 + 5)
+
+
+def test_reference_json_v7_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v7.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 7 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == v7_session()
+    assert loaded.forked_from == ForkedFrom(session_id="ref0000000000070", step=1)
+    assert [s.first_message for s in loaded.steps] == [1] and len(loaded.messages) == 3
+    assert (loaded.status, loaded.phase, loaded.usage.total_tokens) == ("running", "model", 48)
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert v7_session().to_dict() == reference
+
+
+def as_written_now(reference: dict[str, Any]) -> dict[str, Any]:
+    """What this version writes of a session an older one wrote: its version, and the fields
+    added since at their defaults (version 7: no fork, steps without their first message)."""
+    steps = [{**step, "first_message": None} for step in reference["steps"]]
+    return {**reference, "schema_version": SCHEMA_VERSION, "steps": steps,
+            "forked_from": None}
+
+
+def test_reference_json_v6_still_loads() -> None:
     reference = json.loads((REFERENCE / "session_v6.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 6 == SCHEMA_VERSION
+    assert reference["schema_version"] == 6
     loaded = AgentSession.from_dict(reference)
     assert loaded == v6_session()
     observation = loaded.steps[0].calls[0].observation
     assert observation is not None and (observation.attempts, observation.retryable) == (
         3, False)
-    # what this version writes is exactly the reference: a format change must bump the version
-    assert v6_session().to_dict() == reference
+    assert loaded.forked_from is None and loaded.steps[0].first_message is None
+    assert v6_session().to_dict() == as_written_now(reference)
 
 
 def test_reference_json_v5_still_loads() -> None:
@@ -179,8 +225,8 @@ def test_reference_json_v5_still_loads() -> None:
     result = loaded.result()
     assert (result.turn, [s.index for s in result.steps], result.usage.total_tokens) == (
         2, [2], 74)
-    # what version 5 wrote is what this one writes of the same session, but the version
-    assert v5_session().to_dict() == {**reference, "schema_version": SCHEMA_VERSION}
+    # what version 5 wrote is what this one writes of the same session, but what came since
+    assert v5_session().to_dict() == as_written_now(reference)
 
 
 def test_reference_json_v4_still_loads_as_one_turn() -> None:

@@ -233,7 +233,8 @@ class StepLogic:
     def _record_step(self, session: AgentSession, index: int, response: ModelResponse,
                      parsed: ParsedOutput, elapsed: float, offered: list[str] | None) -> Step:
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
-                    usage=response.usage, model_time=elapsed, offered_tools=offered)
+                    usage=response.usage, model_time=elapsed, offered_tools=offered,
+                    first_message=len(session.messages))
         session.steps.append(step)
         session.add_usage(response.usage)
         return step
