@@ -18,7 +18,13 @@ from miniagent.cli.common import SessionTracker, asks_in_terminal, show_progress
 from miniagent.cli.display import terminal
 from miniagent.cli.observing import observing
 from miniagent.cli.safe_text import markup
-from miniagent.cli.session_backend import Decided, Listed, ResumeOptions, SessionBackend
+from miniagent.cli.session_backend import (
+    Decided,
+    Forked,
+    Listed,
+    ResumeOptions,
+    SessionBackend,
+)
 from miniagent.cli.session_commands import resume_command
 from miniagent.cli.temporal_client import connect, on_the_cluster
 from miniagent.core.session import AgentSession
@@ -63,6 +69,21 @@ class TemporalBackend(SessionBackend):
             return f"cancelled session {session_id} on the cluster"
         return (f"terminated session {session_id}: no worker polls its task queue, so nothing "
                 "could record the cancellation")
+
+    def fork(self, session_id: str, at_step: int) -> Forked:
+        """The fork as a workflow of its own, run at once with the options its parent's
+        ``run`` recorded (the model and tools are the workers')."""
+        async def forked(sessions: TemporalSessions) -> tuple[str, str]:
+            parent = await sessions.session(session_id)
+            agent = temporal_agent(RunConfig.recorded(parent.metadata), sessions.client,
+                                   self.task_queue, interactive=False)
+            child = await agent.afork(session_id, at_step=at_step)
+            return child, (await sessions.view(child)).status
+
+        child, status = self._call(forked)
+        return Forked(session_id=child, parent=session_id, step=at_step, status=status,
+                      then="it runs on the cluster; follow it with:",
+                      command=resume_command(child, None, self.address))
 
     def resume(self, session_id: str, options: ResumeOptions) -> RunResult:
         """Follow the session until it ends or waits again (the model options are the
