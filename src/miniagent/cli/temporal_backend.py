@@ -71,13 +71,10 @@ class TemporalBackend(SessionBackend):
                 "could record the cancellation")
 
     def fork(self, session_id: str, at_step: int) -> Forked:
-        """The fork as a workflow of its own, run at once with the options its parent's
-        ``run`` recorded (the model and tools are the workers')."""
+        """The fork as a workflow of its own, run at once with its parent's spec (the model
+        and tools are the workers')."""
         async def forked(sessions: TemporalSessions) -> tuple[str, str]:
-            parent = await sessions.session(session_id)
-            agent = temporal_agent(RunConfig.recorded(parent.metadata), sessions.client,
-                                   self.task_queue, interactive=False)
-            child = await agent.afork(session_id, at_step=at_step)
+            child = await sessions.fork(session_id, at_step)
             return child, (await sessions.view(child)).status
 
         child, status = self._call(forked)

@@ -405,6 +405,11 @@ class SessionWorkflow:
         """The whole session: every step, call, observation and transition."""
         return self.session
 
+    @workflow.query(name="spec")
+    def agent_spec(self) -> AgentSpec:
+        """The agent's spec the session runs with (a fork of it runs with it too)."""
+        return self.spec
+
     @workflow.query(name="events")
     def events(self, after: int) -> EventPage:
         """The events of this run from index ``after`` on (a page of them), and the status."""
