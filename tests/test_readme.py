@@ -94,3 +94,8 @@ def test_conversation_and_memory_example_runs(tmp_path: Path, monkeypatch: pytes
     assert "The user drinks 龙井 tea." in recalled
     assert recalled.endswith("Suggest a tea for tonight.")
     assert namespace["later"].session_id != namespace["first"].session_id
+
+
+def test_fork_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    exec(block_with("agent.fork("), {})
+    assert capsys.readouterr().out == "5 is enough\n10\n6\n"

@@ -30,6 +30,7 @@ PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
     'name="get_directions"': "test_readme.py::test_schema_tool_example_runs",
     "@tool(retry=RetryPolicy(": "test_readme.py::test_retry_example_runs",
     "@tool(max_concurrency=2)": "test_readme.py::test_limits_example_runs",
+    "agent.fork(": "test_readme.py::test_fork_example_runs",
     '@tool(requires_approval=lambda args: args["amount"] > 100)':
         "test_readme.py::test_approval_example_runs",
     "inbox = app(agent)": "ui/test_readme_ui.py::test_the_inbox_example_runs",

@@ -73,14 +73,11 @@ class TemporalBackend(SessionBackend):
     def fork(self, session_id: str, at_step: int) -> Forked:
         """The fork as a workflow of its own, run at once with its parent's spec (the model
         and tools are the workers')."""
-        async def forked(sessions: TemporalSessions) -> tuple[str, str]:
-            child = await sessions.fork(session_id, at_step)
-            return child, (await sessions.view(child)).status
-
-        child, status = self._call(forked)
-        return Forked(session_id=child, parent=session_id, step=at_step, status=status,
-                      then="it runs on the cluster; follow it with:",
-                      command=resume_command(child, None, self.address))
+        child = self._call(lambda sessions: sessions.fork(session_id, at_step))
+        return Forked(session_id=child.id, parent=session_id, step=at_step,
+                      status=child.status, then="its workflow goes on in the cluster's "
+                      "workers; follow it with:",
+                      command=resume_command(child.id, None, self.address))
 
     def resume(self, session_id: str, options: ResumeOptions) -> RunResult:
         """Follow the session until it ends or waits again (the model options are the

@@ -161,12 +161,12 @@ class TemporalSessions:
                                        runs=view.runs + 1))
 
     async def fork(self, session_id: str, at_step: int, spec: AgentSpec | None = None, *,
-                   options: TemporalOptions | None = None) -> str:
+                   options: TemporalOptions | None = None) -> AgentSession:
         """Fork a session after its step ``at_step`` (see :mod:`miniagent.core.runtime.fork`):
         the parent read through its workflow's queries, the fork started as a workflow of its
         own with ``spec`` (default: the parent's), which goes on at once (one that waits for a
         person asks again; one whose turn ended ends there, ready for a next question).
-        Returns the fork's id.
+        Returns the fork as its workflow started.
 
         Raises:
             SessionNotFound: no such session; UserError: ``at_step`` out of range.
@@ -179,7 +179,7 @@ class TemporalSessions:
             child.transition("running", "its workflow goes on from the fork", at=time.time())
         await self._start(SessionInput(session=child, spec=spec,
                                        options=options or TemporalOptions()))
-        return child.id
+        return child
 
     async def _closed_as(self, session_id: str) -> WorkflowExecutionStatus | None:
         """How the session's latest workflow execution closed; None while it runs."""
@@ -425,8 +425,9 @@ class TemporalDriver:
         if not await self.sessions.has_workers():
             raise ConfigError(f"no worker polls task queue {self.agent.task_queue!r}: start "
                               "one, then fork again (the fork's workflow starts at once)")
-        return await self.sessions.fork(session_id, at_step, self.agent.spec,
-                                        options=self.options)
+        child = await self.sessions.fork(session_id, at_step, self.agent.spec,
+                                         options=self.options)
+        return child.id
 
     async def _next_turn(self, session_id: str | None, question: str) -> str | None:
         """The next turn of ``session_id`` started, if a session of that id exists."""

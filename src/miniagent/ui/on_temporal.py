@@ -152,15 +152,13 @@ class TemporalInbox:
 
     async def fork(self, session_id: str, at_step: int) -> Done:
         """The fork as a workflow of its own, started at once with its parent's spec."""
-        remote = await self._remote()
         try:
-            child = await remote.fork(session_id, at_step)
-            status = (await remote.view(child)).status
+            child = await (await self._remote()).fork(session_id, at_step)
         except SessionNotFound:
             raise
         except (MiniAgentError, RPCError) as exc:
             raise Refusal(f"not forked: {exc}") from None
-        return Done(message=forked_message(session_id, at_step, status), goto=child)
+        return Done(message=forked_message(session_id, at_step, child.status), goto=child.id)
 
     async def aclose(self) -> None:
         return None
