@@ -126,3 +126,8 @@ def test_fallback_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == "completed 5 ['vllm', 'ollama']\n"
     assert "tools" not in sent[0] and sent[0]["messages"][-1]["content"].startswith(
         "Observation: 5")
+
+
+def test_fork_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    exec(block_with("agent.fork("), {})
+    assert capsys.readouterr().out == "5 is enough\n10\n6\n"

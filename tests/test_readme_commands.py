@@ -26,11 +26,14 @@ README = Path(__file__).parent.parent / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 
 PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
-    "def add(a: int, b: int) -> int:": "test_readme.py::test_quickstart_runs_against_a_server",
+    "from miniagent import Agent, Limits, OpenAICompatibleModel, tool": (
+        "test_readme.py::test_quickstart_runs_against_a_server"),
     'name="get_directions"': "test_readme.py::test_schema_tool_example_runs",
     "@tool(retry=RetryPolicy(": "test_readme.py::test_retry_example_runs",
     "@tool(max_concurrency=2)": "test_readme.py::test_limits_example_runs",
     "record.edited_arguments": "test_readme.py::test_edited_approval_example_runs",
+    "agent.fork(": "test_readme.py::test_fork_example_runs",
+    "FallbackModel(": "test_readme.py::test_fallback_example_runs",
     '@tool(requires_approval=lambda args: args["amount"] > 100)':
         "test_readme.py::test_approval_example_runs",
     "inbox = app(agent)": "ui/test_readme_ui.py::test_the_inbox_example_runs",

@@ -236,3 +236,44 @@ def test_approve_with_edited_arguments_checks_them_then_runs_them(tmp_path: Path
     assert "changed arguments" in note and output == "wiped /tmp/スクラッチ"
     shown = invoke("show", "3f2a9", *where).stdout
     assert 'Edited by a person to {"target": "/tmp/スクラッチ"}' in shown
+
+
+def test_fork_makes_a_session_of_the_first_steps_and_says_how_it_goes_on(
+        tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    where = ("--store", str(store))
+    call_id = waiting(store, "5a5a01eeee")
+    forked = invoke("fork", "5a5a", "--at", "1", *where)
+    assert forked.exit_code == 0, forked.output
+    first, command = forked.stdout.splitlines()
+    child = first.split("new session ")[1].split(" ")[0]
+    assert first == (f"forked session 5a5a01eeee at step 1: new session {child} "
+                     "(awaiting_approval); decide on its waiting calls with:")
+    assert command.split()[:4] == ["miniagent", "sessions", "approve", child]
+    approved = invoke("approve", child, *where)
+    assert f"approved {call_id} in session {child}" in approved.stdout
+    parent = SQLiteStore(store).load("5a5a01eeee")
+    assert (parent.status, parent.steps[0].calls[0].state) == (
+        "awaiting_approval", "awaiting_approval")
+
+    as_json = json.loads(invoke("fork", "5a5a01eeee", "--at", "0", "--json", *where).stdout)
+    assert (as_json["status"], as_json["forked_from"]) == (
+        "running", {"session_id": "5a5a01eeee", "step": 0})
+    assert "sessions resume" in invoke("fork", "5a5a", "--at", "0", *where).stdout
+    finished(store, "6b6b02ffff")
+    asks = invoke("fork", "6b6b", "--at", "1", *where).stdout
+    assert "(completed); ask it a next question with:\n  miniagent run --continue" in asks
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["5a5a", "--at", "2"], "session 5a5a01eeee has 1 step(s): fork it at a step from 0 to 1, "
+                            "not 2"),
+    (["nope0000", "--at", "0"], "no session 'nope0000'"),
+])
+def test_a_bad_fork_is_one_line_and_saves_nothing(tmp_path: Path, args: list[str],
+                                                  message: str) -> None:
+    store = tmp_path / "s.db"
+    waiting(store, "5a5a01eeee")
+    line = one_line(invoke("fork", *args, "--store", str(store)), 2 if "step" in message else 1)
+    assert message in line
+    assert [s.session_id for s in SQLiteStore(store).list()] == ["5a5a01eeee"]

@@ -32,6 +32,7 @@ from miniagent import Agent, InMemoryStore, SQLiteStore
 from miniagent.core.models.base import Model
 from miniagent.core.runtime.calls import decide
 from miniagent.core.runtime.events import Event
+from miniagent.core.runtime.fork import fork_session
 from miniagent.core.runtime.run import rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.tools.toolbox import Toolbox
@@ -80,6 +81,10 @@ class Handle(Protocol):
 
     async def session(self, session_id: str) -> AgentSession: ...
 
+    async def fork(self, session_id: str, at_step: int) -> str:
+        """A new session of the first ``at_step`` steps of ``session_id``; its id."""
+        ...
+
     async def crash(self, running: asyncio.Task[RunResult], session_id: str) -> RunResult:
         """Kill what runs the session while a tool call is under way (the process, or the
         Temporal worker), then go on as a person would (resume); the result."""
@@ -110,6 +115,9 @@ class AgentHandle:
 
     async def session(self, session_id: str) -> AgentSession:
         return await self.agent.asession(session_id)
+
+    async def fork(self, session_id: str, at_step: int) -> str:
+        return await self.agent.afork(session_id, at_step=at_step)
 
     async def crash(self, running: asyncio.Task[RunResult], session_id: str) -> RunResult:
         """In process: the run stops where it was (its last checkpoint: the call started) and a
@@ -293,6 +301,12 @@ class MinimalHandle:
 
     async def session(self, session_id: str) -> AgentSession:
         return self._load(session_id)
+
+    async def fork(self, session_id: str, at_step: int) -> str:
+        child = fork_session(self._load(session_id), at_step, id=f"min-{next(self.runs)}",
+                             at=time.time())
+        self.saved[child.id] = json.dumps(child.to_dict(), ensure_ascii=False)
+        return child.id
 
     async def crash(self, running: asyncio.Task[RunResult], session_id: str) -> RunResult:
         running.cancel()

@@ -42,13 +42,14 @@ from miniagent import (
     tool,
     tool_context,
 )
-from miniagent.core.errors import DecisionError, TurnRefused
+from miniagent.core.errors import DecisionError, TurnRefused, UserError
 from miniagent.core.models.base import Capabilities
 from miniagent.core.protocol.native import NativeProtocol
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, ReactProtocol
 from miniagent.core.runtime import events as ev
 from miniagent.core.runtime.calls import INTERRUPTED_NOTE
 from miniagent.core.runtime.loop import AT_LIMIT
+from miniagent.core.session import ForkedFrom
 from miniagent.core.throttles import endpoint, tool_slots
 from miniagent.core.types import (
     Message,
@@ -968,6 +969,38 @@ async def test_a_turn_is_refused_while_calls_wait_for_a_person(drivers: list[Dri
         tools=lambda: [transfer])
     got = await across(drivers, tmp_path, setup, act)
     assert (got.status, got.observations) == ("completed", ["sent 500 to Bob"])
+
+
+async def test_a_fork_at_a_step_goes_its_own_way(drivers: list[Driver], tmp_path: Path) -> None:
+    """Forked after step 1 of 3, a session asks the model what the parent asked at step 2 (the
+    same history), answers, takes another question; the parent is as it was."""
+    async def act(handle: Handle) -> RunResult:
+        parent = await handle.run("What is 2+3, plus 1?")
+        assert (parent.status, parent.final_answer, len(parent.steps)) == ("completed", "6", 3)
+        before = (await handle.session(parent.session_id)).to_dict()
+        with pytest.raises(UserError, match=r"has 3 step.* from 0 to 3, not 4"):
+            await handle.fork(parent.session_id, 4)
+        child_id = await handle.fork(parent.session_id, 1)
+        child = await handle.session(child_id)
+        assert child_id != parent.session_id and child.steps[0].index == 1
+        assert child.forked_from == ForkedFrom(session_id=parent.session_id, step=1)
+        resumed = await handle.resume(child_id)
+        assert (resumed.status, resumed.final_answer, [s.index for s in resumed.steps]) == (
+            "completed", "5, then", [1, 2])
+        sent = handle.agent.model.requests  # type: ignore[union-attr]
+        assert sent[3].messages == sent[1].messages  # step 2's request, again
+        result = await handle.run("Now double it", session_id=child_id)
+        assert sent[4].messages[:len(sent[3].messages)] == sent[3].messages
+        assert (await handle.session(parent.session_id)).to_dict() == before
+        return result
+
+    setup = Setup(model=lambda: ScriptedModel([
+        react("add", "add", {"a": 2, "b": 3}), react("plus one", "add", {"a": 5, "b": 1}),
+        "Final Answer: 6", "Final Answer: 5, then", "Final Answer: 10"]), tools=lambda: [add])
+    got = await across(drivers, tmp_path, setup, act)
+    assert (got.status, got.final_answer, got.observations) == ("completed", "10", ["5"])
+    assert got.transitions == [("completed", "running"), ("running", "completed"),
+                               ("completed", "running"), ("running", "completed")]
 
 
 async def test_memories_are_recalled_before_each_turn(drivers: list[Driver],

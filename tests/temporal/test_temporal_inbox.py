@@ -107,3 +107,30 @@ async def test_the_inbox_of_a_temporal_agent_shows_its_clusters_sessions(
         page = (await http.get(f"/sessions/{session_id}")).text
     assert "transfer" in page and f"the workers of Temporal task queue {task_queue}" in page
     await agent.acancel(session_id, "done testing")
+
+
+async def test_fork_a_workflows_session_in_the_inbox(
+        dev_env: WorkflowEnvironment, procs: Processes, task_queue: str) -> None:
+    """The Fork form starts the fork's workflow, whose page is shown next; it waits for its
+    own decision, the parent's call stays undecided."""
+    procs.worker(task_queue)
+    sessions = TemporalSessions(dev_env.client, task_queue)
+    parent = await sessions.start("transfer money")
+    await wait_status(sessions, parent, "awaiting_approval")
+    inbox = app(temporal=sessions)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=inbox), base_url=BASE,
+                                 headers={"Origin": BASE}) as http:
+        page = (await http.get(f"/sessions/{parent}")).text
+        form = {name: field(page, name) for name in ("csrf", "version")}
+        done = await http.post(f"/sessions/{parent}/fork", data={**form, "at_step": "1"},
+                               follow_redirects=True)
+    assert done.status_code == 200, done.text
+    assert f"Forked session {parent} at step 1: this is the new session (running)" in done.text
+    child = re.search(r'<span class="id">(\w+)</span>', done.text)
+    assert child is not None and child.group(1) != parent
+    view = await wait_status(sessions, child.group(1), "awaiting_approval")
+    assert [p.tool for p in view.pending] == ["transfer"]
+    assert (await sessions.view(parent)).status == "awaiting_approval"
+    assert procs.log_lines() == []  # nothing ran: both wait for a person
+    for session_id in (parent, child.group(1)):
+        await sessions.cancel(session_id)

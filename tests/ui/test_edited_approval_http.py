@@ -6,8 +6,10 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from test_inbox_http import client, until
 from ui_support import PAID, act, hidden, waiting_agent
 
@@ -15,6 +17,12 @@ from miniagent import SQLiteStore
 from miniagent.ui import app
 
 PAY = act("pay", {"to": "Alice", "amount": 30})
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> Iterator[None]:
+    PAID.clear()  # what other modules' runs paid
+    yield
 
 
 def edit(page: str, arguments: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from ui_support import LOCAL, act, hidden, pay, waiting_agent
 
 from miniagent import Agent, ScriptedModel, SQLiteStore
 from miniagent.core.errors import ModelConnectionError
-from miniagent.core.session import AgentSession
+from miniagent.core.session import AgentSession, ForkedFrom
 from miniagent.observe.reader import Trace, read_trace
 from miniagent.report.html import csp
 from miniagent.report.trace import SCRIPT, render_trace
@@ -147,3 +147,28 @@ def test_the_event_stream_of_an_ended_session_says_so_and_ends(tmp_path: Path) -
     assert version is not None
     assert body == f"retry: 3000\n\nevent: changed\ndata: {version.group(1)}\n\n" \
                    "event: end\ndata: ended\n\n"
+
+
+def test_fork_a_session_from_its_page_and_continue_the_fork(tmp_path: Path) -> None:
+    model = ScriptedModel(["Final Answer: Alice is next", "Final Answer: Bob is next"])
+    agent = Agent(model=model, store=SQLiteStore(tmp_path / "s.db"))
+    sid = agent.run("Who is next?").session_id
+    before = SQLiteStore(tmp_path / "s.db").load(sid).to_dict()
+    with client(app(agent)) as http:
+        page = http.get(f"/sessions/{sid}").text
+        assert 'name="at_step" type="number" min="0" max="1" value="1"' in page
+        refused = http.post(f"/sessions/{sid}/fork", data={**form_of(page, "fork"),
+                                                           "at_step": "7"})
+        assert refused.status_code == 409
+        assert "not forked: session" in refused.text and "from 0 to 1, not 7" in refused.text
+        done = http.post(f"/sessions/{sid}/fork", data={**form_of(page, "fork"),
+                                                        "at_step": "0"})
+        child = re.search(r'<span class="id">(\w+)</span>', done.text)
+        assert child is not None and child.group(1) != sid
+        assert f"Forked session {sid} at step 0: this is the new session (running)" in done.text
+        http.post(f"/sessions/{child.group(1)}/resume", data=form_of(done.text, "resume"))
+        until(lambda: "Bob is next" in http.get(f"/sessions/{child.group(1)}").text, "answer")
+    forked = SQLiteStore(tmp_path / "s.db").load(child.group(1))
+    assert (forked.forked_from, forked.final_answer) == (
+        ForkedFrom(session_id=sid, step=0), "Bob is next")
+    assert SQLiteStore(tmp_path / "s.db").load(sid).to_dict() == before

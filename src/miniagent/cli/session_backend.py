@@ -47,6 +47,24 @@ class Decided:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Forked:
+    """What ``fork`` made: the new session, where it came from, its status, and how it goes
+    on in words (``then``), with the command to run next on a line of its own."""
+
+    session_id: str
+    parent: str
+    step: int
+    status: str
+    then: str
+    command: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``sessions fork --json`` prints."""
+        return {"session_id": self.session_id, "status": self.status,
+                "forked_from": {"session_id": self.parent, "step": self.step}}
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResumeOptions:
     """The options of ``sessions resume``. The model options override what a stored session
     recorded; on a cluster the workers' model and tools are used."""
@@ -93,6 +111,10 @@ class SessionBackend(ABC):
     @abstractmethod
     def cancel(self, session_id: str, reason: str, *, force: bool) -> str:
         """End the session; what was done, in words."""
+
+    @abstractmethod
+    def fork(self, session_id: str, at_step: int) -> Forked:
+        """A new session whose history is the session's first ``at_step`` steps."""
 
     @abstractmethod
     def resume(self, session_id: str, options: ResumeOptions) -> RunResult:

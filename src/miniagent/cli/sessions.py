@@ -1,4 +1,4 @@
-"""`miniagent sessions ...`: list, show, approve, deny, resume and cancel saved sessions.
+"""`miniagent sessions ...`: list, show, approve, deny, resume, fork and cancel saved sessions.
 
 Each command is written once, against :class:`~miniagent.cli.session_backend.SessionBackend`:
 the sessions of a SQLite store, or with ``--temporal`` those of a Temporal cluster.
@@ -153,6 +153,29 @@ def cancel(session_id: SessionId, reason: Reason = None, store: StoreOption = No
         done = backend(store, temporal).cancel(
             session_id, reason or "cancelled from the command line", force=force)
     typer.echo(visible(done))
+
+
+@sessions_app.command()
+def fork(
+    session_id: SessionId,
+    at: Annotated[int, typer.Option("--at", metavar="K", help="How many of its steps the new "
+                                    "session keeps (0: only its first question).")],
+    store: StoreOption = None, as_json: JsonOption = False, temporal: TemporalOption = None,
+    task_queue: TaskQueueOption = "miniagent",
+) -> None:
+    """A new session whose history is the first K steps of this one; this one is unchanged.
+
+    With --temporal, the new session's workflow starts at once on the task queue's workers.
+    """
+    with cli_errors(session_id):
+        forked = backend(store, temporal, task_queue).fork(session_id, at)
+    if as_json:
+        echo_json(forked.to_json())
+        return
+    typer.echo(visible(f"forked session {forked.parent} at step {forked.step}: new session "
+                       f"{forked.session_id} ({forked.status}); {forked.then}"))
+    if forked.command is not None:
+        typer.echo(f"  {visible(forked.command)}")  # alone, to copy whole
 
 
 @sessions_app.command()

@@ -8,6 +8,7 @@ its approval prompt) goes on there.
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,13 +23,19 @@ from miniagent.cli.display import terminal
 from miniagent.cli.mcp_cmd import header_secrets, parse_headers
 from miniagent.cli.observing import observing
 from miniagent.cli.safe_text import markup, visible
-from miniagent.cli.session_backend import Decided, Listed, ResumeOptions, SessionBackend
-from miniagent.cli.session_commands import resume_command, session_command
+from miniagent.cli.session_backend import (
+    Decided,
+    Forked,
+    Listed,
+    ResumeOptions,
+    SessionBackend,
+)
+from miniagent.cli.session_commands import resume_command, session_command, where_options
 from miniagent.cli.warming import warm_then
 from miniagent.core.errors import DecisionError, UserError
 from miniagent.core.runtime import events as ev
-from miniagent.core.runtime.edits import call_to_run
-from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.runtime.calls import call_to_run
+from miniagent.core.session import FINAL, TURN_ENDED, AgentSession
 from miniagent.core.types import CallRecord, RunResult
 
 if TYPE_CHECKING:
@@ -92,6 +99,28 @@ class StoreBackend(SessionBackend):
             raise UserError(f"session {session_id} {_ended(ended)}; there is nothing to cancel")
         cancel_session(sessions, session_id, reason, force=force)
         return f"cancelled session {session_id}"
+
+    def fork(self, session_id: str, at_step: int) -> Forked:
+        """The fork saved in the same store; the parent is only read."""
+        from miniagent.core.runtime.fork import fork_stored
+
+        sessions = open_store(self.store)
+        parent = sessions.resolve(session_id)
+        child = fork_stored(sessions, parent, at_step)
+        if child.status == "awaiting_approval":
+            then, command = "decide on its waiting calls with:", session_command(
+                "approve", child.id, self.store)
+        elif child.status in TURN_ENDED and child.phase != "tools":
+            then, command = "ask it a next question with:", shlex.join(
+                ["miniagent", "run", "--continue", child.id, "QUESTION",
+                 *where_options(self.store)])
+        elif child.status in FINAL:
+            then, command = "it has ended; see it with:", session_command(
+                "show", child.id, self.store)
+        else:
+            then, command = "continue it with:", resume_command(child.id, self.store)
+        return Forked(session_id=child.id, parent=parent, step=at_step, status=child.status,
+                      then=then, command=command)
 
     def resume(self, session_id: str, options: ResumeOptions) -> RunResult:
         """Run the session on in this process with the model and tools it recorded (or those

@@ -18,7 +18,13 @@ from miniagent.cli.common import SessionTracker, asks_in_terminal, show_progress
 from miniagent.cli.display import terminal
 from miniagent.cli.observing import observing
 from miniagent.cli.safe_text import markup
-from miniagent.cli.session_backend import Decided, Listed, ResumeOptions, SessionBackend
+from miniagent.cli.session_backend import (
+    Decided,
+    Forked,
+    Listed,
+    ResumeOptions,
+    SessionBackend,
+)
 from miniagent.cli.session_commands import resume_command
 from miniagent.cli.temporal_client import connect, on_the_cluster
 from miniagent.core.session import AgentSession
@@ -65,6 +71,15 @@ class TemporalBackend(SessionBackend):
             return f"cancelled session {session_id} on the cluster"
         return (f"terminated session {session_id}: no worker polls its task queue, so nothing "
                 "could record the cancellation")
+
+    def fork(self, session_id: str, at_step: int) -> Forked:
+        """The fork as a workflow of its own, run at once with its parent's spec (the model
+        and tools are the workers')."""
+        child = self._call(lambda sessions: sessions.fork(session_id, at_step))
+        return Forked(session_id=child.id, parent=session_id, step=at_step,
+                      status=child.status, then="its workflow goes on in the cluster's "
+                      "workers; follow it with:",
+                      command=resume_command(child.id, None, self.address))
 
     def resume(self, session_id: str, options: ResumeOptions) -> RunResult:
         """Follow the session until it ends or waits again (the model options are the

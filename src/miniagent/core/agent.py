@@ -377,6 +377,26 @@ class Agent(SyncTwins):
         """The session, as of its last checkpoint."""
         return self.store.load(session_id)
 
+    async def afork(self, session_id: str, *, at_step: int) -> str:
+        """A new session whose history is the first ``at_step`` steps of ``session_id``
+        (0: its first question alone), linked to it (``forked_from``); returns the new id.
+
+        The old session is only read. The fork goes on as any session: ``resume`` (calls left
+        open at that step are settled as a resume settles them), ``approve``/``deny``, or a
+        next question with ``arun(..., session_id=...)``. See
+        :mod:`miniagent.core.runtime.fork` for what a fork keeps.
+
+        Raises:
+            SessionNotFound, UserError (``at_step`` out of range).
+        """
+        return self.fork(session_id, at_step=at_step)
+
+    def fork(self, session_id: str, *, at_step: int) -> str:
+        """Synchronous :meth:`afork` (a store read and write: it never waits)."""
+        from miniagent.core.runtime.fork import fork_stored  # a rare path: loaded on first use
+
+        return fork_stored(self.store, session_id, at_step).id
+
     def session(self, session_id: str) -> AgentSession:
         """Synchronous :meth:`asession` (a store read: fine inside an event loop too)."""
         return self.store.load(session_id)

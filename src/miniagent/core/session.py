@@ -48,9 +48,11 @@ SCHEMA_VERSION = 7
 each message's ``reasoning``, version 4 usage the server did not report (token counts of None,
 ``estimated_tokens``), version 5 ``turns``, version 6 each observation's ``attempts`` and
 ``retryable`` (tool retries), version 7 each step's ``model`` (which model answered it) and
-each call's ``edited_arguments`` and ``parameters`` (approval with edits); versions 1 to 6 still
-load (1 to 4 as one turn; observations of 1 to 5 as made in one attempt; steps of 1 to 6 with no
-model named, their calls unedited with no schema recorded)."""
+``first_message``, each call's ``edited_arguments`` and ``parameters`` (approval with edits) and
+the session's ``forked_from``; versions 1 to 6 still load (1 to 4 as one turn; observations of 1
+to 5 as made in one attempt; steps of 1 to 6 with no model named and without their first
+message, so such a session forks only where a turn ends; their calls unedited, with no schema
+recorded)."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -107,6 +109,16 @@ class Turn:
 
 
 @dataclass(kw_only=True)
+class ForkedFrom:
+    """Where a forked session came from: its parent session and the step it was forked at
+    (see :mod:`miniagent.core.runtime.fork`)."""
+
+    session_id: str
+    step: int
+    """How many of the parent's steps the fork kept (0: only its first question)."""
+
+
+@dataclass(kw_only=True)
 class AgentSession:
     """Everything one run has accumulated; saved after every step and tool call."""
 
@@ -130,6 +142,8 @@ class AgentSession:
     turns: list[Turn] = field(default_factory=list)
     """The conversation's turns, the first one's question being ``question``; never empty
     (a session saved before version 5 loads as one turn)."""
+    forked_from: ForkedFrom | None = None
+    """The session this one is a fork of, and at which step (None: not a fork)."""
 
     def __post_init__(self) -> None:
         if not self.turns:
@@ -297,13 +311,15 @@ class AgentSession:
                 f"field(s), first: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
             ) from None
         if version == 1:
-            session.phase = _phase_of_v1(session)
+            session.phase = phase_of_history(session)
         return session
 
 
-def _phase_of_v1(session: AgentSession) -> Phase:
-    """Version 1 kept no phase: a last step with calls still open, or whose observations are not
-    yet in the history (the last message is the assistant's), has calls to run or to decide."""
+def phase_of_history(session: AgentSession) -> Phase:
+    """The phase a session's status, steps and messages imply (version 1 kept no phase; a
+    fork of a cancelled session goes on from before the cancelling): a last step with calls
+    still open, or whose observations are not yet in the history (the last message is the
+    assistant's), has calls to run or to decide."""
     if session.status in FINAL:
         return "done"
     last = session.steps[-1] if session.steps else None

@@ -300,7 +300,7 @@ class CallRecord:
     recorded in ``moves``. ``note`` holds the reason of an approval or denial, or why the call
     waits. ``interrupted`` marks a call that started before a crash and never completed.
     ``call`` stays what the model asked for; a person who approved it with other arguments
-    left them in ``edited_arguments`` (see :mod:`miniagent.core.runtime.edits`).
+    left them in ``edited_arguments`` (see :mod:`miniagent.core.runtime.calls`).
     """
 
     call: ToolCall
@@ -392,6 +392,9 @@ class Step:
     model: str | None = None
     """The model that answered this step, where its model says it (:attr:`ModelResponse.model`:
     which of a :class:`~miniagent.FallbackModel`'s models)."""
+    first_message: int | None = None
+    """Index in the session's ``messages`` of the first message this step added (its reply);
+    what a fork keeps of the history (None: saved before session schema version 7)."""
 
     @property
     def tool_calls(self) -> list[ToolCall]:

@@ -126,6 +126,26 @@ class TemporalAgent(SyncTwins):
             return RunResult(status="error", reason=str(exc), session_id=session_id or "")
         return await self.aresume(started, on_event=on_event)
 
+    async def afork(self, session_id: str, *, at_step: int) -> str:
+        """Fork a session (see :meth:`TemporalSessions.fork`) with the agent's spec; its
+        workflow starts at once on the agent's task queue. Returns the new session's id.
+
+        Raises:
+            SessionNotFound, UserError (``at_step`` out of range).
+            ConfigError: no worker polls the task queue.
+        """
+        self._check_protocol()
+        if not await self.sessions.has_workers():
+            raise ConfigError(f"no worker polls task queue {self.task_queue!r}: start one, "
+                              "then fork again (the fork's workflow starts at once)")
+        child = await self.sessions.fork(session_id, at_step, self.agent.spec,
+                                         options=self.options)
+        return child.id
+
+    def fork(self, session_id: str, *, at_step: int) -> str:
+        """Synchronous :meth:`afork`."""
+        return self._sync(self.afork(session_id, at_step=at_step))
+
     async def _next_turn(self, session_id: str | None, question: str) -> str | None:
         """The next turn of ``session_id`` started, if a session of that id exists."""
         if session_id is None:

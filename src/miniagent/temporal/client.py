@@ -39,8 +39,9 @@ from miniagent.core.errors import (
     TurnRefused,
     UserError,
 )
+from miniagent.core.runtime.fork import fork_session
 from miniagent.core.runtime.run import AgentSpec
-from miniagent.core.session import AgentSession
+from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.types import RunResult
 from miniagent.temporal.contracts import (
     DecisionInput,
@@ -144,6 +145,27 @@ class TemporalSessions:
         await self._start(SessionInput(session=session, spec=spec or AgentSpec(),
                                        options=options or TemporalOptions(),
                                        runs=view.runs + 1))
+
+    async def fork(self, session_id: str, at_step: int, spec: AgentSpec | None = None, *,
+                   options: TemporalOptions | None = None) -> AgentSession:
+        """Fork a session after its step ``at_step`` (see :mod:`miniagent.core.runtime.fork`):
+        the parent read through its workflow's queries, the fork started as a workflow of its
+        own with ``spec`` (default: the parent's), which goes on at once (one that waits for a
+        person asks again; one whose turn ended ends there, ready for a next question).
+        Returns the fork as its workflow started.
+
+        Raises:
+            SessionNotFound: no such session; UserError: ``at_step`` out of range.
+        """
+        child = fork_session(await self.session(session_id), at_step, id=random_id(),
+                             at=time.time())
+        spec = spec or await self._query(session_id, SessionWorkflow.agent_spec)
+        if child.status not in FINAL and child.status != "running" and child.phase == "tools":
+            # calls open at the fork's last step are the workflow's to settle and wait on
+            child.transition("running", "its workflow goes on from the fork", at=time.time())
+        await self._start(SessionInput(session=child, spec=spec,
+                                       options=options or TemporalOptions()))
+        return child
 
     async def _closed_as(self, session_id: str) -> WorkflowExecutionStatus | None:
         """How the session's latest workflow execution closed; None while it runs."""

@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
         UserError,
     )
     from miniagent.core.runtime import events as ev
-    from miniagent.core.runtime.edits import check_edit
+    from miniagent.core.runtime.calls import check_edit
     from miniagent.core.runtime.run import AgentSpec, rules_for, run_session, with_small_model_aids
     from miniagent.core.session import AgentSession
     from miniagent.core.tools.tool import shorten
@@ -353,7 +353,7 @@ class SessionWorkflow:
     def _edit(self, call_id: str, approved: bool, arguments: dict[str, Any] | None
               ) -> dict[str, Any] | None:
         """The checked edit of the waiting call ``call_id`` (see
-        :mod:`miniagent.core.runtime.edits`); a refusal when it does not fit."""
+        :mod:`miniagent.core.runtime.calls`); a refusal when it does not fit."""
         if arguments is None:
             return None
         if not approved:
@@ -443,6 +443,11 @@ class SessionWorkflow:
     def trace(self) -> AgentSession:
         """The whole session: every step, call, observation and transition."""
         return self.session
+
+    @workflow.query(name="spec")
+    def agent_spec(self) -> AgentSpec:
+        """The agent's spec the session runs with (a fork of it runs with it too)."""
+        return self.spec
 
     @workflow.query(name="events")
     def events(self, after: int) -> EventPage:

@@ -84,6 +84,8 @@ class Sessions(Protocol):
 
     async def cancel(self, session_id: str, reason: str | None, seen: str) -> Done: ...
 
+    async def fork(self, session_id: str, at_step: int) -> Done: ...
+
     async def aclose(self) -> None: ...
 
 
@@ -173,6 +175,8 @@ class Done:
 
     message: str
     run: RunHere | None = None
+    goto: str | None = None
+    """The session to show next, when it is another one (a fork)."""
 
 
 @dataclass
@@ -326,6 +330,19 @@ class LocalSessions:
             raise Refusal(f"not cancelled: {exc}") from None
         return Done(message=f"Cancelled session {session_id}.")
 
+    async def fork(self, session_id: str, at_step: int) -> Done:
+        """A new session of the first ``at_step`` steps (``miniagent sessions fork``); the
+        session itself is only read, so a running one forks as last saved."""
+        from miniagent.core.runtime.fork import fork_stored
+
+        try:
+            child = await off_loop(fork_stored, self.store, session_id, at_step)
+        except SessionNotFound:
+            raise
+        except MiniAgentError as exc:
+            raise Refusal(f"not forked: {exc}") from None
+        return Done(message=forked_message(session_id, at_step, child.status), goto=child.id)
+
     def _not_running_here(self, session_id: str) -> None:
         run = self.runs.get(session_id)
         if run is not None and run.running:
@@ -395,6 +412,12 @@ class LocalSessions:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def forked_message(session_id: str, at_step: int, status: str) -> str:
+    """What the page of a new fork says first."""
+    return (f"Forked session {session_id} at step {at_step}: this is the new session "
+            f"({status}).")
 
 
 def not_a_sub_run(session: AgentSession, verb: str) -> None:

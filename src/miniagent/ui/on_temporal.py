@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.service import RPCError
 
-from miniagent.core.errors import MiniAgentError, SessionError
+from miniagent.core.errors import MiniAgentError, SessionError, SessionNotFound
 from miniagent.core.session import AgentSession
 from miniagent.core.store.listing import SessionQuery, SessionRevision, SessionSummary
 from miniagent.ui.backend import (
@@ -28,6 +28,7 @@ from miniagent.ui.backend import (
     RunHere,
     Signal,
     check_version,
+    forked_message,
     not_a_sub_run,
     revision_of,
 )
@@ -154,6 +155,16 @@ class TemporalInbox:
         except (MiniAgentError, RPCError) as exc:
             raise Refusal(f"not cancelled: {exc}") from None
         return Done(message=f"Session {session_id}: {how}.")
+
+    async def fork(self, session_id: str, at_step: int) -> Done:
+        """The fork as a workflow of its own, started at once with its parent's spec."""
+        try:
+            child = await (await self._remote()).fork(session_id, at_step)
+        except SessionNotFound:
+            raise
+        except (MiniAgentError, RPCError) as exc:
+            raise Refusal(f"not forked: {exc}") from None
+        return Done(message=forked_message(session_id, at_step, child.status), goto=child.id)
 
     async def aclose(self) -> None:
         return None

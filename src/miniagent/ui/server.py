@@ -164,6 +164,7 @@ def app(agent: Agent | TemporalAgent | None = None, *, store: CheckpointStore | 
         Route("/sessions/{sid:session_id}/resume", inbox.resume, methods=["POST"]),
         Route("/sessions/{sid:session_id}/cancel", inbox.cancel, methods=["POST"]),
         Route("/sessions/{sid:session_id}/ask", inbox.ask, methods=["POST"]),
+        Route("/sessions/{sid:session_id}/fork", inbox.fork, methods=["POST"]),
         Route("/evals", pages.evals_page),
         Route("/evals/report", pages.eval_report),
         Route("/evals/trace", pages.eval_trace),
@@ -406,6 +407,16 @@ class Inbox:
         return await self._act(request, self.sessions.ask(
             request.path_params["sid"], form.get("question", ""), form.get("version", "")))
 
+    async def fork(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        at_step = _number(form.get("at_step"))
+        if at_step is None:
+            return self._refused(request, "say after how many steps to fork (a number)")
+        return await self._act(request, self.sessions.fork(request.path_params["sid"],
+                                                           at_step))
+
     async def _act(self, request: Request, work: Any) -> Response:
         """Do it: then show the session with what happened (303), or the refusal (409)."""
         try:
@@ -415,7 +426,7 @@ class Inbox:
                                                    str(exc)), status_code=404)
         except Refusal as exc:
             return await self.session_page(request, error=str(exc), status=409)
-        sid = request.path_params["sid"]
+        sid = done.goto or request.path_params["sid"]
         note = os.urandom(8).hex()
         self.notes[note] = done.message
         while len(self.notes) > 500:

@@ -34,9 +34,11 @@ h1 .count { font-size: 14px; font-weight: 400; color: var(--muted); }
 .kv { color: var(--muted); font-size: 12.5px; }
 .args .arg { font: 600 12.5px ui-monospace, Menlo, Consolas, monospace; }
 .args pre { margin: 2px 0 6px; }
-form.decide, form.ask, form.cancel, form.filter, form.login { display: flex; flex-wrap: wrap;
-  gap: 6px 8px; align-items: center; margin: 8px 0; }
-form.decide label, form.cancel label { font-size: 12.5px; color: var(--muted); }
+form.decide, form.ask, form.cancel, form.fork, form.filter, form.login { display: flex;
+  flex-wrap: wrap; gap: 6px 8px; align-items: center; margin: 8px 0; }
+form.decide label, form.cancel label, form.fork label, form.fork span { font-size: 12.5px;
+  color: var(--muted); }
+form.fork input { width: 5em; }
 form.decide input[name=reason] { flex: 1 1 220px; min-width: 0; }
 form.ask { align-items: stretch; flex-direction: column; }
 form.ask textarea { width: 100%; font: inherit; }

@@ -370,7 +370,7 @@ def _run_here(run: RunHere | None) -> str:
 
 
 def _actions(ctx: Ctx, session: AgentSession, run: RunHere | None) -> str:
-    """Resume, cancel and ask-again forms, where they apply."""
+    """Resume, ask-again, fork and cancel forms, where they apply."""
     if run is not None and run.running:
         return ""
     if parent_of(session) is not None:
@@ -387,12 +387,23 @@ def _actions(ctx: Ctx, session: AgentSession, run: RunHere | None) -> str:
                      'ask a next question</label><textarea id="ask-q" name="question" rows="2" '
                      'maxlength="20000" required></textarea><button type="submit">Ask</button>'
                      "</form>")
+    forms.append(_fork_form(ctx, session))
     if session.status not in FINAL:
         forms.append(f'<form method="post" action="{esc(ctx.url(base + "/cancel"))}" '
                      f'class="cancel">{_hidden(ctx, session)}<label for="cancel-r">Reason'
                      '</label><input id="cancel-r" name="reason" type="text" maxlength="2000">'
                      '<button type="submit" class="deny">Cancel the session</button></form>')
     return f'<div class="actions">{"".join(forms)}</div>' if forms else ""
+
+
+def _fork_form(ctx: Ctx, session: AgentSession) -> str:
+    """Fork: a new session of the first K steps (all of them unless a person says fewer)."""
+    last = len(session.steps)
+    return (f'<form method="post" action="{esc(ctx.url(path_of(session.id, "/fork")))}" '
+            f'class="fork">{_hidden(ctx, session)}<label for="fork-at">Fork: a new session '
+            'of its first</label><input id="fork-at" name="at_step" type="number" min="0" '
+            f'max="{last}" value="{last}" required><span>steps</span>'
+            '<button type="submit">Fork</button></form>')
 
 
 def _steps(ctx: Ctx, session: AgentSession, start: int, stop: int, *,

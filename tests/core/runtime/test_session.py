@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from miniagent.core.errors import SessionError, SessionVersionError, StoreCorrupted
-from miniagent.core.session import SCHEMA_VERSION, AgentSession
+from miniagent.core.runtime.fork import fork_session
+from miniagent.core.session import SCHEMA_VERSION, AgentSession, ForkedFrom
 from miniagent.core.types import (
     CallRecord,
     Compaction,
@@ -192,14 +193,39 @@ def v7_session() -> AgentSession:
     return session
 
 
+def v7_fork_session() -> AgentSession:
+    """A fork after step 1 of a run of two steps (version 7: each step's ``first_message``,
+    the session's ``forked_from``)."""
+    parent = AgentSession.start("Book room A1, then B2", id="ref0000000000070", at=1.0e9)
+    for index, room in ((1, "A1"), (2, "B2")):
+        book = ToolCall(id=f"call_{room}", name="book", arguments={"room": room},
+                        raw_arguments=json.dumps({"room": room}))
+        record = CallRecord(call=book)
+        record.move("started", "about to run", 1.0e9)
+        record.observation = Observation(call_id=book.id, tool_name="book",
+                                         output=f"booked {room}")
+        record.move("completed", "the tool returned", 1.0e9)
+        parent.steps.append(Step(index=index, raw_output="...", calls=[record],
+                                 usage=TokenUsage(prompt_tokens=40, completion_tokens=8),
+                                 first_message=len(parent.messages)))
+        parent.add_usage(TokenUsage(prompt_tokens=40, completion_tokens=8))
+        parent.messages.append(Message(role="assistant", content="Action: book",
+                                       tool_calls=[book]))
+        parent.messages.append(Message(role="tool", content=f"booked {room}",
+                                       tool_call_id=book.id, name="book"))
+    parent.finish("completed", "final answer", "booked both", at=1.0e9 + 2)
+    return fork_session(parent, 1, id="ref0000000000007", at=1.0e9 + 5)
+
+
 def written_now(reference: dict[str, Any]) -> dict[str, Any]:
     """What this version writes of a session an older one saved: its version, each step with
-    no model named and each call unedited, with no schema recorded (version 7's fields)."""
-    steps = [{**step, "model": None,
+    no model named and no first message, each call unedited with no schema recorded, and no
+    fork (version 7's fields)."""
+    steps = [{**step, "model": None, "first_message": None,
               "calls": [{**call, "edited_arguments": None, "parameters": None}
                         for call in step["calls"]]}
              for step in reference["steps"]]
-    return {**reference, "schema_version": SCHEMA_VERSION, "steps": steps}
+    return {**reference, "schema_version": SCHEMA_VERSION, "steps": steps, "forked_from": None}
 
 
 def test_reference_json_v7_loads_and_is_what_we_write() -> None:
@@ -216,6 +242,16 @@ def test_reference_json_v7_loads_and_is_what_we_write() -> None:
     assert v7_session().to_dict() == reference
 
 
+def test_reference_json_v7_of_a_fork_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v7_fork.json").read_text(encoding="utf-8"))
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == v7_fork_session()
+    assert loaded.forked_from == ForkedFrom(session_id="ref0000000000070", step=1)
+    assert [s.first_message for s in loaded.steps] == [1] and len(loaded.messages) == 3
+    assert (loaded.status, loaded.phase, loaded.usage.total_tokens) == ("running", "model", 48)
+    assert v7_fork_session().to_dict() == reference
+
+
 def test_reference_json_v6_still_loads_with_calls_unedited() -> None:
     reference = json.loads((REFERENCE / "session_v6.json").read_text(encoding="utf-8"))
     assert reference["schema_version"] == 6
@@ -225,6 +261,7 @@ def test_reference_json_v6_still_loads_with_calls_unedited() -> None:
     assert observation is not None and (observation.attempts, observation.retryable) == (
         3, False)
     assert loaded.steps[0].model is None
+    assert loaded.forked_from is None and loaded.steps[0].first_message is None
     assert (loaded.steps[0].calls[0].edited_arguments, loaded.steps[0].calls[0].parameters) == (
         None, None)
     # what version 6 wrote is what this one writes of the same session, but version 7's fields

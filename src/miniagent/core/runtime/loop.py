@@ -29,12 +29,13 @@ from miniagent.core.protocol.base import apply_choice, choice_for_step, enforce_
 from miniagent.core.runtime.calls import (
     answered,
     apply_decision,
+    call_to_run,
     denial,
+    parameters_of,
     record_outcome,
     recover_interrupted,
     relayed_decision,
 )
-from miniagent.core.runtime.edits import call_to_run, parameters_of
 from miniagent.core.runtime.effects import Effects
 from miniagent.core.runtime.guards import (
     REPEATED,
@@ -240,7 +241,8 @@ class StepLogic:
                      parsed: ParsedOutput, elapsed: float, offered: list[str] | None) -> Step:
         step = Step(index=index, thought=parsed.thought, raw_output=response.content,
                     usage=response.usage, model_time=elapsed, offered_tools=offered,
-                    model=response.model)
+                    model=response.model,
+                    first_message=len(session.messages))
         session.steps.append(step)
         session.add_usage(response.usage)
         return step
