@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from miniagent.core.runtime.inprocess import (
     warm_model_prompt,
 )
 from miniagent.core.runtime.run import AgentSpec, Compression, rules_for, run_session
+from miniagent.core.runtime.stream import stream_run
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
@@ -46,6 +47,7 @@ from miniagent.core.twins import SyncTwins
 from miniagent.core.types import RunResult, current_context
 
 if TYPE_CHECKING:
+    from miniagent.core.runtime.events import Event
     from miniagent.core.tools.agent_tool import AgentTool
     from miniagent.core.tools.warmup import WarmupReport
     from miniagent.memory.sqlite import Memory
@@ -189,6 +191,33 @@ class Agent(SyncTwins):
                                      at=time.time(), metadata=metadata)
         self.store.save(session)
         return await self._run_here(session.id, session, on_event)
+
+    def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
+                session_id: str | None = None) -> AsyncIterator[Event]:
+        """:meth:`arun`, its events yielded as they happen (step and call boundaries, a
+        streaming model's text as ``model_delta``), the last one a ``RunFinished`` whose
+        ``result`` is the run's. Leaving the loop early cancels the run, as Ctrl-C does: the
+        session stays resumable (see :mod:`miniagent.core.runtime.stream`).
+
+        Example:
+            >>> import asyncio
+            >>> from miniagent import ScriptedModel
+            >>> async def main() -> None:
+            ...     agent = Agent(model=ScriptedModel(["Final Answer: 4"]))
+            ...     async for event in agent.astream("2+2?"):
+            ...         print(event.kind)
+            ...     print(event.result.final_answer)
+            >>> asyncio.run(main())
+            run_started
+            step_started
+            model_started
+            model_responded
+            step_finished
+            run_finished
+            4
+        """
+        return stream_run(partial(self.arun, question, metadata=metadata,
+                                  session_id=session_id), self.bus)
 
     def _check_model(self) -> None:
         if self.model is None:
