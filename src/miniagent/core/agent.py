@@ -194,28 +194,9 @@ class Agent(SyncTwins):
 
     def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
                 session_id: str | None = None) -> AsyncIterator[Event]:
-        """:meth:`arun`, its events yielded as they happen (step and call boundaries, a
-        streaming model's text as ``model_delta``), the last one a ``RunFinished`` whose
-        ``result`` is the run's. Leaving the loop early cancels the run, as Ctrl-C does: the
-        session stays resumable (see :mod:`miniagent.core.runtime.stream`).
-
-        Example:
-            >>> import asyncio
-            >>> from miniagent import ScriptedModel
-            >>> async def main() -> None:
-            ...     agent = Agent(model=ScriptedModel(["Final Answer: 4"]))
-            ...     async for event in agent.astream("2+2?"):
-            ...         print(event.kind)
-            ...     print(event.result.final_answer)
-            >>> asyncio.run(main())
-            run_started
-            step_started
-            model_started
-            model_responded
-            step_finished
-            run_finished
-            4
-        """
+        """:meth:`arun`, its events yielded as they happen (a streaming model's text as
+        ``model_delta``), the last a ``RunFinished`` with the result; leaving the loop early
+        cancels the run as Ctrl-C does (see :mod:`miniagent.core.runtime.stream`)."""
         return stream_run(partial(self.arun, question, metadata=metadata,
                                   session_id=session_id), self.bus)
 
