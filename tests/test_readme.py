@@ -128,6 +128,11 @@ def test_fallback_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
         "Observation: 5")
 
 
+def test_stream_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    exec(block_with("agent.astream("), {})
+    assert capsys.readouterr().out == "add -> 5\n5\n5\ncompleted\n"
+
+
 def test_fork_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     exec(block_with("agent.fork("), {})
     assert capsys.readouterr().out == "5 is enough\n10\n6\n"

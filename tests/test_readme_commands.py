@@ -33,6 +33,7 @@ PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
     "@tool(max_concurrency=2)": "test_readme.py::test_limits_example_runs",
     "record.edited_arguments": "test_readme.py::test_edited_approval_example_runs",
     "agent.fork(": "test_readme.py::test_fork_example_runs",
+    "agent.astream(": "test_readme.py::test_stream_example_runs",
     "FallbackModel(": "test_readme.py::test_fallback_example_runs",
     '@tool(requires_approval=lambda args: args["amount"] > 100)':
         "test_readme.py::test_approval_example_runs",

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from miniagent._internal.aio import run_in_daemon_thread
+from miniagent._internal.aio import iterate_in_thread, run_in_daemon_thread
 
 
 async def test_results_and_exceptions_come_back() -> None:
@@ -72,3 +72,44 @@ def test_a_forked_child_gets_fresh_workers() -> None:
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_iterate_in_thread_hands_over_everything_through_a_small_buffer() -> None:
+    async def numbers():  # type: ignore[no-untyped-def]
+        for i in range(200):
+            yield i
+
+    assert list(iterate_in_thread(numbers, buffer=1)) == list(range(200))
+
+
+def test_iterate_in_thread_raises_what_the_iteration_raised_after_its_items() -> None:
+    async def failing():  # type: ignore[no-untyped-def]
+        yield 1
+        yield 2
+        raise ValueError("broken")
+
+    got: list[int] = []
+    with pytest.raises(ValueError, match="broken"):
+        for item in iterate_in_thread(failing, buffer=1):
+            got.append(item)
+    assert got == [1, 2]
+
+
+def test_leaving_iterate_in_thread_early_cancels_the_iteration() -> None:
+    cancelled = threading.Event()
+
+    async def endless():  # type: ignore[no-untyped-def]
+        try:
+            i = 0
+            while True:
+                yield i
+                i += 1
+                await asyncio.sleep(0)
+        except (asyncio.CancelledError, GeneratorExit):
+            cancelled.set()
+            raise
+
+    for item in iterate_in_thread(endless, buffer=2):
+        if item == 5:
+            break
+    assert cancelled.is_set()  # the break returned after the iteration stopped

@@ -79,6 +79,10 @@ class Handle(Protocol):
 
     async def resume(self, session_id: str) -> RunResult: ...
 
+    async def stream(self, question: str) -> list[Event]:
+        """Answer ``question`` as a stream: the items it yielded, in order."""
+        ...
+
     async def session(self, session_id: str) -> AgentSession: ...
 
     async def fork(self, session_id: str, at_step: int) -> str:
@@ -112,6 +116,9 @@ class AgentHandle:
 
     async def resume(self, session_id: str) -> RunResult:
         return await self.agent.aresume(session_id)
+
+    async def stream(self, question: str) -> list[Event]:
+        return [event async for event in self.agent.astream(question)]
 
     async def session(self, session_id: str) -> AgentSession:
         return await self.agent.asession(session_id)
@@ -298,6 +305,12 @@ class MinimalHandle:
         if session.status != "running":
             session.transition("running", f"resumed from {session.status}", at=time.time())
         return await self._go(session)
+
+    async def stream(self, question: str) -> list[Event]:
+        """A driver without a bus streams what it emits: the run's events, as they came."""
+        before = len(self.events)
+        await self.run(question)
+        return self.events[before:]
 
     async def session(self, session_id: str) -> AgentSession:
         return self._load(session_id)

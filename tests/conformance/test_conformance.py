@@ -1122,3 +1122,22 @@ async def test_a_custom_protocol_and_a_custom_tool_source(drivers: list[Driver],
     got = await across(drivers, tmp_path, setup, run("what is ephemeral?"))
     assert (got.status, got.final_answer) == ("completed", "short-lived")
     assert got.observations == ["lasting a very short time (asked in True)"]
+
+
+async def test_a_stream_yields_the_run_s_events_and_ends_with_its_result(
+        drivers: list[Driver], tmp_path: Path) -> None:
+    async def act(handle: Handle) -> RunResult:
+        streamed = await handle.stream("What is 2+3?")
+        last = streamed[-1]
+        assert isinstance(last, ev.RunFinished)
+        mine = [e.kind for e in handle.events if e.session_id == last.session_id]
+        assert [e.kind for e in streamed] == mine  # what on_event subscribers got
+        return last.result
+
+    reference = await across(drivers, tmp_path, Setup(
+        model=lambda: ScriptedModel([react("add them", "add", {"a": 2, "b": 3}),
+                                     "Thought: done\nFinal Answer: 5"]),
+        tools=lambda: [add]), act)
+    assert (reference.status, reference.final_answer) == ("completed", "5")
+    assert reference.events[0] == "run_started" and reference.events[-1] == "run_finished"
+    assert reference.observations == ["5"]

@@ -27,7 +27,7 @@ import os
 import queue
 import signal
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -189,3 +189,102 @@ def _sigint_handler(handler: Any) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# -- an async iterator from sync code --------------------------------------------------------------
+
+_DONE = object()
+
+
+def iterate_in_thread(make: Callable[[], AsyncIterator[T]], *,
+                      run: Callable[[Coroutine[Any, Any, None]], None] = run_coroutine,
+                      buffer: int = 64) -> Iterator[T]:
+    """The items of the async iterator ``make()``, for a ``for`` loop: ``run`` (by default
+    :func:`run_coroutine`) drives it on a thread of its own, which hands the items over through
+    a queue of ``buffer`` items (waiting, without blocking its loop, while the queue is full).
+    What it raises is raised here. Leaving the loop early (``break``, ``close()``, an exception
+    such as KeyboardInterrupt) cancels the iteration and waits for its thread to end."""
+    items: queue.Queue[tuple[bool, Any]] = queue.Queue(buffer)
+    pump = _Pump(items, make)
+    thread = threading.Thread(target=pump.serve, args=(run,), name="miniagent-stream",
+                              daemon=True)
+    thread.start()
+    done = False
+    try:
+        while True:
+            ok, item = items.get()
+            pump.took()
+            if item is _DONE:
+                done = True
+                return
+            if not ok:
+                raise item
+            yield item
+    finally:
+        if not done:
+            pump.stop()
+            while items.get()[1] is not _DONE:  # what it still hands over, to its end
+                continue
+        thread.join()
+
+
+class _Pump:
+    """The thread's side of :func:`iterate_in_thread`."""
+
+    def __init__(self, items: queue.Queue[tuple[bool, Any]],
+                 make: Callable[[], AsyncIterator[Any]]) -> None:
+        self.items, self.make = items, make
+        self.started = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.room: asyncio.Event | None = None
+
+    def serve(self, run: Callable[[Coroutine[Any, Any, None]], None]) -> None:
+        try:
+            run(self._pump())
+        except asyncio.CancelledError:  # the reader left
+            pass
+        except BaseException as exc:  # handed to the reader, who raises it
+            self.items.put((False, exc))
+        finally:
+            self.started.set()  # a reader that stops waits for nothing more
+            self.items.put((True, _DONE))  # the reader takes items until this one
+
+    async def _pump(self) -> None:
+        self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
+        self.room = asyncio.Event()
+        self.started.set()
+        iterator = self.make()
+        try:
+            async for item in iterator:
+                await self._hand((True, item))
+        finally:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _hand(self, entry: tuple[bool, Any]) -> None:
+        assert self.room is not None
+        while True:
+            try:
+                self.items.put_nowait(entry)
+                return
+            except queue.Full:
+                self.room.clear()  # the reader sets it after each item it takes
+                if self.items.full():
+                    await self.room.wait()
+
+    def took(self) -> None:
+        """The reader took an item: a hand-over waiting for room goes on."""
+        self._call(lambda: self.room.set() if self.room is not None else None)
+
+    def stop(self) -> None:
+        """The reader left: cancel the iteration (its thread then ends)."""
+        self.started.wait()
+        if self.task is not None:
+            self._call(self.task.cancel)
+
+    def _call(self, fn: Callable[[], Any]) -> None:
+        if self.loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: it is over
+                self.loop.call_soon_threadsafe(fn)

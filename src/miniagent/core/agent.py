@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from miniagent.core.runtime.inprocess import (
     warm_model_prompt,
 )
 from miniagent.core.runtime.run import AgentSpec, Compression, rules_for, run_session
+from miniagent.core.runtime.stream import stream_run
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
@@ -46,6 +47,7 @@ from miniagent.core.twins import SyncTwins
 from miniagent.core.types import RunResult, current_context
 
 if TYPE_CHECKING:
+    from miniagent.core.runtime.events import Event
     from miniagent.core.tools.agent_tool import AgentTool
     from miniagent.core.tools.warmup import WarmupReport
     from miniagent.memory.sqlite import Memory
@@ -189,6 +191,14 @@ class Agent(SyncTwins):
                                      at=time.time(), metadata=metadata)
         self.store.save(session)
         return await self._run_here(session.id, session, on_event)
+
+    def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
+                session_id: str | None = None) -> AsyncIterator[Event]:
+        """:meth:`arun`, its events yielded as they happen (a streaming model's text as
+        ``model_delta``), the last a ``RunFinished`` with the result; leaving the loop early
+        cancels the run as Ctrl-C does (see :mod:`miniagent.core.runtime.stream`)."""
+        return stream_run(partial(self.arun, question, metadata=metadata,
+                                  session_id=session_id), self.bus)
 
     def _check_model(self) -> None:
         if self.model is None:

@@ -1,18 +1,22 @@
 """The synchronous twins of an agent's async methods, the same on every driver: ``run`` runs
-``arun`` to its end, and so on, for :class:`~miniagent.core.agent.Agent` (in process) and
-:class:`~miniagent.temporal.TemporalAgent` alike.
+``arun`` to its end, ``stream`` iterates ``astream`` from a thread of its own, and so on, for
+:class:`~miniagent.core.agent.Agent` (in process) and :class:`~miniagent.temporal.TemporalAgent`
+alike.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from miniagent._internal.aio import run_coroutine
+from miniagent._internal.aio import iterate_in_thread, run_coroutine
 from miniagent.core.errors import UserError
 from miniagent.core.session import AgentSession
 from miniagent.core.types import RunResult
+
+if TYPE_CHECKING:
+    from miniagent.core.runtime.events import Event
 
 __all__ = ["SyncTwins", "run_then_close"]
 
@@ -25,6 +29,7 @@ class SyncTwins:
     methods a subclass defines; each closes the agent after it (its event loop ends)."""
 
     arun: Callable[..., Work[RunResult]]
+    astream: Callable[..., AsyncIterator[Event]]
     aresume: Callable[..., Work[RunResult]]
     aapprove: Callable[..., Work[None]]
     adeny: Callable[..., Work[None]]
@@ -37,6 +42,21 @@ class SyncTwins:
         """Synchronous ``arun``; use ``await agent.arun(...)`` inside an event loop."""
         return self._sync(self.arun(question, metadata=metadata, on_event=on_event,
                                     session_id=session_id))
+
+    def stream(self, question: str, *, metadata: dict[str, Any] | None = None,
+               session_id: str | None = None) -> Iterator[Event]:
+        """Synchronous ``astream``: the run's events for a ``for`` loop, the last one a
+        ``RunFinished`` with the result. The run goes on in a thread of its own (its own event
+        loop, the agent closed at its end, as ``run`` does); leaving the loop early cancels it,
+        as Ctrl-C does ``run``, and returns once it has stopped.
+
+        Raises:
+            UserError: called inside a running event loop (use ``async for ... astream``).
+        """
+        _outside_loop()
+        return iterate_in_thread(
+            lambda: self.astream(question, metadata=metadata, session_id=session_id),
+            run=lambda work: run_then_close(work, self))
 
     def resume(self, session_id: str, *, on_event: Any = None, force: bool = False
                ) -> RunResult:
@@ -79,13 +99,21 @@ def run_then_close(work: Work[T], agent: Any) -> T:
         UserError: called inside a running event loop, where the async twin belongs.
     """
     try:
+        _outside_loop()
+    except UserError:
+        work.close()
+        raise
+    return run_coroutine(_then_close(work, agent))
+
+
+def _outside_loop() -> None:
+    try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return run_coroutine(_then_close(work, agent))
-    work.close()
+        return
     raise UserError("a synchronous Agent method was called inside a running event loop; "
-                    "use its async twin there ('await agent.arun(...)', aresume, aapprove, "
-                    "adeny, acancel, asession)")
+                    "use its async twin there ('await agent.arun(...)', astream, aresume, "
+                    "aapprove, adeny, acancel, asession)")
 
 
 async def _then_close(work: Work[T], agent: Any) -> T:

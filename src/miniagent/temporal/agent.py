@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio.client import Client
@@ -32,6 +34,7 @@ from miniagent.core.agent import Agent, with_sources
 from miniagent.core.errors import ConfigError, PayloadTooLarge, SessionNotFound, UserError
 from miniagent.core.protocol.registry import build_protocol
 from miniagent.core.runtime.events import Event
+from miniagent.core.runtime.stream import stream_run
 from miniagent.core.session import AgentSession
 from miniagent.core.twins import SyncTwins
 from miniagent.core.types import Decision, RunResult
@@ -125,6 +128,15 @@ class TemporalAgent(SyncTwins):
         except PayloadTooLarge as exc:  # a run always ends with a status
             return RunResult(status="error", reason=str(exc), session_id=session_id or "")
         return await self.aresume(started, on_event=on_event)
+
+    def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
+                session_id: str | None = None) -> AsyncIterator[Event]:
+        """:meth:`arun`, its events yielded as the workflow's event log gives them, the last
+        one a ``RunFinished`` with the result (see :meth:`Agent.astream
+        <miniagent.core.agent.Agent.astream>`). Leaving the loop early stops following: the
+        workflow goes on, and :meth:`aresume` follows it again."""
+        return stream_run(partial(self.arun, question, metadata=metadata,
+                                  session_id=session_id), self.agent.bus)
 
     async def afork(self, session_id: str, *, at_step: int) -> str:
         """Fork a session (see :meth:`TemporalSessions.fork`) with the agent's spec; its

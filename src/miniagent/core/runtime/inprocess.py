@@ -255,9 +255,15 @@ class EventBus:
             with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
                 loop.call_soon_threadsafe(_resolve, delivered)
 
-        self._jobs.put(mark)
+        self.when_delivered(mark)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(delivered, self.flush_timeout)
+
+    def when_delivered(self, job: Callable[[], None]) -> None:
+        """Call ``job`` on the delivery thread once every event emitted so far was delivered
+        (a stream ends this way after its run's last event)."""
+        self._jobs.put(job)
+        self._ensure_worker()
 
     def _ensure_worker(self) -> None:
         if self._worker is not None and self._worker.is_alive():
@@ -272,7 +278,10 @@ class EventBus:
         while True:
             job = self._jobs.get()
             if callable(job):
-                job()
+                try:
+                    job()
+                except Exception:  # the delivery thread outlives it
+                    log.exception("an event bus job failed")
                 continue
             event, targets = job
             for subscriber in targets:
