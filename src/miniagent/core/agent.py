@@ -36,7 +36,6 @@ from miniagent.core.runtime.inprocess import (
     warm_model_prompt,
 )
 from miniagent.core.runtime.run import AgentSpec, Compression, rules_for, run_session
-from miniagent.core.runtime.stream import stream_run
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
@@ -197,6 +196,8 @@ class Agent(SyncTwins):
         """:meth:`arun`, its events yielded as they happen (a streaming model's text as
         ``model_delta``), the last a ``RunFinished`` with the result; leaving the loop early
         cancels the run as Ctrl-C does (see :mod:`miniagent.core.runtime.stream`)."""
+        from miniagent.core.runtime.stream import stream_run  # events load with a stream
+
         return stream_run(partial(self.arun, question, metadata=metadata,
                                   session_id=session_id), self.bus)
 
