@@ -187,3 +187,20 @@ def test_the_hints_are_bounded() -> None:
 
     assert hints("x" * 10_000_000 + " 1 + 1") == ""  # past the first 2,000 characters
     assert "arithmetic" in hints("1 + 1" + "x" * 10_000_000)
+
+
+def test_words_of_arithmetic_find_the_calculator() -> None:
+    """"Add up", "a quarter of", "multiply" ask for arithmetic without an expression: the
+    1.5B model summed a file's counts with the line counter, the calculator not offered."""
+    found = _strict_first("Read inventory.csv and add up the counts of all items.")
+    assert "calculator" in found
+    assert "calculator" in _strict_first("Take the humidity and multiply it by 3.")
+    assert "calculator" in _strict_first("中国和日本的人口加起来一共多少？")
+
+
+def test_the_models_own_words_count_as_evidence() -> None:
+    """The model's thought says what it needs next ("subtract"): the next offer has it."""
+    history = [*user("How many degrees warmer is Rome than Oslo?"),
+               Message(role="assistant", content="Thought: I have both; now I subtract them.")]
+    chosen = select_tools(_person_tools(), 2, history, strict=True)
+    assert "calculator" in names(chosen)
