@@ -90,14 +90,16 @@ class Agent:
     The aids are: ``tool_selection`` defaults to
     :data:`~miniagent.defaults.SMALL_MODEL_TOOLS` and ``worked_example`` (a worked example of
     one round with the first offered tool in the ReAct prompt) to True; for other models
-    ``worked_example`` defaults to False. Three more aids are on for a small model and off
+    ``worked_example`` defaults to False. Four more aids are on for a small model and off
     otherwise: ``strict_selection`` (the selection offers only tools the conversation matches,
     best first, none when nothing does, so a question no tool is about gets a direct answer;
     without ``tool_selection``, every matching tool), ``quote_answers`` (after a tool result,
     a ReAct Final Answer is a quote of a result: see :mod:`miniagent.protocol.quotes`) and
     ``answer_after_results`` (after that many steps whose calls all succeeded, the next step
     must answer; :data:`~miniagent.defaults.SMALL_MODEL_ROUNDS` for a small model, no such
-    rule for others or with 0; see :class:`~miniagent.runtime.guards.Limits`). ``act_first``
+    rule for others or with 0; see :class:`~miniagent.runtime.guards.Limits`) and
+    ``restate_question`` (after a step's results, the last one ends with the turn's question
+    and what to do next: see :func:`~miniagent.runtime.guards.restated`). ``act_first``
     is off unless given: while the turn has called no tool, a step that offers tools must call
     one (unlike ``tool_choice="required"``, it asks nothing of a step that offers no tool).
     After an intervention on a repeated call, the next step must answer
@@ -171,6 +173,7 @@ class Agent:
         strict_selection: bool | None = None,
         act_first: bool = False,
         quote_answers: bool | None = None,
+        restate_question: bool | None = None,
         approval_timeout: float | None = None,
         trace: str | os.PathLike[str] | None = None,
         temporal: Any = None,
@@ -209,7 +212,8 @@ class Agent:
             model.capabilities.needed_aids())
         given = dict(tool_selection=tool_selection, worked_example=worked_example,
                      strict_selection=strict_selection, quote_answers=quote_answers,
-                     answer_after_results=answer_after_results)
+                     answer_after_results=answer_after_results,
+                     restate_question=restate_question)
         chosen = _model_aids(needed, **given)
         worked_example = chosen["worked_example"]
         # without its model (a Temporal client) the defaults are the workers' model's to set;
@@ -241,6 +245,7 @@ class Agent:
                          if compress_at is not None else None),
             tool_selection=chosen["tool_selection"],
             strict_selection=chosen["strict_selection"], quote_answers=chosen["quote_answers"],
+            restate_question=chosen["restate_question"],
             act_first=act_first,
             approval_timeout=approval_timeout,
             tool_choice=_checked_choice(tool_choice, None if others else self.registry.names),

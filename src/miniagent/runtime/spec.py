@@ -123,6 +123,9 @@ class AgentSpec:
     quote_answers: bool = False
     """After a tool result in the turn, a ReAct grammar admits only a Final Answer quoted from
     the results (see :mod:`miniagent.protocol.quotes`); the model may still act again."""
+    restate_question: bool = False
+    """After a step whose calls gave a result, its last observation ends with the turn's
+    question and what to do next (see :func:`~miniagent.runtime.guards.restated`)."""
     approval_timeout: float | None = None
     """Seconds a call may wait for a person; past them it is denied (the model is told), as
     soon as the session runs (on Temporal: at that moment). ``None``: as long as it takes."""
@@ -170,9 +173,9 @@ class Rules:
 AIDS_FOR: dict[bool, dict[str, object]] = {
     True: {"tool_selection": defaults.SMALL_MODEL_TOOLS, "worked_example": True,
            "strict_selection": True, "quote_answers": True,
-           "answer_after_results": defaults.SMALL_MODEL_ROUNDS},
+           "answer_after_results": defaults.SMALL_MODEL_ROUNDS, "restate_question": True},
     False: {"tool_selection": None, "worked_example": False, "strict_selection": False,
-            "quote_answers": False, "answer_after_results": None},
+            "quote_answers": False, "answer_after_results": None, "restate_question": False},
 }
 """The small-model aids' defaults for a small model (True) and for others (False)."""
 
