@@ -204,3 +204,17 @@ def test_the_models_own_words_count_as_evidence() -> None:
                Message(role="assistant", content="Thought: I have both; now I subtract them.")]
     chosen = select_tools(_person_tools(), 2, history, strict=True)
     assert "calculator" in names(chosen)
+
+
+def test_how_many_more_than_is_arithmetic() -> None:
+    """"How many degrees warmer is A than B" asks for a difference: the 1.5B model, offered
+    no calculator, converted the two temperatures back and forth instead (strict selection
+    alone, as that model has it: every matching tool)."""
+    tools = _person_tools()
+
+    def matching(question: str) -> list[str]:
+        return names(select_tools(tools, len(tools), user(question), strict=True))
+
+    assert "calculator" in matching("How many °C warmer is Rome than Oslo today?")
+    assert "calculator" in matching("How much older is Anna than Ben?")
+    assert "calculator" not in matching("Which is warmer today, Rome or Oslo?")

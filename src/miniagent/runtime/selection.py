@@ -237,7 +237,10 @@ _SHAPES = (
     (r"\d[\d.,]*\s*(?:[-+*/×÷^%]|\*\*)\s*\(?\s*\d|\b(?:sqrt|log|sin|cos)\s*\(|"
      r"\d\s*(?:plus|minus|times|divided by|squared)\b|"
      r"\b(?:add(?:ed|ing)? (?:up|together|them)|sum|total|combined|subtract\w*|difference|"
-     r"multipl\w*|divid\w*|quarter of|half of|average|percentage)\b",
+     r"multipl\w*|divid\w*|quarter of|half of|average|percentage)\b|"
+     r"\bhow (?:many|much)\b[^?.!]{0,60}\b(?:more|less|fewer|warmer|colder|hotter|higher|"
+     r"lower|older|younger|bigger|smaller|larger|longer|shorter|heavier|lighter)\b"
+     r"[^?.!]{0,40}\bthan\b",
      "arithmetic expression calculate calculator math evaluate"),
     (r"\b[\w-]+\.(?:txt|csv|tsv|json|jsonl|md|log|py|yaml|yml|toml|ini|xml|html|pdf|docx?)\b",
      "file path"),
