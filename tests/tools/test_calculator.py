@@ -314,3 +314,13 @@ def test_sum_min_and_max_take_numbers_or_one_list() -> None:
         assert isinstance(outcome(bad), ToolError), bad
     too_big = outcome("sum([" + ", ".join(["2 ** 4095"] * 3) + "])")
     assert isinstance(too_big, ToolError) and "too large" in str(too_big)
+
+
+def test_the_description_has_no_sample_expression_to_copy() -> None:
+    """A small model copied the description's sample expression as its call (and answered
+    its value): the description names what is allowed, with no expression in it."""
+    import re
+
+    description = ToolRegistry([calculator]).get("calculator").description
+    assert "sum, min, max" in description
+    assert not re.search(r"\d\s*(?:[-+*/]|\*\*)\s*\(?\s*\d|\w\(\d", description)
