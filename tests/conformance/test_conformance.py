@@ -1017,3 +1017,25 @@ async def test_a_custom_protocol_and_a_custom_tool_source(drivers: list[Driver],
     got = await across(drivers, tmp_path, setup, run("what is ephemeral?"))
     assert (got.status, got.final_answer) == ("completed", "short-lived")
     assert got.observations == ["lasting a very short time (asked in True)"]
+
+
+async def test_the_restated_question(drivers: list[Driver], tmp_path: Path) -> None:
+    """With ``restate_question`` the result a model sees ends with the question, on every
+    driver (the spec carries the aid to a Temporal worker)."""
+    seen: list[ModelRequest] = []
+
+    class Recording(ScriptedModel):
+        async def generate(self, request: ModelRequest) -> ModelResponse:
+            seen.append(request)
+            return await super().generate(request)
+
+    setup = Setup(model=lambda: Recording(
+        [react("look", "weather", {"city": "Oslo"}), "Final Answer: sunny"]),
+        tools=lambda: [aided_weather], options={"restate_question": True})
+    got = await across(drivers, tmp_path, setup, run("Is it sunny in Oslo?"))
+    assert (got.status, got.final_answer) == ("completed", "sunny")
+    answers = seen[1::2]
+    assert len(answers) == len(drivers)
+    for request in answers:
+        assert request.messages[-1]["content"].startswith(
+            "Observation: Oslo: sunny, 18 °C\n[The question: Is it sunny in Oslo?\n")
