@@ -218,3 +218,9 @@ def test_how_many_more_than_is_arithmetic() -> None:
     assert "calculator" in matching("How many °C warmer is Rome than Oslo today?")
     assert "calculator" in matching("How much older is Anna than Ben?")
     assert "calculator" not in matching("Which is warmer today, Rome or Oslo?")
+
+
+def test_a_conversational_verb_is_no_evidence() -> None:
+    """"say" matched read_file's "says where it stopped": the 1.5B then read every file."""
+    assert _strict_first("How do you say 'thank you' in French?") == []
+    assert "read_file" in _strict_first("What does notes.txt say about the budget?")

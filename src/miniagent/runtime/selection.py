@@ -81,7 +81,10 @@ _STOP = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
     "i", "in", "into", "is", "it", "me", "my", "of", "on", "or", "please", "that", "the", "this",
     "to", "use", "what", "when", "where", "which", "who", "will", "with", "you", "your",
-    "many", "much", "there", "have", "has"})
+    "many", "much", "there", "have", "has",
+    # conversational verbs: "How do you say 'thank you' in French?" matched read_file's "says
+    # where it stopped", and the 1.5B model then read every file it could find
+    "say", "says", "said", "tell", "tells"})
 _CJK_STOP = frozenset("的了是吗呢吧啊我你请把在和与")
 
 
