@@ -1141,3 +1141,25 @@ async def test_a_stream_yields_the_run_s_events_and_ends_with_its_result(
     assert (reference.status, reference.final_answer) == ("completed", "5")
     assert reference.events[0] == "run_started" and reference.events[-1] == "run_finished"
     assert reference.observations == ["5"]
+
+
+async def test_the_restated_question(drivers: list[Driver], tmp_path: Path) -> None:
+    """With ``restate_question`` the result a model sees ends with the question, on every
+    driver (the spec carries the aid to a Temporal worker)."""
+    seen: list[ModelRequest] = []
+
+    class Recording(ScriptedModel):
+        async def generate(self, request: ModelRequest) -> ModelResponse:
+            seen.append(request)
+            return await super().generate(request)
+
+    setup = Setup(model=lambda: Recording(
+        [react("look", "weather", {"city": "Oslo"}), "Final Answer: sunny"]),
+        tools=lambda: [aided_weather], options={"aids": Aids(restate_question=True)})
+    got = await across(drivers, tmp_path, setup, run("Is it sunny in Oslo?"))
+    assert (got.status, got.final_answer) == ("completed", "sunny")
+    answers = seen[1::2]
+    assert len(answers) == len(drivers)
+    for request in answers:
+        assert request.messages[-1]["content"].startswith(
+            "Observation: Oslo: sunny, 18 °C\n[The question: Is it sunny in Oslo?\n")

@@ -82,6 +82,8 @@ class Aids:
         act_first: while the turn has called no tool, a step that offers tools must call one.
         quote_answers: after a tool result, a ReAct Final Answer quotes a result
             (:mod:`miniagent.core.protocol.quotes`).
+        restate_question: after a step's results, the last one ends with the turn's question
+            and what to do next (:func:`~miniagent.core.runtime.guards.restated`).
 
     Raises:
         UserError: an unknown preset, a ``tool_selection`` below 0.
@@ -94,6 +96,7 @@ class Aids:
     strict_selection: bool | None = None
     act_first: bool = False
     quote_answers: bool | None = None
+    restate_question: bool | None = None
 
     def __post_init__(self) -> None:
         if self.preset not in ("auto", "on", "off"):

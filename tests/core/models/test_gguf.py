@@ -9,7 +9,7 @@ import pytest
 
 from miniagent.core.models.base import ALL_AIDS
 from miniagent.core.models.gguf import GGUFInfo, read_info
-from miniagent.core.models.profiles import aids_for, is_tiny
+from miniagent.core.models.profiles import TINY_AIDS, aids_for, is_tiny
 
 
 def _string(text: str) -> bytes:
@@ -62,12 +62,15 @@ def test_aids_follow_family_and_size_not_the_file_size() -> None:
     def info(family: str, size: str) -> GGUFInfo:
         return GGUFInfo(architecture="llama", basename=family, size_label=size)
 
-    assert aids_for(info("SmolLM2", "135M"), 98_000_000) == ALL_AIDS
-    assert aids_for(info("Qwen2.5-Coder", "1.5B"), 1_117_000_000) == ()
+    assert aids_for(info("SmolLM2", "135M"), 98_000_000) == TINY_AIDS
+    assert set(TINY_AIDS) == set(ALL_AIDS) - {"restate_question"}
+    assert aids_for(info("Qwen2.5-Coder", "1.5B"), 1_117_000_000) == (
+        "strict_selection", "restate_question")
+    assert aids_for(info("Qwen2.5-Coder", "7B"), 4_000_000_000) == ()
     big_file_small_model = aids_for(info("Qwen2.5-Coder", "0.5B"), 2_000_000_000)
     assert big_file_small_model and "strict_selection" not in big_file_small_model
     assert aids_for(info("Unknown", "7B"), 300_000_000) == ()  # a small file of a big model
-    assert aids_for(GGUFInfo(), 98_000_000) == ALL_AIDS  # no header: by the file's size
+    assert aids_for(GGUFInfo(), 98_000_000) == TINY_AIDS  # no header: by the file's size
     assert aids_for(GGUFInfo(), 4_000_000_000) == ()
     assert is_tiny(info("SmolLM2", "135M"), 98_000_000)
     assert not is_tiny(info("Qwen2.5-Coder", "0.5B"), 491_000_000)

@@ -187,3 +187,40 @@ def test_the_hints_are_bounded() -> None:
 
     assert hints("x" * 10_000_000 + " 1 + 1") == ""  # past the first 2,000 characters
     assert "arithmetic" in hints("1 + 1" + "x" * 10_000_000)
+
+
+def test_words_of_arithmetic_find_the_calculator() -> None:
+    """"Add up", "a quarter of", "multiply" ask for arithmetic without an expression: the
+    1.5B model summed a file's counts with the line counter, the calculator not offered."""
+    found = _strict_first("Read inventory.csv and add up the counts of all items.")
+    assert "calculator" in found
+    assert "calculator" in _strict_first("Take the humidity and multiply it by 3.")
+    assert "calculator" in _strict_first("中国和日本的人口加起来一共多少？")
+
+
+def test_the_models_own_words_count_as_evidence() -> None:
+    """The model's thought says what it needs next ("subtract"): the next offer has it."""
+    history = [*user("How many degrees warmer is Rome than Oslo?"),
+               Message(role="assistant", content="Thought: I have both; now I subtract them.")]
+    chosen = select_tools(_person_tools(), 2, history, strict=True)
+    assert "calculator" in names(chosen)
+
+
+def test_how_many_more_than_is_arithmetic() -> None:
+    """"How many degrees warmer is A than B" asks for a difference: the 1.5B model, offered
+    no calculator, converted the two temperatures back and forth instead (strict selection
+    alone, as that model has it: every matching tool)."""
+    tools = _person_tools()
+
+    def matching(question: str) -> list[str]:
+        return names(select_tools(tools, len(tools), user(question), strict=True))
+
+    assert "calculator" in matching("How many °C warmer is Rome than Oslo today?")
+    assert "calculator" in matching("How much older is Anna than Ben?")
+    assert "calculator" not in matching("Which is warmer today, Rome or Oslo?")
+
+
+def test_a_conversational_verb_is_no_evidence() -> None:
+    """"say" matched read_file's "says where it stopped": the 1.5B then read every file."""
+    assert _strict_first("How do you say 'thank you' in French?") == []
+    assert "read_file" in _strict_first("What does notes.txt say about the budget?")

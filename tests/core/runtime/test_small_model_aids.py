@@ -260,15 +260,17 @@ def test_an_agent_without_its_model_leaves_the_aids_it_does_not_set_to_the_model
 
     client = Agent(aids=Aids(quote_answers=False))  # a Temporal client's: no model
     assert client.spec.aids_from_model == ("tool_selection", "worked_example",
-                                           "strict_selection", "answer_after_results")
+                                           "strict_selection", "answer_after_results",
+                                           "restate_question")
     small = with_small_model_aids(client.spec)
     assert (small.tool_selection, small.strict_selection, small.quote_answers,
-            small.limits.answer_after_results, small.protocol.options["example"]) == (
+            small.limits.answer_after_results, small.protocol.options["example"],
+            small.restate_question) == (
         AIDS_FOR[True]["tool_selection"], True, False, AIDS_FOR[True]["answer_after_results"],
-        True)
+        True, True)
     assert small.aids_from_model == ()
     changed = client.spec.replace(strict_selection=False, limits={"answer_after_results": 3})
-    assert changed.aids_from_model == ("tool_selection", "worked_example")
+    assert changed.aids_from_model == ("tool_selection", "worked_example", "restate_question")
     decided = with_small_model_aids(changed)
     assert (decided.strict_selection, decided.limits.answer_after_results) == (False, 3)
     assert client.spec.replace(limits={"max_steps": 3}).aids_from_model == (
@@ -319,3 +321,42 @@ def test_aids_on_and_off_override_the_profile_and_a_given_aid_wins() -> None:
     assert given["tool_selection"] == 3 and given["strict_selection"] is False
     with pytest.raises(UserError, match="aids must be auto, on or off"):
         Agent(model=SmallModel([]), aids="some")  # type: ignore[arg-type]
+
+
+@tool
+def flaky(city: str) -> str:
+    """Weather of a city, from a service that is down."""
+    raise RuntimeError("service unavailable")
+
+
+async def test_the_question_is_restated_after_a_result() -> None:
+    """With ``restate_question`` a result ends with the question and the two ways on (the
+    1.5B model otherwise went on converting the figures it had, or answered the figure of
+    its last call); a failed call's error is left as it is, and without the aid nothing is
+    added."""
+    question = "How warm is it in Oslo, in kelvin?"
+    steps = [OSLO, "Final Answer: 291.15"]
+    model = ScriptedModel(list(steps))
+    agent = Agent(model=model, tools=[weather], aids=Aids(restate_question=True))
+    result = await agent.arun(question)
+    assert result.final_answer == "291.15"
+    seen = model.requests[1].messages[-1]["content"]
+    assert seen == ("Observation: Oslo: 18 °C\n[The question: How warm is it in Oslo, in "
+                    "kelvin?\nIf a part of it still needs a tool's result, call that tool; once "
+                    "the results answer all of it, give your Final Answer.]")
+    failing = ScriptedModel([OSLO.replace("weather", "flaky"), "Final Answer: unknown"])
+    await Agent(model=failing, tools=[flaky], aids=Aids(restate_question=True)).arun(question)
+    assert "The question:" not in failing.requests[1].messages[-1]["content"]
+    plain = ScriptedModel(list(steps))
+    await Agent(model=plain, tools=[weather]).arun(question)
+    assert plain.requests[1].messages[-1]["content"] == "Observation: Oslo: 18 °C"
+
+
+async def test_a_long_question_is_restated_cut() -> None:
+    from miniagent.core.runtime.guards import RESTATED_CHARS
+
+    model = ScriptedModel([OSLO, "Final Answer: 18"])
+    await Agent(model=model, tools=[weather], aids=Aids(restate_question=True)).arun(
+        "What is the weather in Oslo? " + "Some pasted text. " * 1000)
+    seen = model.requests[1].messages[-1]["content"]
+    assert len(seen) < RESTATED_CHARS + 200 and " ...\nIf a part of it" in seen

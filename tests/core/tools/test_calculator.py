@@ -303,3 +303,25 @@ def test_any_expression_gives_a_finite_number_or_a_tool_error(expression: str) -
         assert math.isfinite(result)
     else:
         assert abs(result).bit_length() <= MAX_INT_BITS
+
+
+def test_sum_min_and_max_take_numbers_or_one_list() -> None:
+    """A model writes a total as ``sum([42, 17, 8])``: Qwen2.5-Coder-1.5B was told 'Unknown
+    function' and sent the same call until the repeat guard stopped it."""
+    assert outcome("sum([42, 17, 8])") == 67
+    assert outcome("sum(42, 17, 8) / 3") == pytest.approx(67 / 3)
+    assert (outcome("max(14, 16)"), outcome("min((4, 2.5))"), outcome("sum([])")) == (16, 2.5, 0)
+    for bad in ("max([])", "sum([1, [2]])", "sum(x for x in [1])", "sqrt([4])"):
+        assert isinstance(outcome(bad), ToolError), bad
+    too_big = outcome("sum([" + ", ".join(["2 ** 4095"] * 3) + "])")
+    assert isinstance(too_big, ToolError) and "too large" in str(too_big)
+
+
+def test_the_description_has_no_sample_expression_to_copy() -> None:
+    """A small model copied the description's sample expression as its call (and answered
+    its value): the description names what is allowed, with no expression in it."""
+    import re
+
+    description = ToolRegistry([calculator]).get("calculator").description
+    assert "sum, min, max" in description
+    assert not re.search(r"\d\s*(?:[-+*/]|\*\*)\s*\(?\s*\d|\w\(\d", description)

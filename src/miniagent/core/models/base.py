@@ -56,7 +56,7 @@ class Capabilities:
 
 
 ALL_AIDS = ("tool_selection", "worked_example", "strict_selection", "quote_answers",
-            "answer_after_results")
+            "answer_after_results", "restate_question")
 """Every small-model aid, by name (see :data:`miniagent.core.runtime.run.AIDS_FOR`)."""
 
 

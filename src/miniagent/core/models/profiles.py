@@ -6,8 +6,8 @@ used well; a worked example keeps SmolLM2 in format, and a 0.5B model copied it 
 So the aids are chosen per model family and size, read from the GGUF file's header
 (:mod:`miniagent.core.models.gguf`), from the figures of ``benchmarks/small_tasks.py`` and the
 bundled eval (see the README's table). A model not in the table gets the aids of the nearest
-measured size: every aid under :data:`TINY_PARAMETERS`, none from :data:`SMALL_PARAMETERS`
-up; a file whose header says nothing is judged by its size, as before.
+measured size: :data:`TINY_AIDS` under :data:`TINY_PARAMETERS`, none from
+:data:`SMALL_PARAMETERS` up; a file whose header says nothing is judged by its size.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from miniagent.core.models.base import ALL_AIDS
 from miniagent.core.models.gguf import GGUFInfo
 
-__all__ = ["PROFILES", "SMALL_PARAMETERS", "TINY_PARAMETERS", "Profile", "aids_for",
-           "aids_for_served", "is_tiny"]
+__all__ = ["PROFILES", "SMALL_PARAMETERS", "TINY_AIDS", "TINY_PARAMETERS", "Profile",
+           "aids_for", "aids_for_served", "is_tiny"]
 
 TINY_PARAMETERS = 300e6
 """Below this many parameters a model is for trying the loop, not for real work."""
@@ -40,14 +40,23 @@ class Profile:
     aids: tuple[str, ...]
 
 
+TINY_AIDS = tuple(name for name in ALL_AIDS if name != "restate_question")
+"""The aids measured on SmolLM2-135M (every one but the restated question, which came later
+and was measured on the 1.5B only): a model under :data:`TINY_PARAMETERS` gets these."""
+
 PROFILES: tuple[Profile, ...] = (
     # the bundled eval: 22% with every aid, 9% without
-    Profile(family="smollm2", max_parameters=SMALL_PARAMETERS, aids=ALL_AIDS),
+    Profile(family="smollm2", max_parameters=SMALL_PARAMETERS, aids=TINY_AIDS),
     # benchmarks/small_tasks.py: 3/10 with every aid (strict selection hid the tools, the
     # worked example was copied), 5/10 with none (it loops), 8/10 with these two
     Profile(family="qwen2.5-coder", max_parameters=SMALL_PARAMETERS,
             aids=("tool_selection", "answer_after_results")),
-    # 10/10 with none
+    # the 1.5B, bundled eval (react): without aids it called file tools for country facts and
+    # trivia, and went on converting figures it had; strict selection alone offers each
+    # question its matching tools, the restated question stops the wandering (README table)
+    Profile(family="qwen2.5-coder", max_parameters=2e9,
+            aids=("strict_selection", "restate_question")),
+    # larger ones: unmeasured, none
     Profile(family="qwen2.5-coder", max_parameters=float("inf"), aids=()),
 )
 
@@ -56,11 +65,11 @@ def aids_for(info: GGUFInfo, size_bytes: int) -> tuple[str, ...]:
     """The aids a model needs: its family's measured profile for its size, else by size."""
     parameters = info.parameters
     if not parameters:
-        return ALL_AIDS if size_bytes < SMALL_FILE_BYTES else ()
+        return TINY_AIDS if size_bytes < SMALL_FILE_BYTES else ()
     for profile in PROFILES:
         if info.family == profile.family and parameters <= profile.max_parameters:
             return profile.aids
-    return ALL_AIDS if parameters < TINY_PARAMETERS else (
+    return TINY_AIDS if parameters < TINY_PARAMETERS else (
         ("tool_selection", "answer_after_results") if parameters < SMALL_PARAMETERS else ())
 
 
@@ -74,7 +83,7 @@ def aids_for_served(name: str, parameters: float = 0.0) -> tuple[str, ...] | Non
         >>> aids_for_served("qwen2.5-coder:0.5b")
         ('tool_selection', 'answer_after_results')
         >>> aids_for_served("Qwen/Qwen2.5-Coder-1.5B-Instruct"), aids_for_served("gpt-4o")
-        ((), None)
+        (('strict_selection', 'restate_question'), None)
     """
     plain = name.rsplit("/", 1)[-1].lower().replace(":", "-").removesuffix(".gguf")
     plain = re.sub(r"[-.](q\d\w*|iq\d\w*|f16|bf16|fp16|f32)$", "", plain)  # a quantization

@@ -276,6 +276,33 @@ def copied_answer(answer: str | None) -> str | None:
             "answer itself, taken from the Observations")
 
 
+RESTATED_CHARS = 300
+"""How much of the question :func:`restated` repeats (a pasted document is not repeated)."""
+
+
+def restated(question: str, step: Step) -> str:
+    """What ends ``step``'s last observation under ``restate_question``: the turn's question
+    and the two ways on, once a call of the step gave a result ("" otherwise: a failed call's
+    error says what to repair).
+
+    A small model that has its results tends to go on calling tools (Qwen2.5-Coder-1.5B
+    converted 27 °C to °F, then to K, then again, for "how many °C warmer is ...") until the
+    repeat guard stops it, or answers the figure of the last call (20 °C when asked for
+    kelvin, after the conversion gave 293.15). Shown the question after each result, it sees
+    what is still missing, or that nothing is. The part still missing comes first: told "if
+    the results so far answer it, give your Final Answer now", it answered a difference of two
+    temperatures after fetching one. The text is the same wherever it appears, so the history
+    stays a prefix of itself from step to step.
+    """
+    if not any(record.succeeded for record in step.calls):
+        return ""
+    text = " ".join(question.split())
+    if len(text) > RESTATED_CHARS:
+        text = text[:RESTATED_CHARS].rstrip() + " ..."
+    return (f"\n[The question: {text}\nIf a part of it still needs a tool's result, call that "
+            "tool; once the results answer all of it, give your Final Answer.]")
+
+
 def _plain(text: str) -> str:
     return _SPACES.sub(" ", text.strip().strip("\"'`*.。").strip()).casefold()
 

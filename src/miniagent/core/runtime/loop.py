@@ -49,6 +49,7 @@ from miniagent.core.runtime.guards import (
     judged,
     no_progress,
     repeated_last,
+    restated,
     rounds_done,
     too_many_calls,
     truncate_observation,
@@ -621,6 +622,8 @@ class StepLogic:
         step = session.steps[-1]
         notice = too_many_calls(len(step.calls) + step.dropped_calls,
                                 len(step.calls)) if step.dropped_calls else ""
+        if self.spec.restate_question:
+            notice += restated(session.turn.question, step)
         for position, record in enumerate(step.calls, 1):
             assert record.observation is not None
             text = record.observation.output + (notice if position == len(step.calls) else "")

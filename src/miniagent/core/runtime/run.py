@@ -176,6 +176,9 @@ class AgentSpec:
     quote_answers: bool = False
     """After a tool result in the turn, a ReAct grammar admits only a Final Answer quoted from
     the results (see :mod:`miniagent.core.protocol.quotes`); the model may still act again."""
+    restate_question: bool = False
+    """After a step whose calls gave a result, its last observation ends with the turn's
+    question and what to do next (see :func:`~miniagent.core.runtime.guards.restated`)."""
     recall: str | None = None
     """The tool called with each turn's question before its first step, whose block the model
     then sees with the question (a memory's ``recall``: :mod:`miniagent.core.runtime.recall`);
@@ -220,9 +223,9 @@ class Rules:
 AIDS_FOR: dict[bool, dict[str, object]] = {
     True: {"tool_selection": defaults.SMALL_MODEL_TOOLS, "worked_example": True,
            "strict_selection": True, "quote_answers": True,
-           "answer_after_results": defaults.SMALL_MODEL_ROUNDS},
+           "answer_after_results": defaults.SMALL_MODEL_ROUNDS, "restate_question": True},
     False: {"tool_selection": None, "worked_example": False, "strict_selection": False,
-            "quote_answers": False, "answer_after_results": None},
+            "quote_answers": False, "answer_after_results": None, "restate_question": False},
 }
 """The small-model aids' defaults for a small model (True) and for others (False)."""
 

@@ -81,7 +81,10 @@ _STOP = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
     "i", "in", "into", "is", "it", "me", "my", "of", "on", "or", "please", "that", "the", "this",
     "to", "use", "what", "when", "where", "which", "who", "will", "with", "you", "your",
-    "many", "much", "there", "have", "has"})
+    "many", "much", "there", "have", "has",
+    # conversational verbs: "How do you say 'thank you' in French?" matched read_file's "says
+    # where it stopped", and the 1.5B model then read every file it could find
+    "say", "says", "said", "tell", "tells"})
 _CJK_STOP = frozenset("的了是吗呢吧啊我你请把在和与")
 
 
@@ -222,20 +225,25 @@ def index_for(tools: Sequence[ToolLike]) -> ToolIndex:
 
 def conversation_text(messages: Sequence[Message]) -> str:
     """The query: what the user and the model wrote (tool results left out), with the words
-    of what the user's text looks like (see :func:`hints`)."""
+    of what that text looks like (see :func:`hints`): the model's own thought counts too
+    ("now I subtract them" brings the calculator to the next request)."""
     texts = [m.content for m in messages
              if m.role in ("user", "assistant") and isinstance(m.content, str)]
-    user = " ".join(m.content for m in messages
-                    if m.role == "user" and isinstance(m.content, str))
-    shape = hints(user)
+    shape = hints(" ".join(texts))
     return "\n".join([*texts, shape] if shape else texts)
 
 
 # What a question looks like, and the words tools that handle it are described with: numbers
-# are left out of the query, so "17 * 23" alone would match no calculator.
+# are left out of the query, so "17 * 23" alone would match no calculator, and "add up the
+# counts" matched the line counter (its "count"), not the calculator.
 _SHAPES = (
     (r"\d[\d.,]*\s*(?:[-+*/×÷^%]|\*\*)\s*\(?\s*\d|\b(?:sqrt|log|sin|cos)\s*\(|"
-     r"\d\s*(?:plus|minus|times|divided by|squared)\b",
+     r"\d\s*(?:plus|minus|times|divided by|squared)\b|"
+     r"\b(?:add(?:ed|ing)? (?:up|together|them)|sum|total|combined|subtract\w*|difference|"
+     r"multipl\w*|divid\w*|quarter of|half of|average|percentage)\b|"
+     r"\bhow (?:many|much)\b[^?.!]{0,60}\b(?:more|less|fewer|warmer|colder|hotter|higher|"
+     r"lower|older|younger|bigger|smaller|larger|longer|shorter|heavier|lighter)\b"
+     r"[^?.!]{0,40}\bthan\b",
      "arithmetic expression calculate calculator math evaluate"),
     (r"\b[\w-]+\.(?:txt|csv|tsv|json|jsonl|md|log|py|yaml|yml|toml|ini|xml|html|pdf|docx?)\b",
      "file path"),
@@ -260,6 +268,8 @@ _GLOSSARY = {
     "下雨": "rain weather", "下雪": "snow weather", "预报": "forecast weather",
     "计算": "calculate arithmetic expression calculator", "等于": "calculate arithmetic",
     "乘以": "multiply arithmetic", "除以": "divide arithmetic", "平方根": "sqrt arithmetic",
+    "加起来": "add sum arithmetic", "一共": "total sum arithmetic",
+    "相差": "difference subtract arithmetic",
     "文件": "file", "行": "line file", "读": "read file", "目录": "list files directory",
     "时间": "time current", "几点": "time current", "日期": "date time current",
     "汇率": "currency exchange rate", "美元": "currency dollar usd", "欧元": "currency euro eur",

@@ -27,6 +27,10 @@ number literal                     the expression is at most 1,000 characters; a
 ``round(x)``, ``floor``, ``ceil``  of a float: at most 1,024 bits
 ``sqrt`` ``sin`` ``cos`` ``tan``   floats (an int is converted, or ``OverflowError``)
 ``exp`` ``log`` ``log10`` ``abs``
+``sum`` ``min`` ``max``            of numbers, or of one list of them (``sum([42, 17])``:
+                                   how models write a total); a sum of *n* operands is at
+                                   most log2(*n*) bits more than the largest, and the
+                                   expression's length bounds *n*
 =================================  ====================================================
 
 Every intermediate result is checked too: an int is at most :data:`MAX_INT_BITS` bits
@@ -87,7 +91,12 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "round": round,
     "floor": math.floor,
     "ceil": math.ceil,
+    "sum": lambda *numbers: sum(numbers),
+    "min": min,
+    "max": max,
 }
+_OF_A_LIST = frozenset({"sum", "min", "max"})
+"""The functions that also take one list (or tuple) of numbers: ``sum([1, 2])``."""
 _CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e}
 _ALLOWED = (
     "numbers, + - * / // % **, parentheses, "
@@ -95,15 +104,17 @@ _ALLOWED = (
 )
 
 
-# The docstring is the description the model reads: plain text, no reST markup. No effects: a
+# The docstring is the description the model reads: plain text, no reST markup, and no sample
+# expression (Qwen2.5-Coder-1.5B sent "(2 + 3) * sqrt(16) / 2", the sample, for a quarter of a
+# budget it had not read yet, and answered 10.0). No effects: a
 # call a crash interrupted may run again. Every step's cost is bounded (above): it runs inline,
 # on the event loop, with no worker thread to hand it to.
 @tool(idempotent=True, inline=True)
 def calculator(expression: str) -> int | float:
-    """Evaluate an arithmetic expression, such as (2 + 3) * sqrt(16) / 2.
+    """Evaluate an arithmetic expression written with the numbers to compute.
 
     Supports numbers, + - * / // % **, parentheses, the functions sqrt, sin, cos, tan,
-    log, log10, exp, abs, round, floor, ceil and the constants pi and e.
+    log, log10, exp, abs, round, floor, ceil, sum, min, max and the constants pi and e.
 
     Args:
         expression: the arithmetic expression to evaluate.
@@ -171,7 +182,7 @@ def _operands(node: ast.expr) -> list[ast.expr] | None:
             )
         if node.keywords:
             raise ToolError(f"{node.func.id}() takes positional arguments only.")
-        return list(node.args)
+        return _arguments(node)
     raise ToolError(f"{_describe(node)} is not allowed in the calculator. Allowed: {_ALLOWED}.")
 
 
@@ -181,7 +192,16 @@ def _arity(node: ast.expr) -> int:
     if isinstance(node, ast.UnaryOp):
         return 1
     assert isinstance(node, ast.Call)
-    return len(node.args)
+    return len(_arguments(node))
+
+
+def _arguments(node: ast.Call) -> list[ast.expr]:
+    """A call's arguments; those of ``sum``, ``min`` or ``max`` given one list, its items."""
+    args = node.args
+    if (isinstance(node.func, ast.Name) and node.func.id in _OF_A_LIST and len(args) == 1
+            and isinstance(args[0], ast.List | ast.Tuple)):
+        return list(args[0].elts)
+    return list(args)
 
 
 def _leaf(node: ast.expr) -> Any:
