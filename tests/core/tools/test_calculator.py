@@ -317,11 +317,9 @@ def test_sum_min_and_max_take_numbers_or_one_list() -> None:
     assert isinstance(too_big, ToolError) and "too large" in str(too_big)
 
 
-def test_the_description_has_no_sample_expression_to_copy() -> None:
-    """A small model copied the description's sample expression as its call (and answered
-    its value): the description names what is allowed, with no expression in it."""
-    import re
-
+def test_the_description_names_the_list_functions() -> None:
+    """The model is told what it may call, sum, min and max included. (Its sample expression
+    stays: without it SmolLM2-135M no longer calls the calculator for 17 * 23, seen in
+    tests/core/models/test_installed_models.py, though Qwen 1.5B once copied the sample.)"""
     description = ToolRegistry([calculator]).get("calculator").description
-    assert "sum, min, max" in description
-    assert not re.search(r"\d\s*(?:[-+*/]|\*\*)\s*\(?\s*\d|\w\(\d", description)
+    assert "sum, min, max" in description and "such as (2 + 3) * sqrt(16) / 2" in description

@@ -104,14 +104,14 @@ _ALLOWED = (
 )
 
 
-# The docstring is the description the model reads: plain text, no reST markup, and no sample
-# expression (Qwen2.5-Coder-1.5B sent "(2 + 3) * sqrt(16) / 2", the sample, for a quarter of a
-# budget it had not read yet, and answered 10.0). No effects: a
+# The docstring is the description the model reads: plain text, no reST markup. Its sample
+# expression stays: SmolLM2-135M needs it to call the tool at all (Qwen2.5-Coder-1.5B once sent
+# the sample itself for a figure it had not read yet). No effects: a
 # call a crash interrupted may run again. Every step's cost is bounded (above): it runs inline,
 # on the event loop, with no worker thread to hand it to.
 @tool(idempotent=True, inline=True)
 def calculator(expression: str) -> int | float:
-    """Evaluate an arithmetic expression written with the numbers to compute.
+    """Evaluate an arithmetic expression, such as (2 + 3) * sqrt(16) / 2.
 
     Supports numbers, + - * / // % **, parentheses, the functions sqrt, sin, cos, tan,
     log, log10, exp, abs, round, floor, ceil, sum, min, max and the constants pi and e.
