@@ -170,11 +170,12 @@ async def test_a_protocol_a_worker_cannot_rebuild_is_refused_at_start(
 
 
 class SmallModel(ScriptedModel):
-    """A scripted model that says it is small (as the embedded SmolLM2 does)."""
+    """A scripted model that says it is small and takes a grammar (as the embedded SmolLM2
+    does)."""
 
     @property
     def capabilities(self) -> Capabilities:
-        return dataclasses.replace(super().capabilities, small_model=True)
+        return dataclasses.replace(super().capabilities, small_model=True, grammar=True)
 
 
 async def test_a_client_without_the_model_gets_the_aids_of_the_workers_small_model(
