@@ -29,7 +29,6 @@ LAYERS = (
     "core.session",
     "core.twins",  # the sync twins of an agent's async methods
     "core.retry",
-    "core.tool_context",
     "core.throttles",
     "core.store",
     "core.models",

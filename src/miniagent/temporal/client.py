@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from temporalio.api.enums.v1 import EventType, TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
@@ -54,9 +54,6 @@ from miniagent.temporal.contracts import (
 from miniagent.temporal.converter import data_converter
 from miniagent.temporal.faults import PAYLOAD_LIMIT
 from miniagent.temporal.workflow import WORKFLOW_NAME, SessionWorkflow
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["DEFAULT_TASK_QUEUE", "TemporalSessions", "connect"]
 

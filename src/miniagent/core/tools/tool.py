@@ -376,7 +376,7 @@ def tool(
             timeouts and connection errors too, if idempotent).
         warmup: a function with no arguments (sync or async) that makes the first call fast
             (opens a connection pool, loads an index); ``Agent.start()`` runs it once per
-            process, under the agent's ``warmup_timeout`` (see :mod:`miniagent.core.tools.warmup`).
+            process, within ``Agent.start``'s ``timeout`` (see :mod:`miniagent.core.tools.warmup`).
         max_concurrency: at most this many calls of the tool run at once in this process,
             across all sessions and agents; more wait their turn (first come, first served).
         inline: call a sync function on the event loop itself, not on a worker thread: for
@@ -439,8 +439,6 @@ _MAX_LISTED_ERRORS = 5
 
 
 # -- the checker interface -------------------------------------------------------------
-
-
 
 
 class ArgumentsChecker(Protocol):

@@ -135,7 +135,7 @@ class Toolbox:
             if tool.name in self._entries:
                 raise ToolDefinitionError(
                     f"two tools are named {tool.name!r}: give one source a name prefix "
-                    "(miniagent.core.tools.Prefixed) or filter it out (Filtered)")
+                    "(miniagent.Prefixed) or filter it out (Filtered)")
             self._entries[tool.name] = (tool, source)
 
     @classmethod
