@@ -76,9 +76,12 @@ def test_a_served_small_model_gets_the_aids_measured_for_it(tmp_path: Path) -> N
     assert example not in _system_prompt_sent(tmp_path, "--model", "gpt-4o")
     assert example not in _system_prompt_sent(tmp_path, "--model", "smollm2:135m",
                                               "--aids", "off")
-    # Qwen 0.5B: two tools of four, no worked example; 1.5B: every tool
+    # Qwen 0.5B: two tools of four, no worked example; 1.5B: strict selection, so only the
+    # tool the question is about (and no worked example)
     names = ("weather", "share_price", "train_tickets", "recipe")
     small = _system_prompt_sent(tmp_path, "--model", "qwen2.5-coder:0.5b")
     assert example not in small and sum(f"- {n}:" in small for n in names) == 2
     large = _system_prompt_sent(tmp_path, "--model", "qwen2.5-coder:1.5b")
-    assert sum(f"- {n}:" in large for n in names) == 4
+    assert example not in large and [n for n in names if f"- {n}:" in large] == ["weather"]
+    every = _system_prompt_sent(tmp_path, "--model", "qwen2.5-coder:1.5b", "--aids", "off")
+    assert sum(f"- {n}:" in every for n in names) == 4
