@@ -222,8 +222,10 @@ class Agent(SyncTwins):
         knows it is gone; if it is not, its next checkpoint is refused and it stops).
 
         Raises:
-            SessionNotFound, SessionBusy (another live process runs it), SessionError,
-            UserError (the agent has no model).
+            SessionNotFound: No session has that id.
+            SessionBusy: Another live process runs it.
+            SessionError: The session cannot go on as asked.
+            UserError: The agent has no model.
         """
         self._check_model()
         return await self._run_here(session_id, None, on_event, force)
@@ -398,7 +400,8 @@ class Agent(SyncTwins):
         :mod:`miniagent.core.runtime.fork` for what a fork keeps.
 
         Raises:
-            SessionNotFound, UserError (``at_step`` out of range).
+            SessionNotFound: No session has that id.
+            UserError: ``at_step`` is out of range.
         """
         return self.fork(session_id, at_step=at_step)
 

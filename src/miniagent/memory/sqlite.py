@@ -114,7 +114,7 @@ class Memory:
             or was made by a newer miniagent.
         StoreCorrupted: The file is damaged (it is left untouched).
 
-    Example:
+    Examples:
         >>> memory = Memory()
         >>> first = memory.add("The user lives in Tokyo and drinks oolong tea.")
         >>> _ = memory.add("用户在东京工作，喜欢喝咖啡。", namespace="zh")

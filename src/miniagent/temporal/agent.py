@@ -143,7 +143,8 @@ class TemporalAgent(SyncTwins):
         workflow starts at once on the agent's task queue. Returns the new session's id.
 
         Raises:
-            SessionNotFound, UserError (``at_step`` out of range).
+            SessionNotFound: No session has that id.
+            UserError: ``at_step`` is out of range.
             ConfigError: no worker polls the task queue.
         """
         self._check_protocol()
