@@ -1,42 +1,32 @@
-"""The README's Python examples run, against a stub server or a scripted model."""
+"""The documentation's Python examples run, against a stub server or a scripted model (each
+block is found by a line only it holds: see ``tests/docs_pages.py``)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from miniagent import ScriptedModel
+from docs_pages import block_with
+from miniagent import OpenAICompatibleModel, ScriptedModel
 from miniagent.testing.stub_server import Fault, StubServer
 
-README = Path(__file__).parent.parent / "README.md"
 
-
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-
-
-def block_with(marker: str) -> str:
-    return next(b for b in python_blocks() if marker in b)
-
-
-def test_quickstart_runs_against_a_server(capsys: pytest.CaptureFixture[str]) -> None:
-    code = block_with("OpenAICompatibleModel(")
-    script = [{"content": None, "tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}}]},
-              "5"]
-    with StubServer(script).run_in_thread() as stub:
-        exec(code.replace("http://127.0.0.1:8000/v1", stub.base_url), {})
-        received = list(stub.requests)
-    assert capsys.readouterr().out.startswith("completed 5\n")
-    assert received[1]["messages"][-1]["content"] == "5"
+def test_the_server_variant_builds_a_model() -> None:
+    """The Quickstart's one line for a server builds the model it says (nothing is sent)."""
+    namespace: dict[str, Any] = {}
+    exec(block_with('api_key="EMPTY")  # tool_mode "auto"'), namespace)
+    model = namespace["model"]
+    assert isinstance(model, OpenAICompatibleModel)
+    assert (model.base_url, model.model, model.tool_mode) == (
+        "http://127.0.0.1:8000/v1", "qwen2.5", "auto")
 
 
 def test_approval_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    code = block_with("requires_approval=")
+    code = block_with('@tool(requires_approval=lambda args: args["amount"] > 100)')
     call = {"content": None,
             "tool_calls": [{"id": "c1", "type": "function", "function": {
                 "name": "pay", "arguments": '{"to": "Alice", "amount": 150}'}}]}
@@ -57,7 +47,7 @@ def test_edited_approval_example_runs(tmp_path: Path, monkeypatch: pytest.Monkey
                 "name": "refund", "arguments": '{"order": "42", "amount": 90}'}}]}
     namespace: dict[str, Any] = {"model": ScriptedModel([call, {"content": "Refunded 30."}],
                                                         tool_mode="native")}
-    exec(block_with("edited_arguments"), namespace)
+    exec(block_with("record.edited_arguments"), namespace)
     arguments, note, output = capsys.readouterr().out.splitlines()
     assert arguments == "{'order': '42', 'amount': 90} {'order': '42', 'amount': 30}"
     assert "a person approved this call with changed arguments" in note.lower()
@@ -66,7 +56,7 @@ def test_edited_approval_example_runs(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_schema_tool_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    exec(block_with("Tool.from_schema("), {})
+    exec(block_with('name="get_directions"'), {})
     assert capsys.readouterr().out == "A -> home with 2 stops\n"
 
 
@@ -86,7 +76,7 @@ def test_retry_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_compression_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     namespace: dict[str, Any] = {}
-    exec(block_with("Compression(at="), namespace)
+    exec(block_with("Compression(at=2500"), namespace)
     printed = capsys.readouterr().out
     assert printed.startswith("completed 9 6 Summary of earlier steps (rounds 1-6; each result "
                               "cut to about 200 characters;")

@@ -1,14 +1,17 @@
-"""The README installs extras the way a clone can: from the checkout, naming real extras."""
+"""The docs (README.md and docs/) install extras the way a clone can: from the checkout,
+naming real extras."""
 
 from __future__ import annotations
 
 import re
-from importlib.metadata import metadata
-from pathlib import Path
+import tomllib
 
-ROOT = Path(__file__).parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-EXTRAS = set(metadata("miniagent").get_all("Provides-Extra") or [])
+from docs_pages import ROOT, pages
+
+README = "\n".join(page.read_text(encoding="utf-8") for page in pages())
+EXTRAS = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+             ["project"]["optional-dependencies"])
+"""The checkout's extras (the installed metadata may be of another checkout's install)."""
 
 
 def test_no_install_by_package_name() -> None:
@@ -20,5 +23,5 @@ def test_installed_extras_exist() -> None:
     named = re.findall(r"pip install -e [\"']\.\[([a-z,]+)\][\"']", README)
     named += re.findall(r"bash scripts/setup\.sh ([a-z]+)", README)
     extras = {e for group in named for e in group.split(",")}
-    assert {"mcp", "temporal", "otel"} <= extras
+    assert {"mcp", "temporal", "otel", "docs"} <= extras
     assert extras - EXTRAS == set()

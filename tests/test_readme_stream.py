@@ -1,20 +1,15 @@
-"""The README's streaming / hybrid / tool_choice example runs against the stub server."""
+"""The docs' streaming / hybrid / tool_choice example runs against the stub server."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
+from docs_pages import block_with
 from miniagent.testing.stub_server import StreamStyle, StubServer
-
-README = Path(__file__).parent.parent / "README.md"
 
 
 def test_streaming_hybrid_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    code = next(b for b in blocks if "stream=True" in b)
+    code = block_with('tool_mode="hybrid", stream=True')
     script = [{"content": "Thought: I need the weather.", "tool_calls": [
                   {"name": "weather", "arguments": {"city": "Paris"}}]},
               "Paris: 18°C, sunny"]

@@ -1,22 +1,16 @@
-"""The README's examples of tool selection and agents as tools run, with the output shown."""
+"""The docs' examples of tool selection and agents as tools run, with the output shown."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).parent.parent / "README.md"
-
-
-def block_with(marker: str) -> str:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    return next(b for b in blocks if marker in b)
+from docs_pages import block_with
 
 
 def test_tool_selection_example_prints_what_it_says(capsys: pytest.CaptureFixture[str]) -> None:
-    code = block_with("Aids(tool_selection=")
+    code = block_with("Aids(tool_selection=2)")
     exec(code, {})
     shown = [line.removeprefix("# ") for line in code.splitlines() if line.startswith("# ")]
     assert capsys.readouterr().out.splitlines() == shown
@@ -27,7 +21,7 @@ def test_agents_as_tools_example_relays_the_approval(
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
-    exec(block_with("as_tool("), namespace)
+    exec(block_with("janitor.as_tool("), namespace)
     assert capsys.readouterr().out.splitlines() == [
         "awaiting_approval ['janitor']",
         "the janitor deleted old.log | completed 2 steps",

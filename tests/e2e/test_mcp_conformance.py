@@ -3,7 +3,7 @@ miniagent: its server scenarios against ``miniagent mcp-serve``, its client scen
 a small client on miniagent's public API (``mcp_conformance_client.py``).
 
 Every scenario the suite lists is either applicable (every check passes: none fails) or not
-applicable here, with the reason (the table in the README's MCP section). A scenario a newer
+applicable here, with the reason (the table in docs/mcp.md). A scenario a newer
 suite adds fails the test until it is sorted into one of them. The suite needs Node 22:
 ``scripts/deps/mcp-conformance.sh`` installs both into ``.deps/mcp-conformance`` (``.ci/run``
 does); without them the tests are skipped.
@@ -94,14 +94,14 @@ def not_applicable(name: str, table: dict[str, str]) -> bool:
 
 
 def test_every_scenario_is_sorted() -> None:
-    """A scenario a newer suite adds is told here, to be sorted (and the README's table)."""
+    """A scenario a newer suite adds is told here, to be sorted (and the table in docs/mcp.md)."""
     for kind, passing, table in (("Server", SERVER_PASSING, SERVER_NOT_APPLICABLE),
                                  ("Client", CLIENT_PASSING, CLIENT_NOT_APPLICABLE)):
         names = listed(kind)
         assert set(passing) <= set(names)
         assert [n for n in names if n not in passing and not not_applicable(n, table)] == []
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert [n for n in (*SERVER_PASSING, *CLIENT_PASSING) if f"`{n}`" not in readme] == []
+    table = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert [n for n in (*SERVER_PASSING, *CLIENT_PASSING) if f"`{n}`" not in table] == []
 
 
 def serve(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
@@ -141,7 +141,7 @@ def test_server_scenarios_against_mcp_serve(tmp_path: Path) -> None:
     failed = {name: failures(found[name]) for name in SERVER_PASSING if failures(found[name])}
     assert failed == {}
     assert all(failures(found[name]) for name in SERVER_NOT_APPLICABLE if name in found), \
-        "a scenario marked not applicable passes: move it to SERVER_PASSING (and the README)"
+        "a scenario marked not applicable passes: move it to SERVER_PASSING (and docs/mcp.md)"
 
 
 @pytest.mark.parametrize("scenario", CLIENT_PASSING)

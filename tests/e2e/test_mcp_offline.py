@@ -1,4 +1,4 @@
-"""The README's offline run: mcp-server-time's tools offered to the embedded model.
+"""The docs' offline run: mcp-server-time's tools offered to the embedded model.
 
 Skipped without llama.cpp or the packaged SmolLM2 file. The tiny model is not asked to be
 right (it often answers without a tool); what is checked is that the server's tools reach the

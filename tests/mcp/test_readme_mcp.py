@@ -1,20 +1,15 @@
-"""The README's MCP example runs: a stub endpoint, the real mcp-server-time."""
+"""The docs' MCP example runs: a stub endpoint, the real mcp-server-time."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
+from docs_pages import block_with
 from miniagent.testing.stub_server import StubServer
-
-README = Path(__file__).parents[2] / "README.md"
 
 
 def test_mcp_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    code = next(b for b in blocks if "MCPServer.stdio(" in b)
+    code = block_with("clock = MCPServer.stdio(")
     call = {"content": None, "tool_calls": [
         {"name": "clock_get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}]}
     with StubServer([call, "It is evening in Tokyo."]).run_in_thread() as stub:

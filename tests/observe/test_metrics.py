@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +14,7 @@ pytest.importorskip("prometheus_client")
 from metric_tools import broken, weather
 from prometheus_client.parser import text_string_to_metric_families
 
+from docs_pages import block_with
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.core.errors import ConfigError, ModelHTTPError
 from miniagent.core.runtime import events as ev
@@ -192,9 +191,7 @@ def test_a_port_in_use_is_a_config_error() -> None:
 
 
 def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = Path(__file__).parents[2] / "README.md"
-    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.DOTALL)
-    exec(next(b for b in blocks if "metrics = Metrics(" in b), {})
+    exec(block_with("metrics = Metrics("), {})
     assert capsys.readouterr().out == "True\n"
 
 

@@ -23,6 +23,7 @@ from otlp_receiver import Receiver, otlp_receiver
 from test_metrics import act, broken, delete_file, reply, slow, weather
 
 import miniagent
+from docs_pages import block_with
 from miniagent import Agent, ScriptedModel
 from miniagent.core.errors import ConfigError, ModelHTTPError
 from miniagent.core.store.sqlite import SQLiteStore
@@ -209,9 +210,7 @@ def test_a_client_without_a_model_names_the_one_that_answered_and_caps_the_names
 
 
 def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = Path(__file__).parents[2] / "README.md"
-    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.DOTALL)
-    block = next(b for b in blocks if "meter_provider=provider" in b)
+    block = block_with("meter_provider=provider")
     with otlp_receiver() as receiver:
         exec(block.replace("http://127.0.0.1:4318", receiver.url), {})
     assert capsys.readouterr().out == "42\n"

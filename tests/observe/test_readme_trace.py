@@ -1,20 +1,18 @@
-"""The README's trace example runs and writes the trace it describes."""
+"""The docs' trace example runs and writes the trace it describes."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).parents[2] / "README.md"
+from docs_pages import block_with
 
 
 def test_trace_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                             capsys: pytest.CaptureFixture[str]) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    code = next(b for b in blocks if 'trace="run.jsonl"' in b)
+    code = block_with('trace="run.jsonl"')
     monkeypatch.chdir(tmp_path)
     exec(code, {})
     assert capsys.readouterr().out == "completed 42\n"

@@ -1,4 +1,4 @@
-"""The README's Temporal example, run as written against a real dev server and the stub model
+"""The docs' Temporal example, run as written against a real dev server and the stub model
 (the replies of its shell 2), with the payments.py of its shell 3."""
 
 from __future__ import annotations
@@ -11,14 +11,12 @@ import pytest
 from temporal_helpers import address
 from temporalio.testing import WorkflowEnvironment
 
+from docs_pages import page_text
 from miniagent.testing.stub_server import StubServer
-
-README = Path(__file__).parents[2] / "README.md"
 
 
 def section() -> str:
-    text = README.read_text(encoding="utf-8")
-    return text[text.index("## Scaling out on Temporal"):text.index("## Many tools")]
+    return page_text("docs/temporal.md")
 
 
 def test_the_python_example_runs_as_written(dev_env: WorkflowEnvironment, tmp_path: Path,

@@ -1,9 +1,8 @@
-"""The README's inbox example runs: the app it makes shows a waiting session and resumes it
+"""The docs' inbox example runs: the app it makes shows a waiting session and resumes it
 once approved."""
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
@@ -11,16 +10,14 @@ import pytest
 from starlette.testclient import TestClient
 from ui_support import LOCAL, PAID, act, hidden, pay
 
+from docs_pages import block_with
 from miniagent import ScriptedModel
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_the_inbox_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     PAID.clear()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", README.read_text("utf-8"),
-                                       re.DOTALL) if "inbox = app(agent)" in b)
+    block = block_with("inbox = app(agent)")
     model = ScriptedModel([act("pay", {"to": "Alice", "amount": 30}), "Final Answer: paid"])
     names: dict[str, object] = {"model": model, "pay": pay}
     exec(block, names)

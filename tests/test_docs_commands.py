@@ -1,8 +1,8 @@
-"""The README's shell commands: every ``miniagent`` command it shows is one the CLI accepts
-(subcommand, options and arguments), and the ones shown with their output print that output.
-
-The Python blocks are run by the tests named in ``PYTHON_BLOCKS``; a block without a test fails
-here, so a new example cannot go unchecked."""
+"""The documentation's code blocks (README.md and every page of docs/): every ``miniagent``
+command a bash block shows is one the CLI accepts (subcommand, options and arguments), the ones
+shown with their output print that output, and every Python block is run by the test named in
+``PYTHON_BLOCKS``; a block without a test fails here, so a new example cannot go unchecked
+(``tests/docs_pages.py`` says how to add one)."""
 
 from __future__ import annotations
 
@@ -19,15 +19,15 @@ import pytest
 from typer import TyperException
 from typer.main import get_command
 
+from docs_pages import blocks
 from miniagent.cli import app
 from miniagent.testing.stub_server import StubServer
 
-README = Path(__file__).parent.parent / "README.md"
-TEXT = README.read_text(encoding="utf-8")
-
 PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
-    "from miniagent import Agent, Limits, OpenAICompatibleModel, tool": (
-        "test_readme.py::test_quickstart_runs_against_a_server"),
+    "agent = Agent(model=LocalModel(), tools=[add])":
+        "test_readme_main_command.py::test_the_quickstart_prints_completed",
+    'api_key="EMPTY")  # tool_mode "auto"':
+        "test_readme.py::test_the_server_variant_builds_a_model",
     'name="get_directions"': "test_readme.py::test_schema_tool_example_runs",
     "@tool(retry=RetryPolicy(": "test_readme.py::test_retry_example_runs",
     "@tool(max_concurrency=2)": "test_readme.py::test_limits_example_runs",
@@ -57,17 +57,17 @@ PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
 """Paths are under tests/."""
 
 
-def bash_blocks() -> list[tuple[int, str]]:
-    """Each ```bash block with the README line it starts on."""
-    return [(TEXT[:m.start()].count("\n") + 2, m.group(1))
-            for m in re.finditer(r"```bash\n(.*?)```", TEXT, re.DOTALL)]
+def bash_blocks() -> list[tuple[str, str]]:
+    """Each ```bash block of the pages, with ``page:line`` where it starts."""
+    return [(f"{b.page}:{b.line}", b.code) for b in blocks("bash")]
 
 
-def commands() -> list[tuple[int, str, list[str]]]:
-    """Every ``miniagent`` command of the bash blocks: (README line, text, arguments after
+def commands() -> list[tuple[str, str, list[str]]]:
+    """Every ``miniagent`` command of the bash blocks: (``page:line``, text, arguments after
     ``miniagent``), continuation lines joined, comments and ``[optional]`` parts left out."""
     found = []
     for start, block in bash_blocks():
+        page, first = start.rsplit(":", 1)
         for offset, line in enumerate(block.replace("\\\n", " ").splitlines()):
             for part in re.split(r"&&|\|", line):
                 words = shlex.split(part, comments=True)
@@ -79,12 +79,13 @@ def commands() -> list[tuple[int, str, list[str]]]:
                         del words[at:at + 2]
                 if words[:1] == ["miniagent"]:
                     text = shlex.join(words)
-                    found.append((start + offset, text, _placeholders(_required(words[1:]))))
+                    found.append((f"{page}:{int(first) + offset}", text,
+                                  _placeholders(_required(words[1:]))))
     return found
 
 
 def _required(words: list[str]) -> list[str]:
-    """``words`` without the ``[optional parts]`` the README writes in brackets."""
+    """``words`` without the ``[optional parts]`` the docs write in brackets."""
     kept, depth = [], 0
     for word in words:
         depth += word.startswith("[")
@@ -95,7 +96,7 @@ def _required(words: list[str]) -> list[str]:
 
 
 def _placeholders(argv: list[str]) -> list[str]:
-    """The README's ``...`` placeholders as values an option accepts."""
+    """The docs' ``...`` placeholders as values an option accepts."""
     return ["http://127.0.0.1:8000/v1" if a == "..." and i and argv[i - 1] == "--base-url"
             else a for i, a in enumerate(argv)]
 
@@ -115,26 +116,29 @@ def parses(argv: list[str]) -> str:
         parent = context
 
 
-def test_the_readme_shows_many_commands() -> None:
+def test_the_docs_show_many_commands() -> None:
     assert len(commands()) >= 35
 
 
-@pytest.mark.parametrize(("line", "text", "argv"), commands(),
-                         ids=[f"README:{line}" for line, _, _ in commands()])
-def test_every_command_the_readme_shows_is_one_the_cli_accepts(line: int, text: str,
-                                                               argv: list[str]) -> None:
+@pytest.mark.parametrize(("where", "text", "argv"), commands(),
+                         ids=[where for where, _, _ in commands()])
+def test_every_command_the_docs_show_is_one_the_cli_accepts(where: str, text: str,
+                                                            argv: list[str]) -> None:
     try:
         parses(argv)
     except TyperException as exc:
-        pytest.fail(f"README line {line}: `{text}`: {exc}")
+        pytest.fail(f"{where}: `{text}`: {exc}")
 
 
 def test_every_python_block_is_run_by_a_test() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", TEXT, re.DOTALL)
-    for block in blocks:
-        owners = [test for marker, test in PYTHON_BLOCKS.items() if marker in block]
-        assert len(owners) == 1, f"a README Python block is run by {owners}:\n{block[:300]}"
-    assert len(blocks) == len(PYTHON_BLOCKS)
+    shown = blocks("python")
+    for block in shown:
+        owners = [test for marker, test in PYTHON_BLOCKS.items() if marker in block.code]
+        assert len(owners) == 1, (
+            f"the Python block at {block.page}:{block.line} is run by {owners}: add its marker "
+            f"and test to PYTHON_BLOCKS\n{block.code[:300]}")
+    for marker in PYTHON_BLOCKS:
+        assert any(marker in block.code for block in shown), f"no block holds {marker!r}"
     root = Path(__file__).parent
     for test in PYTHON_BLOCKS.values():
         path, name = test.split("::")
@@ -148,7 +152,7 @@ def shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)
 
 
-def test_the_parse_examples_print_what_the_readme_shows(tmp_path: Path) -> None:
+def test_the_parse_examples_print_what_the_docs_show(tmp_path: Path) -> None:
     block = next(b for _, b in bash_blocks() if "miniagent parse" in b)
     lines = block.splitlines()
     (tmp_path / "response.json").write_text(
