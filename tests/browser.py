@@ -49,6 +49,17 @@ def browser_missing() -> str | None:
 needs_browser = pytest.mark.skipif(browser_missing() is not None,
                                    reason=str(browser_missing()))
 
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "images" / "generated"
+"""Where the tests write the pictures the documentation shows (not kept in git: they show times
+and random ids, so every run would change them; ``scripts/docs/screenshots.py`` stands in for
+a missing one when the site is built)."""
+
+
+def screenshot_path(name: str) -> Path:
+    """The path of the documentation's picture ``name`` (its folder made if needed)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS / name
+
 
 @dataclass
 class OpenedPage:

@@ -4,6 +4,7 @@ naming real extras."""
 from __future__ import annotations
 
 import re
+
 import tomllib
 
 from docs_pages import ROOT, pages

@@ -1,32 +1,22 @@
-"""The inbox as a person sees it at 1280 and 390 px wide: screenshots for the README, and
-nothing wider than the screen on a phone.
-
-The screenshots go into docs/ when ``MINIAGENT_SCREENSHOTS=1`` (they show times and random ids,
-so every run would change them), else into the test's temporary folder."""
+"""The inbox as a person sees it at 1280 and 390 px wide: the screenshots the docs' inbox page
+shows (written into docs/images/generated/, see ``browser.SCREENSHOTS``), and nothing wider
+than the screen on a phone."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from browsing import browse, serving
 from ui_support import act, pay
 
-from browser import needs_browser
+from browser import needs_browser, screenshot_path
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
 from miniagent.core.types import ToolMode
 from miniagent.ui import app
 
 pytestmark = needs_browser
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-
-
-def shots(tmp_path: Path) -> Path:
-    return DOCS if os.environ.get("MINIAGENT_SCREENSHOTS") == "1" else tmp_path
-
 
 @tool(requires_approval=True)
 def delete_files(pattern: str, folder: str) -> str:
@@ -83,21 +73,20 @@ def sessions(store: SQLiteStore) -> str:
 def test_screenshots_at_desktop_and_phone_widths(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     sid = sessions(store)
-    folder = shots(tmp_path)
     where = "sessions in ~/.local/share/miniagent/sessions.db"
     with serving(app(store=store, where=where)) as base:
         with browse(base, width=1280, height=900) as opened:
             opened.page.goto(base + "/")
             assert opened.page.locator("section.waiting").count() == 3
-            opened.page.screenshot(path=str(folder / "inbox.png"), full_page=True)
+            opened.page.screenshot(path=str(screenshot_path("inbox.png")), full_page=True)
             opened.page.goto(f"{base}/sessions/{sid}")
-            opened.page.screenshot(path=str(folder / "inbox-session.png"), full_page=True)
+            opened.page.screenshot(path=str(screenshot_path("inbox-session.png")), full_page=True)
             opened.page.goto(base + "/sessions")
             assert opened.page.locator("table.sessions tbody tr").count() == 4
         assert opened.outside_requests == [] and opened.errors == []
         with browse(base, width=390, height=844) as phone:
             phone.page.goto(base + "/")
-            phone.page.screenshot(path=str(folder / "inbox-mobile.png"), full_page=True)
+            phone.page.screenshot(path=str(screenshot_path("inbox-mobile.png")), full_page=True)
             for path in ("/", "/sessions", f"/sessions/{sid}"):
                 phone.page.goto(base + path)
                 assert phone.page.evaluate("document.documentElement.scrollWidth") <= 390, path
