@@ -185,3 +185,21 @@ def test_the_first_commands_a_newcomer_types_work_against_a_server(tmp_path: Pat
 def test_the_check_refuses_what_the_cli_refuses(argv: list[str]) -> None:
     with pytest.raises(TyperException):
         parses(argv)
+
+
+def test_every_block_is_of_a_kind_a_test_checks() -> None:
+    """Python blocks run, bash blocks parse, JSON blocks load (below); a block without a
+    language is a picture (the architecture's diagram)."""
+    kinds = {(b.page, b.lang) for b in blocks() if b.lang not in ("python", "bash", "json", "")}
+    assert kinds == set()
+
+
+def test_every_json_block_is_an_eval_task() -> None:
+    """The JSON blocks are eval task lines (docs/evaluation.md): each loads as one."""
+    from miniagent.evals.tasks import parse_tasks
+
+    shown = blocks("json")
+    assert shown
+    for block in shown:
+        tasks = parse_tasks(block.code.splitlines(), f"{block.page}:{block.line}")
+        assert len(tasks) == len(block.code.splitlines())
