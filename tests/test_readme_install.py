@@ -4,15 +4,25 @@ naming real extras."""
 from __future__ import annotations
 
 import re
-
-import tomllib
+from importlib.metadata import metadata
 
 from docs_pages import ROOT, pages
 
 README = "\n".join(page.read_text(encoding="utf-8") for page in pages())
-EXTRAS = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-             ["project"]["optional-dependencies"])
-"""The checkout's extras (the installed metadata may be of another checkout's install)."""
+
+
+def extras() -> set[str]:
+    """The checkout's extras (the installed metadata may be of another checkout's install;
+    it is the answer only on Python 3.10, which has no ``tomllib``)."""
+    try:
+        import tomllib
+    except ImportError:
+        return set(metadata("miniagent").get_all("Provides-Extra") or [])
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return set(project["optional-dependencies"])
+
+
+EXTRAS = extras()
 
 
 def test_no_install_by_package_name() -> None:
