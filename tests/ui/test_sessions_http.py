@@ -96,7 +96,8 @@ def test_continue_the_conversation(tmp_path: Path) -> None:
         page = http.get(f"/sessions/{sid}").text
         http.post(f"/sessions/{sid}/ask",
                   data={**form_of(page, "ask"), "question": "and doubled?"})
-        until(lambda: "Final Answer: 8" in http.get(f"/sessions/{sid}").text, "the 2nd answer")
+        until(lambda: '<pre class="answer">8</pre>' in http.get(f"/sessions/{sid}").text,
+              "the 2nd answer")
         shown = http.get(f"/sessions/{sid}").text
     assert "Turn 2: and doubled?" in shown
     assert [m["content"] for m in model.requests[-1].messages if m["role"] == "user"][-1] == \
@@ -122,7 +123,8 @@ def test_the_trace_report_of_a_session(tmp_path: Path) -> None:
     read = read_trace(trace)
     mine = [r for r in read.runs if r.session_id == sid]
     assert len(mine) == 2 and len(read.runs) == 3  # the first run, and the resumed one
-    assert report.text == render_trace(Trace(path=read.path, runs=mine, skipped=[]))
+    assert report.text == render_trace(Trace(path=read.path, runs=mine, skipped=[]),
+                                       back=(f"/sessions/{sid}", "← Back to the session"))
     assert report.headers["content-security-policy"].startswith(csp(SCRIPT))
     assert missing.status_code == 404
 

@@ -79,15 +79,18 @@ def write_trace_html(trace_file: str | os.PathLike[str], out: str | os.PathLike[
     return trace
 
 
-def render_trace(trace: Trace) -> str:
-    """The whole page for ``trace``."""
+def render_trace(trace: Trace, *, back: tuple[str, str] | None = None) -> str:
+    """The whole page for ``trace``; with ``back`` (an address and its words), a link above
+    the title to where the page was opened from (the inbox's session page)."""
     first = trace.runs[0]
     title = f"Trace: {_clip(first.question, 100)}" if first.question else "Trace"
     runs = "".join(_run(run, n, len(trace.runs)) for n, run in enumerate(trace.runs, 1))
     skipped = (f'<p class="warn">Skipped {counted(len(trace.skipped), "line")} of the file, '
                f"not trace records (lines {esc(_listed(trace.skipped))}).</p>"
                if trace.skipped else "")
-    body = (f"<h1>{esc(title)}</h1><p class=\"muted\">{esc(trace.path.name)} · "
+    link = (f'<nav><a class="back" href="{esc(back[0])}">{esc(back[1])}</a></nav>'
+            if back else "")
+    body = (f"{link}<h1>{esc(title)}</h1><p class=\"muted\">{esc(trace.path.name)} · "
             f"{counted(len(trace.runs), 'run')}</p>{skipped}{runs}")
     return page(title, body, style=STYLE, script=SCRIPT)
 

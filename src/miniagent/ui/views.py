@@ -424,7 +424,10 @@ def _steps(ctx: Ctx, session: AgentSession, start: int, stop: int, *,
         if position in turn_at and turn_at[position][1].recalled:
             out.append((position, details(esc("recalled from memory"),
                                           pre(turn_at[position][1].recalled or ""))))
-        out.append((position, _step(step, open_=position == len(session.steps) - 1)))
+        last = position == len(session.steps) - 1
+        out.append((position, _step(step, open_=last,
+                                    answered_above=last and step.final_answer is not None
+                                    and step.final_answer == session.final_answer)))
     items = "".join(f'<li data-step="{p}">{s}</li>' for p, s in out)
     paging = "" if partial else _steps_paging(ctx, session, start, stop)
     mark = " data-partial" if partial else ""
@@ -449,8 +452,12 @@ def _steps_paging(ctx: Ctx, session: AgentSession, start: int, stop: int) -> str
     return " ".join(links)
 
 
-def _step(step: Step, *, open_: bool) -> str:
-    what = (f"Final Answer: {step.final_answer}" if step.final_answer is not None
+def _step(step: Step, *, open_: bool, answered_above: bool = False) -> str:
+    """One step, opened or not; with ``answered_above`` (the step that gave the session's
+    final answer, which the page shows above the steps) the answer is not repeated."""
+    answer = None if answered_above else step.final_answer
+    what = ("Final Answer (above)" if answered_above and step.final_answer is not None
+            else f"Final Answer: {answer}" if answer is not None
             else f"format error: {step.error}" if step.error
             else " · ".join(r.call.name for r in step.calls) or "no action")
     summary = (f'<span class="idx">step {step.index}</span> '
@@ -467,8 +474,8 @@ def _step(step: Step, *, open_: bool) -> str:
         body.append(_call(record))
     if step.error:
         body.append(f'<p class="kv bad">Format error</p>{pre(step.error)}')
-    if step.final_answer is not None:
-        body.append(f'<p class="kv">Final answer</p>{pre(step.final_answer)}')
+    if answer is not None:
+        body.append(f'<p class="kv">Final answer</p>{pre(answer)}')
     return details(summary, "".join(body), open_=open_, cls="step",
                    attrs=f'id="step-{step.index}"')
 
