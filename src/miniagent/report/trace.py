@@ -253,7 +253,7 @@ def _request(request: dict[str, Any]) -> str:
     extra = request.get("extra_body")
     if extra:
         settings["extra_body"] = extra
-    out = [f'<p class="kv">{esc(json.dumps(settings, ensure_ascii=False))}</p>']
+    out = [f'<p class="kv request-settings">{esc(_settings_text(settings))}</p>']
     for message in objects(request.get("messages")):
         content = message.get("content")
         text = content if isinstance(content, str) else _json(content) if content else ""
@@ -271,6 +271,15 @@ def _request(request: dict[str, Any]) -> str:
     if request.get("grammar"):
         out.append(details(esc("grammar (GBNF)"), pre(str(request["grammar"]))))
     return "".join(out)
+
+
+def _settings_text(settings: dict[str, Any]) -> str:
+    """A request's settings as one JSON object: text as it is, but the stop words by their
+    escapes, exact code points that any font draws (``"\\nObservation\\uff1a"``: the
+    full-width colon itself is a box where no CJK font is installed)."""
+    fields = (f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=key == 'stop')}"
+              for key, value in settings.items())
+    return "{" + ", ".join(fields) + "}"
 
 
 def _parsed(parsed: dict[str, Any]) -> str:
