@@ -70,7 +70,8 @@ class ReportPages:
         if isinstance(run, Response):
             return run
         key = request.query_params.get("key", "")
-        html = await run_in_threadpool(trace_html, run, key)
+        back = (self.ctx(request).url("/evals/report", run=run.name), "← Back to the eval report")
+        html = await run_in_threadpool(partial(trace_html, back=back), run, key)
         if html is None:
             return HTMLResponse(views.message_page(
                 self.ctx(request), "No trace", f"The report {run.name} has no trace for {key}."),
