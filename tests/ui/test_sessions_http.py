@@ -174,3 +174,17 @@ def test_fork_a_session_from_its_page_and_continue_the_fork(tmp_path: Path) -> N
     assert (forked.forked_from, forked.final_answer) == (
         ForkedFrom(session_id=sid, step=0), "Bob is next")
     assert SQLiteStore(tmp_path / "s.db").load(sid).to_dict() == before
+
+
+def test_a_running_session_that_no_process_holds_is_listed_as_interrupted(
+        tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    store.save(AgentSession.start("left running", id="s-orphan", at=1000.0))  # no lease
+    held = AgentSession.start("held here", id="s-held", at=1001.0)
+    store.save(held)
+    store.acquire(held.id, "owner-here")  # not a host:pid owner: only its expiry can end it
+    with client(app(store=store)) as http:
+        page = http.get("/sessions").text
+    rows = dict(re.findall(r'href="/sessions/(s-\w+)">.*?<span class="tag[^>]*>([^<]+)</span>',
+                           page))
+    assert rows == {"s-orphan": "interrupted", "s-held": "running"}

@@ -289,11 +289,19 @@ def _session_row(ctx: Ctx, r: SessionSummary) -> str:
     link = esc(ctx.url(path_of(r.session_id)))
     tokens = f"{r.tokens:,}" if r.tokens is not None else "?"
     return (f'<tr><td><a class="id" href="{link}">{esc(clip(r.session_id, 24))}</a></td>'
-            f'<td><span class="tag {status_class(r.status)}">{esc(r.status)}</span></td>'
+            f"<td>{_listed_status(r)}</td>"
             f'<td class="num">{r.steps if r.steps >= 0 else "?"}</td>'
             f'<td class="num wide">{tokens}</td>'
             f'<td class="wide">{esc(ago(ctx.now - r.updated_at))} ago</td>'
             f'<td class="question">{esc(clip(r.question, 160))}</td></tr>')
+
+
+def _listed_status(r: SessionSummary) -> str:
+    """A listed session's status badge: ``interrupted`` for a run that no process runs."""
+    if r.interrupted:
+        return ('<span class="tag warn" title="saved as running, but its process is gone: '
+                'miniagent sessions resume picks it up">interrupted</span>')
+    return f'<span class="tag {status_class(r.status)}">{esc(r.status)}</span>'
 
 
 # -- one session ------------------------------------------------------------------------------
