@@ -65,7 +65,8 @@ def test_a_completed_runs_badge_is_not_the_failure_colour(report: Path) -> None:
             probe.className = 'tag bad';  // what the page's failure colour computes to
             const bad = getComputedStyle(probe).borderColor;
             const byStatus = {};
-            for (const b of document.querySelectorAll('details.failure summary .tag')) {
+            const statuses = 'details.failure summary .tag:not(.verdict)';
+            for (const b of document.querySelectorAll(statuses)) {
                 byStatus[b.textContent] = getComputedStyle(b).borderColor;
             }
             return {bad, byStatus};
@@ -74,3 +75,25 @@ def test_a_completed_runs_badge_is_not_the_failure_colour(report: Path) -> None:
     assert set(by_status) == set(STATUSES)
     assert by_status["completed"] != colours["bad"]
     assert by_status["error"] == colours["bad"]
+
+
+def test_a_failed_run_says_wrong_answer_and_its_completed_badge_is_not_green(
+        tmp_path: Path) -> None:
+    """Under "Failures", a run that completed with a wrong answer reads as a failure: a
+    "wrong answer" badge in the failure colour, and its status neither red nor green."""
+    page = tmp_path / "report.html"
+    write_html(summarize([failed_run("t", None)]), page, traces_root=None)
+    with open_page(page) as opened:
+        seen = opened.page.evaluate("""() => {
+            const colour = cls => {
+                const probe = document.body.appendChild(document.createElement('span'));
+                probe.className = cls;
+                return getComputedStyle(probe).borderColor;
+            };
+            const badges = [...document.querySelectorAll('details.failure summary .tag')];
+            return {ok: colour('tag ok'), bad: colour('tag bad'),
+                    badges: badges.map(b => [b.textContent, getComputedStyle(b).borderColor])};
+        }""")
+    badges = dict(seen["badges"])
+    assert badges["wrong answer"] == seen["bad"]
+    assert badges["completed"] not in (seen["ok"], seen["bad"])

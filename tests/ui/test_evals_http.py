@@ -78,7 +78,8 @@ def test_reports_are_listed_and_rendered_by_the_eval_html_code(evals: Path,
     assert links == ["/evals/trace?run=run1&amp;key=react%2F0%2Fgood"]
     assert "is outside the output folder" in page.text  # the trace that leads out: refused
     assert trace.status_code == 200
-    assert trace.text == render_trace(read_trace(evals / "run1" / "traces" / "good.jsonl"))
+    assert trace.text == render_trace(read_trace(evals / "run1" / "traces" / "good.jsonl"),
+                                      back=("/evals/report?run=run1", "← Back to the eval report"))
     assert trace.headers["content-security-policy"] == csp(SCRIPT) + "; frame-ancestors 'none'"
 
 

@@ -207,7 +207,8 @@ def test_a_long_session_followed_gets_its_new_steps_added_to_those_shown(
         steps = page.locator("ol.steps > li")
         assert steps.count() == 51
         assert steps.first.get_attribute("data-step") == "10"
-        assert "paid after 60 steps" in page.locator("details#step-61").inner_text()
+        assert "Final Answer" in page.locator("details#step-61").inner_text()
+        assert page.locator("pre.answer").inner_text() == "paid after 60 steps"
         assert "ran" in page.locator("details#step-60 .call .tag").inner_text()
         assert page.locator('nav.paging.steps a[rel="prev"]').count() == 1
         assert page.evaluate("window.sameDocument") is True

@@ -96,7 +96,8 @@ def test_continue_the_conversation(tmp_path: Path) -> None:
         page = http.get(f"/sessions/{sid}").text
         http.post(f"/sessions/{sid}/ask",
                   data={**form_of(page, "ask"), "question": "and doubled?"})
-        until(lambda: "Final Answer: 8" in http.get(f"/sessions/{sid}").text, "the 2nd answer")
+        until(lambda: '<pre class="answer">8</pre>' in http.get(f"/sessions/{sid}").text,
+              "the 2nd answer")
         shown = http.get(f"/sessions/{sid}").text
     assert "Turn 2: and doubled?" in shown
     assert [m["content"] for m in model.requests[-1].messages if m["role"] == "user"][-1] == \
@@ -122,7 +123,8 @@ def test_the_trace_report_of_a_session(tmp_path: Path) -> None:
     read = read_trace(trace)
     mine = [r for r in read.runs if r.session_id == sid]
     assert len(mine) == 2 and len(read.runs) == 3  # the first run, and the resumed one
-    assert report.text == render_trace(Trace(path=read.path, runs=mine, skipped=[]))
+    assert report.text == render_trace(Trace(path=read.path, runs=mine, skipped=[]),
+                                       back=(f"/sessions/{sid}", "← Back to the session"))
     assert report.headers["content-security-policy"].startswith(csp(SCRIPT))
     assert missing.status_code == 404
 
@@ -172,3 +174,17 @@ def test_fork_a_session_from_its_page_and_continue_the_fork(tmp_path: Path) -> N
     assert (forked.forked_from, forked.final_answer) == (
         ForkedFrom(session_id=sid, step=0), "Bob is next")
     assert SQLiteStore(tmp_path / "s.db").load(sid).to_dict() == before
+
+
+def test_a_running_session_that_no_process_holds_is_listed_as_interrupted(
+        tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    store.save(AgentSession.start("left running", id="s-orphan", at=1000.0))  # no lease
+    held = AgentSession.start("held here", id="s-held", at=1001.0)
+    store.save(held)
+    store.acquire(held.id, "owner-here")  # not a host:pid owner: only its expiry can end it
+    with client(app(store=store)) as http:
+        page = http.get("/sessions").text
+    rows = dict(re.findall(r'href="/sessions/(s-\w+)">.*?<span class="tag[^>]*>([^<]+)</span>',
+                           page))
+    assert rows == {"s-orphan": "interrupted", "s-held": "running"}

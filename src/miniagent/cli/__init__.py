@@ -25,7 +25,7 @@ from miniagent.cli.common import (
     show_progress,
 )
 from miniagent.cli.eval_cmd import eval_command
-from miniagent.cli.help import readable_help
+from miniagent.cli.help import EverydayFirst, readable_help
 from miniagent.cli.loading import listed_schemas, load_tools
 from miniagent.cli.mcp_cmd import (
     McpHeaderOption,
@@ -51,7 +51,7 @@ from miniagent.cli.warming import warm_then
 from miniagent.core.errors import UserError
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    cls=EverydayFirst, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
     help="miniagent: a small, transparent ReAct / tool-calling agent runtime.",
 )
 app.add_typer(sessions_app, name="sessions")

@@ -45,6 +45,13 @@ class Aids(str, Enum):
     off = "off"
 
 
+class Compress(str, Enum):
+    """Who writes the summary of the oldest rounds: a plain cut of each result, or the model."""
+
+    truncate = "truncate"
+    model = "model"
+
+
 StoreOption = Annotated[Path | None, typer.Option(
     "--store", help="Session store file [env: MINIAGENT_STORE; default: "
     "~/.local/share/miniagent/sessions.db]")]

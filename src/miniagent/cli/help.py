@@ -3,6 +3,8 @@
 Typer's rich help lays options out in four columns (cramped at 80) and names values by
 their Python type (``<str>``, ``<list[str]>``, ``{question}``). :func:`readable_help` turns
 that off for every command of the app in one place, so a command added later gets it too.
+The same commands word a bad option value themselves (typer passes on pydantic's
+``Value error, ...``), and :class:`EverydayFirst` lists the commands a user needs first.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from typing import Any
 
 import typer
 from typer import _click  # typer 0.29 builds its commands on its own copy of click
-from typer.core import TyperArgument, TyperCommand, TyperOption
+from typer._click.exceptions import BadParameter
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 VALUE_NAMES = {
     "base_url": "URL", "mcp_url": "URL", "otlp": "URL", "model": "NAME", "api_key": "KEY",
@@ -20,13 +23,26 @@ VALUE_NAMES = {
     "mcp": "COMMAND", "mcp_header": "HEADER", "mcp_approve": "PATTERN",
     "temporal": "HOST:PORT", "http": "HOST:PORT", "allow_host": "HOST", "task_queue": "QUEUE",
     "token_env": "VAR", "timeout": "SECONDS", "request_timeout": "SECONDS",
-    "tool_latency": "SECONDS", "compress_at": "SIZE", "compress": "truncate|model",
+    "tool_latency": "SECONDS", "compress_at": "SIZE",
     "tool_choice": "CHOICE", "grammar_field": "FIELD", "mode": "MODE", "reason": "TEXT",
     "model_faults": "FAULTS", "tool_failure_rate": "RATE", "model_failure_rate": "RATE",
 }
 """The value of an option, by parameter name, where the type alone says too little."""
 
 _BY_TYPE = {int: "N", float: "NUMBER", str: "TEXT"}
+
+COMMAND_ORDER = ("run", "chat", "sessions", "model", "eval", "ui", "trace", "tools", "memory",
+                 "demo", "parse", "worker", "mcp-serve")
+"""The order ``miniagent --help`` lists its commands in: the everyday ones first."""
+
+
+class EverydayFirst(TyperGroup):
+    """A group that lists its commands in :data:`COMMAND_ORDER` (any other one last)."""
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        rank = {name: at for at, name in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda name: rank.get(name, len(rank)))
 
 
 class ReadableCommand(TyperCommand):
@@ -38,6 +54,16 @@ class ReadableCommand(TyperCommand):
         for param in self.params:
             if param.metavar is None and not getattr(param, "is_flag", False):
                 param.metavar = value_name(param)
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        """Parse as typer does, but say in words what a bad option value should have been."""
+        try:
+            return super().parse_args(ctx, args)
+        except BadParameter as exc:
+            reworded = bad_value_message(exc)
+            if reworded is not None:
+                exc.message = reworded
+            raise
 
     def format_options(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         """Arguments, then options, as typer lists them, but an argument without its type."""
@@ -76,9 +102,32 @@ def value_name(param: TyperArgument | TyperOption | Any) -> str:
         return VALUE_NAMES[name]
     if described.is_path:
         return "DIR" if described.path_type == "directory" else "FILE"
-    annotation = described.annotation
-    element = (getattr(annotation, "__args__", None) or (annotation,))[0]  # list[str] -> str
-    return _BY_TYPE.get(element, name.upper().replace("_", "-"))
+    return _BY_TYPE.get(_element_type(described), name.upper().replace("_", "-"))
+
+
+def _element_type(described: Any) -> Any:
+    """The type of one value of an option: ``int`` for ``int``, ``str`` for ``list[str]``."""
+    annotation = getattr(described, "annotation", None)
+    return (getattr(annotation, "__args__", None) or (annotation,))[0]
+
+
+def bad_value_message(exc: BadParameter) -> str | None:
+    """What ``exc`` should say when typer's pydantic check refused a value, or None.
+
+    Typer words a refused choice ``Value error, 'foo' is not one of 'react', ...`` and a
+    refused number ``Input should be a valid integer, ...``; the user typed an option, so
+    the message names the value and what the option takes, as a sentence of its own.
+    """
+    errors = getattr(exc.__cause__, "errors", None)
+    if exc.param is None or not callable(errors) or not errors():
+        return None
+    given = errors()[0].get("input")
+    described = getattr(exc.param, "type_descriptor", None)
+    if described is not None and described.is_choice:
+        allowed = ", ".join(str(getattr(c, "value", c)) for c in described.choices or ())
+        return f"{given!r} is not one of: {allowed}."
+    wanted = {int: "a whole number", float: "a number"}.get(_element_type(described))
+    return None if wanted is None else f"{given!r} is not {wanted}."
 
 
 def readable_help(app: typer.Typer) -> None:

@@ -31,7 +31,7 @@ from miniagent.cli.build import (
     env,
     open_store,
 )
-from miniagent.cli.common import Aids, Mode, StoreOption, positive_seconds
+from miniagent.cli.common import Aids, Compress, Mode, StoreOption, positive_seconds
 from miniagent.cli.mcp_cmd import (
     McpApproveOption,
     McpHeaderOption,
@@ -85,7 +85,7 @@ class RunOptions:
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show raw model output too.")] = False  # noqa: E501
     compress_at: Annotated[str | None, typer.Option(help="Summarise the oldest rounds once the history crosses this size: estimated tokens (8000) or characters (12000c).")] = None  # noqa: E501
     keep_last: Annotated[int, typer.Option(min=1, help="Rounds kept whole by --compress-at.")] = 4
-    compress: Annotated[str, typer.Option(help="Who writes the summary: truncate (results cut to ~200 characters) or model.")] = "truncate"  # noqa: E501
+    compress: Annotated[Compress, typer.Option(help="Who writes the summary: truncate (results cut to ~200 characters) or model.")] = Compress.truncate  # noqa: E501
     trace: TraceOption = None
     otlp: OtlpOption = None
     otlp_content: OtlpContentOption = False
@@ -105,7 +105,7 @@ class RunOptions:
             timeout=self.timeout, request_timeout=self.request_timeout,
             max_tokens=self.max_tokens, model_path=self.model_path, grammar=self.grammar,
             grammar_field=self.grammar_field, compress_at=self.compress_at,
-            keep_last=self.keep_last, compress=self.compress, stream=self.stream,
+            keep_last=self.keep_last, compress=self.compress.value, stream=self.stream,
             tool_choice=self.tool_choice, mcp=list(self.mcp or []),
             mcp_urls=list(self.mcp_url or []), mcp_approve=list(self.mcp_approve or []),
             max_tools=self.max_tools, model_concurrency=self.model_concurrency,

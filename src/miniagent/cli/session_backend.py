@@ -29,6 +29,8 @@ class Listed:
     question: str
     updated_at: float | None = None
     started_at: float | None = None
+    interrupted: bool | None = None
+    """True where the store tells that nothing runs a session saved as running."""
 
     def to_json(self) -> dict[str, Any]:
         """The row as ``sessions list --json`` prints it."""

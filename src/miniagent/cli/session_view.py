@@ -34,7 +34,8 @@ def sessions_table(rows: Sequence[SessionSummary | Listed],
     now = time.time()
     for r in rows:
         counted_turns = [turns.get(r.session_id, "?")] if turns is not None else []
-        table.add_row(markup(r.session_id, 40), markup(r.status, 40), *counted_turns,
+        status = "interrupted" if r.interrupted else r.status
+        table.add_row(markup(r.session_id, 40), markup(status, 40), *counted_turns,
                       str(r.steps), _age(now - (r.updated_at or now)), markup(r.question[:80]))
     return table
 

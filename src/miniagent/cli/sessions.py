@@ -31,6 +31,7 @@ from miniagent.cli.observing import (
 )
 from miniagent.cli.safe_text import visible
 from miniagent.cli.session_backend import ResumeOptions, SessionBackend
+from miniagent.cli.session_commands import resume_command
 from miniagent.cli.session_view import listing_table, print_session, session_json
 from miniagent.cli.temporal_cmd import TaskQueueOption, TemporalOption
 
@@ -72,6 +73,10 @@ def list_sessions(
             echo_json([row.to_json() for row in rows])
             return
         terminal().print(listing_table(rows, counts_steps=sessions.counts_steps))
+        for row in rows:
+            if row.interrupted:
+                typer.echo(visible(f"{row.session_id} is interrupted: its process is gone. "
+                                   f"Go on with: {resume_command(row.session_id, store)}"))
 
 
 @sessions_app.command()

@@ -60,7 +60,8 @@ class StoreBackend(SessionBackend):
 
     def recent(self, limit: int) -> list[Listed]:
         return [Listed(session_id=r.session_id, status=r.status, steps=r.steps,
-                       question=r.question, updated_at=r.updated_at)
+                       question=r.question, updated_at=r.updated_at,
+                       interrupted=r.interrupted or None)
                 for r in open_store(self.store, readonly=True).list(limit)]
 
     def load(self, session_id: str) -> AgentSession:

@@ -185,10 +185,14 @@ def _tokens_chart(report: dict[str, Any], mode: str) -> str:
 def _faults_table(report: dict[str, Any]) -> str:
     rows = []
     model_faults = report.get("model_faults") or {}
+    tool_faults = _tool_faults_on(report)
     for mode in report["modes"]:
         f = report["by_mode"][mode]["faults"]
         injected_model = model_faults.get(mode, {}).get("injected", {})
-        rows.append([mode, f["injected"]["tool_failures"], f["injected"]["tool_calls_seen"],
+        # the calls are counted where faults are injected: with none, no count was made
+        injected_tool = [f["injected"]["tool_failures"], f["injected"]["tool_calls_seen"]] if (
+            tool_faults) else ["-", "-"]
+        rows.append([mode, *injected_tool,
                      sum(injected_model.values()),
                      " ".join(f"{k}:{v}" for k, v in sorted(injected_model.items())) or "-",
                      f["met"]["tool_errors"], f["met"]["parse_failures"],
@@ -196,7 +200,20 @@ def _faults_table(report: dict[str, Any]) -> str:
     headers = ["mode", "injected: tool failures", "tool calls seen",
                "injected: model faults", "model faults by kind", "met: tool errors",
                "met: parse failures", "met: runs ended by a model error", "runs that met errors"]
-    return table(headers, rows, numeric=(1, 2, 3, 5, 6, 7, 8))
+    note = "" if tool_faults else (
+        '<p class="muted">no tool faults were injected (--tool-failure-rate and '
+        "--tool-latency were 0): the tool columns count nothing</p>")
+    return table(headers, rows, numeric=(1, 2, 3, 5, 6, 7, 8)) + note
+
+
+def _tool_faults_on(report: dict[str, Any]) -> bool:
+    """Whether the eval injected tool faults: as its config says, else as its counts do (a
+    report without its config)."""
+    config = report.get("config")
+    if config:
+        return bool(config.get("tool_failure_rate") or config.get("tool_latency"))
+    return any(report["by_mode"][mode]["faults"]["injected"]["tool_calls_seen"]
+               for mode in report["modes"])
 
 
 def _compare(changes: dict[str, Any]) -> str:
@@ -215,8 +232,7 @@ def _failures(report: dict[str, Any], trace_link: TraceLink) -> str:
     items = []
     for r in failures:
         anchor = _trace_anchor(r, trace_link)
-        summary = (f'<span class="id">{esc(r["key"])}</span>'
-                   f'<span class="tag {status_class(r["status"])}">{esc(r["status"])}</span> '
+        summary = (f'<span class="id">{esc(r["key"])}</span>{_verdict(r)} '
                    f'{esc(r["category"])}{anchor}')
         body = (f"<h3>Task</h3>{pre(r['input'])}<h3>Expected</h3>{pre(str(r['expected']))}"
                 f"<h3>Final answer</h3>{pre(str(r['final_answer']))}"
@@ -226,6 +242,16 @@ def _failures(report: dict[str, Any], trace_link: TraceLink) -> str:
         items.append(details(summary, body, cls="failure", attrs=f'id="{esc(r["key"])}"'))
     return (f"<h2>Failures ({len(failures)} of {counted(len(report['results']), 'run')})</h2>"
             + ("".join(items) or '<p class="ok">none</p>'))
+
+
+def _verdict(result: dict[str, Any]) -> str:
+    """A failed run's badges: why it failed (in the failure colour), then its status, which
+    is not green even when the run completed (it completed with a wrong answer)."""
+    status = result["status"]
+    why = "wrong answer" if str(result.get("final_answer") or "").strip() else "no answer"
+    shown = "" if status == "completed" else status_class(status)
+    return (f'<span class="tag bad verdict">{why}</span>'
+            f'<span class="tag {shown}">{esc(status)}</span>')
 
 
 def _trace_anchor(result: dict[str, Any], trace_link: TraceLink) -> str:

@@ -43,11 +43,14 @@ def has_runs(path: Path, session_id: str) -> bool:
         return trace is not None and any(r.session_id == session_id for r in trace.runs)
 
 
-def session_report(path: Path, session_id: str) -> str | None:
-    """The trace report of the session's runs in the file (None: it holds none)."""
+def session_report(path: Path, session_id: str, *,
+                   back: tuple[str, str] | None = None) -> str | None:
+    """The trace report of the session's runs in the file (None: it holds none); ``back``
+    is the report's link to where it was opened from (see :func:`render_trace`)."""
     with _lock:
         trace = _trace(path)
         runs = [r for r in trace.runs if r.session_id == session_id] if trace else []
         if not runs:
             return None
-        return render_trace(Trace(path=trace.path if trace else path, runs=runs, skipped=[]))
+        return render_trace(Trace(path=trace.path if trace else path, runs=runs, skipped=[]),
+                            back=back)

@@ -79,15 +79,18 @@ def write_trace_html(trace_file: str | os.PathLike[str], out: str | os.PathLike[
     return trace
 
 
-def render_trace(trace: Trace) -> str:
-    """The whole page for ``trace``."""
+def render_trace(trace: Trace, *, back: tuple[str, str] | None = None) -> str:
+    """The whole page for ``trace``; with ``back`` (an address and its words), a link above
+    the title to where the page was opened from (the inbox's session page)."""
     first = trace.runs[0]
     title = f"Trace: {_clip(first.question, 100)}" if first.question else "Trace"
     runs = "".join(_run(run, n, len(trace.runs)) for n, run in enumerate(trace.runs, 1))
     skipped = (f'<p class="warn">Skipped {counted(len(trace.skipped), "line")} of the file, '
                f"not trace records (lines {esc(_listed(trace.skipped))}).</p>"
                if trace.skipped else "")
-    body = (f"<h1>{esc(title)}</h1><p class=\"muted\">{esc(trace.path.name)} · "
+    link = (f'<nav><a class="back" href="{esc(back[0])}">{esc(back[1])}</a></nav>'
+            if back else "")
+    body = (f"{link}<h1>{esc(title)}</h1><p class=\"muted\">{esc(trace.path.name)} · "
             f"{counted(len(trace.runs), 'run')}</p>{skipped}{runs}")
     return page(title, body, style=STYLE, script=SCRIPT)
 
@@ -250,7 +253,7 @@ def _request(request: dict[str, Any]) -> str:
     extra = request.get("extra_body")
     if extra:
         settings["extra_body"] = extra
-    out = [f'<p class="kv">{esc(json.dumps(settings, ensure_ascii=False))}</p>']
+    out = [f'<p class="kv request-settings">{esc(_settings_text(settings))}</p>']
     for message in objects(request.get("messages")):
         content = message.get("content")
         text = content if isinstance(content, str) else _json(content) if content else ""
@@ -268,6 +271,15 @@ def _request(request: dict[str, Any]) -> str:
     if request.get("grammar"):
         out.append(details(esc("grammar (GBNF)"), pre(str(request["grammar"]))))
     return "".join(out)
+
+
+def _settings_text(settings: dict[str, Any]) -> str:
+    """A request's settings as one JSON object: text as it is, but the stop words by their
+    escapes, exact code points that any font draws (``"\\nObservation\\uff1a"``: the
+    full-width colon itself is a box where no CJK font is installed)."""
+    fields = (f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=key == 'stop')}"
+              for key, value in settings.items())
+    return "{" + ", ".join(fields) + "}"
 
 
 def _parsed(parsed: dict[str, Any]) -> str:

@@ -98,8 +98,9 @@ def report_html(run: EvalRun, trace_url: Callable[[str], str]) -> str:
                         f"({type(exc).__name__}: {exc})") from None
 
 
-def trace_html(run: EvalRun, key: str) -> str | None:
-    """The trace page of the report's result ``key`` (None: no such result, or no trace).
+def trace_html(run: EvalRun, key: str, *, back: tuple[str, str] | None = None) -> str | None:
+    """The trace page of the report's result ``key`` (None: no such result, or no trace);
+    ``back`` is its link to the report (see :func:`~miniagent.report.trace.render_trace`).
 
     Raises:
         UserError: the result's trace is refused (outside the folder, not JSONL) or unreadable.
@@ -111,4 +112,4 @@ def trace_html(run: EvalRun, key: str) -> str | None:
         jsonl = confined(result.get("trace"), run.folder)
     except TraceRefused as refused:
         raise UserError(f"the trace of {key} is refused: {refused}") from None
-    return render_trace(read_trace(jsonl)) if jsonl is not None else None
+    return render_trace(read_trace(jsonl), back=back) if jsonl is not None else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from starlette.concurrency import run_in_threadpool
@@ -37,7 +38,8 @@ class ReportPages:
     async def session_report(self, request: Request) -> Response:
         """The trace report of a session's runs in the trace file."""
         sid = request.path_params["sid"]
-        html = (await run_in_threadpool(session_report, self.trace, sid)
+        back = (self.ctx(request).url(views.path_of(sid)), "← Back to the session")
+        html = (await run_in_threadpool(partial(session_report, back=back), self.trace, sid)
                 if self.trace is not None else None)
         if html is None:
             return HTMLResponse(views.message_page(
@@ -68,7 +70,8 @@ class ReportPages:
         if isinstance(run, Response):
             return run
         key = request.query_params.get("key", "")
-        html = await run_in_threadpool(trace_html, run, key)
+        back = (self.ctx(request).url("/evals/report", run=run.name), "← Back to the eval report")
+        html = await run_in_threadpool(partial(trace_html, back=back), run, key)
         if html is None:
             return HTMLResponse(views.message_page(
                 self.ctx(request), "No trace", f"The report {run.name} has no trace for {key}."),

@@ -289,11 +289,19 @@ def _session_row(ctx: Ctx, r: SessionSummary) -> str:
     link = esc(ctx.url(path_of(r.session_id)))
     tokens = f"{r.tokens:,}" if r.tokens is not None else "?"
     return (f'<tr><td><a class="id" href="{link}">{esc(clip(r.session_id, 24))}</a></td>'
-            f'<td><span class="tag {status_class(r.status)}">{esc(r.status)}</span></td>'
+            f"<td>{_listed_status(r)}</td>"
             f'<td class="num">{r.steps if r.steps >= 0 else "?"}</td>'
             f'<td class="num wide">{tokens}</td>'
             f'<td class="wide">{esc(ago(ctx.now - r.updated_at))} ago</td>'
             f'<td class="question">{esc(clip(r.question, 160))}</td></tr>')
+
+
+def _listed_status(r: SessionSummary) -> str:
+    """A listed session's status badge: ``interrupted`` for a run that no process runs."""
+    if r.interrupted:
+        return ('<span class="tag warn" title="saved as running, but its process is gone: '
+                'miniagent sessions resume picks it up">interrupted</span>')
+    return f'<span class="tag {status_class(r.status)}">{esc(r.status)}</span>'
 
 
 # -- one session ------------------------------------------------------------------------------
@@ -424,7 +432,10 @@ def _steps(ctx: Ctx, session: AgentSession, start: int, stop: int, *,
         if position in turn_at and turn_at[position][1].recalled:
             out.append((position, details(esc("recalled from memory"),
                                           pre(turn_at[position][1].recalled or ""))))
-        out.append((position, _step(step, open_=position == len(session.steps) - 1)))
+        last = position == len(session.steps) - 1
+        out.append((position, _step(step, open_=last,
+                                    answered_above=last and step.final_answer is not None
+                                    and step.final_answer == session.final_answer)))
     items = "".join(f'<li data-step="{p}">{s}</li>' for p, s in out)
     paging = "" if partial else _steps_paging(ctx, session, start, stop)
     mark = " data-partial" if partial else ""
@@ -449,8 +460,12 @@ def _steps_paging(ctx: Ctx, session: AgentSession, start: int, stop: int) -> str
     return " ".join(links)
 
 
-def _step(step: Step, *, open_: bool) -> str:
-    what = (f"Final Answer: {step.final_answer}" if step.final_answer is not None
+def _step(step: Step, *, open_: bool, answered_above: bool = False) -> str:
+    """One step, opened or not; with ``answered_above`` (the step that gave the session's
+    final answer, which the page shows above the steps) the answer is not repeated."""
+    answer = None if answered_above else step.final_answer
+    what = ("Final Answer (above)" if answered_above and step.final_answer is not None
+            else f"Final Answer: {answer}" if answer is not None
             else f"format error: {step.error}" if step.error
             else " · ".join(r.call.name for r in step.calls) or "no action")
     summary = (f'<span class="idx">step {step.index}</span> '
@@ -467,8 +482,8 @@ def _step(step: Step, *, open_: bool) -> str:
         body.append(_call(record))
     if step.error:
         body.append(f'<p class="kv bad">Format error</p>{pre(step.error)}')
-    if step.final_answer is not None:
-        body.append(f'<p class="kv">Final answer</p>{pre(step.final_answer)}')
+    if answer is not None:
+        body.append(f'<p class="kv">Final answer</p>{pre(answer)}')
     return details(summary, "".join(body), open_=open_, cls="step",
                    attrs=f'id="step-{step.index}"')
 

@@ -161,6 +161,13 @@ def lease_alive(owner: str | None, until: float | None) -> bool:
     return now_start is None or now_start == start
 
 
+def interrupted_run(status: str, owner: str | None, until: float | None) -> bool:
+    """Whether a session saved as ``running`` has no live process running it: its lease
+    (``owner``, valid ``until``) is gone, expired or held by a dead process (see
+    :func:`lease_alive`)."""
+    return status == "running" and not lease_alive(owner, until)
+
+
 def process_start(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (Linux ``/proc``), else None."""
     try:

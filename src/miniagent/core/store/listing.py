@@ -27,6 +27,9 @@ class SessionSummary:
     tokens: int | None = None
     """The session's counted tokens (see ``TokenUsage.counted_tokens``), where the listing
     reads them (:meth:`SQLiteStore.page`, :meth:`InMemoryStore.page`)."""
+    interrupted: bool = False
+    """Saved as ``running``, but no live process holds its lease (the process was killed, or
+    its machine went down): nothing runs it, and ``sessions resume`` picks it up."""
 
 
 @dataclass(frozen=True, kw_only=True)

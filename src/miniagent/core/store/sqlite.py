@@ -40,6 +40,7 @@ from miniagent.core.store.base import (
     SHOWN_MATCHES,
     LeaseRenewer,
     held_here,
+    interrupted_run,
     lease_alive,
     resolve_id,
 )
@@ -312,14 +313,15 @@ class SQLiteStore:
             try:
                 rows = _execute(
                     self._db,
-                    "SELECT id, status, steps, question, created_at, updated_at FROM sessions "
-                    "ORDER BY updated_at DESC LIMIT ?", limit,
+                    "SELECT id, status, steps, question, created_at, updated_at, lease_owner, "
+                    "lease_until FROM sessions ORDER BY updated_at DESC LIMIT ?", limit,
                 ).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(exc) from None
         return [
             SessionSummary(session_id=r[0], status=r[1], steps=r[2], question=r[3],
-                           created_at=r[4], updated_at=r[5])
+                           created_at=r[4], updated_at=r[5],
+                           interrupted=interrupted_run(r[1], r[6], r[7]))
             for r in rows
         ]
 
@@ -333,7 +335,8 @@ class SQLiteStore:
         order = "ASC" if query.oldest_first else "DESC"
         tokens, joined = (_LISTED_TOKENS, "LEFT JOIN revisions ON session_id = id") if (
             self._revisions) else (_TOKENS, "")
-        sql = (f"SELECT id, status, steps, question, created_at, updated_at, {tokens} "
+        sql = (f"SELECT id, status, steps, question, created_at, updated_at, {tokens}, "
+               "lease_owner, lease_until "
                f"FROM sessions {joined} {where} ORDER BY updated_at {order}, id {order} LIMIT ?")
         with self._lock:
             try:
@@ -343,7 +346,8 @@ class SQLiteStore:
         return [
             SessionSummary(session_id=r[0], status=r[1], steps=r[2], question=r[3],
                            created_at=r[4], updated_at=r[5],
-                           tokens=int(r[6]) if isinstance(r[6], (int, float)) else None)
+                           tokens=int(r[6]) if isinstance(r[6], (int, float)) else None,
+                           interrupted=interrupted_run(r[1], r[7], r[8]))
             for r in rows
         ]
 
