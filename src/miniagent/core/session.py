@@ -106,6 +106,10 @@ class Turn:
     recalled: str | None = None
     """The memory block recalled for the question before the turn's first step (None: no
     memory was asked); the model sees it with the question."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema this turn's answer must fit, given for its run alone
+    (``run(..., output_type=...)``; None: the agent's, if it has one), kept so that a resume
+    asks for it too (see :mod:`miniagent.core.runtime.output`)."""
 
 
 @dataclass(kw_only=True)

@@ -186,6 +186,12 @@ class AgentSpec:
     tool_retry: RetryPolicy | None = None
     """The retry policy of the tools that set none (see :mod:`miniagent.core.retry`); every
     call's :class:`~miniagent.core.types.ToolContext` carries it to the executor."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema every answer must fit (``Agent(output_type=...)``; a turn may give its
+    own: :mod:`miniagent.core.runtime.output`); None: a free answer."""
+    response_format: bool = False
+    """The model takes ``response_format`` (``json_schema``): a native request asks a typed
+    answer that way, else with a ``final_result`` tool."""
     aids_from_model: tuple[str, ...] = ()
     """The small-model aids (names of :data:`AIDS_FOR`'s entries) that an agent built without
     its model left to their defaults: a Temporal client's, whose workers' model is the one
