@@ -54,12 +54,12 @@ class OutputType:
             return output_type
         if isinstance(output_type, dict):
             return cls(schema=_checked_schema(output_type))
-        from pydantic import PydanticSchemaGenerationError, TypeAdapter
+        from pydantic import PydanticUserError, TypeAdapter
 
         try:
             adapter = TypeAdapter(output_type)
             schema = adapter.json_schema()
-        except (PydanticSchemaGenerationError, TypeError, ValueError) as exc:
+        except (PydanticUserError, TypeError, ValueError) as exc:
             raise UserError(f"output_type {output_type!r} has no JSON Schema: give a pydantic "
                             f"model, a dataclass, a TypedDict or a JSON Schema dict "
                             f"({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
