@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from miniagent import Agent, Limits, OpenAICompatibleModel, ScriptedModel
+from miniagent import Agent, OpenAICompatibleModel, ScriptedModel
 from miniagent.core.errors import UserError
 from miniagent.core.runtime.output import FINAL_RESULT, OUTPUT_RETRIES
 from miniagent.testing.stub_server import StubServer
