@@ -68,8 +68,8 @@ def schema_problems(schema: dict[str, Any], value: Any) -> str:
         errors = list(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(value))
     except Exception as exc:  # a schema the facade checked cannot fail here; one read back may
         return f"the schema cannot be checked ({type(exc).__name__})"
-    found = [f"{'.'.join(str(p) for p in e.absolute_path) or '(the answer)'}: "
-             f"{e.message[:200]}" for e in errors]
+    found = [f"{'.'.join(['answer', *(str(p) for p in e.absolute_path)])}: {e.message[:200]}"
+             for e in errors]
     more = f"; and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
     return "; ".join(found[:_LISTED]) + more
 
