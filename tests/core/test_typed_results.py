@@ -3,6 +3,8 @@ protocol, the repair of an answer that does not fit, and clear errors for a bad 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import json
 from typing import Any
@@ -142,3 +144,28 @@ def test_a_fenced_answer_is_read() -> None:
     result = Agent(model=ScriptedModel([answer]), output_type=Point).run("Where?")
     assert result.output == Point(x=5, y=6)
     assert json.loads(result.final_answer.strip("`json\n")) == {"x": 5, "y": 6}  # type: ignore[union-attr]
+
+
+class HeldModel(ScriptedModel):
+    """Its second reply waits until ``open``: the run stays in that call until cancelled."""
+
+    open = False
+
+    async def generate(self, request: Any) -> Any:
+        while not self.open and len(self.requests) >= 1:
+            await asyncio.sleep(0.01)  # bounded by the stream's cancel
+        return await super().generate(request)
+
+
+async def test_leaving_a_typed_stream_early_cancels_the_run_and_resume_types_it() -> None:
+    model = HeldModel(['Final Answer: {"x": 1}', 'Final Answer: {"x": 1, "y": 2}'])
+    agent = Agent(model=model, output_type=Point)
+    async with contextlib.aclosing(agent.astream("Where?")) as events:
+        async for event in events:
+            if event.kind == "model_started" and event.step == 2:
+                break  # the repaired answer is held
+    assert agent.session(event.session_id).status == "running"  # resumable, lease released
+    model.open = True
+    resumed = await agent.aresume(event.session_id)
+    assert (resumed.status, resumed.output) == ("completed", Point(x=1, y=2))
+    await agent.aclose()

@@ -107,16 +107,27 @@ def typed_result(result: RunResult, typed: OutputType | None) -> RunResult:
         return dataclasses.replace(result, output=value)
 
 
-async def typed_events(events: AsyncIterator[Event], typed: OutputType | None
-                       ) -> AsyncIterator[Event]:
+def typed_events(events: AsyncIterator[Event], typed: OutputType | None
+                 ) -> AsyncIterator[Event]:
     """``events`` of a run, its own ``RunFinished`` (not a sub-agent's) with ``output`` as
-    ``typed``'s type."""
+    ``typed``'s type (``events`` itself without a type); leaving early closes ``events`` (which
+    cancels the run)."""
+    return events if typed is None else _typed_events(events, typed)
+
+
+async def _typed_events(events: AsyncIterator[Event], typed: OutputType
+                        ) -> AsyncIterator[Event]:
     from miniagent.core.runtime.events import RunFinished, RunStarted
 
     own: str | None = None
-    async for event in events:
-        if own is None and isinstance(event, RunStarted):
-            own = event.session_id
-        if isinstance(event, RunFinished) and event.session_id in (own, ""):
-            event = dataclasses.replace(event, result=typed_result(event.result, typed))
-        yield event
+    try:
+        async for event in events:
+            if own is None and isinstance(event, RunStarted):
+                own = event.session_id
+            if isinstance(event, RunFinished) and event.session_id in (own, ""):
+                event = dataclasses.replace(event, result=typed_result(event.result, typed))
+            yield event
+    finally:
+        close = getattr(events, "aclose", None)  # a generator's: it cancels the run
+        if close is not None:
+            await close()
