@@ -169,3 +169,16 @@ async def test_leaving_a_typed_stream_early_cancels_the_run_and_resume_types_it(
     resumed = await agent.aresume(event.session_id)
     assert (resumed.status, resumed.output) == ("completed", Point(x=1, y=2))
     await agent.aclose()
+
+
+def test_a_tool_named_final_result_is_refused_for_a_typed_agent() -> None:
+    from miniagent import tool
+
+    @tool(name=FINAL_RESULT)
+    def mine(text: str) -> str:
+        """Mine."""
+        return text
+
+    agent = Agent(model=ScriptedModel(["Final Answer: {}"]), tools=[mine], output_type=Point)
+    with pytest.raises(UserError, match="named 'final_result'"):
+        agent.run("?")
