@@ -92,6 +92,9 @@ class Agent(SyncTwins):
     for its namespace and recall). A ``protocol`` given replaces the one the model's profile
     chooses (see :mod:`miniagent.core.protocol`).
 
+    ``output_type`` (a pydantic model, dataclass, TypedDict or JSON Schema dict) makes every
+    answer a validated instance in ``result.output`` (see :mod:`miniagent.core.output`).
+
     ``tool_retry`` (a :class:`~miniagent.core.retry.RetryPolicy`, or a number of attempts) is
     the retry policy of the tools that set none: a call that failed transiently is tried again
     with backoff, within the run's deadline (see :mod:`miniagent.core.retry`).
