@@ -34,6 +34,7 @@ LAYERS = (
     "core.models",
     "core.tools",
     "core.runtime",
+    "core.output",  # typed results: an output type made a JSON Schema, and back
     "core.agent_setup",  # what an Agent's arguments become
     "core.agent",
     # the extensions, each on the core and those below it, lowest first

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic_core import to_jsonable_python
+
 from miniagent import Agent, InMemoryStore, SQLiteStore
 from miniagent.core.models.base import Model
 from miniagent.core.runtime.calls import decide
@@ -368,6 +370,9 @@ class Outcome:
     """Which model answered each step, where its model says it (a FallbackModel's)."""
     arguments: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(default_factory=list)
     """Each call's arguments: the model's, and a person's edit (None: not edited)."""
+    output: Any = None
+    """A typed run's output as JSON (an instance of the output type where a facade made one,
+    the JSON value where a driver has none: the same JSON)."""
 
 
 _ID = re.compile(r"\b(call_[0-9a-f]{16}|call_\d+_\d+|[0-9a-f]{16})\b")
@@ -428,4 +433,5 @@ async def outcome(handle: Handle, result: RunResult) -> Outcome:
         usage=(result.usage.total_tokens, result.usage.counted_tokens),
         attempts=[r.observation.attempts for r in records if r.observation is not None],
         models=[step.model for step in session.steps],
-        arguments=[(r.call.arguments, r.edited_arguments) for r in records])
+        arguments=[(r.call.arguments, r.edited_arguments) for r in records],
+        output=to_jsonable_python(result.output))

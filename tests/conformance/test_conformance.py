@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from harness import Driver, Handle, InProcess, Minimal, OnTemporal, Outcome, Setup, outcome
+from pydantic import BaseModel
 from temporalio.testing import WorkflowEnvironment
 
 from miniagent import (
@@ -168,6 +169,60 @@ async def test_a_format_error_is_repaired(drivers: list[Driver], tmp_path: Path)
     got = await across(drivers, tmp_path, setup, run("1+1"))
     assert (got.status, got.final_answer, got.observations) == ("completed", "2", ["2"])
     assert ("guard_intervened", "format_error") in got.trace
+
+
+class Invoice(BaseModel):
+    number: str
+    total: float
+
+
+async def test_a_typed_result_is_repaired_once_then_validated(drivers: list[Driver],
+                                                              tmp_path: Path) -> None:
+    """Typed results (issue 35): an answer that misses a field is told to the model, which
+    repairs it; the output is an Invoice in process and on Temporal, its JSON on the minimal
+    driver (the same JSON)."""
+    setup = Setup(model=lambda: ScriptedModel([
+        react("look it up", "lookup", {"key": "A-7"}),
+        'Thought: done\nFinal Answer: {"number": "A-7"}',
+        'Thought: with the total\nFinal Answer: {"number": "A-7", "total": 12.5}']),
+        tools=lambda: [lookup], options={"output_type": Invoice})
+    outputs: list[Any] = []
+
+    async def act(handle: Handle) -> RunResult:
+        result = await handle.run("Read invoice A-7")
+        outputs.append(result.output)
+        return result
+
+    got = await across(drivers, tmp_path, setup, act)
+    assert (got.status, got.output) == ("completed", {"number": "A-7", "total": 12.5})
+    assert got.final_answer == '{"number": "A-7", "total": 12.5}'
+    assert ("guard_intervened", "output_invalid") in got.trace
+    assert [type(o).__name__ for o in outputs] == ["Invoice", "Invoice", "Invoice", "dict"]
+
+
+async def test_a_run_typed_on_its_own_answers_through_the_final_result_tool(
+        drivers: list[Driver], tmp_path: Path) -> None:
+    """A native agent typed for one run (``arun(..., output_type=...)``) on the drivers an
+    agent's own API runs (the minimal driver has no such API: its scenario is the one above):
+    the answer comes as a ``final_result`` call, refused once (its result tells the model why),
+    then accepted; the next turn is free text again."""
+    from miniagent.core.runtime.output import FINAL_RESULT
+
+    setup = Setup(model=lambda: ScriptedModel([
+        native(("c1", FINAL_RESULT, {"number": 7})),
+        native(("c2", FINAL_RESULT, {"number": "A-7", "total": 12.5})),
+        "plain text now"], tool_mode="native"))
+
+    async def act(handle: Handle) -> RunResult:
+        typed = await handle.agent.arun("Read invoice A-7", output_type=Invoice)
+        assert typed.output == Invoice(number="A-7", total=12.5)
+        repair = (await handle.session(typed.session_id)).messages[2]
+        assert (repair.role, repair.tool_call_id) == ("tool", "c1")
+        assert "answer.number: 7 is not of type 'string'" in (repair.content or "")
+        return await handle.run("And now?", session_id=typed.session_id)
+
+    got = await across(drivers[:3], tmp_path, setup, act)
+    assert (got.status, got.final_answer, got.output) == ("completed", "plain text now", None)
 
 
 async def test_an_explicit_protocol_is_the_one_used(drivers: list[Driver],

@@ -40,7 +40,7 @@ from miniagent.cli.memory_cmd import memory_app
 from miniagent.cli.model_cmd import model_app
 from miniagent.cli.observing import observing
 from miniagent.cli.parse_cmd import parse_jsonl, parse_native_body, parse_react_text
-from miniagent.cli.run_options import RunOptions, with_run_options
+from miniagent.cli.run_options import RunOptions, with_output_schema, with_run_options
 from miniagent.cli.safe_text import tolerant_streams
 from miniagent.cli.session_backend import ResumeOptions
 from miniagent.cli.sessions import sessions_app
@@ -84,11 +84,12 @@ def run(
     detach: Annotated[bool, typer.Option("--detach", help="Never ask for approval here: leave the session waiting.")] = False,  # noqa: E501
     continue_id: Annotated[str | None, typer.Option("--continue", metavar="SESSION_ID", help="Ask QUESTION as the next turn of this session's conversation (its last turn must have ended).")] = None,  # noqa: E501
     as_json: JsonOption = False,
+    output_schema: Annotated[Path | None, typer.Option("--output-schema", metavar="FILE.json", help="A JSON Schema file: the answer must be a JSON value that fits it (repaired by the model when it does not); the value is printed (under 'output' with --json).")] = None,  # noqa: E501
     *,
     options: RunOptions,
 ) -> None:
     """Answer QUESTION with an agent, showing each step as it happens."""
-    config = options.config()
+    config = with_output_schema(options.config(), output_schema)
     if options.temporal:  # the model and tools are the workers'; this process follows the trace
         from miniagent.cli.temporal_backend import TemporalBackend
 

@@ -80,6 +80,7 @@ class RunConfig:
     token_budget: int | None = None
     max_observation_chars: int = defaults.MAX_OBSERVATION_CHARS
     repeat_limit: int = defaults.REPEAT_LIMIT
+    output_schema: dict[str, Any] | None = None  # --output-schema: the answer is this JSON
 
     @classmethod
     def recorded(cls, metadata: dict[str, Any]) -> RunConfig:
@@ -203,7 +204,8 @@ def config_agent(config: RunConfig, *, interactive: bool, max_tokens: int,
                       max_observation_chars=config.max_observation_chars,
                       repeat_limit=config.repeat_limit),
         aids=Aids(preset=cast(AidsPreset, config.aids), tool_selection=config.max_tools,
-                  tool_choice=config.tool_choice))
+                  tool_choice=config.tool_choice),
+        output_type=config.output_schema)
 
 
 def _load_with_status(model: LocalModel) -> None:

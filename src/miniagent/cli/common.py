@@ -176,10 +176,14 @@ def finish(result: RunResult, *, as_json: bool, store: Path | None = None,
            temporal: str | None = None) -> NoReturn:
     """Print the result (JSON, or how to approve what waits) and exit with its code; the same
     for a session in a store and one on a Temporal cluster."""
+    from pydantic_core import to_jsonable_python
+
     from miniagent.cli.display import approval_hint, result_to_json
 
     if as_json:
         echo_json(result_to_json(result))
+    elif result.output is not None:
+        echo_json(to_jsonable_python(result.output))
     elif result.status == "awaiting_approval":
         typer.echo(approval_hint(result, store, temporal))
     raise typer.Exit(EXIT_CODES.get(result.status, 1))

@@ -207,6 +207,8 @@ def call_tokens(usage: TokenUsage) -> str:
 def result_to_json(result: RunResult) -> dict[str, Any]:
     """The machine-readable form of a run that ``miniagent run --json`` prints."""
     # the trace's record, in its order after these two, with all the usage and a total
+    from pydantic_core import to_jsonable_python  # a typed run's output: its JSON
+
     return {
         "session_id": result.session_id,
         "turn": result.turn,
@@ -214,6 +216,7 @@ def result_to_json(result: RunResult) -> dict[str, Any]:
         "usage": {**asdict(result.usage), "total_tokens": result.usage.total_tokens},
         "elapsed": round(result.elapsed, 3),
         "trace": [step_to_json(step) for step in result.steps],
+        **({} if result.output is None else {"output": to_jsonable_python(result.output)}),
     }
 
 

@@ -11,6 +11,7 @@ command receives; :func:`with_run_options` gives a command those options::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
@@ -177,3 +178,27 @@ def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
 def _is_argument(parameter: inspect.Parameter) -> bool:
     return any(isinstance(info, ArgumentInfo)
                for info in getattr(parameter.annotation, "__metadata__", ()))
+
+
+def with_output_schema(config: RunConfig, path: Path | None) -> RunConfig:
+    """``config`` whose answers must fit the JSON Schema in the file at ``path`` (None: as it
+    is).
+
+    Raises:
+        typer.BadParameter: the file cannot be read, is not JSON, or is no valid JSON Schema.
+    """
+    if path is None:
+        return config
+    import json
+
+    from miniagent.core.errors import UserError
+    from miniagent.core.output import OutputType
+
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(schema, dict):
+            raise UserError(f"a JSON Schema is a JSON object, not {type(schema).__name__}")
+        OutputType.of(schema)
+    except (OSError, ValueError, UserError) as exc:
+        raise typer.BadParameter(f"{path}: {exc}", param_hint="--output-schema") from None
+    return dataclasses.replace(config, output_schema=schema)

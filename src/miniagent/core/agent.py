@@ -20,9 +20,11 @@ from miniagent.core.agent_setup import (
     memory_source,
     split_tools,
     tracer_for,
+    within_caller,
 )
 from miniagent.core.errors import SessionNotFound, UserError
 from miniagent.core.models.base import Model
+from miniagent.core.output import OutputType, typed_events, typed_result
 from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.calls import Approver, InterruptedPolicy, decide
@@ -35,7 +37,7 @@ from miniagent.core.runtime.inprocess import (
     run_load,
     warm_model_prompt,
 )
-from miniagent.core.runtime.run import AgentSpec, Compression, rules_for, run_session
+from miniagent.core.runtime.run import Compression, rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
@@ -43,7 +45,7 @@ from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import ApprovalRule
 from miniagent.core.tools.toolbox import Toolbox, ToolSource, records
 from miniagent.core.twins import SyncTwins
-from miniagent.core.types import RunResult, current_context
+from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
     from miniagent.core.runtime.events import Event
@@ -90,6 +92,9 @@ class Agent(SyncTwins):
     for its namespace and recall). A ``protocol`` given replaces the one the model's profile
     chooses (see :mod:`miniagent.core.protocol`).
 
+    ``output_type`` (a pydantic model, dataclass, TypedDict or JSON Schema dict) makes every
+    answer a validated instance in ``result.output`` (see :mod:`miniagent.core.output`).
+
     ``tool_retry`` (a :class:`~miniagent.core.retry.RetryPolicy`, or a number of attempts) is
     the retry policy of the tools that set none: a call that failed transiently is tried again
     with backoff, within the run's deadline (see :mod:`miniagent.core.retry`).
@@ -123,6 +128,7 @@ class Agent(SyncTwins):
         approver: Approver | None = None,
         on_interrupted: InterruptedPolicy = "ask",
         trace: str | os.PathLike[str] | None = None,
+        output_type: Any = None,
     ) -> None:
         limits = limits or Limits()
         whole("max_steps", limits.max_steps, least=1)  # a Limits may hold 0 (a sub-run's share)
@@ -138,7 +144,10 @@ class Agent(SyncTwins):
             model=model, protocol=protocol, instructions=instructions,
             settings=model_settings or ModelSettings(), limits=limits, compression=compression,
             aids=Aids.of(aids), memory=self.memory, tool_retry=tool_retry,
-            on_interrupted=on_interrupted, names=None if others else self.registry.names)
+            on_interrupted=on_interrupted, names=None if others else self.registry.names,
+            output=output_type)
+        self.output_type = described.output
+        """What every answer must be (``output_type`` made a JSON Schema; None: free text)."""
         self.protocol = described.protocol
         """The agent's protocol object (None: an agent without a model, which runs wrapped in a
         TemporalAgent with the one its workers' model is configured for)."""
@@ -165,8 +174,8 @@ class Agent(SyncTwins):
         self.bus.subscribe(subscriber)
 
     async def arun(self, question: str, *, metadata: dict[str, Any] | None = None,
-                   on_event: Subscriber | None = None, session_id: str | None = None
-                   ) -> RunResult:
+                   on_event: Subscriber | None = None, session_id: str | None = None,
+                   output_type: Any = None) -> RunResult:
         """Answer ``question``; always returns a result with a status.
 
         Without ``session_id``, or with one no session has yet, in a new session of that id.
@@ -175,7 +184,8 @@ class Agent(SyncTwins):
         :meth:`AgentSession.new_turn <miniagent.core.session.AgentSession.new_turn>`). ``resume``
         is different: it goes on with a turn that has not ended. ``metadata`` is a new
         session's (a later turn keeps the session's own). ``on_event`` receives this run's
-        events (besides the agent's subscribers).
+        events (besides the agent's subscribers). ``output_type`` replaces the agent's for this
+        turn (see :mod:`miniagent.core.output`): ``result.output`` is then an instance of it.
 
         Raises:
             TurnRefused: the session waits for a person, has calls open, or was cancelled.
@@ -183,23 +193,32 @@ class Agent(SyncTwins):
             UserError: the agent has no model.
         """
         self._check_model()
+        typed = None if output_type is None else OutputType.of(output_type)
+        schema = None if typed is None else typed.schema
         metadata = with_sources(self.sources, metadata)
         if session_id is not None and self._exists(session_id):
-            return await self._run_here(session_id, None, on_event, question=storable(question))
+            result = await self._run_here(session_id, None, on_event,
+                                          question=storable(question), schema=schema)
+            return typed_result(result, typed or self.output_type)
         session = AgentSession.start(storable(question), id=session_id or random_id(),
                                      at=time.time(), metadata=metadata)
+        session.turn.output_schema = schema
         self.store.save(session)
-        return await self._run_here(session.id, session, on_event)
+        result = await self._run_here(session.id, session, on_event)
+        return typed_result(result, typed or self.output_type)
 
     def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
-                session_id: str | None = None) -> AsyncIterator[Event]:
+                session_id: str | None = None, output_type: Any = None
+                ) -> AsyncIterator[Event]:
         """:meth:`arun`, its events yielded as they happen (a streaming model's text as
         ``model_delta``), the last a ``RunFinished`` with the result; leaving the loop early
         cancels the run as Ctrl-C does (see :mod:`miniagent.core.runtime.stream`)."""
         from miniagent.core.runtime.stream import stream_run  # events load with a stream
 
-        return stream_run(partial(self.arun, question, metadata=metadata,
-                                  session_id=session_id), self.bus)
+        typed = OutputType.of(output_type) if output_type is not None else self.output_type
+        return typed_events(stream_run(partial(self.arun, question, metadata=metadata,
+                                               session_id=session_id, output_type=typed),
+                                       self.bus), typed)
 
     def _check_model(self) -> None:
         if self.model is None:
@@ -228,11 +247,13 @@ class Agent(SyncTwins):
             UserError: The agent has no model.
         """
         self._check_model()
-        return await self._run_here(session_id, None, on_event, force)
+        return typed_result(await self._run_here(session_id, None, on_event, force),
+                            self.output_type)
 
     async def _run_here(self, session_id: str, fresh: AgentSession | None,
                         on_event: Subscriber | None, force: bool = False, *,
-                        question: str | None = None) -> RunResult:
+                        question: str | None = None, schema: dict[str, Any] | None = None
+                        ) -> RunResult:
         """The in-process driver: the session under this process's lease, run by
         :func:`~miniagent.core.runtime.run.run_session` with effects performed here (with
         ``question``: as the session's next turn)."""
@@ -244,13 +265,14 @@ class Agent(SyncTwins):
             session = fresh or self.store.load(session_id)
             if question is not None:
                 session.new_turn(question, at=time.time())
+                session.turn.output_schema = schema
                 self.store.save(session, owner=owner)
             elif session.status in FINAL:
                 return session.result()
             if session.status != "running":
                 session.transition("running", f"resumed from {session.status}", at=time.time())
             toolbox = await Toolbox.gather(self.sources)
-            rules = rules_for(_within_caller(self.spec, session), toolbox,
+            rules = rules_for(within_caller(self.spec, session), toolbox,
                               protocol=self.protocol)
             late = LateCalls(self.store, session_id, owner,
                              max_chars=rules.spec.limits.max_observation_chars)
@@ -446,25 +468,6 @@ def with_sources(sources: Iterable[ToolSource], metadata: dict[str, Any] | None
     that a resume elsewhere can rebuild them."""
     listed = records(list(sources))
     return {**(metadata or {}), "tool_sources": listed} if listed else metadata
-
-
-def _within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:
-    """``spec``, its limits narrowed to what the tool call running this run has left (its
-    budget, deadline and model calls), when a run is started from inside one (an agent used
-    as a tool): nested runs draw on their parent's limits instead of starting afresh."""
-    context = current_context()
-    if context is None:
-        return spec
-    limits, changes = spec.limits, dict[str, Any]()
-    if context.tokens_left is not None:
-        allowed = session.turn.usage.counted_tokens + context.tokens_left
-        changes["token_budget"] = min(limits.token_budget or allowed, allowed)
-    if context.deadline is not None:
-        left = max(0.001, context.deadline - time.time())
-        changes["timeout"] = min(limits.timeout or left, left)
-    if context.steps_left is not None:
-        changes["max_steps"] = min(limits.max_steps, len(session.turn_steps) + context.steps_left)
-    return spec.replace(limits=changes) if changes else spec
 
 
 def _complete(work: Coroutine[Any, Any, None]) -> None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from miniagent.core.errors import UserError
 from miniagent.core.models.base import ALL_AIDS, Model
+from miniagent.core.output import OutputType
 from miniagent.core.protocol.base import ActionProtocol, check_choice
 from miniagent.core.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.core.retry import RetryPolicy
@@ -23,8 +25,10 @@ from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool
 from miniagent.core.tools.toolbox import ToolSource
+from miniagent.core.types import current_context
 
 if TYPE_CHECKING:
+    from miniagent.core.session import AgentSession
     from miniagent.observe.jsonl import JsonlTracer
 
 ToolItem = Tool | Callable[..., Any] | ToolSource
@@ -37,19 +41,23 @@ class Described:
     spec: AgentSpec
     protocol: ActionProtocol | None
     """None: an agent without a model, whose workers' model decides the protocol."""
+    output: OutputType | None = None
+    """What every answer must be (None: free text)."""
 
 
 def describe(*, model: Model | None, protocol: ActionProtocol | None,
              instructions: str | None, settings: ModelSettings, limits: Limits,
              compression: Compression | None, aids: Aids, memory: MemorySettings | None,
              tool_retry: RetryPolicy | int | None, on_interrupted: InterruptedPolicy,
-             names: list[str] | None) -> Described:
+             names: list[str] | None, output: Any = None) -> Described:
     """The agent's spec and protocol (``names``: its tools' names, None where other sources
     add tools only known at run time).
 
     Raises:
-        UserError: a ``tool_choice`` that names none of the tools.
+        UserError: a ``tool_choice`` that names none of the tools, an ``output`` type with no
+            JSON Schema.
     """
+    typed = None if output is None else OutputType.of(output)
     chosen, from_model = _chosen_aids(model, aids, limits, protocol)
     if protocol is None and model is not None:
         caps = model.capabilities
@@ -70,8 +78,10 @@ def describe(*, model: Model | None, protocol: ActionProtocol | None,
         restate_question=chosen["restate_question"],
         tool_choice=_checked_choice(aids.tool_choice, names),
         recall="recall" if memory is not None and memory.recall else None,
-        tool_retry=RetryPolicy.of(tool_retry), aids_from_model=from_model)
-    return Described(spec=spec, protocol=protocol)
+        tool_retry=RetryPolicy.of(tool_retry), aids_from_model=from_model,
+        output_schema=None if typed is None else typed.schema,
+        response_format=model is not None and model.capabilities.response_format)
+    return Described(spec=spec, protocol=protocol, output=typed)
 
 
 def _chosen_aids(model: Model | None, aids: Aids, limits: Limits,
@@ -138,3 +148,22 @@ def tracer_for(trace: str | os.PathLike[str], model: Model | None) -> JsonlTrace
 
     return JsonlTracer(trace, secrets=model_secrets(model) if model else (),
                        model=describe_model(model).name if model else None)
+
+
+def within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:
+    """``spec``, its limits narrowed to what the tool call running this run has left (its
+    budget, deadline and model calls), when a run is started from inside one (an agent used
+    as a tool): nested runs draw on their parent's limits instead of starting afresh."""
+    context = current_context()
+    if context is None:
+        return spec
+    limits, changes = spec.limits, dict[str, Any]()
+    if context.tokens_left is not None:
+        allowed = session.turn.usage.counted_tokens + context.tokens_left
+        changes["token_budget"] = min(limits.token_budget or allowed, allowed)
+    if context.deadline is not None:
+        left = max(0.001, context.deadline - time.time())
+        changes["timeout"] = min(limits.timeout or left, left)
+    if context.steps_left is not None:
+        changes["max_steps"] = min(limits.max_steps, len(session.turn_steps) + context.steps_left)
+    return spec.replace(limits=changes) if changes else spec

@@ -43,16 +43,17 @@ from miniagent.core.types import (
     TokenUsage,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Version 2 added ``phase`` and each call's recorded ``moves``, version 3 ``compactions`` and
 each message's ``reasoning``, version 4 usage the server did not report (token counts of None,
 ``estimated_tokens``), version 5 ``turns``, version 6 each observation's ``attempts`` and
 ``retryable`` (tool retries), version 7 each step's ``model`` (which model answered it) and
 ``first_message``, each call's ``edited_arguments`` and ``parameters`` (approval with edits) and
-the session's ``forked_from``; versions 1 to 6 still load (1 to 4 as one turn; observations of 1
-to 5 as made in one attempt; steps of 1 to 6 with no model named and without their first
-message, so such a session forks only where a turn ends; their calls unedited, with no schema
-recorded)."""
+the session's ``forked_from``, version 8 each turn's ``output_schema`` (a typed result asked
+for that run alone); versions 1 to 7 still load (1 to 4 as one turn; observations of 1 to 5 as
+made in one attempt; steps of 1 to 6 with no model named and without their first message, so
+such a session forks only where a turn ends; their calls unedited, with no schema recorded;
+turns of 1 to 7 with no schema of their own)."""
 
 FINAL: frozenset[SessionStatus] = frozenset(
     {"completed", "max_steps", "budget_exceeded", "loop_detected", "cancelled"}
@@ -106,6 +107,10 @@ class Turn:
     recalled: str | None = None
     """The memory block recalled for the question before the turn's first step (None: no
     memory was asked); the model sees it with the question."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema this turn's answer must fit, given for its run alone
+    (``run(..., output_type=...)``; None: the agent's, if it has one), kept so that a resume
+    asks for it too (see :mod:`miniagent.core.runtime.output`)."""
 
 
 @dataclass(kw_only=True)
@@ -291,7 +296,7 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentSession:
-        """Load a saved session (version 1 to 7); refuses a newer schema with a clear message."""
+        """Load a saved session (version 1 to 8); refuses a newer schema with a clear message."""
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise SessionError("saved session has no schema_version: not a miniagent session")

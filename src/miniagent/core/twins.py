@@ -38,13 +38,14 @@ class SyncTwins:
     aclose: Callable[[], Work[None]]
 
     def run(self, question: str, *, metadata: dict[str, Any] | None = None,
-            on_event: Any = None, session_id: str | None = None) -> RunResult:
+            on_event: Any = None, session_id: str | None = None, output_type: Any = None
+            ) -> RunResult:
         """Synchronous ``arun``; use ``await agent.arun(...)`` inside an event loop."""
         return self._sync(self.arun(question, metadata=metadata, on_event=on_event,
-                                    session_id=session_id))
+                                    session_id=session_id, output_type=output_type))
 
     def stream(self, question: str, *, metadata: dict[str, Any] | None = None,
-               session_id: str | None = None) -> Iterator[Event]:
+               session_id: str | None = None, output_type: Any = None) -> Iterator[Event]:
         """Synchronous ``astream``: the run's events for a ``for`` loop, the last one a
         ``RunFinished`` with the result. The run goes on in a thread of its own (its own event
         loop, the agent closed at its end, as ``run`` does); leaving the loop early cancels it,
@@ -55,7 +56,8 @@ class SyncTwins:
         """
         _outside_loop()
         return iterate_in_thread(
-            lambda: self.astream(question, metadata=metadata, session_id=session_id),
+            lambda: self.astream(question, metadata=metadata, session_id=session_id,
+                                 output_type=output_type),
             run=lambda work: run_then_close(work, self))
 
     def resume(self, session_id: str, *, on_event: Any = None, force: bool = False

@@ -477,6 +477,10 @@ class RunResult:
     turn: int = 1
     """Which turn of the session's conversation this run answered (``steps`` and ``usage``
     are that turn's)."""
+    output: Any = None
+    """A typed run's answer (``output_type``): an instance of that type, its JSON value where
+    no facade turned it into one (a driver of its own); None for a run without one, or that
+    did not complete (see :mod:`miniagent.core.output`)."""
 
     @property
     def ok(self) -> bool:

@@ -32,6 +32,7 @@ from miniagent._internal import defaults
 from miniagent._internal.aio import run_in_daemon_thread
 from miniagent.core.agent import Agent, with_sources
 from miniagent.core.errors import ConfigError, PayloadTooLarge, SessionNotFound, UserError
+from miniagent.core.output import OutputType, typed_events, typed_result
 from miniagent.core.protocol.registry import build_protocol
 from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.stream import stream_run
@@ -103,10 +104,12 @@ class TemporalAgent(SyncTwins):
         self.agent.subscribe(subscriber)
 
     async def arun(self, question: str, *, metadata: dict[str, Any] | None = None,
-                   on_event: Subscriber | None = None, session_id: str | None = None
-                   ) -> RunResult:
+                   on_event: Subscriber | None = None, session_id: str | None = None,
+                   output_type: Any = None) -> RunResult:
         """Start a session of the agent's spec (or, given the id of one that exists, its
-        next turn) and follow it until it stops.
+        next turn) and follow it until it stops. ``output_type`` replaces the agent's for
+        this run (the workflow gets its JSON Schema with the spec; see
+        :mod:`miniagent.core.output`).
 
         Raises:
             UserError: the agent's protocol cannot be rebuilt by a worker.
@@ -119,24 +122,32 @@ class TemporalAgent(SyncTwins):
                 f"worker --temporal HOST:PORT --task-queue {self.task_queue}, or "
                 "miniagent.temporal.agent_worker) and run again")
         metadata = with_sources(self.agent.sources, metadata)
+        typed = OutputType.of(output_type) if output_type is not None else None
+        spec = self.agent.spec if typed is None else self.agent.spec.replace(
+            output_schema=typed.schema)
         try:
-            started = await self._next_turn(session_id, question)
+            started = await self._next_turn(session_id, question, spec)
             if started is None:
-                started = await self.sessions.start(question, self.agent.spec,
+                started = await self.sessions.start(question, spec,
                                                     options=self.options, metadata=metadata,
                                                     session_id=session_id)
         except PayloadTooLarge as exc:  # a run always ends with a status
             return RunResult(status="error", reason=str(exc), session_id=session_id or "")
-        return await self.aresume(started, on_event=on_event)
+        result = await self._follow(started, on_event)
+        return typed_result(result, typed or self.agent.output_type)
 
     def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
-                session_id: str | None = None) -> AsyncIterator[Event]:
+                session_id: str | None = None, output_type: Any = None
+                ) -> AsyncIterator[Event]:
         """:meth:`arun`, its events yielded as the workflow's event log gives them, the last
         one a ``RunFinished`` with the result (see :meth:`Agent.astream
         <miniagent.core.agent.Agent.astream>`). Leaving the loop early stops following: the
         workflow goes on, and :meth:`aresume` follows it again."""
-        return stream_run(partial(self.arun, question, metadata=metadata,
-                                  session_id=session_id), self.agent.bus)
+        typed = (OutputType.of(output_type) if output_type is not None
+                 else self.agent.output_type)
+        return typed_events(stream_run(partial(self.arun, question, metadata=metadata,
+                                               session_id=session_id, output_type=typed),
+                                       self.agent.bus), typed)
 
     async def afork(self, session_id: str, *, at_step: int) -> str:
         """Fork a session (see :meth:`TemporalSessions.fork`) with the agent's spec; its
@@ -159,12 +170,13 @@ class TemporalAgent(SyncTwins):
         """Synchronous :meth:`afork`."""
         return self._sync(self.afork(session_id, at_step=at_step))
 
-    async def _next_turn(self, session_id: str | None, question: str) -> str | None:
+    async def _next_turn(self, session_id: str | None, question: str, spec: AgentSpec
+                         ) -> str | None:
         """The next turn of ``session_id`` started, if a session of that id exists."""
         if session_id is None:
             return None
         try:
-            await self.sessions.next_turn(session_id, question, self.agent.spec,
+            await self.sessions.next_turn(session_id, question, spec,
                                           options=self.options)
         except SessionNotFound:
             return None
@@ -187,6 +199,9 @@ class TemporalAgent(SyncTwins):
         """Follow the session until it ends or waits for a person; its events go to the
         agent's subscribers (and ``on_event``) on the way. ``force`` changes nothing here:
         the cluster's workers hold the session."""
+        return typed_result(await self._follow(session_id, on_event), self.agent.output_type)
+
+    async def _follow(self, session_id: str, on_event: Subscriber | None) -> RunResult:
         extra = (on_event,) if on_event else ()
         if not (extra or self.agent.bus.has_subscribers):
             return await self._wait(session_id)

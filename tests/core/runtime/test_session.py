@@ -217,20 +217,61 @@ def v7_fork_session() -> AgentSession:
     return fork_session(parent, 1, id="ref0000000000007", at=1.0e9 + 5)
 
 
+def v8_session() -> AgentSession:
+    """A turn typed for its run alone, whose first answer missed a field and was repaired
+    (version 8: each turn's ``output_schema``)."""
+    from miniagent.core.runtime.output import OUTPUT_ERROR
+
+    session = AgentSession.start("Read invoice A-7 (北京)", id="ref0000000000008", at=1.0e9)
+    session.turn.output_schema = {"type": "object", "required": ["number", "total"],
+                                  "properties": {"number": {"type": "string"},
+                                                 "total": {"type": "number"}}}
+    first = 'Final Answer: {"number": "A-7"}'
+    session.steps.append(Step(index=1, raw_output=first, first_message=1,
+                              error=f"{OUTPUT_ERROR}: answer: 'total' is a required property",
+                              usage=TokenUsage(prompt_tokens=40, completion_tokens=8)))
+    session.messages.append(Message(role="assistant", content=first))
+    session.messages.append(Message(role="user", content="Your final answer does not fit"))
+    answer = '{"number": "A-7", "total": 12.5}'
+    session.steps.append(Step(index=2, raw_output=f"Final Answer: {answer}", first_message=3,
+                              final_answer=answer,
+                              usage=TokenUsage(prompt_tokens=60, completion_tokens=9)))
+    session.messages.append(Message(role="assistant", content=f"Final Answer: {answer}"))
+    session.add_usage(TokenUsage(prompt_tokens=100, completion_tokens=17))
+    session.finish("completed", "the model gave a final answer", answer, at=1.0e9 + 3)
+    return session
+
+
 def written_now(reference: dict[str, Any]) -> dict[str, Any]:
     """What this version writes of a session an older one saved: its version, each step with
     no model named and no first message, each call unedited with no schema recorded, and no
-    fork (version 7's fields)."""
+    fork (version 7's fields); each turn with no schema of its own (version 8's)."""
     steps = [{**step, "model": None, "first_message": None,
               "calls": [{**call, "edited_arguments": None, "parameters": None}
                         for call in step["calls"]]}
              for step in reference["steps"]]
-    return {**reference, "schema_version": SCHEMA_VERSION, "steps": steps, "forked_from": None}
+    return {**reference, "schema_version": SCHEMA_VERSION, "steps": steps, "forked_from": None,
+            "turns": untyped(reference["turns"])}
 
 
-def test_reference_json_v7_loads_and_is_what_we_write() -> None:
+def untyped(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**turn, "output_schema": None} for turn in turns]
+
+
+def test_reference_json_v8_loads_and_is_what_we_write() -> None:
+    reference = json.loads((REFERENCE / "session_v8.json").read_text(encoding="utf-8"))
+    assert reference["schema_version"] == 8 == SCHEMA_VERSION
+    loaded = AgentSession.from_dict(reference)
+    assert loaded == v8_session()
+    assert loaded.turn.output_schema is not None
+    assert loaded.turn.output_schema["required"] == ["number", "total"]
+    # what this version writes is exactly the reference: a format change must bump the version
+    assert v8_session().to_dict() == reference
+
+
+def test_reference_json_v7_still_loads_with_untyped_turns() -> None:
     reference = json.loads((REFERENCE / "session_v7.json").read_text(encoding="utf-8"))
-    assert reference["schema_version"] == 7 == SCHEMA_VERSION
+    assert reference["schema_version"] == 7
     loaded = AgentSession.from_dict(reference)
     assert loaded == v7_session()
     assert [step.model for step in loaded.steps] == ["primary", "backup 备用"]
@@ -238,8 +279,9 @@ def test_reference_json_v7_loads_and_is_what_we_write() -> None:
     assert record.call.arguments == {"to": "Alice", "amount": 150}  # the model's, kept
     assert record.edited_arguments == {"to": "Alice", "amount": 120}  # the person's
     assert record.parameters is not None and record.parameters["required"] == ["to", "amount"]
-    # what this version writes is exactly the reference: a format change must bump the version
-    assert v7_session().to_dict() == reference
+    assert loaded.turn.output_schema is None
+    assert v7_session().to_dict() == {**reference, "schema_version": SCHEMA_VERSION,
+                                      "turns": untyped(reference["turns"])}
 
 
 def test_reference_json_v7_of_a_fork_loads_and_is_what_we_write() -> None:
@@ -249,7 +291,8 @@ def test_reference_json_v7_of_a_fork_loads_and_is_what_we_write() -> None:
     assert loaded.forked_from == ForkedFrom(session_id="ref0000000000070", step=1)
     assert [s.first_message for s in loaded.steps] == [1] and len(loaded.messages) == 3
     assert (loaded.status, loaded.phase, loaded.usage.total_tokens) == ("running", "model", 48)
-    assert v7_fork_session().to_dict() == reference
+    assert v7_fork_session().to_dict() == {**reference, "schema_version": SCHEMA_VERSION,
+                                           "turns": untyped(reference["turns"])}
 
 
 def test_reference_json_v6_still_loads_with_calls_unedited() -> None:

@@ -47,6 +47,9 @@ class Capabilities:
     streaming: bool = False
     small_model: bool = False
     aids: tuple[str, ...] | None = None
+    response_format: bool = False
+    """Whether it takes ``response_format: {"type": "json_schema", ...}`` (a native request
+    asks a typed answer that way; else with a tool whose arguments are the answer)."""
 
     def needed_aids(self) -> tuple[str, ...]:
         """The names of the aids an agent turns on for this model by default."""

@@ -188,6 +188,9 @@ class OpenAICompatibleModel:
             :class:`~miniagent.Agent` turns them on unless told otherwise; see
             :func:`~miniagent.core.models.profiles.aids_for_served`); by default none, a served
             model being taken to be capable.
+        response_format: The server takes ``response_format: {"type": "json_schema"}``
+            (OpenAI, vLLM, llama.cpp's server): a typed answer (``output_type``) is asked that
+            way on a native request; without it, with a ``final_result`` tool.
 
     Raises:
         ConfigError: ``base_url``, ``api_key``, ``timeout`` or ``grammar_field`` cannot work.
@@ -217,6 +220,7 @@ class OpenAICompatibleModel:
         stream_usage: bool = True,
         limits: EndpointLimits | None = None,
         aids: tuple[str, ...] = (),
+        response_format: bool = False,
     ) -> None:
         self.base_url = _checked_base_url(base_url)
         self.model = model
@@ -244,6 +248,7 @@ class OpenAICompatibleModel:
                               f"max_concurrency=4), got {type(limits).__name__} {limits!r:.80}")
         self.limits = limits if limits is not None and limits.any else None
         self.aids = tuple(aids)
+        self.response_format = response_format
         self._endpoint = endpoint(self.base_url, model)
         self._auto_choice = True
         """Send ``tool_choice: "auto"`` with tools when a request sets none (False once this
@@ -258,7 +263,8 @@ class OpenAICompatibleModel:
         native = {"react": False, "native": True, "hybrid": True}.get(self.tool_mode)
         return Capabilities(tool_mode=self.tool_mode, native_tools=native,
                             grammar=self.grammar_field is not None, streaming=self.stream,
-                            small_model=bool(self.aids), aids=self.aids)
+                            small_model=bool(self.aids), aids=self.aids,
+                            response_format=self.response_format)
 
     async def generate(self, request: ModelRequest,
                        on_delta: DeltaSink | None = None) -> ModelResponse:

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
@@ -182,9 +182,12 @@ class JsonSchemaGrammar:
         json-bool ::= "true" | "false"
     """
 
-    def __init__(self, *, string_chars: int = STRING_MAX_CHARS) -> None:
+    def __init__(self, *, string_chars: int = STRING_MAX_CHARS,
+                 taken: Iterable[str] = ()) -> None:
         self.string_chars = string_chars
         """The longest string where a schema sets no ``maxLength``."""
+        self._taken = frozenset(taken) - set(PRIMITIVES)
+        """Names of a grammar these rules join (a typed answer's, into a ReAct turn's)."""
         self._rules: dict[str, str] = {}
         self._by_body: dict[str, str] = {}
         self._roots: set[str] = set()
@@ -236,7 +239,7 @@ class JsonSchemaGrammar:
         """A valid rule name from ``hint`` that no rule, primitive or ReAct rule has."""
         name = _rule_name(hint)
         unique, n = name, 1
-        while unique in self._rules or unique in RESERVED_NAMES:
+        while unique in self._rules or unique in RESERVED_NAMES or unique in self._taken:
             n += 1
             unique = f"{name}-{n}"
         return unique

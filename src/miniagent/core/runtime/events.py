@@ -202,7 +202,8 @@ class RunFinished(Event):
 
 
 GuardName = Literal["repeat", "loop_stop", "call_limit", "format_error", "truncated",
-                    "max_steps", "token_budget", "cut_off", "compress_at", "placeholder"]
+                    "max_steps", "token_budget", "cut_off", "compress_at", "placeholder",
+                    "output_invalid"]
 
 
 @dataclass(kw_only=True, slots=True, eq=False)

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from miniagent._internal.wording import token_count
 from miniagent.core.errors import ModelError, ModelSwitched, ToolInterrupted
@@ -66,6 +67,7 @@ from miniagent.core.types import (
     RunResult,
     SessionStatus,
     Step,
+    ToolCall,
     ToolContext,
     ToolLike,
     WaitReporter,
@@ -77,8 +79,9 @@ if TYPE_CHECKING:
     from miniagent.core.runtime import events as ev
     from miniagent.core.runtime.run import Rules  # run.py imports this module
 
-__all__ = ["AT_LIMIT", "AnswerAtLimit", "CallTools", "Finish", "NextStep", "RetryFormat",
-           "StepLogic", "Stop", "ToModel", "WaitForPerson", "first_request", "warmup_request"]
+__all__ = ["AT_LIMIT", "AnswerAtLimit", "CallTools", "Finish", "NextStep", "RepairOutput",
+           "RetryFormat", "StepLogic", "Stop", "ToModel", "WaitForPerson", "first_request",
+           "warmup_request"]
 
 
 # -- how a step ends ------------------------------------------------------------------------
@@ -125,6 +128,17 @@ class AnswerAtLimit:
 
 
 @dataclass(frozen=True, slots=True)
+class RepairOutput:
+    """The final answer does not fit the turn's output schema: the model is told what is
+    wrong (``call``: the ``final_result`` call that gave it), or, past the repairs a turn
+    gets, the run ends ``error`` (see :mod:`miniagent.core.runtime.output`)."""
+
+    problem: str
+    text: str
+    call: ToolCall | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class WaitForPerson:
     """Calls wait for a person's decision."""
 
@@ -136,7 +150,8 @@ class ToModel:
     """Every call has its observation: the model's turn."""
 
 
-NextStep = CallTools | Finish | RetryFormat | Stop | AnswerAtLimit | WaitForPerson | ToModel
+NextStep = (CallTools | Finish | RetryFormat | RepairOutput | Stop | AnswerAtLimit | WaitForPerson
+            | ToModel)
 
 AT_LIMIT = ("You have no steps left: give your best Final Answer now from the observations "
             "above.")
@@ -188,8 +203,13 @@ class StepLogic:
         session.updated_at = self.effects.now()
 
     def finished(self, session: AgentSession) -> RunResult:
-        """The run's result, announced to subscribers."""
+        """The run's result, announced to subscribers (a typed one with its JSON value)."""
         result = session.result()
+        schema = _schema(self.rules, session)
+        if schema is not None and result.status == "completed" and result.final_answer:
+            from miniagent.core.runtime import output  # a typed turn
+
+            result.output = output.answer_of(result.final_answer, schema)[0]
         self._emit("RunFinished", session, span=self.run_span, parent=None, result=result)
         return result
 
@@ -232,6 +252,10 @@ class StepLogic:
         turn = _next_turn(self.rules, session, tools)
         response, parsed, elapsed = await self._generate(session, index, turn)
         step = self._record_step(session, index, response, parsed, elapsed, offered)
+        if turn.output is not None:
+            typed = _typed_answer(parsed, turn.output)
+            if typed is not None:
+                return typed
         if parsed.kind == "final":
             return Finish(answer=parsed.final_answer or "", text=parsed.text)
         if parsed.kind == "action":
@@ -274,6 +298,12 @@ class StepLogic:
             return limit
         self._record_step(session, index, response, parsed, elapsed, [])
         answer = parsed.final_answer if parsed.kind == "final" else None
+        schema = _schema(self.rules, session)
+        if answer is not None and schema is not None:
+            from miniagent.core.runtime import output  # a typed turn
+
+            if output.answer_of(answer, schema)[1] is not None:
+                answer = None  # an answer that does not fit is no answer
         return AnswerAtLimit(stop=limit, answer=answer, text=parsed.text,
                              error=parsed.error or f"a reply of kind {parsed.kind}")
 
@@ -538,6 +568,30 @@ class StepLogic:
                        at=self.effects.now())
         await self._end_step(session, step.index)
 
+    async def _repair_output(self, session: AgentSession, next_step: RepairOutput) -> None:
+        """An answer that does not fit the schema: the model is told what is wrong (as the
+        result of its ``final_result`` call, or as a user message), or the run ends ``error``
+        once the turn has had its repairs."""
+        from miniagent.core.runtime import output  # a typed turn
+
+        step, call = session.steps[-1], next_step.call
+        done = output.repairs_done(session.turn_steps)  # this step's is not counted yet
+        step.error = f"{output.OUTPUT_ERROR}: {next_step.problem}"
+        self._report(session, step.index, "output_invalid", step.error)
+        if done >= output.OUTPUT_RETRIES:
+            session.finish("error", f"{step.error} (after {done} repairs)", at=self.effects.now())
+            await self._end_step(session, step.index)
+            return
+        schema = _schema(self.rules, session)
+        assert schema is not None
+        note = output.repair_note(next_step.problem, schema, by_tool=call is not None)
+        session.messages.append(Message(role="assistant", content=next_step.text,
+                                        tool_calls=[call] if call else []))
+        session.messages.append(Message(role="tool", content=note, tool_call_id=call.id,
+                                        name=call.name) if call else
+                                Message(role="user", content=note))
+        await self._end_step(session, step.index)
+
     async def _call_tools(self, session: AgentSession, next_step: CallTools) -> None:
         session.move_to("tools")  # the tools phase checkpoints once the calls are started
 
@@ -697,6 +751,8 @@ class _Turn:
     choice: str | None
     quoted: Sequence[str] = ()
     """Tool results a Final Answer must quote (``quote_answers``); empty: a free answer."""
+    output: dict[str, Any] | None = None
+    """The JSON Schema the answer must fit (None: a free answer)."""
 
 
 def first_request(rules: Rules, question: str = "") -> ModelRequest:
@@ -764,7 +820,30 @@ def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -
         )
 
         quoted = quotes.results(steps)
-    return _Turn(_history(session), tools, choice, quoted)
+    return _Turn(_history(session), tools, choice, quoted, _schema(rules, session))
+
+
+def _schema(rules: Rules, session: AgentSession) -> dict[str, Any] | None:
+    """The JSON Schema the turn's answer must fit: the turn's own, else the agent's."""
+    return session.turn.output_schema or rules.spec.output_schema
+
+
+def _typed_answer(parsed: ParsedOutput, schema: dict[str, Any]) -> NextStep | None:
+    """A typed turn's reply that gives an answer (a Final Answer, or a ``final_result``
+    call): Finish with it when it fits the schema, else RepairOutput. None: no answer."""
+    from miniagent.core.runtime import output  # a typed turn
+
+    call = output.final_call(parsed.tool_calls) if parsed.kind == "action" else None
+    if call is not None:
+        text = json.dumps(call.arguments, ensure_ascii=False)
+    elif parsed.kind == "final":
+        text = parsed.final_answer or ""
+    else:
+        return None
+    problem = output.answer_of(text, schema)[1]
+    if problem is not None:
+        return RepairOutput(problem=problem, text=parsed.text, call=call)
+    return Finish(answer=text, text=parsed.text if call is None else text)
 
 
 def _last_turn(rules: Rules, session: AgentSession) -> _Turn:
@@ -791,7 +870,12 @@ def _history(session: AgentSession) -> Sequence[Message]:
 
 
 def _rendered(rules: Rules, turn: _Turn) -> ModelRequest:
-    request = rules.protocol.render(turn.history, turn.tools, rules.spec.instructions)
+    instructions = rules.spec.instructions
+    if turn.output is not None:
+        from miniagent.core.runtime import output  # a typed turn
+
+        instructions = output.instructions(instructions, turn.output)
+    request = rules.protocol.render(turn.history, turn.tools, instructions)
     return _settled(rules, request, turn)
 
 
@@ -800,6 +884,11 @@ def _settled(rules: Rules, request: ModelRequest, turn: _Turn) -> ModelRequest:
     the tools this step offers (a narrowed grammar never names a tool the selection left out)."""
     request.temperature, request.max_tokens = rules.spec.temperature, rules.spec.max_tokens
     request = apply_choice(request, turn.choice, turn.tools)
+    if turn.output is not None:
+        from miniagent.core.runtime import output  # a typed turn
+
+        # a typed answer is the schema's JSON, never a quote
+        return output.constrain(request, turn.output, response_format=rules.spec.response_format)
     if not turn.quoted:
         return request
     from miniagent.core.protocol import quotes  # loaded: quote_answers found results to quote
@@ -828,6 +917,7 @@ _ACTIONS: dict[type, _Action] = {
     CallTools: StepLogic._call_tools,  # type: ignore[dict-item]
     Finish: StepLogic._finish,  # type: ignore[dict-item]
     RetryFormat: StepLogic._retry_format,  # type: ignore[dict-item]
+    RepairOutput: StepLogic._repair_output,  # type: ignore[dict-item]
     Stop: StepLogic._stop,  # type: ignore[dict-item]
     AnswerAtLimit: StepLogic._answer_at_limit,  # type: ignore[dict-item]
     WaitForPerson: StepLogic._wait,  # type: ignore[dict-item]

@@ -186,6 +186,12 @@ class AgentSpec:
     tool_retry: RetryPolicy | None = None
     """The retry policy of the tools that set none (see :mod:`miniagent.core.retry`); every
     call's :class:`~miniagent.core.types.ToolContext` carries it to the executor."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema every answer must fit (``Agent(output_type=...)``; a turn may give its
+    own: :mod:`miniagent.core.runtime.output`); None: a free answer."""
+    response_format: bool = False
+    """The model takes ``response_format`` (``json_schema``): a native request asks a typed
+    answer that way, else with a ``final_result`` tool."""
     aids_from_model: tuple[str, ...] = ()
     """The small-model aids (names of :data:`AIDS_FOR`'s entries) that an agent built without
     its model left to their defaults: a Temporal client's, whose workers' model is the one
@@ -263,8 +269,8 @@ def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
             agent's own, which keeps what it learnt of the endpoint between runs).
 
     Raises:
-        UserError: the protocol is not registered here, or ``tool_choice`` or ``recall`` names
-            a tool the run does not have.
+        UserError: the protocol is not registered here, ``tool_choice`` or ``recall`` names
+            a tool the run does not have, or a typed agent has a tool named ``final_result``.
     """
     if protocol is None:
         protocol = build_protocol(spec.protocol, tool_mode=tool_mode, native_tools=native_tools)
@@ -272,6 +278,9 @@ def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
         check_choice(spec.tool_choice, tools.names)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    if spec.output_schema is not None and "final_result" in tools.names:
+        raise UserError("a tool is named 'final_result', the name a typed answer is given "
+                        "under on a native request: rename the tool, or drop output_type")
     if spec.recall is not None and spec.recall not in tools.names:
         raise UserError(f"the agent recalls memories with the tool {spec.recall!r}, which this "
                         "run does not have (a Temporal worker must serve the agent's memory)")
