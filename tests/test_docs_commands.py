@@ -24,6 +24,8 @@ from miniagent.cli import app
 from miniagent.testing.stub_server import StubServer
 
 PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
+    "agent = Agent(model=model, output_type=Invoice)":
+        "test_docs_typed_results.py::test_the_pages_example_prints_what_the_page_says",
     "agent = Agent(model=LocalModel(), tools=[add])":
         "test_readme_main_command.py::test_the_quickstart_prints_completed",
     'api_key="EMPTY")  # tool_mode "auto"':
@@ -188,9 +190,11 @@ def test_the_check_refuses_what_the_cli_refuses(argv: list[str]) -> None:
 
 
 def test_every_block_is_of_a_kind_a_test_checks() -> None:
-    """Python blocks run, bash blocks parse, JSON blocks load (below); a block without a
+    """Python blocks run, bash blocks parse, JSON blocks load (below); a text block is what a
+    page's Python block prints (compared by the test that runs it); a block without a
     language is a picture (the architecture's diagram)."""
-    kinds = {(b.page, b.lang) for b in blocks() if b.lang not in ("python", "bash", "json", "")}
+    kinds = {(b.page, b.lang) for b in blocks()
+             if b.lang not in ("python", "bash", "json", "text", "")}
     assert kinds == set()
 
 

@@ -208,8 +208,7 @@ class Agent(SyncTwins):
         return typed_result(result, typed or self.output_type)
 
     def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
-                session_id: str | None = None, output_type: Any = None
-                ) -> AsyncIterator[Event]:
+                session_id: str | None = None, output_type: Any = None) -> AsyncIterator[Event]:
         """:meth:`arun`, its events yielded as they happen (a streaming model's text as
         ``model_delta``), the last a ``RunFinished`` with the result; leaving the loop early
         cancels the run as Ctrl-C does (see :mod:`miniagent.core.runtime.stream`)."""
