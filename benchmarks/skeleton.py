@@ -15,10 +15,15 @@ Prints:
       skeleton and the agent, each with the tool on a worker thread and inline;
   (b) wall time of N concurrent 3-step runs against the fast stub answering in 100 ms: the
       raw floor, the skeleton and the agent in turns on one stub per size, as ratios to
-      the floor (median of ``--repeat`` bursts each).
+      the floor (median of ``--repeat`` bursts each);
+  (c) with ``--profile N ...``: where the skeleton itself spends its time at N concurrent
+      runs: its client CPU and the share of it in the garbage collector, the same burst with
+      the collector's first threshold raised as the agent's runs raise it
+      (:data:`~miniagent.core.runtime.inprocess.GC_YOUNG`), and a cProfile by own time.
 
 Usage: python benchmarks/skeleton.py [--runs 300] [--concurrency 1000 3000 10000] [--repeat 3]
        [--inline-tool]  (in (b), the tool is called on the event loop by both)
+       [--profile 3000 10000] [--profile-top 25] [--only-profile]
 Only 127.0.0.1 is contacted; every stub is stopped.
 """
 
@@ -26,11 +31,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import io
 import json
 import os
+import pstats
 import statistics
 import sys
 import time
+from cProfile import Profile
 from functools import partial
 from typing import Any
 
@@ -44,6 +53,7 @@ from miniagent._internal.aio import run_in_daemon_thread
 from miniagent.core.models.http import HttpClient
 from miniagent.core.protocol.react import ReactProtocol
 from miniagent.core.protocol.react_parser import parse_react
+from miniagent.core.runtime.inprocess import GC_YOUNG
 
 PROTOCOL = ReactProtocol()
 
@@ -139,14 +149,21 @@ def per_step(runs: int, rounds: int) -> None:
         print(f"    {name:24} {ms:.3f} ms, {ms - raw * 1e3:.3f} ms over the raw round trip")
 
 
-async def skeleton_burst(base_url: str, n: int, inline: bool) -> tuple[float, int]:
+async def skeleton_burst(base_url: str, n: int, inline: bool, profile: Profile | None = None
+                         ) -> tuple[float, int]:
     client = HttpClient(max_connections=n)
     url = f"{base_url}/chat/completions"
     try:
         await skeleton_run(client, url, "warm up", add, inline)
         runs = [skeleton_run(client, url, QUESTION.format(i), add, inline) for i in range(n)]
         started = time.perf_counter()
-        answers = await asyncio.gather(*runs)
+        if profile is not None:
+            profile.enable()
+        try:
+            answers = await asyncio.gather(*runs)
+        finally:
+            if profile is not None:
+                profile.disable()
         return time.perf_counter() - started, sum(a is not None for a in answers)
     finally:
         await client.aclose()
@@ -193,6 +210,38 @@ def bursts(sizes: list[int], repeat: int, timeout: float, inline: bool = False) 
               f"{agent.wall / skel.wall:9.2f}x", flush=True)
 
 
+def where_time_goes(sizes: list[int], timeout: float, top: int) -> None:
+    """(c): the skeleton's CPU and collector share at each size, with the collector as it is
+    and with its first threshold at the agent's ``GC_YOUNG``; then a cProfile by own time."""
+    raise_nofile_limit()
+    saved = gc.get_threshold()
+    for n in sizes:
+        with stub_server(0.1, fast=True) as stub:
+            sides = {}
+            for young in (saved[0], GC_YOUNG):
+                gc.set_threshold(young, *saved[1:])
+                try:
+                    sides[young] = asyncio.run(timed(partial(skeleton_burst, stub.url, n, False),
+                                                     stub, timeout))
+                finally:
+                    gc.set_threshold(*saved)
+            profile = Profile()
+            profiled = asyncio.run(timed(partial(skeleton_burst, stub.url, n, False, profile),
+                                         stub, timeout))
+        print(f"(c) where the skeleton spends its time, {n} concurrent runs:")
+        for young, side in sides.items():
+            share = side.gc / side.client_cpu if side.client_cpu else 0.0
+            print(f"    collector threshold {young:>6}: wall {side.wall or 0:.2f} s, client CPU "
+                  f"{side.client_cpu:.2f} s, in the collector {side.gc:.2f} s ({share:.0%}), "
+                  f"{side.done}/{n} completed {side.error}")
+        print(f"    cProfile (collector as it is): {profiled.wall or 0:.2f} s under the profiler")
+        out = io.StringIO()
+        stats = pstats.Stats(profile, stream=out)
+        stats.sort_stats("tottime").print_stats(top)
+        print("\n".join(line for line in out.getvalue().splitlines() if line.strip()))
+        overhead.print_time_by_file(stats)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
@@ -202,11 +251,18 @@ def main() -> None:
     parser.add_argument("--size-timeout", type=float, default=60.0)
     parser.add_argument("--inline-tool", action="store_true",
                         help="in (b), the skeleton and the agent call the tool on the event loop")
+    parser.add_argument("--profile", type=int, nargs="*", default=None, metavar="N",
+                        help="(c) at these sizes (default 3000 10000)")
+    parser.add_argument("--profile-top", type=int, default=25)
+    parser.add_argument("--only-profile", action="store_true", help="run only (c)")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
-    per_step(max(1, args.runs), max(1, args.rounds))
-    bursts(args.concurrency, max(1, args.repeat), args.size_timeout, args.inline_tool)
+    if not args.only_profile:
+        per_step(max(1, args.runs), max(1, args.rounds))
+        bursts(args.concurrency, max(1, args.repeat), args.size_timeout, args.inline_tool)
+    if args.profile is not None or args.only_profile:
+        where_time_goes(args.profile or [3000, 10000], args.size_timeout, args.profile_top)
 
 
 if __name__ == "__main__":
