@@ -43,6 +43,7 @@ from miniagent.core.tools.toolbox import Failure, describe, failure_text, guarde
 from miniagent.core.types import Observation, ToolCall
 
 if TYPE_CHECKING:
+    from miniagent.core.tools.warmup import Warmup
     from miniagent.core.types import ToolContext
 
 __all__ = ["NO_OUTPUT", "LateResult", "ToolRegistry", "format_result", "late_result",
@@ -134,9 +135,16 @@ class ToolRegistry:
         Raises:
             ToolError: some failed (the message says which, and why).
         """
-        from miniagent.core.tools.warmup import tool_warmups, warm_all
+        from miniagent.core.tools.warmup import warm_all
 
-        await warm_all(tool_warmups(self))
+        await warm_all(self.warmups())
+
+    def warmups(self) -> list[Warmup]:
+        """Its tools' warm-ups, each keyed by its function (a start warms each once per
+        process, however many registries hold the tool)."""
+        from miniagent.core.tools.warmup import tool_warmups
+
+        return tool_warmups(self)
 
     async def aclose(self) -> None:
         """Nothing to release: function tools hold no resources."""
