@@ -65,8 +65,6 @@ OPEN_EDGES = frozenset({
     ("miniagent.core.agent_setup", "miniagent.observe.redact"),
     # a warm-up's record describes the model with observe's description
     ("miniagent.core.tools.warmup", "miniagent.observe.describe"),
-    # the version of an uninstalled source tree is read from the public API's __version__
-    ("miniagent._internal.version", "miniagent"),
 })
 """Edges against the order, or closing a cycle, that no change removes yet: each is in the
 core."""

@@ -17,6 +17,7 @@ Write typed Python functions, point an :class:`Agent` at any OpenAI-compatible
 
 from typing import TYPE_CHECKING, Any
 
+from miniagent._internal.version import __version__
 from miniagent.core.agent import Agent
 from miniagent.core.errors import (
     ConfigError,
@@ -85,7 +86,6 @@ if TYPE_CHECKING:
     from miniagent.memory.items import MemoryItem
     from miniagent.memory.sqlite import Memory
 
-__version__ = "0.1.0"
 
 _LAZY = {
     "SQLiteStore": "miniagent.core.store.sqlite", "Memory": "miniagent.memory.sqlite",
