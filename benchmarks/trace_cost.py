@@ -60,7 +60,7 @@ def otel_subscriber() -> Callable[[Any], None] | None:
             InMemorySpanExporter,
         )
 
-        from miniagent.observe.describe import ModelInfo
+        from miniagent.core.models.describe import ModelInfo
         from miniagent.observe.otel import OtelTracer
     except ImportError:
         return None

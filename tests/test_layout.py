@@ -60,11 +60,11 @@ once they are in."""
 OPEN_EDGES = frozenset({
     # Agent builds its memory tools, its JSONL tracer and model description from observe
     ("miniagent.core.agent_setup", "miniagent.memory.tools"),
-    ("miniagent.core.agent_setup", "miniagent.observe.describe"),
+    ("miniagent.core.agent_setup", "miniagent.core.models.describe"),
     ("miniagent.core.agent_setup", "miniagent.observe.jsonl"),
     ("miniagent.core.agent_setup", "miniagent.observe.redact"),
     # a warm-up's record describes the model with observe's description
-    ("miniagent.core.tools.warmup", "miniagent.observe.describe"),
+    ("miniagent.core.tools.warmup", "miniagent.core.models.describe"),
 })
 """Edges against the order, or closing a cycle, that no change removes yet: each is in the
 core."""

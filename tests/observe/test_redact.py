@@ -95,7 +95,7 @@ def test_a_runs_trace_and_spans_never_hold_a_raw_credential(tmp_path: Path) -> N
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from miniagent import Agent, ScriptedModel, tool
-    from miniagent.observe.describe import describe_model
+    from miniagent.core.models.describe import describe_model
     from miniagent.observe.jsonl import JsonlTracer
     from miniagent.observe.otel import OtelTracer
 

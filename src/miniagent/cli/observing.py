@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from miniagent.core.agent import Agent
-from miniagent.observe.describe import describe_model
+from miniagent.core.models.describe import describe_model
 from miniagent.observe.redact import model_secrets
 
 if TYPE_CHECKING:

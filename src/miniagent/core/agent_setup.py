@@ -132,7 +132,7 @@ def memory_source(memory: MemorySettings, model: Model | None) -> ToolSource:
 
 def tracer_for(trace: str | os.PathLike[str], model: Model | None) -> JsonlTracer:
     """The JSONL trace file's subscriber (its modules load only for an agent that traces)."""
-    from miniagent.observe.describe import describe_model
+    from miniagent.core.models.describe import describe_model
     from miniagent.observe.jsonl import JsonlTracer
     from miniagent.observe.redact import model_secrets
 

@@ -53,10 +53,10 @@ from typing import Any
 
 from miniagent._internal.version import installed_version
 from miniagent.core.errors import ConfigError
+from miniagent.core.models.describe import ModelInfo
 from miniagent.core.runtime import events as ev
 from miniagent.core.types import RunResult, TokenUsage
 from miniagent.observe.cut import cut_text, fitted_json
-from miniagent.observe.describe import ModelInfo
 from miniagent.observe.redact import Redactor
 
 try:
@@ -121,7 +121,7 @@ class OtelTracer:
     """An event subscriber that records runs as OpenTelemetry spans.
 
     Args:
-        model: What to call the model (:func:`~miniagent.observe.describe.describe_model`).
+        model: What to call the model (:func:`~miniagent.core.models.describe.describe_model`).
         agent_name: ``gen_ai.agent.name`` and the agent span's name.
         tracer_provider: Where spans go; the global provider when None.
         capture_content: Record messages, tool definitions, arguments and results; None reads

@@ -190,7 +190,7 @@ def _agent_runs_with(agent: Agent | TemporalAgent) -> Callable[[AgentSession], s
     if not isinstance(agent, Agent):
         text = f"the workers of Temporal task queue {agent.task_queue}"
     else:
-        from miniagent.observe.describe import describe_model
+        from miniagent.core.models.describe import describe_model
 
         model = describe_model(agent.model)
         at = f" at {model.server_address}" if model.server_address else ""

@@ -185,7 +185,7 @@ def model_warmups(model: object, run: Callable[[], Any] | None = None) -> list[W
     warmup, still_warm = getattr(model, "warmup", None), getattr(model, "is_warm", None)
     if model is None or not callable(warmup):
         return []
-    from miniagent.observe.describe import describe_model
+    from miniagent.core.models.describe import describe_model
 
     at_least = getattr(model, "warmup_seconds", None)
     return [Warmup(name=f"model {describe_model(model).name}", key=model, run=run or warmup,
