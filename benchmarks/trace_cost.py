@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from miniagent import Agent, Limits, ScriptedModel, tool
-from miniagent.observe.jsonl import JsonlTracer
+from miniagent.core.trace.jsonl import JsonlTracer
 
 
 @tool

@@ -34,6 +34,7 @@ LAYERS = (
     "core.models",
     "core.tools",
     "core.runtime",
+    "core.trace",  # the JSONL trace file Agent(trace=...) writes, and redaction
     "core.agent_setup",  # what an Agent's arguments become
     "core.agent",
     # the extensions, each on the core and those below it, lowest first
@@ -61,8 +62,8 @@ OPEN_EDGES = frozenset({
     # Agent builds its memory tools, its JSONL tracer and model description from observe
     ("miniagent.core.agent_setup", "miniagent.memory.tools"),
     ("miniagent.core.agent_setup", "miniagent.core.models.describe"),
-    ("miniagent.core.agent_setup", "miniagent.observe.jsonl"),
-    ("miniagent.core.agent_setup", "miniagent.observe.redact"),
+    ("miniagent.core.agent_setup", "miniagent.core.trace.jsonl"),
+    ("miniagent.core.agent_setup", "miniagent.core.trace.redact"),
     # a warm-up's record describes the model with observe's description
     ("miniagent.core.tools.warmup", "miniagent.core.models.describe"),
 })

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miniagent import Agent, Memory, MemoryItem, ScriptedModel, UserError
+from miniagent.core.trace.redact import REDACTED
 from miniagent.memory import RECALL_HEADER, memory_tools, recall_block
 from miniagent.memory.tools import RECALL_FOOTER, RECALL_NONE
-from miniagent.observe.redact import REDACTED
 
 
 def item(text: str, item_id: str = "0123456789abcdef") -> MemoryItem:

@@ -85,7 +85,7 @@ def worker(
     """
     from miniagent.cli.build import env
     from miniagent.cli.loading import load_tools
-    from miniagent.observe.redact import model_secrets
+    from miniagent.core.trace.redact import model_secrets
 
     with cli_errors(), on_the_cluster():
         if mode not in ("react", "native", "auto"):

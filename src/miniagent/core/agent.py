@@ -98,7 +98,7 @@ class Agent(SyncTwins):
     and model before the first run (see :meth:`start`); a run works the same without it.
 
     ``trace`` appends every event of every run to a JSONL file (see
-    :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
+    :class:`~miniagent.core.trace.jsonl.JsonlTracer`; the model's API key never reaches it).
     Other subscribers: :meth:`subscribe` for every run, ``on_event`` of :meth:`arun` for one.
 
     To run its sessions on a Temporal cluster, wrap it:

@@ -25,7 +25,7 @@ from miniagent.core.tools.tool import Tool
 from miniagent.core.tools.toolbox import ToolSource
 
 if TYPE_CHECKING:
-    from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.core.trace.jsonl import JsonlTracer
 
 ToolItem = Tool | Callable[..., Any] | ToolSource
 
@@ -123,8 +123,8 @@ def split_tools(tools: ToolRegistry | Iterable[ToolItem]
 def memory_source(memory: MemorySettings, model: Model | None) -> ToolSource:
     """The ``remember`` and ``recall`` tools over the memory's namespace (their modules load
     only for an agent with a memory)."""
+    from miniagent.core.trace.redact import model_secrets
     from miniagent.memory.tools import memory_tools
-    from miniagent.observe.redact import model_secrets
 
     return ToolRegistry(memory_tools(memory.memory, memory.namespace,
                                      secrets=model_secrets(model)))
@@ -133,8 +133,8 @@ def memory_source(memory: MemorySettings, model: Model | None) -> ToolSource:
 def tracer_for(trace: str | os.PathLike[str], model: Model | None) -> JsonlTracer:
     """The JSONL trace file's subscriber (its modules load only for an agent that traces)."""
     from miniagent.core.models.describe import describe_model
-    from miniagent.observe.jsonl import JsonlTracer
-    from miniagent.observe.redact import model_secrets
+    from miniagent.core.trace.jsonl import JsonlTracer
+    from miniagent.core.trace.redact import model_secrets
 
     return JsonlTracer(trace, secrets=model_secrets(model) if model else (),
                        model=describe_model(model).name if model else None)

@@ -15,7 +15,7 @@ index in the same transaction; ``memory_vectors`` holds the embeddings, when the
 embedder (see :mod:`miniagent.memory.vectors`).
 
 Credentials are never stored: a text and its metadata are redacted on the way in, with the
-rules of the traces (:class:`~miniagent.observe.redact.Redactor`: the values of
+rules of the traces (:class:`~miniagent.core.trace.redact.Redactor`: the values of
 credential-named environment variables, ``password: ...``, ``Bearer ...``, ``sk-...``, and the
 secrets given to :class:`Memory`).
 """
@@ -36,6 +36,7 @@ from miniagent._internal.files import FILE_MODE, private_dir
 from miniagent._internal.ids import random_id
 from miniagent.core.errors import ConfigError, SessionError, StoreCorrupted, UserError
 from miniagent.core.store.sqlite import immediate_transaction, read_snapshot
+from miniagent.core.trace.redact import Redactor
 from miniagent.memory import terms
 from miniagent.memory.items import (
     MAX_K,
@@ -49,7 +50,6 @@ from miniagent.memory.items import (
     encoded_metadata,
 )
 from miniagent.memory.vectors import checked_vectors, fuse, pack, top_cosine
-from miniagent.observe.redact import Redactor
 
 __all__ = ["APPLICATION_ID", "CANDIDATES", "SCHEMA_VERSION", "Embedder", "Memory"]
 

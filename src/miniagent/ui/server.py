@@ -207,7 +207,7 @@ def _describe(store: CheckpointStore) -> str:
 def _tracer(trace: str | os.PathLike[str] | None) -> Any:
     if trace is None:
         return None
-    from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.core.trace.jsonl import JsonlTracer
 
     return JsonlTracer(trace)
 
