@@ -58,17 +58,9 @@ KNOWN_EDGES = frozenset({
 """Edges against the order, or closing a cycle, that other changes are removing now; empty
 once they are in."""
 
-OPEN_EDGES = frozenset({
-    # Agent builds its memory tools, its JSONL tracer and model description from observe
-    ("miniagent.core.agent_setup", "miniagent.memory.tools"),
-    ("miniagent.core.agent_setup", "miniagent.core.models.describe"),
-    ("miniagent.core.agent_setup", "miniagent.core.trace.jsonl"),
-    ("miniagent.core.agent_setup", "miniagent.core.trace.redact"),
-    # a warm-up's record describes the model with observe's description
-    ("miniagent.core.tools.warmup", "miniagent.core.models.describe"),
-})
-"""Edges against the order, or closing a cycle, that no change removes yet: each is in the
-core."""
+OPEN_EDGES: frozenset[tuple[str, str]] = frozenset()
+"""Edges against the order, or closing a cycle, that no change removes yet: empty, and to stay
+so."""
 
 
 def _is_type_checking(node: ast.If) -> bool:

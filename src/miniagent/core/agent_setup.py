@@ -121,13 +121,12 @@ def split_tools(tools: ToolRegistry | Iterable[ToolItem]
 
 
 def memory_source(memory: MemorySettings, model: Model | None) -> ToolSource:
-    """The ``remember`` and ``recall`` tools over the memory's namespace (their modules load
-    only for an agent with a memory)."""
+    """The ``remember`` and ``recall`` tools over the memory's namespace, which the memory
+    makes (their modules load only for an agent with a memory); the model's credentials are
+    never stored nor shown."""
     from miniagent.core.trace.redact import model_secrets
-    from miniagent.memory.tools import memory_tools
 
-    return ToolRegistry(memory_tools(memory.memory, memory.namespace,
-                                     secrets=model_secrets(model)))
+    return memory.memory.tool_source(memory.namespace, secrets=model_secrets(model))
 
 
 def tracer_for(trace: str | os.PathLike[str], model: Model | None) -> JsonlTracer:

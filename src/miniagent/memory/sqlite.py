@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.files import FILE_MODE, private_dir
@@ -37,6 +37,9 @@ from miniagent._internal.ids import random_id
 from miniagent.core.errors import ConfigError, SessionError, StoreCorrupted, UserError
 from miniagent.core.store.sqlite import immediate_transaction, read_snapshot
 from miniagent.core.trace.redact import Redactor
+
+if TYPE_CHECKING:
+    from miniagent.core.tools.registry import ToolRegistry
 from miniagent.memory import terms
 from miniagent.memory.items import (
     MAX_K,
@@ -149,6 +152,17 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"Memory({str(self.path) if self.path else None!r})"
+
+    def tool_source(self, namespace: str = "default", *, secrets: Iterable[str] = ()
+                    ) -> ToolRegistry:
+        """Its ``remember`` and ``recall`` tools over ``namespace``, as one tool source: what
+        ``Agent(memory=...)`` adds to the agent's tools (see
+        :func:`~miniagent.memory.tools.memory_tools`; ``secrets``: the agent's credentials,
+        never stored nor shown)."""
+        from miniagent.core.tools.registry import ToolRegistry
+        from miniagent.memory.tools import memory_tools
+
+        return ToolRegistry(memory_tools(self, namespace, secrets=secrets))
 
     def __enter__(self) -> Memory:
         return self
