@@ -33,13 +33,14 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from miniagent._internal.aio import run_in_daemon_thread
+from miniagent._internal.wording import describe
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.tools.tool import (
     Tool,
     preview,
     tool,
 )
-from miniagent.core.tools.toolbox import Failure, describe, failure_text, guarded, within
+from miniagent.core.tools.toolbox import Failure, failure_text, guarded, within
 from miniagent.core.types import Observation, ToolCall
 
 if TYPE_CHECKING:

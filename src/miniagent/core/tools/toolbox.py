@@ -68,7 +68,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from miniagent._internal.wording import counted
+from miniagent._internal.wording import counted, describe
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.throttles import held_by_callers, holding, tool_slots
@@ -82,7 +82,7 @@ from miniagent.core.types import (
     using_context,
 )
 
-__all__ = ["Failure", "ToolSource", "Toolbox", "describe", "failure_text", "guarded", "records",
+__all__ = ["Failure", "ToolSource", "Toolbox", "failure_text", "guarded", "records",
            "within"]
 
 
@@ -415,11 +415,3 @@ def failure_text(name: str, error: BaseException) -> str:
     if isinstance(error, ToolError):
         return str(error)
     return f"Error executing tool {name!r}: {describe(error)}"
-
-
-def describe(exc: BaseException) -> str:
-    try:
-        message = str(exc)
-    except Exception:
-        message = ""
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
