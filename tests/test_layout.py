@@ -135,7 +135,7 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def part(module: str) -> str:
-    """The part a module belongs to: ``miniagent.core.tools.registry`` -> ``core.tools``."""
+    """The part a module belongs to: ``miniagent.core.tools.toolbox`` -> ``core.tools``."""
     names = module.split(".")[1:]
     if not names:
         return "miniagent"

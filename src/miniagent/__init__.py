@@ -57,9 +57,8 @@ from miniagent.core.session import AgentSession
 from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.store import CheckpointStore, InMemoryStore
 from miniagent.core.throttles import EndpointLimits
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool, tool
-from miniagent.core.tools.toolbox import ToolSource
+from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
 from miniagent.core.types import (
     CallRecord,
     Decision,

@@ -39,9 +39,8 @@ from miniagent.core.runtime.run import AgentSpec, Compression, rules_for, run_se
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import ApprovalRule
-from miniagent.core.tools.toolbox import Toolbox, ToolSource, records
+from miniagent.core.tools.toolbox import Toolbox, ToolRegistry, ToolSource, records
 from miniagent.core.twins import SyncTwins
 from miniagent.core.types import RunResult, current_context
 

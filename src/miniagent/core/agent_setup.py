@@ -20,9 +20,8 @@ from miniagent.core.runtime.calls import InterruptedPolicy
 from miniagent.core.runtime.guards import Limits
 from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression
 from miniagent.core.settings import Aids, MemorySettings, ModelSettings
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool
-from miniagent.core.tools.toolbox import ToolSource
+from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
 
 if TYPE_CHECKING:
     from miniagent.core.trace.jsonl import JsonlTracer

@@ -39,7 +39,7 @@ from miniagent.core.store.sqlite import immediate_transaction, read_snapshot
 from miniagent.core.trace.redact import Redactor
 
 if TYPE_CHECKING:
-    from miniagent.core.tools.registry import ToolRegistry
+    from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.memory import terms
 from miniagent.memory.items import (
     MAX_K,
@@ -159,7 +159,7 @@ class Memory:
         ``Agent(memory=...)`` adds to the agent's tools (see
         :func:`~miniagent.memory.tools.memory_tools`; ``secrets``: the agent's credentials,
         never stored nor shown)."""
-        from miniagent.core.tools.registry import ToolRegistry
+        from miniagent.core.tools.toolbox import ToolRegistry
         from miniagent.memory.tools import memory_tools
 
         return ToolRegistry(memory_tools(self, namespace, secrets=secrets))

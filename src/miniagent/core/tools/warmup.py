@@ -8,7 +8,7 @@ What can be warmed:
   and lists its tools; an agent used as a tool warms its own agent; the wrappers of
   :mod:`miniagent.core.tools.wrappers` pass it on;
 - a tool source that holds several things to warm lists them, ``warmups()``: a
-  :class:`~miniagent.core.tools.registry.ToolRegistry` lists its tools' warm-ups (each warmed
+  :class:`~miniagent.core.tools.toolbox.ToolRegistry` lists its tools' warm-ups (each warmed
   once per process, whichever registries hold the tool);
 - a model with a ``warmup(request)`` method: the embedded model loads its weights and evaluates
   the prompt of the first request, so that the first step finds it in the KV cache.
