@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from miniagent.core.errors import UserError
 from miniagent.core.models.base import ALL_AIDS, Model
-from miniagent.core.protocol.base import ActionProtocol, check_choice
+from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.calls import InterruptedPolicy
-from miniagent.core.runtime.guards import Limits
+from miniagent.core.runtime.guards import Limits, check_choice
 from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression
 from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.tools.tool import Tool
