@@ -27,7 +27,6 @@ LAYERS = (
     "core.settings",  # the value types Agent takes (model settings, aids, memory settings)
     "core.protocol",
     "core.session",
-    "core.twins",  # the sync twins of an agent's async methods
     "core.retry",
     "core.throttles",
     "core.store",

@@ -11,6 +11,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from miniagent._internal import defaults
+from miniagent._internal.aio import SyncTwins
 from miniagent._internal.bounds import seconds, whole
 from miniagent._internal.ids import random_id
 from miniagent._internal.text import storable
@@ -41,7 +42,6 @@ from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSetti
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
 from miniagent.core.tools.tool import ApprovalRule
 from miniagent.core.tools.toolbox import Toolbox, ToolRegistry, ToolSource, records
-from miniagent.core.twins import SyncTwins
 from miniagent.core.types import RunResult, current_context
 
 if TYPE_CHECKING:
