@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from miniagent._internal import defaults
 from miniagent._internal.aio import SyncTwins
 from miniagent._internal.bounds import seconds, whole
-from miniagent._internal.ids import random_id
 from miniagent._internal.text import storable
 from miniagent.core.agent_setup import (
     ToolItem,
@@ -39,7 +38,7 @@ from miniagent.core.runtime.inprocess import (
 from miniagent.core.runtime.run import AgentSpec, Compression, rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
-from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
+from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner, random_id
 from miniagent.core.tools.tool import ApprovalRule
 from miniagent.core.tools.toolbox import Toolbox, ToolRegistry, ToolSource, records
 from miniagent.core.types import RunResult, current_context

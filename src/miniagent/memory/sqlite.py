@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.files import FILE_MODE, private_dir
-from miniagent._internal.ids import random_id
 from miniagent.core.errors import ConfigError, SessionError, StoreCorrupted, UserError
+from miniagent.core.store.base import random_id
 from miniagent.core.store.sqlite import immediate_transaction, read_snapshot
 from miniagent.core.trace.redact import Redactor
 
