@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from miniagent._internal import defaults
 from miniagent._internal.aio import SyncTwins
 from miniagent._internal.bounds import seconds, whole
-from miniagent._internal.text import storable
 from miniagent.core.agent_setup import (
     ToolItem,
     describe,
@@ -36,7 +35,7 @@ from miniagent.core.runtime.inprocess import (
     warm_model_prompt,
 )
 from miniagent.core.runtime.run import AgentSpec, Compression, rules_for, run_session
-from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.session import FINAL, AgentSession, storable
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner, random_id
 from miniagent.core.tools.tool import ApprovalRule

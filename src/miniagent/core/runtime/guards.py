@@ -64,10 +64,11 @@ from typing import Any, Literal
 from miniagent._internal import defaults
 from miniagent._internal.bounds import seconds, whole
 from miniagent._internal.jsonscan import MAX_DEPTH, deeper_than, incomplete
-from miniagent._internal.text import storable, tokens
+from miniagent._internal.text import tokens
 from miniagent._internal.wording import counted
 from miniagent.core.protocol.base import CHOICE_KEYWORDS
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, EXAMPLE_PLACEHOLDERS
+from miniagent.core.session import storable
 from miniagent.core.types import (
     ModelRequest,
     ModelResponse,

@@ -30,9 +30,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from miniagent._internal.text import storable
 from miniagent.core.errors import SessionBusy, SessionNotFound, UserError
-from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.session import FINAL, AgentSession, storable
 from miniagent.core.types import CallRecord
 
 if TYPE_CHECKING:  # a listing's types load with the first listing
