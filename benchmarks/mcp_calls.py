@@ -23,8 +23,7 @@ import time
 from pathlib import Path
 
 from miniagent import tool
-from miniagent.core.tools.registry import ToolRegistry
-from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.tools.toolbox import Toolbox, ToolRegistry
 from miniagent.core.types import ToolCall
 from miniagent.mcp import MCPServer
 

@@ -24,7 +24,7 @@ from typing import Any
 from trace_cost import add, script, timed_runs  # the same runs as the tracing figures
 
 from miniagent import Agent, Limits, ScriptedModel
-from miniagent.observe.describe import ModelInfo
+from miniagent.core.models.describe import ModelInfo
 
 
 def subscribers() -> dict[str, Callable[[Any], None] | None]:

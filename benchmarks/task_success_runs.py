@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from miniagent.core.models.openai_wire import normalize_completion
-from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.types import (
     CallRecord,
     Observation,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from miniagent import Agent, Limits, ScriptedModel, tool
-from miniagent.observe.jsonl import JsonlTracer
+from miniagent.core.trace.jsonl import JsonlTracer
 
 
 @tool
@@ -60,7 +60,7 @@ def otel_subscriber() -> Callable[[Any], None] | None:
             InMemorySpanExporter,
         )
 
-        from miniagent.observe.describe import ModelInfo
+        from miniagent.core.models.describe import ModelInfo
         from miniagent.observe.otel import OtelTracer
     except ImportError:
         return None

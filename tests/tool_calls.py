@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from miniagent.core.tools.registry import ToolRegistry
-from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.tools.toolbox import Toolbox, ToolRegistry
 from miniagent.core.types import Observation, ToolCall, ToolContext
 
 

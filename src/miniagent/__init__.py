@@ -17,6 +17,7 @@ Write typed Python functions, point an :class:`Agent` at any OpenAI-compatible
 
 from typing import TYPE_CHECKING, Any
 
+from miniagent._internal.version import __version__
 from miniagent.core.agent import Agent
 from miniagent.core.errors import (
     ConfigError,
@@ -56,9 +57,8 @@ from miniagent.core.session import AgentSession
 from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.store import CheckpointStore, InMemoryStore
 from miniagent.core.throttles import EndpointLimits
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool, tool
-from miniagent.core.tools.toolbox import ToolSource
+from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
 from miniagent.core.types import (
     CallRecord,
     Decision,
@@ -85,7 +85,6 @@ if TYPE_CHECKING:
     from miniagent.memory.items import MemoryItem
     from miniagent.memory.sqlite import Memory
 
-__version__ = "0.1.0"
 
 _LAZY = {
     "SQLiteStore": "miniagent.core.store.sqlite", "Memory": "miniagent.memory.sqlite",

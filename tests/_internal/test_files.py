@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from miniagent import Agent, ScriptedModel, SQLiteStore
+from miniagent.core.trace.jsonl import JsonlTracer
 from miniagent.evals.results import ResultsFile
-from miniagent.observe.jsonl import JsonlTracer
 from miniagent.report.trace import write_trace_html
 
 

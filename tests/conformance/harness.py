@@ -38,6 +38,7 @@ from miniagent.core.runtime.fork import fork_session
 from miniagent.core.runtime.run import rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession
 from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.trace.jsonl import JsonlTracer
 from miniagent.core.types import (
     CallRecord,
     Decision,
@@ -49,7 +50,6 @@ from miniagent.core.types import (
     ToolCall,
     ToolContext,
 )
-from miniagent.observe.jsonl import JsonlTracer
 
 if TYPE_CHECKING:
     from miniagent.temporal import TemporalAgent

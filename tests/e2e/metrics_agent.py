@@ -11,7 +11,7 @@ import json
 import sys
 
 from miniagent import Agent, ScriptedModel, tool
-from miniagent.observe.describe import describe_model
+from miniagent.core.models.describe import describe_model
 from miniagent.observe.metrics import Metrics
 
 RUNS, CALLS = 2, 3

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from eval_weak_models import USAGE, ByQuestion, react
 
-from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.evals.faults import ToolFaults
 from miniagent.evals.metrics import summarize
 from miniagent.evals.runner import EvalConfig, run_eval

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miniagent import Agent, Memory, MemoryItem, ScriptedModel, UserError
+from miniagent.core.trace.redact import REDACTED
 from miniagent.memory import RECALL_HEADER, memory_tools, recall_block
 from miniagent.memory.tools import RECALL_FOOTER, RECALL_NONE
-from miniagent.observe.redact import REDACTED
 
 
 def item(text: str, item_id: str = "0123456789abcdef") -> MemoryItem:
@@ -161,3 +161,19 @@ def test_credentials_are_not_stored_nor_recalled(tmp_path: Path) -> None:
     assert f'"the staging token is {REDACTED}"' in block and early in block
     raw = b"".join(file.read_bytes() for file in tmp_path.glob("m.db*"))
     assert b"hunter2" not in raw and b"key-given" not in raw and b"t-555555" not in raw
+
+
+def test_a_memory_makes_its_own_tool_source_and_keeps_its_secrets_out() -> None:
+    """What Agent(memory=...) and the Temporal worker add: the memory's tools over a namespace."""
+    from miniagent.core.types import ToolCall
+
+    memory = Memory()
+    source = memory.tool_source("alice", secrets=["sk-agent-key-123456"])
+    names = [t.name for t in asyncio.run(source.list_tools())]
+    call = ToolCall(id="c1", name="remember",
+                    arguments={"text": "Alice's key is sk-agent-key-123456; she likes tea"})
+    asyncio.run(source.call_tool(call))
+    (stored,) = memory.list("alice")
+    assert names == ["remember", "recall"]
+    assert stored.text == f"Alice's key is {REDACTED}; she likes tea"
+    memory.close()

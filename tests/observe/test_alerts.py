@@ -36,7 +36,7 @@ def test_promtool_unit_tests_pass() -> None:
 def test_every_rule_names_a_metric_miniagent_serves() -> None:
     pytest.importorskip("prometheus_client")
     from miniagent import ScriptedModel
-    from miniagent.observe.describe import describe_model
+    from miniagent.core.models.describe import describe_model
     from miniagent.observe.metrics import Metrics
 
     registry = Metrics(model=describe_model(ScriptedModel([]))).registry

@@ -18,7 +18,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from miniagent import Agent, Limits, ScriptedModel, tool
-from miniagent.observe.describe import describe_model
+from miniagent.core.models.describe import describe_model
 from miniagent.observe.metrics import ALERT_RULES, Metrics
 
 PROMTOOL = shutil.which("promtool")

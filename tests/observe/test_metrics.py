@@ -17,10 +17,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from docs_pages import block_with
 from miniagent import Agent, ScriptedModel, tool
 from miniagent.core.errors import ConfigError, ModelHTTPError
+from miniagent.core.models.describe import describe_model
 from miniagent.core.runtime import events as ev
 from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.core.types import Observation, ToolCall
-from miniagent.observe.describe import describe_model
 from miniagent.observe.metrics import MAX_TOOLS, UNKNOWN_TOOL, Metrics
 from miniagent.observe.metrics_http import parse_address, serve_metrics
 

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from miniagent import ScriptedModel
+from miniagent.core.models.describe import describe_model
 from miniagent.observe import metrics_http
-from miniagent.observe.describe import describe_model
 from miniagent.observe.metrics import Metrics
 from miniagent.observe.metrics_http import MetricsServer
 from miniagent.testing.slow_clients import closed_by_server, stalled_requests

@@ -26,8 +26,8 @@ import miniagent
 from docs_pages import block_with
 from miniagent import Agent, ScriptedModel
 from miniagent.core.errors import ConfigError, ModelHTTPError
+from miniagent.core.models.describe import describe_model
 from miniagent.core.store.sqlite import SQLiteStore
-from miniagent.observe.describe import describe_model
 from miniagent.observe.figures import DURATION_BUCKETS, FIGURES, TOKEN_BUCKETS
 from miniagent.observe.metrics import Metrics, otlp_meter_provider
 from miniagent.observe.metrics_prom import new_registry

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("prometheus_client")
 
 from miniagent import Agent, ScriptedModel, SQLiteStore, tool
+from miniagent.core.models.describe import describe_model
 from miniagent.observe import metrics as metrics_module
-from miniagent.observe.describe import describe_model
 from miniagent.observe.metrics import Metrics
 
 

@@ -19,8 +19,8 @@ from otlp_receiver import otlp_receiver
 
 from miniagent import Agent, OpenAICompatibleModel, ScriptedModel, tool
 from miniagent.core.errors import ConfigError
+from miniagent.core.models.describe import describe_model
 from miniagent.core.types import ModelRequest
-from miniagent.observe.describe import describe_model
 from miniagent.observe.otel import ATTRIBUTE_LIMIT, CONTENT_ENV, OtelTracer, otlp_provider
 from miniagent.observe.otlp_spans import MAX_REQUEST_BYTES
 from miniagent.testing.stub_server import StubServer

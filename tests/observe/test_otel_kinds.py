@@ -11,9 +11,9 @@ from test_otel import SCRIPT, weather
 
 from miniagent import Agent, ScriptedModel
 from miniagent.core.models.base import Model
+from miniagent.core.models.describe import describe_model
 from miniagent.core.models.openai_compat import OpenAICompatibleModel
 from miniagent.core.types import RunResult
-from miniagent.observe.describe import describe_model
 from miniagent.observe.otel import OtelTracer, otlp_provider
 
 INTERNAL, CLIENT = 1, 3  # SPAN_KIND_* as OTLP sends them

@@ -11,7 +11,7 @@ from miniagent import tool
 from miniagent.core import errors
 from miniagent.core.errors import UserError
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.types import ToolCall
 from miniagent.temporal.faults import model_error, model_failure, tool_retry, tool_time
 from miniagent.temporal.workers import Served, register, served, unregister

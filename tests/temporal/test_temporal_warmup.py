@@ -16,8 +16,7 @@ from miniagent.cli.build import RunConfig, temporal_agent
 from miniagent.core.models.base import Capabilities
 from miniagent.core.runtime.loop import first_request
 from miniagent.core.runtime.run import rules_for, with_small_model_aids
-from miniagent.core.tools.registry import ToolRegistry
-from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.tools.toolbox import Toolbox, ToolRegistry
 from miniagent.core.types import ModelRequest
 from miniagent.temporal import TemporalSessions, agent_worker
 from miniagent.temporal.worker import warm_served

@@ -19,10 +19,9 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from miniagent import ScriptedModel, tool
 from miniagent.core.errors import ModelHTTPError
-from miniagent.core.tools.registry import ToolRegistry
-from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.models.describe import describe_model
+from miniagent.core.tools.toolbox import Toolbox, ToolRegistry
 from miniagent.core.types import ModelRequest, ToolCall
-from miniagent.observe.describe import describe_model
 from miniagent.observe.metrics import Metrics
 from miniagent.temporal import TemporalSessions
 from miniagent.temporal.activities import SessionActivities

@@ -39,6 +39,7 @@ __all__ = [
     "deeper_than",
     "excerpt",
     "incomplete",
+    "json_object",
     "loads_limited",
     "scan_end",
     "strip_fences",
@@ -211,6 +212,23 @@ def loads_limited(data: str | bytes, *, max_depth: int) -> Any:
         data.count("[") + data.count("{"))
     if opens > max_depth and deeper_than(value, max_depth):
         raise JSONLimitError(f"nested deeper than {max_depth} levels")
+    return value
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """``text`` as a JSON object: what a person gives as JSON on a command line or in a form.
+
+    Raises:
+        ValueError: ``text`` is not JSON (json's message says where).
+        TypeError: it is JSON of another type; the message is the type's name (``list``).
+
+    Example:
+        >>> json_object('{"to": "Alice"}')
+        {'to': 'Alice'}
+    """
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise TypeError(type(value).__name__)
     return value
 
 

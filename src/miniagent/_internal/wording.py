@@ -1,4 +1,5 @@
-"""How messages say a number of things: one place, so that no message reads ``1 steps``."""
+"""How messages say a number of things (one place, so that no message reads ``1 steps``), and
+how they name an exception (:func:`describe`)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,18 @@ def unreported_tokens(usage: TokenUsage) -> str:
     if usage.estimated_tokens:
         return f"tokens not reported, ~{usage.estimated_tokens:,} estimated"
     return "tokens not reported"
+
+
+def describe(exc: BaseException) -> str:
+    """``exc`` as its type and message, for a message (its type alone when ``str(exc)`` is
+    empty or fails).
+
+    Example:
+        >>> describe(ValueError("no such city")), describe(KeyError())
+        ('ValueError: no such city', 'KeyError')
+    """
+    try:
+        message = str(exc)
+    except Exception:
+        message = ""
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

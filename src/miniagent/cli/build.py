@@ -27,8 +27,8 @@ from miniagent.core.runtime.run import Compression
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.sqlite import SQLiteStore, default_store_path
 from miniagent.core.throttles import EndpointLimits
+from miniagent.core.trace.redact import redact_command, redact_url
 from miniagent.core.types import PendingApproval, ToolMode
-from miniagent.observe.redact import redact_command, redact_url
 
 if TYPE_CHECKING:
     from miniagent.core.models.local import LocalModel

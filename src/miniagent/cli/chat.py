@@ -17,7 +17,6 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from miniagent._internal.ids import random_id
 from miniagent._internal.wording import counted
 from miniagent.cli.build import RunConfig, open_store
 from miniagent.cli.chat_input import LineHistory, StoppableAnswers, history_path
@@ -32,6 +31,7 @@ from miniagent.cli.session_view import sessions_table
 from miniagent.cli.warming import warm_then
 from miniagent.core.agent import Agent
 from miniagent.core.errors import MiniAgentError, UserError
+from miniagent.core.store.base import random_id
 from miniagent.core.store.sqlite import SQLiteStore
 from miniagent.core.types import RunResult
 

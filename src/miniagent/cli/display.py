@@ -20,8 +20,8 @@ from miniagent._internal.wording import counted, token_count, unreported_tokens
 from miniagent.cli.safe_text import TERMINAL_CHARS, clip, markup, visible
 from miniagent.cli.session_commands import session_command
 from miniagent.core.runtime import events as ev
+from miniagent.core.trace.records import result_record
 from miniagent.core.types import RunResult, Step, TokenUsage
-from miniagent.observe.records import result_record
 
 _SHOWN_CHARS = 600
 """Thoughts and observations in the live trace are shown up to this many characters."""

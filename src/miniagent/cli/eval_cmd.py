@@ -18,8 +18,8 @@ from miniagent.cli.common import cli_errors, echo_json, fail, positive_seconds
 from miniagent.cli.loading import import_source, module_tools
 from miniagent.core.errors import UserError
 from miniagent.core.models.base import Model
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.evals.checks import Checker
 
 MODES = ("react", "native", "auto")

@@ -13,9 +13,8 @@ from types import ModuleType
 from typing import Any
 
 from miniagent.core.errors import UserError
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool
-from miniagent.core.tools.toolbox import ToolSource
+from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
 
 
 def load_tools(sources: Iterable[str], workspace: Path) -> ToolRegistry:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from miniagent._internal.jsonscan import json_object
 from miniagent._internal.wording import counted
 from miniagent.cli.common import JsonOption, cli_errors, echo_json, fail
 from miniagent.cli.safe_text import visible
@@ -98,12 +98,11 @@ def _metadata(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        value = json.loads(text)
+        return json_object(text)
+    except TypeError:
+        raise UserError(f"--metadata must be a JSON object ({{...}}), got {text[:80]}") from None
     except ValueError as exc:
         raise UserError(f"--metadata is not JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise UserError(f"--metadata must be a JSON object ({{...}}), got {text[:80]}")
-    return value
 
 
 @memory_app.command("search")

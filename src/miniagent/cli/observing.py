@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from miniagent.core.agent import Agent
-from miniagent.observe.describe import describe_model
-from miniagent.observe.redact import model_secrets
+from miniagent.core.models.describe import describe_model
+from miniagent.core.trace.redact import model_secrets
 
 if TYPE_CHECKING:
     from miniagent.temporal.agent import TemporalAgent
@@ -53,7 +53,7 @@ def observing(agent: Agent | TemporalAgent, *, trace: Path | None, otlp: str | N
     info, secrets = describe_model(agent.model), [*model_secrets(agent.model), *secrets]
     closers: list[Any] = []
     if trace is not None:
-        from miniagent.observe.jsonl import JsonlTracer
+        from miniagent.core.trace.jsonl import JsonlTracer
 
         tracer = JsonlTracer(trace, secrets=secrets, model=info.name or None)
         agent.subscribe(tracer)

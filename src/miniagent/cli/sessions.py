@@ -6,12 +6,12 @@ the sessions of a SQLite store, or with ``--temporal`` those of a Temporal clust
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from miniagent._internal.jsonscan import json_object
 from miniagent.cli.common import (
     JsonOption,
     Mode,
@@ -109,12 +109,11 @@ def _edited(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        value = json.loads(text)
+        return json_object(text)
+    except TypeError as exc:
+        raise fail(f"--arguments must be a JSON object, not {exc}") from None
     except ValueError as exc:
         raise fail(f"--arguments is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise fail(f"--arguments must be a JSON object, not {type(value).__name__}")
-    return value
 
 
 def _decide(session_id: str, call_id: str | None, approved: bool, reason: str | None,

@@ -85,7 +85,7 @@ def worker(
     """
     from miniagent.cli.build import env
     from miniagent.cli.loading import load_tools
-    from miniagent.observe.redact import model_secrets
+    from miniagent.core.trace.redact import model_secrets
 
     with cli_errors(), on_the_cluster():
         if mode not in ("react", "native", "auto"):
@@ -116,10 +116,9 @@ def worker(
 
 
 def _memory_source(path: Path, namespace: str, secrets: list[str]) -> Any:
-    from miniagent.core.tools.registry import ToolRegistry
-    from miniagent.memory import Memory, memory_tools
+    from miniagent.memory import Memory
 
-    return ToolRegistry(memory_tools(Memory(path.resolve()), namespace, secrets=secrets))
+    return Memory(path.resolve()).tool_source(namespace, secrets=secrets)
 
 
 async def _serve(address: str, task_queue: str, llm: Any, sources: list[Any],

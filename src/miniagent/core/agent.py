@@ -11,9 +11,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from miniagent._internal import defaults
+from miniagent._internal.aio import SyncTwins
 from miniagent._internal.bounds import seconds, whole
-from miniagent._internal.ids import random_id
-from miniagent._internal.text import storable
 from miniagent.core.agent_setup import (
     ToolItem,
     describe,
@@ -38,13 +37,11 @@ from miniagent.core.runtime.inprocess import (
     warm_model_prompt,
 )
 from miniagent.core.runtime.run import Compression, rules_for, run_session
-from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.session import FINAL, AgentSession, storable
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
-from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner
-from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner, random_id
 from miniagent.core.tools.tool import ApprovalRule
-from miniagent.core.tools.toolbox import Toolbox, ToolSource, records
-from miniagent.core.twins import SyncTwins
+from miniagent.core.tools.toolbox import Toolbox, ToolRegistry, ToolSource, records
 from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
@@ -103,7 +100,7 @@ class Agent(SyncTwins):
     and model before the first run (see :meth:`start`); a run works the same without it.
 
     ``trace`` appends every event of every run to a JSONL file (see
-    :class:`~miniagent.observe.jsonl.JsonlTracer`; the model's API key never reaches it).
+    :class:`~miniagent.core.trace.jsonl.JsonlTracer`; the model's API key never reaches it).
     Other subscribers: :meth:`subscribe` for every run, ``on_event`` of :meth:`arun` for one.
 
     To run its sessions on a Temporal cluster, wrap it:

@@ -15,21 +15,20 @@ from typing import TYPE_CHECKING, Any
 from miniagent.core.errors import UserError
 from miniagent.core.models.base import ALL_AIDS, Model
 from miniagent.core.output import OutputType
-from miniagent.core.protocol.base import ActionProtocol, check_choice
+from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.calls import InterruptedPolicy
-from miniagent.core.runtime.guards import Limits
+from miniagent.core.runtime.guards import Limits, check_choice
 from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression
 from miniagent.core.settings import Aids, MemorySettings, ModelSettings
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool
-from miniagent.core.tools.toolbox import ToolSource
+from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
 from miniagent.core.types import current_context
 
 if TYPE_CHECKING:
     from miniagent.core.session import AgentSession
-    from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.core.trace.jsonl import JsonlTracer
 
 ToolItem = Tool | Callable[..., Any] | ToolSource
 
@@ -131,20 +130,19 @@ def split_tools(tools: ToolRegistry | Iterable[ToolItem]
 
 
 def memory_source(memory: MemorySettings, model: Model | None) -> ToolSource:
-    """The ``remember`` and ``recall`` tools over the memory's namespace (their modules load
-    only for an agent with a memory)."""
-    from miniagent.memory.tools import memory_tools
-    from miniagent.observe.redact import model_secrets
+    """The ``remember`` and ``recall`` tools over the memory's namespace, which the memory
+    makes (their modules load only for an agent with a memory); the model's credentials are
+    never stored nor shown."""
+    from miniagent.core.trace.redact import model_secrets
 
-    return ToolRegistry(memory_tools(memory.memory, memory.namespace,
-                                     secrets=model_secrets(model)))
+    return memory.memory.tool_source(memory.namespace, secrets=model_secrets(model))
 
 
 def tracer_for(trace: str | os.PathLike[str], model: Model | None) -> JsonlTracer:
     """The JSONL trace file's subscriber (its modules load only for an agent that traces)."""
-    from miniagent.observe.describe import describe_model
-    from miniagent.observe.jsonl import JsonlTracer
-    from miniagent.observe.redact import model_secrets
+    from miniagent.core.models.describe import describe_model
+    from miniagent.core.trace.jsonl import JsonlTracer
+    from miniagent.core.trace.redact import model_secrets
 
     return JsonlTracer(trace, secrets=model_secrets(model) if model else (),
                        model=describe_model(model).name if model else None)

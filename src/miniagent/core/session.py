@@ -23,6 +23,9 @@ turn (:attr:`AgentSession.turn`); ``usage`` keeps the session's total.
 
 This module reads no clock and makes no id: both come from whoever drives the session, so the
 same inputs give the same saved session, byte for byte.
+
+What a session keeps is valid Unicode: one definition of "storable" (:func:`storable`), used at
+every boundary where text comes in (a question, a reply, a tool's result, a stored row).
 """
 
 from __future__ import annotations
@@ -344,3 +347,23 @@ def _adapter() -> Any:
 
         _ADAPTER = TypeAdapter(AgentSession)
     return _ADAPTER
+
+
+# -- storable text --------------------------------------------------------------------------------
+
+def storable(text: str) -> str:
+    """``text`` as valid Unicode: surrogate pairs joined, lone surrogates replaced by U+FFFD.
+
+    Lone surrogates come from ``surrogateescape``d file names or a model's broken ``\\ud800``
+    escape; no UTF-8 store, terminal or JSON output can encode them. Returns ``text`` itself
+    when it has none.
+
+    Example:
+        >>> storable("caf\\udce9") == "caf\\ufffd"
+        True
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import check_arguments
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.types import RunResult, ToolCall
 from miniagent.evals.tasks import EvalTask, ExpectedCall
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from miniagent.core.errors import ToolError
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool
+from miniagent.core.tools.toolbox import ToolRegistry
 
 FAULT_MESSAGE = ("Service unavailable (503): {tool} did not answer this time. "
                  "The service is flaky; calling it again may work.")

@@ -24,7 +24,7 @@ from miniagent.core.models.base import Model
 from miniagent.core.runtime.guards import Limits
 from miniagent.core.settings import Aids, ModelSettings
 from miniagent.core.store.base import InMemoryStore
-from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.types import RunResult, TokenUsage
 from miniagent.evals.calls import score_calls
 from miniagent.evals.checks import Checker, check_answer

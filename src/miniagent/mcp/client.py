@@ -24,11 +24,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from miniagent._internal.wording import describe
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.throttles import SlotKey
 from miniagent.core.tools.tool import ApprovalRule, Tool
-from miniagent.core.tools.toolbox import describe
 from miniagent.core.tools.wrappers import (
     ToolRule,
     exposed_name,

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from miniagent.core.errors import ConfigError
 from miniagent.core.tools.wrappers import ToolRule, check_prefix
-from miniagent.observe.redact import expand_references, redact_command, redact_url
+from miniagent.core.trace.redact import expand_references, redact_command, redact_url
 
 __all__ = ["ServerConfig", "ToolRule"]
 

@@ -1,6 +1,6 @@
 """Our tools served over MCP: ``miniagent mcp-serve --tools FILE``.
 
-A :class:`~miniagent.core.tools.registry.ToolRegistry` becomes a low-level MCP ``Server`` of the
+A :class:`~miniagent.core.tools.toolbox.ToolRegistry` becomes a low-level MCP ``Server`` of the
 official SDK: ``tools/list`` gives each tool's JSON Schema, ``tools/call`` runs it through a
 :class:`~miniagent.core.tools.toolbox.Toolbox` over it, so MCP clients get the same argument
 validation, coercion, timeouts and error messages as our own agents (an error observation is an
@@ -28,9 +28,8 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 from miniagent._internal.version import installed_version
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool
-from miniagent.core.tools.toolbox import Toolbox
+from miniagent.core.tools.toolbox import Toolbox, ToolRegistry
 from miniagent.core.types import ToolCall, ToolContext
 from miniagent.mcp.client import IDEMPOTENCY_META
 from miniagent.mcp.connection import sdk

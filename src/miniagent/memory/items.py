@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from miniagent._internal.text import storable
 from miniagent.core.errors import UserError
+from miniagent.core.session import storable
 
 __all__ = [
     "MAX_ITEM_CHARS", "MAX_K", "MAX_LIST", "MAX_METADATA_CHARS", "MAX_NAMESPACE_CHARS",

@@ -15,7 +15,7 @@ index in the same transaction; ``memory_vectors`` holds the embeddings, when the
 embedder (see :mod:`miniagent.memory.vectors`).
 
 Credentials are never stored: a text and its metadata are redacted on the way in, with the
-rules of the traces (:class:`~miniagent.observe.redact.Redactor`: the values of
+rules of the traces (:class:`~miniagent.core.trace.redact.Redactor`: the values of
 credential-named environment variables, ``password: ...``, ``Bearer ...``, ``sk-...``, and the
 secrets given to :class:`Memory`).
 """
@@ -29,13 +29,17 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from miniagent._internal.aio import run_in_daemon_thread
 from miniagent._internal.files import FILE_MODE, private_dir
-from miniagent._internal.ids import random_id
 from miniagent.core.errors import ConfigError, SessionError, StoreCorrupted, UserError
+from miniagent.core.store.base import random_id
 from miniagent.core.store.sqlite import immediate_transaction, read_snapshot
+from miniagent.core.trace.redact import Redactor
+
+if TYPE_CHECKING:
+    from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.memory import terms
 from miniagent.memory.items import (
     MAX_K,
@@ -49,7 +53,6 @@ from miniagent.memory.items import (
     encoded_metadata,
 )
 from miniagent.memory.vectors import checked_vectors, fuse, pack, top_cosine
-from miniagent.observe.redact import Redactor
 
 __all__ = ["APPLICATION_ID", "CANDIDATES", "SCHEMA_VERSION", "Embedder", "Memory"]
 
@@ -149,6 +152,17 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"Memory({str(self.path) if self.path else None!r})"
+
+    def tool_source(self, namespace: str = "default", *, secrets: Iterable[str] = ()
+                    ) -> ToolRegistry:
+        """Its ``remember`` and ``recall`` tools over ``namespace``, as one tool source: what
+        ``Agent(memory=...)`` adds to the agent's tools (see
+        :func:`~miniagent.memory.tools.memory_tools`; ``secrets``: the agent's credentials,
+        never stored nor shown)."""
+        from miniagent.core.tools.toolbox import ToolRegistry
+        from miniagent.memory.tools import memory_tools
+
+        return ToolRegistry(memory_tools(self, namespace, secrets=secrets))
 
     def __enter__(self) -> Memory:
         return self

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from miniagent.core.errors import ToolError, UserError
 from miniagent.core.runtime.recall import NOTHING_FOUND
 from miniagent.core.tools.tool import Tool
+from miniagent.core.trace.redact import Redactor
 from miniagent.memory.items import MAX_K, MemoryItem
-from miniagent.observe.redact import Redactor
 
 if TYPE_CHECKING:
     from miniagent.memory.sqlite import Memory

@@ -1,3 +1,4 @@
-"""Observing runs: JSONL traces (:mod:`.jsonl`), OpenTelemetry spans (:mod:`.otel`, extra
-``otel``), and reading traces back (:mod:`.reader`). Each is an event subscriber or reads what
-one wrote; the loop knows none of them."""
+"""Observing runs: OpenTelemetry spans (:mod:`.otel`, extra ``otel``), metrics
+(:mod:`.metrics`), and reading JSONL traces back (:mod:`.reader`). Each is an event subscriber
+or reads what one wrote; the loop knows none of them. The JSONL trace writer itself is the
+core's (:mod:`miniagent.core.trace`)."""

@@ -91,9 +91,9 @@ from pathlib import Path
 from typing import Any
 
 from miniagent.core.errors import ConfigError, SessionNotFound
+from miniagent.core.models.describe import ModelInfo
 from miniagent.core.runtime import events as ev
 from miniagent.core.types import Observation, TokenUsage
-from miniagent.observe.describe import ModelInfo
 from miniagent.observe.metrics_http import (
     MetricsAddress,
     MetricsServer,
@@ -167,7 +167,7 @@ class Metrics:
 
     Args:
         model: How the GenAI metrics name the model
-            (:func:`~miniagent.observe.describe.describe_model`).
+            (:func:`~miniagent.core.models.describe.describe_model`).
         registry: A ``prometheus_client.CollectorRegistry`` to register in. When None, a new
             one (so several agents, or tests, in one process never share counters), unless
             ``meter_provider`` is given: then there are no Prometheus metrics.

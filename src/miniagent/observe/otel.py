@@ -29,13 +29,13 @@ Message content (``gen_ai.input.messages``, ``gen_ai.output.messages``,
 ``gen_ai.tool.definitions``, ``gen_ai.tool.call.arguments`` / ``.result``) is recorded only
 when asked for: ``capture_content=True``, or the environment variable
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``. Even then it is redacted like a
-JSONL trace (:class:`~miniagent.observe.redact.Redactor`).
+JSONL trace (:class:`~miniagent.core.trace.redact.Redactor`).
 
 Every text attribute (and each text of a sequence attribute, of a span event, and a status
 description) is cut to :func:`attribute_limit` characters: the limit of OpenTelemetry's
 ``OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT`` / ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``, else
 :data:`ATTRIBUTE_LIMIT` (64 Ki), so that a 20 MB reply costs no 40 MB export. The cut is
-marked (``... [cut 19,934,508 of 20,000,000 chars]``, :mod:`miniagent.observe.cut`), where the
+marked (``... [cut 19,934,508 of 20,000,000 chars]``, :mod:`miniagent.core.trace.cut`), where the
 SDK's own limits cut silently; message content stays valid JSON, its longest texts cut.
 
 :func:`otlp_provider` builds a tracer provider exporting over OTLP/HTTP (protobuf) to any
@@ -53,11 +53,11 @@ from typing import Any
 
 from miniagent._internal.version import installed_version
 from miniagent.core.errors import ConfigError
+from miniagent.core.models.describe import ModelInfo
 from miniagent.core.runtime import events as ev
+from miniagent.core.trace.cut import cut_text, fitted_json
+from miniagent.core.trace.redact import Redactor
 from miniagent.core.types import RunResult, TokenUsage
-from miniagent.observe.cut import cut_text, fitted_json
-from miniagent.observe.describe import ModelInfo
-from miniagent.observe.redact import Redactor
 
 try:
     from opentelemetry import trace as otel_trace
@@ -121,7 +121,7 @@ class OtelTracer:
     """An event subscriber that records runs as OpenTelemetry spans.
 
     Args:
-        model: What to call the model (:func:`~miniagent.observe.describe.describe_model`).
+        model: What to call the model (:func:`~miniagent.core.models.describe.describe_model`).
         agent_name: ``gen_ai.agent.name`` and the agent span's name.
         tracer_provider: Where spans go; the global provider when None.
         capture_content: Record messages, tool definitions, arguments and results; None reads

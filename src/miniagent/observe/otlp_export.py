@@ -25,8 +25,8 @@ from typing import Any, Protocol, TypeVar, cast
 from urllib.parse import SplitResult, urlsplit
 
 from miniagent.core.errors import ConfigError
-from miniagent.observe.cut import cut_text
-from miniagent.observe.redact import REDACTED, redact_url
+from miniagent.core.trace.cut import cut_text
+from miniagent.core.trace.redact import REDACTED, redact_url
 
 __all__ = ["SHUTDOWN_TIMEOUT", "BoundedShutdown", "Sender", "collector_url", "shut_down_within"]
 

@@ -34,6 +34,7 @@ from temporalio.exceptions import ApplicationError
 
 from miniagent.core import errors
 from miniagent.core.models.base import Model
+from miniagent.core.models.describe import describe_model
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.types import (
     ModelRequest,
@@ -42,7 +43,6 @@ from miniagent.core.types import (
     ToolContext,
     reporting_waits,
 )
-from miniagent.observe.describe import describe_model
 from miniagent.temporal.contracts import SlotWait, ToolInput
 from miniagent.temporal.faults import PAYLOAD_LIMIT, PAYLOAD_TOO_LARGE, model_failure
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from temporalio.client import Client
 
 from miniagent._internal import defaults
-from miniagent._internal.aio import run_in_daemon_thread
+from miniagent._internal.aio import SyncTwins, run_in_daemon_thread
 from miniagent.core.agent import Agent, with_sources
 from miniagent.core.errors import ConfigError, PayloadTooLarge, SessionNotFound, UserError
 from miniagent.core.output import OutputType, typed_events, typed_result
@@ -37,7 +37,6 @@ from miniagent.core.protocol.registry import build_protocol
 from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.stream import stream_run
 from miniagent.core.session import AgentSession
-from miniagent.core.twins import SyncTwins
 from miniagent.core.types import Decision, RunResult
 from miniagent.temporal.client import DEFAULT_TASK_QUEUE, TemporalSessions
 from miniagent.temporal.contracts import TemporalOptions

@@ -28,8 +28,6 @@ from temporalio.client import (
 from temporalio.exceptions import CancelledError, TerminatedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from miniagent._internal.ids import random_id
-from miniagent._internal.text import storable
 from miniagent.core.errors import (
     ConfigError,
     DecisionError,
@@ -41,7 +39,8 @@ from miniagent.core.errors import (
 )
 from miniagent.core.runtime.fork import fork_session
 from miniagent.core.runtime.run import AgentSpec
-from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.session import FINAL, AgentSession, storable
+from miniagent.core.store.base import random_id
 from miniagent.core.types import RunResult
 from miniagent.temporal.contracts import (
     DecisionInput,

@@ -2,7 +2,7 @@
 model and any number of tool sources.
 
 Tools come from :class:`~miniagent.core.tools.toolbox.ToolSource` objects (a
-:class:`~miniagent.core.tools.registry.ToolRegistry` of ``@tool`` functions, an MCP server, an
+:class:`~miniagent.core.tools.toolbox.ToolRegistry` of ``@tool`` functions, an MCP server, an
 agent, any wrapper of :mod:`miniagent.core.tools.wrappers`), listed once into a toolbox when the
 worker starts. The workflows this worker runs read that toolbox (and the model's profile) from
 :mod:`miniagent.temporal.workers`; its tool activity runs calls through it.

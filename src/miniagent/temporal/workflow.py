@@ -33,7 +33,6 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from miniagent._internal.text import storable
     from miniagent.core.errors import (
         DecisionError,
         PayloadTooLarge,
@@ -44,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from miniagent.core.runtime import events as ev
     from miniagent.core.runtime.calls import check_edit
     from miniagent.core.runtime.run import AgentSpec, rules_for, run_session, with_small_model_aids
-    from miniagent.core.session import AgentSession
+    from miniagent.core.session import AgentSession, storable
     from miniagent.core.tools.tool import shorten
     from miniagent.core.types import (
         CallRecord,

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from anyio import to_thread
 
-from miniagent._internal.text import storable
 from miniagent.core.errors import (
     MiniAgentError,
     SessionBusy,
@@ -36,7 +35,7 @@ from miniagent.core.errors import (
 )
 from miniagent.core.runtime import events as ev
 from miniagent.core.runtime.calls import decide
-from miniagent.core.session import FINAL, TURN_ENDED, AgentSession
+from miniagent.core.session import FINAL, TURN_ENDED, AgentSession, storable
 from miniagent.core.store.base import CheckpointStore
 from miniagent.core.store.listing import SessionQuery, SessionRevision, SessionSummary, stamp_of
 from miniagent.core.types import RunResult

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import os
 import time
 from collections import OrderedDict
@@ -25,6 +24,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from miniagent._internal.jsonscan import json_object
 from miniagent.core.agent import Agent
 from miniagent.core.errors import MiniAgentError, SessionNotFound
 from miniagent.core.session import FINAL, AgentSession
@@ -190,7 +190,7 @@ def _agent_runs_with(agent: Agent | TemporalAgent) -> Callable[[AgentSession], s
     if not isinstance(agent, Agent):
         text = f"the workers of Temporal task queue {agent.task_queue}"
     else:
-        from miniagent.observe.describe import describe_model
+        from miniagent.core.models.describe import describe_model
 
         model = describe_model(agent.model)
         at = f" at {model.server_address}" if model.server_address else ""
@@ -207,7 +207,7 @@ def _describe(store: CheckpointStore) -> str:
 def _tracer(trace: str | os.PathLike[str] | None) -> Any:
     if trace is None:
         return None
-    from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.core.trace.jsonl import JsonlTracer
 
     return JsonlTracer(trace)
 
@@ -549,13 +549,12 @@ def _edited_arguments(text: str | None, approved: bool) -> dict[str, Any] | None
     if text is None or not approved:
         return None
     try:
-        value = json.loads(text)
+        return json_object(text)
+    except TypeError as exc:
+        raise Refusal("nothing was decided: the arguments must be a JSON object, not "
+                      f"{exc}") from None
     except ValueError as exc:
         raise Refusal(f"nothing was decided: the arguments are not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise Refusal("nothing was decided: the arguments must be a JSON object, not "
-                      f"{type(value).__name__}")
-    return value
 
 
 class _CountedStream(StreamingResponse):

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from miniagent import Agent, Limits, ScriptedModel, SQLiteStore, tool
-from miniagent._internal.ids import random_id
 from miniagent.core.errors import DecisionError, SessionBusy, SessionError
 from miniagent.core.session import AgentSession
+from miniagent.core.store.base import random_id
 from miniagent.core.types import (
     CallRecord,
     Decision,

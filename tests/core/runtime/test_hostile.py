@@ -219,8 +219,8 @@ def test_a_lone_surrogate_in_any_field_of_the_reply_is_cleaned_where_it_enters(
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from miniagent.observe.describe import describe_model
-    from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.core.models.describe import describe_model
+    from miniagent.core.trace.jsonl import JsonlTracer
     from miniagent.observe.otel import OtelTracer
 
     body = {"id": "r\ud800", "model": "m\udfff", "object": "chat.completion", "choices": [{

@@ -100,7 +100,7 @@ def test_an_injected_memory_is_data_inside_the_block() -> None:
 
 
 def test_a_recall_that_needs_approval_is_not_made_before_the_turn() -> None:
-    from miniagent.core.tools.registry import ToolRegistry
+    from miniagent.core.tools.toolbox import ToolRegistry
     from miniagent.core.tools.wrappers import ToolRule, WithRules
     from miniagent.memory import memory_tools
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from miniagent import Agent, ScriptedModel
-from miniagent._internal.ids import random_id
 from miniagent.core.errors import SessionBusy, SessionNotFound
 from miniagent.core.session import AgentSession
 from miniagent.core.store import InMemoryStore
+from miniagent.core.store.base import random_id
 
 
 def finished(question: str) -> AgentSession:

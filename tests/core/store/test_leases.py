@@ -22,12 +22,11 @@ import pytest
 
 import miniagent
 from miniagent import Agent, ScriptedModel
-from miniagent._internal.ids import random_id
 from miniagent.core.errors import SessionBusy
 from miniagent.core.session import AgentSession
 from miniagent.core.store import SQLiteStore
 from miniagent.core.store import base as lease
-from miniagent.core.store.base import lease_alive, new_owner, process_start
+from miniagent.core.store.base import lease_alive, new_owner, process_start, random_id
 
 SRC = str(Path(miniagent.__file__).resolve().parents[1])
 HOST = socket.gethostname()

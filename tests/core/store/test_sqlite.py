@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from miniagent import Limits
-from miniagent._internal.ids import random_id
 from miniagent.core.errors import (
     DecisionError,
     SessionBusy,
@@ -24,7 +23,7 @@ from miniagent.core.errors import (
 from miniagent.core.runtime.calls import decide
 from miniagent.core.session import AgentSession
 from miniagent.core.store import SQLiteStore
-from miniagent.core.store.base import new_owner
+from miniagent.core.store.base import new_owner, random_id
 from miniagent.core.types import Message
 
 

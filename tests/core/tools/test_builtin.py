@@ -10,11 +10,11 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from miniagent import Agent, InMemoryStore, ScriptedModel
-from miniagent._internal.ids import random_id
 from miniagent.core.errors import ToolError
 from miniagent.core.session import AgentSession
+from miniagent.core.store.base import random_id
 from miniagent.core.tools.builtin import builtin_tools, current_time
-from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.types import CallRecord, Message, Step, ToolCall
 
 # -- time and the bundle -------------------------------------------------------------

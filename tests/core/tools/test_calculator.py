@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from miniagent.core.errors import ToolError
 from miniagent.core.tools.calculator import MAX_DIGITS, MAX_INT_BITS, calculator
-from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.types import ToolCall
 from tool_calls import execute
 

@@ -9,8 +9,8 @@ import pytest
 
 from miniagent import Agent, ScriptedModel
 from miniagent.core.errors import ToolDefinitionError
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool, tool
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.types import ToolCall
 from tool_calls import execute
 

@@ -36,8 +36,8 @@ from pydantic import BaseModel, Field, WithJsonSchema
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from miniagent.core.errors import ToolDefinitionError
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool, tool
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.types import Observation, ToolCall
 from tool_calls import execute
 

@@ -12,8 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from miniagent.core.errors import ToolDefinitionError, ToolError
-from miniagent.core.tools.registry import NO_OUTPUT, ToolRegistry, format_result
 from miniagent.core.tools.tool import Tool, tool
+from miniagent.core.tools.toolbox import NO_OUTPUT, ToolRegistry, format_result
 from miniagent.core.types import Observation, ToolCall
 from tool_calls import execute, execute_all
 

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 
 from miniagent.core.errors import ToolError
 from miniagent.core.tools.calculator import calculator
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import tool
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.types import Observation, ToolCall
 from tool_calls import execute, execute_all
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from miniagent import Tool, ToolCall
 from miniagent.core.errors import ToolDefinitionError
 from miniagent.core.protocol.grammar import react_grammar
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.schema_cost import MAX_EXPANDED_NODES
+from miniagent.core.tools.toolbox import ToolRegistry
 from tool_calls import execute, toolbox_of
 
 

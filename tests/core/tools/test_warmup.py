@@ -22,7 +22,7 @@ import pytest
 
 from miniagent import Agent, ScriptedModel, Tool, tool
 from miniagent.core.errors import ToolDefinitionError, UserError
-from miniagent.core.tools.registry import ToolRegistry
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.tools.warmup import Warmup, run_warmups
 from miniagent.core.tools.warmup_record import forget
 from miniagent.core.tools.wrappers import Filtered, Prefixed, WithRules

@@ -14,8 +14,8 @@ from miniagent import Agent, ScriptedModel, SQLiteStore
 from miniagent._internal import defaults
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.tools import workspace as workspace_module
-from miniagent.core.tools.registry import ToolRegistry
 from miniagent.core.tools.tool import Tool
+from miniagent.core.tools.toolbox import ToolRegistry
 from miniagent.core.tools.workspace import DEFAULT_READ_BYTES, MAX_READ_BYTES, workspace_tools
 from miniagent.core.types import ToolCall
 from tool_calls import execute

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import time
 
-from miniagent._internal.ids import random_id
 from miniagent.core.errors import UserError
 from miniagent.core.session import (
     FINAL,
@@ -40,7 +39,7 @@ from miniagent.core.session import (
     Turn,
     phase_of_history,
 )
-from miniagent.core.store.base import CheckpointStore
+from miniagent.core.store.base import CheckpointStore, random_id
 from miniagent.core.types import SessionStatus, Step, TokenUsage
 
 __all__ = ["fork_session", "fork_stored"]

@@ -26,7 +26,7 @@ all a driver does: the run itself (deadline, statuses, the last save) is
   deadline, the call goes on, and may still pay, send or delete. Dropping its result would leave
   the call ``started``: a resume would call its outcome unknown and offer to run it again. So
   the driver keeps the session's lease while such a call is in flight; when its result has come
-  (the source tells :data:`~miniagent.core.tools.registry.late_result`) and the run has made its
+  (the source tells :data:`~miniagent.core.tools.toolbox.late_result`) and the run has made its
   last save (which still shows the call ``started``), it is written to the call's record,
   ``completed``, and then the lease is given back. Work that is not on a thread (an async tool,
   an MCP server) stops with its run: nothing is kept for it. A resume meanwhile is refused as
@@ -62,16 +62,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from miniagent._internal.aio import run_in_daemon_thread
-from miniagent._internal.ids import random_id
 from miniagent.core.models.base import Model
 from miniagent.core.runtime.calls import Approver, record_late, relayed_decision
 from miniagent.core.runtime.guards import admit_observation
 from miniagent.core.runtime.loop import warmup_request
 from miniagent.core.runtime.run import AgentSpec, rules_for, with_small_model_aids
 from miniagent.core.session import AgentSession
-from miniagent.core.store.base import CheckpointStore
-from miniagent.core.tools.registry import late_result
-from miniagent.core.tools.toolbox import Toolbox, ToolSource
+from miniagent.core.store.base import CheckpointStore, random_id
+from miniagent.core.tools.toolbox import Toolbox, ToolSource, late_result
 from miniagent.core.types import (
     CallRecord,
     Decision,
@@ -388,7 +386,7 @@ def decided(session: AgentSession, pending: list[PendingApproval]) -> dict[str, 
 @dataclass(kw_only=True)
 class Arrival:
     """One call's work on worker threads, as the source tells it
-    (:class:`~miniagent.core.tools.registry.LateResult`), and whether its run stopped waiting."""
+    (:class:`~miniagent.core.tools.toolbox.LateResult`), and whether its run stopped waiting."""
 
     calls: LateCalls
     call_id: str

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from miniagent._internal.wording import token_count
 from miniagent.core.errors import ModelError, ModelSwitched, ToolInterrupted
-from miniagent.core.protocol.base import apply_choice, choice_for_step, enforce_choice
 from miniagent.core.runtime.calls import (
     answered,
     apply_decision,
@@ -44,9 +43,12 @@ from miniagent.core.runtime.guards import (
     admit_observation,
     admit_parsed,
     admit_response,
+    apply_choice,
+    choice_for_step,
     copied_example,
     cut_off,
     earlier_result,
+    enforce_choice,
     judged,
     no_progress,
     repeated_last,

@@ -51,12 +51,12 @@ from typing import Any, Literal, Protocol
 from miniagent._internal import defaults
 from miniagent._internal.bounds import whole
 from miniagent.core.errors import ModelError, Rollover, RunFailure, SessionError, UserError
-from miniagent.core.protocol.base import ActionProtocol, check_choice
+from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, build_protocol
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.calls import InterruptedPolicy
 from miniagent.core.runtime.effects import Effects
-from miniagent.core.runtime.guards import Limits
+from miniagent.core.runtime.guards import Limits, check_choice
 from miniagent.core.runtime.loop import StepLogic
 from miniagent.core.session import AgentSession
 from miniagent.core.types import RunResult, ToolCall, ToolLike

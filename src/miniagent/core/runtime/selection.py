@@ -36,7 +36,7 @@ both need numpy (``bm25s`` scipy too), which miniagent's core does not depend on
 of a few dozen short tool descriptions needs no matrices.
 
 Example:
-    >>> from miniagent.core.tools.registry import tool
+    >>> from miniagent.core.tools.toolbox import tool
     >>> @tool
     ... def get_weather(city: str) -> str:
     ...     '''Current weather of a city.'''

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from miniagent._internal.text import storable
+from miniagent.core.session import storable
 from miniagent.core.store.base import lease_alive
 
 __all__ = ["SCHEMA", "arrived", "close", "knock", "open_door", "open_for_holder"]

@@ -24,7 +24,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from miniagent._internal.text import storable
 from miniagent._internal.wording import counted
 from miniagent.core.errors import (
     SessionBusy,
@@ -33,7 +32,7 @@ from miniagent.core.errors import (
     StoreCorrupted,
     UserError,
 )
-from miniagent.core.session import AgentSession
+from miniagent.core.session import AgentSession, storable
 from miniagent.core.store import decision_door as doors
 from miniagent.core.store.base import (
     LEASE_SECONDS,

@@ -29,9 +29,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from miniagent._internal import defaults
-from miniagent._internal.ids import random_id
-from miniagent._internal.text import storable
 from miniagent.core.errors import DecisionError, SessionNotFound, ToolError, UserError
+from miniagent.core.session import storable
+from miniagent.core.store.base import random_id
 from miniagent.core.tools.tool import ApprovalRule, Tool
 from miniagent.core.types import (
     Observation,

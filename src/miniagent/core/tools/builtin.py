@@ -7,7 +7,7 @@ Nothing here evaluates code or touches a file outside the workspace root given t
 instead.
 
 Example:
-    >>> from miniagent.core.tools.registry import ToolRegistry
+    >>> from miniagent.core.tools.toolbox import ToolRegistry
     >>> registry = ToolRegistry(builtin_tools(root="."))
     >>> calculator("2 * (3 + 4)")
     14

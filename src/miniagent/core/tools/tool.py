@@ -12,7 +12,7 @@ model sees are the same: not valid JSON, a bare value mapped onto a single param
 and unknown names, then the tool's own :class:`ArgumentsChecker` (a pydantic model for a
 function, :mod:`jsonschema` for a schema tool). Every failure becomes one error text that names
 what was wrong and shows the schema. The toolbox (:mod:`miniagent.core.tools.toolbox`) runs the
-calls; :class:`~miniagent.core.tools.registry.ToolRegistry` is the source of function tools.
+calls; :class:`~miniagent.core.tools.toolbox.ToolRegistry` is the source of function tools.
 
 Example:
     >>> @tool

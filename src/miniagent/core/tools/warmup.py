@@ -6,8 +6,10 @@ What can be warmed:
   open a connection pool, load an index, fill a cache);
 - a tool source with an ``async warmup()`` method: an MCP server starts (or reaches) its server
   and lists its tools; an agent used as a tool warms its own agent; the wrappers of
-  :mod:`miniagent.core.tools.wrappers` pass it on; a
-  :class:`~miniagent.core.tools.registry.ToolRegistry` runs its tools' warm-ups;
+  :mod:`miniagent.core.tools.wrappers` pass it on;
+- a tool source that holds several things to warm lists them, ``warmups()``: a
+  :class:`~miniagent.core.tools.toolbox.ToolRegistry` lists its tools' warm-ups (each warmed
+  once per process, whichever registries hold the tool);
 - a model with a ``warmup(request)`` method: the embedded model loads its weights and evaluates
   the prompt of the first request, so that the first step finds it in the KV cache.
 
@@ -158,16 +160,16 @@ def tool_warmups(tools: Iterable[Tool]) -> list[Warmup]:
 
 
 def source_warmups(sources: Iterable[ToolSource]) -> list[Warmup]:
-    """What ``sources`` declare: each tool's warm-up for a registry of functions, the source's
-    own ``warmup()`` for any other source that has one."""
-    from miniagent.core.tools.registry import ToolRegistry
+    """What ``sources`` declare: the warm-ups a source lists (``warmups()``: a registry of
+    functions lists each tool's), else the source's own ``warmup()`` if it has one."""
     from miniagent.core.tools.wrappers import innermost
 
     found: list[Warmup] = []
     for source in sources:
         inner = innermost(source)
-        if isinstance(inner, ToolRegistry):
-            found += tool_warmups(inner)
+        listed = getattr(inner, "warmups", None)
+        if callable(listed):
+            found += listed()
             continue
         warmup, still_warm = getattr(source, "warmup", None), getattr(inner, "is_warm", None)
         if callable(warmup):
@@ -183,7 +185,7 @@ def model_warmups(model: object, run: Callable[[], Any] | None = None) -> list[W
     warmup, still_warm = getattr(model, "warmup", None), getattr(model, "is_warm", None)
     if model is None or not callable(warmup):
         return []
-    from miniagent.observe.describe import describe_model
+    from miniagent.core.models.describe import describe_model
 
     at_least = getattr(model, "warmup_seconds", None)
     return [Warmup(name=f"model {describe_model(model).name}", key=model, run=run or warmup,

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from miniagent._internal.aio import run_in_daemon_thread
+from miniagent._internal.wording import describe
 from miniagent.core.tools.tool import is_async_callable
-from miniagent.core.tools.toolbox import describe
 
 if TYPE_CHECKING:
     from miniagent.core.tools.warmup import Warmup

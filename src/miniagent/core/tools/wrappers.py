@@ -24,10 +24,10 @@ from miniagent._internal.bounds import seconds
 from miniagent.core.errors import ConfigError, ToolDefinitionError
 from miniagent.core.retry import RetryPolicy, RetrySetting
 from miniagent.core.tools.tool import ApprovalRule, Tool
-from miniagent.core.tools.toolbox import ToolSource
 from miniagent.core.types import Observation, ToolCall
 
 if TYPE_CHECKING:
+    from miniagent.core.tools.toolbox import ToolSource
     from miniagent.core.types import ToolContext
 
 __all__ = ["Filtered", "Prefixed", "ToolRule", "WithRules", "apply_rule", "exposed_name",

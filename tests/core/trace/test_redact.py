@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from miniagent.observe.redact import REDACTED, Redactor, env_secrets, model_secrets
+from miniagent.core.trace.redact import REDACTED, Redactor, env_secrets, model_secrets
 
 
 def test_known_values_are_replaced_inside_any_text() -> None:
@@ -95,8 +95,8 @@ def test_a_runs_trace_and_spans_never_hold_a_raw_credential(tmp_path: Path) -> N
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from miniagent import Agent, ScriptedModel, tool
-    from miniagent.observe.describe import describe_model
-    from miniagent.observe.jsonl import JsonlTracer
+    from miniagent.core.models.describe import describe_model
+    from miniagent.core.trace.jsonl import JsonlTracer
     from miniagent.observe.otel import OtelTracer
 
     @tool

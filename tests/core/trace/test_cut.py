@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miniagent.observe.cut import cut_strings, cut_text, fitted_json
+from miniagent.core.trace.cut import cut_strings, cut_text, fitted_json
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from('\n"\\北京'),
                max_size=3000)

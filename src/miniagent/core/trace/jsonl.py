@@ -7,7 +7,7 @@ Subscribe it to an agent (``Agent(trace="run.jsonl")`` does so, as does ``miniag
     agent.run("What is 2+3?", on_event=tracer)
     tracer.close()
 
-Each line is one :func:`~miniagent.observe.records.event_record`: the rendered request of each
+Each line is one :func:`~miniagent.core.trace.records.event_record`: the rendered request of each
 model call (wire messages, tools, stop words, temperature, max tokens, grammar), the raw output
 and what the protocol parsed from it, each tool call and its observation, guard interventions,
 timings (``at`` on every record, ``elapsed`` on model calls and observations), token usage with
@@ -17,7 +17,7 @@ session can trace into the same file, and tracers of several processes can share
 ``miniagent trace show FILE`` and ``miniagent trace html FILE`` read it back.
 
 API keys, ``Authorization`` headers and other credentials never reach the file: each record
-goes through a :class:`~miniagent.observe.redact.Redactor` first.
+goes through a :class:`~miniagent.core.trace.redact.Redactor` first.
 
 A text longer than :data:`FIELD_LIMIT` characters (a 20 MB reply, a tool's huge result) is
 kept as its beginning and a marker, ``... [cut 19,737,896 of 20,000,000 chars]``: a line stays
@@ -36,9 +36,9 @@ from typing import IO, Any
 from miniagent._internal.files import open_private
 from miniagent.core.errors import ConfigError
 from miniagent.core.runtime.events import Event
-from miniagent.observe.cut import cut_strings
-from miniagent.observe.records import event_record
-from miniagent.observe.redact import Redactor
+from miniagent.core.trace.cut import cut_strings
+from miniagent.core.trace.records import event_record
+from miniagent.core.trace.redact import Redactor
 
 __all__ = ["FIELD_LIMIT", "JsonlTracer"]
 
@@ -53,7 +53,7 @@ class JsonlTracer:
         path: The trace file; created if missing, appended to if not.
         secrets: Values never to write (an API key, a tool's credentials), besides the
             credential-named environment variables and fields a
-            :class:`~miniagent.observe.redact.Redactor` always removes.
+            :class:`~miniagent.core.trace.redact.Redactor` always removes.
         model: A name for the model, recorded on each ``run_started`` line.
 
     Raises:

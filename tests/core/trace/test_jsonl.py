@@ -12,7 +12,7 @@ import pytest
 
 from miniagent import Agent, Limits, ModelSettings, OpenAICompatibleModel, ScriptedModel, tool
 from miniagent.core.errors import ConfigError
-from miniagent.observe.jsonl import FIELD_LIMIT, JsonlTracer
+from miniagent.core.trace.jsonl import FIELD_LIMIT, JsonlTracer
 from miniagent.observe.reader import read_trace
 from miniagent.testing.stub_server import StubServer
 
