@@ -19,7 +19,6 @@ from miniagent.core.agent_setup import (
     memory_source,
     split_tools,
     tracer_for,
-    within_caller,
 )
 from miniagent.core.errors import SessionNotFound, UserError
 from miniagent.core.models.base import Model
@@ -35,6 +34,7 @@ from miniagent.core.runtime.inprocess import (
     Subscriber,
     run_load,
     warm_model_prompt,
+    within_caller,
 )
 from miniagent.core.runtime.run import Compression, rules_for, run_session
 from miniagent.core.session import FINAL, AgentSession, storable
@@ -196,13 +196,14 @@ class Agent(SyncTwins):
         if session_id is not None and self._exists(session_id):
             result = await self._run_here(session_id, None, on_event,
                                           question=storable(question), schema=schema)
-            return typed_result(result, typed or self.output_type)
-        session = AgentSession.start(storable(question), id=session_id or random_id(),
-                                     at=time.time(), metadata=metadata)
-        session.turn.output_schema = schema
-        self.store.save(session)
-        result = await self._run_here(session.id, session, on_event)
-        return typed_result(result, typed or self.output_type)
+        else:
+            session = AgentSession.start(storable(question), id=session_id or random_id(),
+                                         at=time.time(), metadata=metadata)
+            session.turn.output_schema = schema
+            self.store.save(session)
+            result = await self._run_here(session.id, session, on_event)
+        typed = typed or self.output_type
+        return result if typed is None else typed_result(result, typed)  # free text: as it is
 
     def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
                 session_id: str | None = None, output_type: Any = None) -> AsyncIterator[Event]:
@@ -243,8 +244,8 @@ class Agent(SyncTwins):
             UserError: The agent has no model.
         """
         self._check_model()
-        return typed_result(await self._run_here(session_id, None, on_event, force),
-                            self.output_type)
+        result = await self._run_here(session_id, None, on_event, force)
+        return result if self.output_type is None else typed_result(result, self.output_type)
 
     async def _run_here(self, session_id: str, fresh: AgentSession | None,
                         on_event: Subscriber | None, force: bool = False, *,

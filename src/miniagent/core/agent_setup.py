@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +23,8 @@ from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression
 from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.tools.tool import Tool
 from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
-from miniagent.core.types import current_context
 
 if TYPE_CHECKING:
-    from miniagent.core.session import AgentSession
     from miniagent.core.trace.jsonl import JsonlTracer
 
 ToolItem = Tool | Callable[..., Any] | ToolSource
@@ -146,22 +143,3 @@ def tracer_for(trace: str | os.PathLike[str], model: Model | None) -> JsonlTrace
 
     return JsonlTracer(trace, secrets=model_secrets(model) if model else (),
                        model=describe_model(model).name if model else None)
-
-
-def within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:
-    """``spec``, its limits narrowed to what the tool call running this run has left (its
-    budget, deadline and model calls), when a run is started from inside one (an agent used
-    as a tool): nested runs draw on their parent's limits instead of starting afresh."""
-    context = current_context()
-    if context is None:
-        return spec
-    limits, changes = spec.limits, dict[str, Any]()
-    if context.tokens_left is not None:
-        allowed = session.turn.usage.counted_tokens + context.tokens_left
-        changes["token_budget"] = min(limits.token_budget or allowed, allowed)
-    if context.deadline is not None:
-        left = max(0.001, context.deadline - time.time())
-        changes["timeout"] = min(limits.timeout or left, left)
-    if context.steps_left is not None:
-        changes["max_steps"] = min(limits.max_steps, len(session.turn_steps) + context.steps_left)
-    return spec.replace(limits=changes) if changes else spec

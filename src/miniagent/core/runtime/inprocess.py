@@ -45,6 +45,8 @@ all a driver does: the run itself (deadline, statuses, the last save) is
   when the collector is disabled, when the first threshold is already :data:`GC_YOUNG` or more,
   and when someone changed it in the meantime; set :data:`gc_tuning` to False to leave it alone
   always.
+- **A run inside a tool call** (:func:`within_caller`): an agent used as a tool draws on what its
+  caller's call has left (tokens, deadline, model calls) instead of starting afresh.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ from miniagent.core.types import (
     PendingApproval,
     ToolCall,
     ToolContext,
+    current_context,
 )
 
 if TYPE_CHECKING:  # events are built only for a listener (their module loads with it)
@@ -570,3 +573,24 @@ async def warm_model_prompt(model: Any, sources: Sequence[ToolSource], spec: Age
                           native_tools=caps.native_tools, protocol=protocol)
         request = warmup_request(rules)
     await model.warmup(request)
+
+
+# -- a run started from inside a tool call ------------------------------------------------
+
+def within_caller(spec: AgentSpec, session: AgentSession) -> AgentSpec:
+    """``spec``, its limits narrowed to what the tool call running this run has left (its
+    budget, deadline and model calls), when a run is started from inside one (an agent used
+    as a tool): nested runs draw on their parent's limits instead of starting afresh."""
+    context = current_context()
+    if context is None:
+        return spec
+    limits, changes = spec.limits, dict[str, Any]()
+    if context.tokens_left is not None:
+        allowed = session.turn.usage.counted_tokens + context.tokens_left
+        changes["token_budget"] = min(limits.token_budget or allowed, allowed)
+    if context.deadline is not None:
+        left = max(0.001, context.deadline - time.time())
+        changes["timeout"] = min(limits.timeout or left, left)
+    if context.steps_left is not None:
+        changes["max_steps"] = min(limits.max_steps, len(session.turn_steps) + context.steps_left)
+    return spec.replace(limits=changes) if changes else spec
