@@ -71,3 +71,32 @@ def test_a_recursive_output_schema_builds_a_grammar_and_validates() -> None:
         result = agent.run("q")
     assert result.status == "completed" and result.output == json.loads(answer)
     assert "answer-value" in stub.requests[0]["grammar"]
+
+
+_WHOLE = {"number": "A-7", "total": 1500}
+
+
+def test_a_final_result_call_cut_off_by_max_tokens_does_not_end_the_run() -> None:
+    cut = {"tool_calls": [{"name": FINAL_RESULT, "arguments": {"number": "A-7", "total": 15}}],
+           "content": None, "finish_reason": "length"}
+    whole = {"tool_calls": [{"name": FINAL_RESULT, "arguments": _WHOLE}], "content": None}
+    with StubServer([cut, whole]).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="native"), output_type=Invoice)
+        result = agent.run("Read the invoice")
+    assert (result.status, result.output) == ("completed", Invoice(**_WHOLE))
+    told = stub.requests[1]["messages"][-1]
+    assert told["role"] == "tool" and "cut off" in told["content"]
+
+
+@pytest.mark.parametrize("options", [{"tool_mode": "react"},
+                                     {"tool_mode": "native", "response_format": True}])
+def test_an_answer_cut_off_by_max_tokens_never_validates(options: dict[str, Any]) -> None:
+    text = json.dumps({"number": "A-7", "total": 15})
+    if options["tool_mode"] == "react":
+        text = f"Thought: done\nFinal Answer: {text}"
+    replies = [{"content": text, "finish_reason": "length"},
+               {"content": text.replace("15", "1500")}]
+    with StubServer(replies).run_in_thread() as stub:
+        result = Agent(model=model(stub, **options), output_type=Invoice).run("q")
+    assert (result.status, result.output) == ("completed", Invoice(**_WHOLE))
+    assert len(stub.requests) == 2

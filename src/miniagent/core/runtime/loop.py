@@ -253,7 +253,8 @@ class StepLogic:
         response, parsed, elapsed = await self._generate(session, index, turn)
         step = self._record_step(session, index, response, parsed, elapsed, offered)
         if turn.output is not None:
-            typed = _typed_answer(parsed, turn.output)
+            typed = _typed_answer(parsed, turn.output, cut=_cut_call(parsed, response,
+                                                                     self.spec.max_tokens))
             if typed is not None:
                 return typed
         if parsed.kind == "final":
@@ -828,12 +829,22 @@ def _schema(rules: Rules, session: AgentSession) -> dict[str, Any] | None:
     return session.turn.output_schema or rules.spec.output_schema
 
 
-def _typed_answer(parsed: ParsedOutput, schema: dict[str, Any]) -> NextStep | None:
+def _cut_call(parsed: ParsedOutput, response: ModelResponse, max_tokens: int | None) -> bool:
+    """Whether a call of the reply was cut off (:func:`cut_off`): its ``final_result`` is no
+    answer, however whole its arguments look (``"total": 15`` of 1500)."""
+    return any(cut_off(call, response, max_tokens) is not None for call in parsed.tool_calls)
+
+
+def _typed_answer(parsed: ParsedOutput, schema: dict[str, Any], *, cut: bool
+                  ) -> NextStep | None:
     """A typed turn's reply that gives an answer (a Final Answer, or a ``final_result``
-    call): Finish with it when it fits the schema, else RepairOutput. None: no answer."""
+    call): Finish with it when it fits the schema, else RepairOutput. None: no answer (a
+    ``final_result`` call ``cut`` off is refused with the reply's other calls)."""
     from miniagent.core.runtime import output  # a typed turn
 
     call = output.final_call(parsed.tool_calls) if parsed.kind == "action" else None
+    if call is not None and cut:
+        return None
     if call is not None:
         text = json.dumps(call.arguments, ensure_ascii=False)
     elif parsed.kind == "final":
