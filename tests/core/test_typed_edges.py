@@ -100,3 +100,56 @@ def test_an_answer_cut_off_by_max_tokens_never_validates(options: dict[str, Any]
         result = Agent(model=model(stub, **options), output_type=Invoice).run("q")
     assert (result.status, result.output) == ("completed", Invoice(**_WHOLE))
     assert len(stub.requests) == 2
+
+
+def test_a_final_result_beside_other_calls_waits_for_their_results() -> None:
+    """The answer given with a lookup it has not seen is not taken: the lookup runs, the
+    model is told to give the answer alone, and its next answer ends the run."""
+    seen: list[str] = []
+
+    def lookup(number: str) -> str:
+        """Look an invoice up.
+
+        Args:
+            number: The invoice number.
+        """
+        seen.append(number)
+        return "A-7: total 1500"
+
+    both = {"tool_calls": [{"name": "lookup", "arguments": {"number": "A-7"}},
+                           {"name": FINAL_RESULT, "arguments": {"number": "A-7", "total": 1}}],
+            "content": None}
+    alone = {"tool_calls": [{"name": FINAL_RESULT, "arguments": _WHOLE}], "content": None}
+    with StubServer([both, alone]).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="native"), tools=[lookup],
+                      output_type=Invoice)
+        result = agent.run("Read the invoice")
+    assert (result.status, result.output) == ("completed", Invoice(**_WHOLE))
+    assert seen == ["A-7"]
+    told = {m.get("tool_call_id"): m["content"] for m in stub.requests[1]["messages"]
+            if m["role"] == "tool"}
+    assert "A-7: total 1500" in told.values()
+    assert any(FINAL_RESULT in text and "alone" in text for text in told.values())
+
+
+def test_a_final_result_with_text_keeps_the_json_as_the_answer() -> None:
+    reply = {"tool_calls": [{"name": FINAL_RESULT, "arguments": _WHOLE}],
+             "content": "Here is the invoice."}
+    with StubServer([reply]).run_in_thread() as stub:
+        result = Agent(model=model(stub, tool_mode="native"), output_type=Invoice).run("q")
+    assert result.output == Invoice(**_WHOLE)
+    assert json.loads(result.final_answer or "") == _WHOLE
+
+
+@pytest.mark.parametrize("content", [
+    '```json\n{"number": "A-7", "total": 1500}\n```',
+    '<think>an invoice, so JSON</think>\n{"number": "A-7", "total": 1500}',
+    '<think>hm</think>```json\n{"number": "A-7", "total": 1500}\n```',
+])
+def test_a_response_format_reply_in_a_fence_or_after_thinking_validates(content: str) -> None:
+    with StubServer([content]).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="native", response_format=True),
+                      output_type=Invoice)
+        result = agent.run("q")
+    assert (result.status, result.output) == ("completed", Invoice(**_WHOLE))
+    assert len(stub.requests) == 1

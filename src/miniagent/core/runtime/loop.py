@@ -448,10 +448,14 @@ class StepLogic:
                             reason=f"'{call.name}' was repeated with the same arguments after "
                                    "an intervention")
             refused = cut_off(call, response, self.spec.max_tokens)
+            early = self._early_answer(session, call, parsed) if refused is None else None
             copied = copied_example(call) if refused is None else None
             if refused is not None:
                 record = answered(call, refused, "cut off: not run", at=now)
                 self._report(session, step.index, "cut_off", refused, call.id)
+            elif early is not None:
+                record = answered(call, early, "an answer beside other calls: not taken", at=now)
+                self._report(session, step.index, "output_invalid", early, call.id)
             elif copied is not None:
                 record = answered(call, copied, "the example's placeholders: not run", at=now)
                 self._report(session, step.index, "placeholder", copied, call.id)
@@ -468,6 +472,16 @@ class StepLogic:
                     record.move("awaiting_approval", record.note, now)
             step.calls.append(record)
         return CallTools()
+
+    def _early_answer(self, session: AgentSession, call: ToolCall, parsed: ParsedOutput
+                      ) -> str | None:
+        """Why a typed turn's ``final_result`` call is not taken (it came beside other calls),
+        or None (:func:`~miniagent.core.runtime.output.early_answer`)."""
+        if _schema(self.rules, session) is None:
+            return None  # an untyped run may have a tool of that name
+        from miniagent.core.runtime import output  # a typed turn
+
+        return output.early_answer(call, parsed.tool_calls)
 
     # -- the tools phase ------------------------------------------------------------------
 
@@ -839,11 +853,11 @@ def _typed_answer(parsed: ParsedOutput, schema: dict[str, Any], *, cut: bool
                   ) -> NextStep | None:
     """A typed turn's reply that gives an answer (a Final Answer, or a ``final_result``
     call): Finish with it when it fits the schema, else RepairOutput. None: no answer (a
-    ``final_result`` call ``cut`` off is refused with the reply's other calls)."""
+    ``final_result`` call ``cut`` off, or beside other calls, is refused with them)."""
     from miniagent.core.runtime import output  # a typed turn
 
     call = output.final_call(parsed.tool_calls) if parsed.kind == "action" else None
-    if call is not None and cut:
+    if call is not None and (cut or output.early_answer(call, parsed.tool_calls)):
         return None
     if call is not None:
         text = json.dumps(call.arguments, ensure_ascii=False)

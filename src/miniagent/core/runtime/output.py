@@ -10,7 +10,9 @@ the protocol rendered it (:func:`constrain`), and checks what comes back (:func:
   Answer branch becomes the schema's JSON grammar, so the answer parses and fits its structure;
 - a native request (``tools``): the server's ``response_format`` (``json_schema``) where the
   model's capabilities say it takes one, else a tool :data:`FINAL_RESULT` whose arguments are
-  the answer; calling it ends the run (other calls of the same reply are not run).
+  the answer; calling it alone ends the run. Called beside other calls it is not taken (the
+  answer could not use their results: :func:`early_answer`); the others run, and the model
+  gives it again once it has read them. Nor is a call cut off by ``max_tokens``.
 
 An answer that is not JSON, or does not fit, is told to the model with what is wrong and the
 schema (:func:`repair_note`), at most :data:`OUTPUT_RETRIES` times a turn; then the run ends
@@ -26,7 +28,7 @@ from typing import Any
 from miniagent.core.types import ModelRequest, Step, ToolCall
 
 __all__ = ["FINAL_RESULT", "OUTPUT_ERROR", "OUTPUT_RETRIES", "answer_of", "constrain",
-           "final_call", "instructions", "repair_note", "repairs_done", "schema_problems"]
+           "early_answer", "final_call", "instructions", "repair_note", "repairs_done", "schema_problems"]
 
 OUTPUT_RETRIES = 2
 """Repairs a turn gets for an answer that does not fit its schema. A model told exactly what is
@@ -97,6 +99,15 @@ def instructions(given: str | None, schema: dict[str, Any]) -> str:
 def final_call(calls: list[ToolCall]) -> ToolCall | None:
     """The reply's call of :data:`FINAL_RESULT`, if it made one."""
     return next((call for call in calls if call.name == FINAL_RESULT), None)
+
+
+def early_answer(call: ToolCall, calls: list[ToolCall]) -> str | None:
+    """Why ``call`` (of :data:`FINAL_RESULT`) is not taken as the answer: the reply made other
+    ``calls`` beside it, whose results the answer could not use. None: it is taken."""
+    if call.name != FINAL_RESULT or len(calls) < 2:
+        return None
+    return (f"{FINAL_RESULT} was not taken: it came with other calls, whose results your answer "
+            f"could not use. Read their results, then call {FINAL_RESULT} alone.")
 
 
 def constrain(request: ModelRequest, schema: dict[str, Any], *, response_format: bool
