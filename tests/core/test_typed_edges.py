@@ -153,3 +153,19 @@ def test_a_response_format_reply_in_a_fence_or_after_thinking_validates(content:
         result = agent.run("q")
     assert (result.status, result.output) == ("completed", Invoice(**_WHOLE))
     assert len(stub.requests) == 1
+
+
+def test_the_repair_note_is_bounded_and_says_what_is_wrong() -> None:
+    fields = {f"f{i}": {"enum": [f"城市{j}" for j in range(300)]} for i in range(20)}
+    schema = {"type": "object", "properties": fields, "required": list(fields)}
+    wrong = json.dumps({f"f{i}": "x" * 5000 for i in range(20)})
+    fits = json.dumps({f"f{i}": "城市1" for i in range(20)}, ensure_ascii=False)
+    replies = [f"Thought: done\nFinal Answer: {wrong}", f"Thought: fixed\nFinal Answer: {fits}"]
+    with StubServer(replies).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="react"), output_type=schema)
+        result = agent.run("q")
+    assert result.status == "completed" and result.output["f0"] == "城市1"
+    note = stub.requests[1]["messages"][-1]["content"]
+    assert len(note) < 3000, len(note)
+    assert "answer.f0" in note and "and 15 more" in note
+    assert "城市" in note and "\\u" not in note  # CJK as it is, not escaped

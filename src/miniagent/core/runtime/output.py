@@ -45,6 +45,11 @@ _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 _FINAL = r"(?m)^final ::= .*$"
 _RULE = re.compile(r"(?m)^([a-z0-9-]+) ::= ")
 _LISTED = 5
+"""Errors a repair note lists (the rest counted): a model fixes a few at a time anyway."""
+_MESSAGE_CHARS = 240
+"""The longest error message in a note (its middle elided: a long value's repr, a long enum)."""
+_SCHEMA_CHARS = 2000
+"""The longest schema a repair note repeats; a longer one is in the instructions already."""
 
 
 def answer_of(text: str, schema: dict[str, Any]) -> tuple[Any, str | None]:
@@ -70,8 +75,8 @@ def schema_problems(schema: dict[str, Any], value: Any) -> str:
         errors = list(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(value))
     except Exception as exc:  # a schema the facade checked cannot fail here; one read back may
         return f"the schema cannot be checked ({type(exc).__name__})"
-    found = [f"{'.'.join(['answer', *(str(p) for p in e.absolute_path)])}: {e.message[:200]}"
-             for e in errors]
+    found = [f"{_clip('.'.join(['answer', *(str(p) for p in e.absolute_path)]), 80)}: "
+             f"{_clip(e.message, _MESSAGE_CHARS)}" for e in errors]
     more = f"; and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
     return "; ".join(found[:_LISTED]) + more
 
@@ -85,8 +90,10 @@ def repair_note(problem: str, schema: dict[str, Any], *, by_tool: bool) -> str:
     """What the model is told of an answer that does not fit."""
     how = (f"Call {FINAL_RESULT} again with arguments that fit it" if by_tool
            else "Give your final answer again as one JSON value that fits it, nothing else")
-    return (f"Your final answer does not fit the required schema: {problem}. {how}. "
-            f"The schema: {_compact(schema)}")
+    shown = _compact(schema)
+    where = (f"The schema: {shown}" if len(shown) <= _SCHEMA_CHARS else
+             f"The schema is the one in your instructions ({len(shown):,} characters).")
+    return f"Your final answer does not fit the required schema: {problem}. {how}. {where}"
 
 
 def instructions(given: str | None, schema: dict[str, Any]) -> str:
@@ -143,6 +150,14 @@ def _grammar(grammar: str, schema: dict[str, Any], max_tokens: int | None) -> st
              if line.split(" ::= ", 1)[0] not in taken]  # a primitive the turn has stays its
     body = re.sub(_FINAL, lambda _: final, grammar, count=1).rstrip("\n")
     return "\n".join([body, *lines]) + "\n"
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, its middle elided (both ends say most)."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 5) // 2
+    return f"{text[:half]} ... {text[-half:]}"
 
 
 def _compact(schema: dict[str, Any]) -> str:
