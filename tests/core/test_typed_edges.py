@@ -169,3 +169,13 @@ def test_the_repair_note_is_bounded_and_says_what_is_wrong() -> None:
     assert len(note) < 3000, len(note)
     assert "answer.f0" in note and "and 15 more" in note
     assert "城市" in note and "\\u" not in note  # CJK as it is, not escaped
+
+
+def test_on_event_run_finished_carries_the_same_output_as_the_result() -> None:
+    events: list[Any] = []
+    replies = ['Thought: done\nFinal Answer: {"number": "A-7", "total": 1500}']
+    with StubServer(replies).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="react"), output_type=Invoice)
+        result = agent.run("q", on_event=events.append)
+    finished = [e for e in events if type(e).__name__ == "RunFinished"]
+    assert [e.result.output for e in finished] == [result.output] == [Invoice(**_WHOLE)]

@@ -32,8 +32,9 @@ from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
     from miniagent.core.runtime.events import Event
+    from miniagent.core.runtime.inprocess import Subscriber
 
-__all__ = ["OutputType", "typed_events", "typed_result"]
+__all__ = ["OutputType", "typed_events", "typed_result", "typed_subscriber"]
 
 
 @dataclass(frozen=True)
@@ -132,17 +133,39 @@ def typed_events(events: AsyncIterator[Event], typed: OutputType | None
 
 async def _typed_events(events: AsyncIterator[Event], typed: OutputType
                         ) -> AsyncIterator[Event]:
-    from miniagent.core.runtime.events import RunFinished, RunStarted
+    from miniagent.core.runtime.events import RunStarted
 
     own: str | None = None
     try:
         async for event in events:
             if own is None and isinstance(event, RunStarted):
                 own = event.session_id
-            if isinstance(event, RunFinished) and event.session_id in (own, ""):
-                event = dataclasses.replace(event, result=typed_result(event.result, typed))
-            yield event
+            yield _typed_event(event, typed, (own, ""))
     finally:
         close = getattr(events, "aclose", None)  # a generator's: it cancels the run
         if close is not None:
             await close()
+
+
+def typed_subscriber(on_event: Subscriber | None, typed: OutputType | None, session_id: str
+                     ) -> Subscriber | None:
+    """``on_event``, given the ``RunFinished`` of session ``session_id`` (not a sub-agent's)
+    with ``output`` as ``typed``'s type, as the run's caller gets it (the step logic, which
+    knows only the schema, announces the JSON value)."""
+    if on_event is None or typed is None:
+        return on_event
+    deliver = on_event
+
+    def typed_delivery(event: Event) -> None:
+        deliver(_typed_event(event, typed, (session_id,)))
+
+    return typed_delivery
+
+
+def _typed_event(event: Event, typed: OutputType, own: tuple[str | None, ...]) -> Event:
+    """``event``, a ``RunFinished`` of a session in ``own`` with its output typed."""
+    from miniagent.core.runtime.events import RunFinished
+
+    if isinstance(event, RunFinished) and event.session_id in own:
+        return dataclasses.replace(event, result=typed_result(event.result, typed))
+    return event

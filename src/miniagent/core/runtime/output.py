@@ -28,7 +28,8 @@ from typing import Any
 from miniagent.core.types import ModelRequest, Step, ToolCall
 
 __all__ = ["FINAL_RESULT", "OUTPUT_ERROR", "OUTPUT_RETRIES", "answer_of", "constrain",
-           "early_answer", "final_call", "instructions", "repair_note", "repairs_done", "schema_problems"]
+           "early_answer", "final_call", "instructions", "repair_note", "repairs_done",
+           "schema_problems"]
 
 OUTPUT_RETRIES = 2
 """Repairs a turn gets for an answer that does not fit its schema. A model told exactly what is
