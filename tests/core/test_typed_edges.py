@@ -179,3 +179,18 @@ def test_on_event_run_finished_carries_the_same_output_as_the_result() -> None:
         result = agent.run("q", on_event=events.append)
     finished = [e for e in events if type(e).__name__ == "RunFinished"]
     assert [e.result.output for e in finished] == [result.output] == [Invoice(**_WHOLE)]
+
+
+def test_a_fork_of_a_run_typed_on_its_own_is_still_typed_when_resumed() -> None:
+    replies = ['Thought: done\nFinal Answer: {"number": "A-7"}',
+               'Thought: fixed\nFinal Answer: {"number": "A-7", "total": 1500}',
+               'Thought: again\nFinal Answer: {"number": "B-2", "total": 2}']
+    with StubServer(replies).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="react"))
+        first = agent.run("q", output_type=Invoice)
+        child = agent.fork(first.session_id, at_step=1)
+        resumed = agent.resume(child)
+    assert first.output == Invoice(**_WHOLE)
+    assert (resumed.status, resumed.output) == ("completed", {"number": "B-2", "total": 2})
+    assert "JSON Schema" in stub.requests[2]["messages"][0]["content"]
+    assert agent.session(first.session_id).final_answer == first.final_answer
