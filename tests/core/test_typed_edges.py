@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from miniagent import Agent, OpenAICompatibleModel, ScriptedModel
+from miniagent import Agent, Aids, Limits, OpenAICompatibleModel, ScriptedModel
 from miniagent.core.errors import UserError
 from miniagent.core.runtime.output import FINAL_RESULT
 from miniagent.testing.stub_server import StubServer
@@ -194,3 +194,44 @@ def test_a_fork_of_a_run_typed_on_its_own_is_still_typed_when_resumed() -> None:
     assert (resumed.status, resumed.output) == ("completed", {"number": "B-2", "total": 2})
     assert "JSON Schema" in stub.requests[2]["messages"][0]["content"]
     assert agent.session(first.session_id).final_answer == first.final_answer
+
+
+def test_a_final_result_call_at_max_steps_is_the_answer_at_the_limit() -> None:
+    def lookup(number: str) -> str:
+        """Look an invoice up.
+
+        Args:
+            number: The invoice number.
+        """
+        return "total 1500"
+
+    replies = [{"tool_calls": [{"name": "lookup", "arguments": {"number": "A-7"}}],
+                "content": None},
+               {"tool_calls": [{"name": FINAL_RESULT, "arguments": _WHOLE}], "content": None}]
+    with StubServer(replies).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="native"), tools=[lookup],
+                      output_type=Invoice, limits=Limits(max_steps=1))
+        result = agent.run("q")
+    assert result.status == "max_steps"
+    assert json.loads(result.final_answer or "") == _WHOLE
+
+
+def test_a_final_result_call_is_no_way_around_a_required_tool_call() -> None:
+    def lookup(number: str) -> str:
+        """Look an invoice up.
+
+        Args:
+            number: The invoice number.
+        """
+        return "total 1500"
+
+    guess = {"tool_calls": [{"name": FINAL_RESULT, "arguments": {"number": "A-7", "total": 1}}],
+             "content": None}
+    look = {"tool_calls": [{"name": "lookup", "arguments": {"number": "A-7"}}], "content": None}
+    answer = {"tool_calls": [{"name": FINAL_RESULT, "arguments": _WHOLE}], "content": None}
+    with StubServer([guess, look, answer]).run_in_thread() as stub:
+        agent = Agent(model=model(stub, tool_mode="native"), tools=[lookup],
+                      output_type=Invoice, aids=Aids(tool_choice="required"))
+        result = agent.run("q")
+    assert (result.status, result.output) == ("completed", Invoice(**_WHOLE))
+    assert len(stub.requests) == 3

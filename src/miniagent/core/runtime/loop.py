@@ -298,14 +298,14 @@ class StepLogic:
         except ModelError:
             return limit
         self._record_step(session, index, response, parsed, elapsed, [])
-        answer = parsed.final_answer if parsed.kind == "final" else None
+        answer, text = parsed.final_answer if parsed.kind == "final" else None, parsed.text
         schema = _schema(self.rules, session)
-        if answer is not None and schema is not None:
-            from miniagent.core.runtime import output  # a typed turn
-
-            if output.answer_of(answer, schema)[1] is not None:
-                answer = None  # an answer that does not fit is no answer
-        return AnswerAtLimit(stop=limit, answer=answer, text=parsed.text,
+        if schema is not None:  # a typed turn: an answer that fits, or a final_result call
+            typed = _typed_answer(parsed, schema, cut=_cut_call(parsed, response,
+                                                                self.spec.max_tokens))
+            answer, text = (typed.answer, typed.text) if isinstance(typed, Finish) else (None,
+                                                                                         text)
+        return AnswerAtLimit(stop=limit, answer=answer, text=text,
                              error=parsed.error or f"a reply of kind {parsed.kind}")
 
     async def _compress(self, session: AgentSession, index: int, span: str) -> None:
@@ -376,7 +376,7 @@ class StepLogic:
         elapsed = self.effects.now() - started
         parsed = judged(parsed, response, offered=bool(turn.tools), choice=turn.choice,
                         steps=session.turn_steps, max_tokens=self.spec.max_tokens)
-        parsed = self._with_ids(enforce_choice(parsed, turn.choice), session)
+        parsed = self._with_ids(_enforced(parsed, turn), session)
         if self.effects.observed:
             self._emit("ModelResponded", session, span=span, parent=step_span, step=index,
                        response=response, parsed=parsed, elapsed=elapsed,
@@ -847,6 +847,15 @@ def _cut_call(parsed: ParsedOutput, response: ModelResponse, max_tokens: int | N
     """Whether a call of the reply was cut off (:func:`cut_off`): its ``final_result`` is no
     answer, however whole its arguments look (``"total": 15`` of 1500)."""
     return any(cut_off(call, response, max_tokens) is not None for call in parsed.tool_calls)
+
+
+def _enforced(parsed: ParsedOutput, turn: _Turn) -> ParsedOutput:
+    """``parsed``, or an invalid reply where it does what the turn's tool choice forbids."""
+    if turn.output is None:
+        return enforce_choice(parsed, turn.choice)
+    from miniagent.core.runtime import output  # a typed turn
+
+    return output.enforce_answer_choice(parsed, turn.choice)
 
 
 def _typed_answer(parsed: ParsedOutput, schema: dict[str, Any], *, cut: bool

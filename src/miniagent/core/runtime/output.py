@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
-from miniagent.core.types import ModelRequest, Step, ToolCall
+from miniagent.core.protocol.base import enforce_choice
+from miniagent.core.types import ModelRequest, ParsedOutput, Step, ToolCall
 
 __all__ = ["FINAL_RESULT", "OUTPUT_ERROR", "OUTPUT_RETRIES", "answer_of", "constrain",
-           "early_answer", "final_call", "instructions", "repair_note", "repairs_done",
+           "early_answer", "enforce_answer_choice", "final_call", "instructions", "repair_note", "repairs_done",
            "schema_problems"]
 
 OUTPUT_RETRIES = 2
@@ -107,6 +109,16 @@ def instructions(given: str | None, schema: dict[str, Any]) -> str:
 def final_call(calls: list[ToolCall]) -> ToolCall | None:
     """The reply's call of :data:`FINAL_RESULT`, if it made one."""
     return next((call for call in calls if call.name == FINAL_RESULT), None)
+
+
+def enforce_answer_choice(parsed: ParsedOutput, choice: str | None) -> ParsedOutput:
+    """:func:`~miniagent.core.protocol.base.enforce_choice` for a typed turn, whose
+    :data:`FINAL_RESULT` calls are an answer, not a tool call: allowed on a step that may call
+    no tool (the last one at ``max_steps``), refused where a tool must be called first."""
+    if parsed.kind != "action" or any(c.name != FINAL_RESULT for c in parsed.tool_calls):
+        return enforce_choice(parsed, choice)
+    checked = enforce_choice(replace(parsed, kind="final"), choice)
+    return parsed if checked.kind == "final" else checked
 
 
 def early_answer(call: ToolCall, calls: list[ToolCall]) -> str | None:
