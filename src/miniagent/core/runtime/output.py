@@ -30,8 +30,8 @@ from miniagent.core.protocol.base import enforce_choice
 from miniagent.core.types import ModelRequest, ParsedOutput, Step, ToolCall
 
 __all__ = ["FINAL_RESULT", "OUTPUT_ERROR", "OUTPUT_RETRIES", "answer_of", "constrain",
-           "early_answer", "enforce_answer_choice", "final_call", "instructions", "repair_note", "repairs_done",
-           "schema_problems"]
+           "early_answer", "enforce_answer_choice", "final_call", "instructions", "repair_note",
+           "repairs_done", "schema_problems"]
 
 OUTPUT_RETRIES = 2
 """Repairs a turn gets for an answer that does not fit its schema. A model told exactly what is
