@@ -76,6 +76,15 @@ def test_a_recursive_output_schema_builds_a_grammar_and_validates() -> None:
 _WHOLE = {"number": "A-7", "total": 1500}
 
 
+def lookup(number: str) -> str:
+    """Look an invoice up.
+
+    Args:
+        number: The invoice number.
+    """
+    return "total 1500"
+
+
 def test_a_final_result_call_cut_off_by_max_tokens_does_not_end_the_run() -> None:
     cut = {"tool_calls": [{"name": FINAL_RESULT, "arguments": {"number": "A-7", "total": 15}}],
            "content": None, "finish_reason": "length"}
@@ -197,14 +206,6 @@ def test_a_fork_of_a_run_typed_on_its_own_is_still_typed_when_resumed() -> None:
 
 
 def test_a_final_result_call_at_max_steps_is_the_answer_at_the_limit() -> None:
-    def lookup(number: str) -> str:
-        """Look an invoice up.
-
-        Args:
-            number: The invoice number.
-        """
-        return "total 1500"
-
     replies = [{"tool_calls": [{"name": "lookup", "arguments": {"number": "A-7"}}],
                 "content": None},
                {"tool_calls": [{"name": FINAL_RESULT, "arguments": _WHOLE}], "content": None}]
@@ -217,14 +218,6 @@ def test_a_final_result_call_at_max_steps_is_the_answer_at_the_limit() -> None:
 
 
 def test_a_final_result_call_is_no_way_around_a_required_tool_call() -> None:
-    def lookup(number: str) -> str:
-        """Look an invoice up.
-
-        Args:
-            number: The invoice number.
-        """
-        return "total 1500"
-
     guess = {"tool_calls": [{"name": FINAL_RESULT, "arguments": {"number": "A-7", "total": 1}}],
              "content": None}
     look = {"tool_calls": [{"name": "lookup", "arguments": {"number": "A-7"}}], "content": None}
