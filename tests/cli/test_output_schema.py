@@ -41,3 +41,14 @@ def test_a_file_that_is_no_schema_is_refused_before_anything_runs(tmp_path: Path
                   "--model", "m", cwd=tmp_path)
         assert out.returncode == 2, (name, out.stdout, out.stderr)
         assert "--output-schema" in out.stderr and name in out.stderr
+
+
+def test_a_schema_too_costly_to_check_is_refused_with_the_limit(tmp_path: Path) -> None:
+    deep: dict[str, object] = {"type": "string"}
+    for _ in range(400):
+        deep = {"type": "object", "properties": {"a": deep}}
+    (tmp_path / "deep.json").write_text(json.dumps(deep), encoding="utf-8")
+    out = cli("run", "hi", "--output-schema", "deep.json", "--base-url", "http://127.0.0.1:9/v1",
+              "--model", "m", cwd=tmp_path)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "nests deeper than 64 levels" in out.stderr and "Traceback" not in out.stderr

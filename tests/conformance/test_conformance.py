@@ -225,6 +225,30 @@ async def test_a_run_typed_on_its_own_answers_through_the_final_result_tool(
     assert (got.status, got.final_answer, got.output) == ("completed", "plain text now", None)
 
 
+async def test_a_typed_run_killed_mid_call_resumes_to_a_typed_result(
+        drivers: list[Driver], tmp_path: Path) -> None:
+    """A typed run whose process (or Temporal worker: the workflow replays) dies during a call
+    resumes and validates its answer the same way; Chinese text stays as it is."""
+    state: dict[str, Any] = {}
+
+    def tools() -> list[Any]:
+        state.update(started=asyncio.Event(), seen=[])
+        return [hanging("fetch", idempotent=True, started=state["started"], seen=state["seen"])]
+
+    setup = Setup(model=lambda: ScriptedModel([
+        react("go", "fetch", {"what": "发票"}),
+        'Thought: done\nFinal Answer: {"number": "发票-7", "total": 12.5}']),
+        tools=tools, options={"output_type": Invoice})
+
+    async def act(handle: Handle) -> RunResult:
+        return await crashed(handle, state["started"], state["seen"])
+
+    got = await across(drivers, tmp_path, setup, act,
+                       compare=("status", "final_answer", "observations"))
+    assert (got.status, got.output) == ("completed", {"number": "发票-7", "total": 12.5})
+    assert got.final_answer == '{"number": "发票-7", "total": 12.5}'
+
+
 async def test_an_explicit_protocol_is_the_one_used(drivers: list[Driver],
                                                     tmp_path: Path) -> None:
     """NativeProtocol over a model configured for ReAct: native requests on every driver."""

@@ -22,7 +22,7 @@ from miniagent.core.agent_setup import (
 )
 from miniagent.core.errors import SessionNotFound, UserError
 from miniagent.core.models.base import Model
-from miniagent.core.output import OutputType, typed_events, typed_result
+from miniagent.core.output import OutputType, typed_events, typed_result, typed_subscriber
 from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.calls import Approver, InterruptedPolicy, decide
@@ -190,20 +190,17 @@ class Agent(SyncTwins):
             UserError: the agent has no model.
         """
         self._check_model()
-        typed = None if output_type is None else OutputType.of(output_type)
-        schema = None if typed is None else typed.schema
+        given = None if output_type is None else OutputType.of(output_type)
+        schema, typed = None if given is None else given.schema, given or self.output_type
         metadata = with_sources(self.sources, metadata)
         if session_id is not None and self._exists(session_id):
-            result = await self._run_here(session_id, None, on_event,
-                                          question=storable(question), schema=schema)
-        else:
-            session = AgentSession.start(storable(question), id=session_id or random_id(),
-                                         at=time.time(), metadata=metadata)
-            session.turn.output_schema = schema
-            self.store.save(session)
-            result = await self._run_here(session.id, session, on_event)
-        typed = typed or self.output_type
-        return result if typed is None else typed_result(result, typed)  # free text: as it is
+            return await self._run_here(session_id, None, on_event, typed=typed,
+                                        question=storable(question), schema=schema)
+        session = AgentSession.start(storable(question), id=session_id or random_id(),
+                                     at=time.time(), metadata=metadata)
+        session.turn.output_schema = schema
+        self.store.save(session)
+        return await self._run_here(session.id, session, on_event, typed=typed)
 
     def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
                 session_id: str | None = None, output_type: Any = None) -> AsyncIterator[Event]:
@@ -244,17 +241,19 @@ class Agent(SyncTwins):
             UserError: The agent has no model.
         """
         self._check_model()
-        result = await self._run_here(session_id, None, on_event, force)
-        return result if self.output_type is None else typed_result(result, self.output_type)
+        return await self._run_here(session_id, None, on_event, force, typed=self.output_type)
 
     async def _run_here(self, session_id: str, fresh: AgentSession | None,
                         on_event: Subscriber | None, force: bool = False, *,
-                        question: str | None = None, schema: dict[str, Any] | None = None
-                        ) -> RunResult:
+                        question: str | None = None, schema: dict[str, Any] | None = None,
+                        typed: OutputType | None = None) -> RunResult:
         """The in-process driver: the session under this process's lease, run by
         :func:`~miniagent.core.runtime.run.run_session` with effects performed here (with
-        ``question``: as the session's next turn)."""
+        ``question``: as the session's next turn); a ``typed`` run's result and ``on_event``'s
+        ``RunFinished`` both have ``output`` as its type."""
         assert self.model is not None  # _check_model
+        if typed is not None:  # an untyped run never loads core/output's code
+            on_event = typed_subscriber(on_event, typed, session_id)
         owner = new_owner()
         self.store.acquire(session_id, owner, force=force)
         late: LateCalls | None = None
@@ -265,7 +264,7 @@ class Agent(SyncTwins):
                 session.turn.output_schema = schema
                 self.store.save(session, owner=owner)
             elif session.status in FINAL:
-                return session.result()
+                return typed_result(session.result(), typed) if typed else session.result()
             if session.status != "running":
                 session.transition("running", f"resumed from {session.status}", at=time.time())
             toolbox = await Toolbox.gather(self.sources)
@@ -280,7 +279,7 @@ class Agent(SyncTwins):
             with run_load.run():
                 result = await run_session(session, rules, effects)
             await self.bus.flush()  # run_finished has reached the subscribers on return
-            return result
+            return typed_result(result, typed) if typed else result
         finally:  # a call left running by a cancelled run keeps the lease until it is saved
             release = partial(self.store.release, session_id, owner)
             if late is None:

@@ -32,8 +32,9 @@ from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
     from miniagent.core.runtime.events import Event
+    from miniagent.core.runtime.inprocess import Subscriber
 
-__all__ = ["OutputType", "typed_events", "typed_result"]
+__all__ = ["OutputType", "typed_events", "typed_result", "typed_subscriber"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class OutputType:
         """The JSON Schema of ``output_type``.
 
         Raises:
-            UserError: a type pydantic cannot describe, or a dict that is no valid JSON Schema.
+            UserError: a type pydantic cannot describe, a dict that is no valid JSON Schema, or
+                a schema whose checking could cost without bound (too deep, too long, or too
+                large with its ``$ref`` links expanded: the bounds of a tool's schema).
         """
         if isinstance(output_type, OutputType):
             return output_type
@@ -63,7 +66,7 @@ class OutputType:
             raise UserError(f"output_type {output_type!r} has no JSON Schema: give a pydantic "
                             f"model, a dataclass, a TypedDict or a JSON Schema dict "
                             f"({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
-        return cls(schema=schema, kind=output_type)
+        return cls(schema=_bounded(schema), kind=output_type)
 
     def instance(self, value: Any) -> Any:
         """``value`` (JSON that fits the schema) as the output type."""
@@ -74,7 +77,20 @@ class OutputType:
         return TypeAdapter(self.kind).validate_python(value)
 
 
+def _bounded(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema``, refused where the grammar or the validator could spend without bound on it
+    (checked before any walk of it, :mod:`jsonschema`'s own included)."""
+    from miniagent.core.tools.schema_cost import schema_cost_problem
+
+    problem = schema_cost_problem(schema)
+    if problem is not None:
+        raise UserError(f"output_type: its schema {problem}")
+    return schema
+
+
 def _checked_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` if it is a valid JSON Schema within the cost bounds."""
+    _bounded(schema)
     import jsonschema
     from jsonschema.validators import validator_for
 
@@ -117,17 +133,39 @@ def typed_events(events: AsyncIterator[Event], typed: OutputType | None
 
 async def _typed_events(events: AsyncIterator[Event], typed: OutputType
                         ) -> AsyncIterator[Event]:
-    from miniagent.core.runtime.events import RunFinished, RunStarted
+    from miniagent.core.runtime.events import RunStarted
 
     own: str | None = None
     try:
         async for event in events:
             if own is None and isinstance(event, RunStarted):
                 own = event.session_id
-            if isinstance(event, RunFinished) and event.session_id in (own, ""):
-                event = dataclasses.replace(event, result=typed_result(event.result, typed))
-            yield event
+            yield _typed_event(event, typed, (own, ""))
     finally:
         close = getattr(events, "aclose", None)  # a generator's: it cancels the run
         if close is not None:
             await close()
+
+
+def typed_subscriber(on_event: Subscriber | None, typed: OutputType | None, session_id: str
+                     ) -> Subscriber | None:
+    """``on_event``, given the ``RunFinished`` of session ``session_id`` (not a sub-agent's)
+    with ``output`` as ``typed``'s type, as the run's caller gets it (the step logic, which
+    knows only the schema, announces the JSON value)."""
+    if on_event is None or typed is None:
+        return on_event
+    deliver = on_event
+
+    def typed_delivery(event: Event) -> None:
+        deliver(_typed_event(event, typed, (session_id,)))
+
+    return typed_delivery
+
+
+def _typed_event(event: Event, typed: OutputType, own: tuple[str | None, ...]) -> Event:
+    """``event``, a ``RunFinished`` of a session in ``own`` with its output typed."""
+    from miniagent.core.runtime.events import RunFinished
+
+    if isinstance(event, RunFinished) and event.session_id in own:
+        return dataclasses.replace(event, result=typed_result(event.result, typed))
+    return event

@@ -32,7 +32,7 @@ from miniagent._internal import defaults
 from miniagent._internal.aio import SyncTwins, run_in_daemon_thread
 from miniagent.core.agent import Agent, with_sources
 from miniagent.core.errors import ConfigError, PayloadTooLarge, SessionNotFound, UserError
-from miniagent.core.output import OutputType, typed_events, typed_result
+from miniagent.core.output import OutputType, typed_events, typed_result, typed_subscriber
 from miniagent.core.protocol.registry import build_protocol
 from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.stream import stream_run
@@ -132,8 +132,9 @@ class TemporalAgent(SyncTwins):
                                                     session_id=session_id)
         except PayloadTooLarge as exc:  # a run always ends with a status
             return RunResult(status="error", reason=str(exc), session_id=session_id or "")
-        result = await self._follow(started, on_event)
-        return typed_result(result, typed or self.agent.output_type)
+        typed = typed or self.agent.output_type
+        result = await self._follow(started, typed_subscriber(on_event, typed, started))
+        return typed_result(result, typed)
 
     def astream(self, question: str, *, metadata: dict[str, Any] | None = None,
                 session_id: str | None = None, output_type: Any = None
@@ -198,7 +199,9 @@ class TemporalAgent(SyncTwins):
         """Follow the session until it ends or waits for a person; its events go to the
         agent's subscribers (and ``on_event``) on the way. ``force`` changes nothing here:
         the cluster's workers hold the session."""
-        return typed_result(await self._follow(session_id, on_event), self.agent.output_type)
+        typed = self.agent.output_type
+        return typed_result(await self._follow(session_id, typed_subscriber(
+            on_event, typed, session_id)), typed)
 
     async def _follow(self, session_id: str, on_event: Subscriber | None) -> RunResult:
         extra = (on_event,) if on_event else ()

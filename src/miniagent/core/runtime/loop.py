@@ -255,7 +255,8 @@ class StepLogic:
         response, parsed, elapsed = await self._generate(session, index, turn)
         step = self._record_step(session, index, response, parsed, elapsed, offered)
         if turn.output is not None:
-            typed = _typed_answer(parsed, turn.output)
+            typed = _typed_answer(parsed, turn.output, cut=_cut_call(parsed, response,
+                                                                     self.spec.max_tokens))
             if typed is not None:
                 return typed
         if parsed.kind == "final":
@@ -299,14 +300,14 @@ class StepLogic:
         except ModelError:
             return limit
         self._record_step(session, index, response, parsed, elapsed, [])
-        answer = parsed.final_answer if parsed.kind == "final" else None
+        answer, text = parsed.final_answer if parsed.kind == "final" else None, parsed.text
         schema = _schema(self.rules, session)
-        if answer is not None and schema is not None:
-            from miniagent.core.runtime import output  # a typed turn
-
-            if output.answer_of(answer, schema)[1] is not None:
-                answer = None  # an answer that does not fit is no answer
-        return AnswerAtLimit(stop=limit, answer=answer, text=parsed.text,
+        if schema is not None:  # a typed turn: an answer that fits, or a final_result call
+            typed = _typed_answer(parsed, schema, cut=_cut_call(parsed, response,
+                                                                self.spec.max_tokens))
+            answer, text = (typed.answer, typed.text) if isinstance(typed, Finish) else (None,
+                                                                                         text)
+        return AnswerAtLimit(stop=limit, answer=answer, text=text,
                              error=parsed.error or f"a reply of kind {parsed.kind}")
 
     async def _compress(self, session: AgentSession, index: int, span: str) -> None:
@@ -377,7 +378,7 @@ class StepLogic:
         elapsed = self.effects.now() - started
         parsed = judged(parsed, response, offered=bool(turn.tools), choice=turn.choice,
                         steps=session.turn_steps, max_tokens=self.spec.max_tokens)
-        parsed = self._with_ids(enforce_choice(parsed, turn.choice), session)
+        parsed = self._with_ids(_enforced(parsed, turn), session)
         if self.effects.observed:
             self._emit("ModelResponded", session, span=span, parent=step_span, step=index,
                        response=response, parsed=parsed, elapsed=elapsed,
@@ -449,10 +450,14 @@ class StepLogic:
                             reason=f"'{call.name}' was repeated with the same arguments after "
                                    "an intervention")
             refused = cut_off(call, response, self.spec.max_tokens)
+            early = self._early_answer(session, call, parsed) if refused is None else None
             copied = copied_example(call) if refused is None else None
             if refused is not None:
                 record = answered(call, refused, "cut off: not run", at=now)
                 self._report(session, step.index, "cut_off", refused, call.id)
+            elif early is not None:
+                record = answered(call, early, "an answer beside other calls: not taken", at=now)
+                self._report(session, step.index, "output_invalid", early, call.id)
             elif copied is not None:
                 record = answered(call, copied, "the example's placeholders: not run", at=now)
                 self._report(session, step.index, "placeholder", copied, call.id)
@@ -469,6 +474,16 @@ class StepLogic:
                     record.move("awaiting_approval", record.note, now)
             step.calls.append(record)
         return CallTools()
+
+    def _early_answer(self, session: AgentSession, call: ToolCall, parsed: ParsedOutput
+                      ) -> str | None:
+        """Why a typed turn's ``final_result`` call is not taken (it came beside other calls),
+        or None (:func:`~miniagent.core.runtime.output.early_answer`)."""
+        if _schema(self.rules, session) is None:
+            return None  # an untyped run may have a tool of that name
+        from miniagent.core.runtime import output  # a typed turn
+
+        return output.early_answer(call, parsed.tool_calls)
 
     # -- the tools phase ------------------------------------------------------------------
 
@@ -830,12 +845,31 @@ def _schema(rules: Rules, session: AgentSession) -> dict[str, Any] | None:
     return session.turn.output_schema or rules.spec.output_schema
 
 
-def _typed_answer(parsed: ParsedOutput, schema: dict[str, Any]) -> NextStep | None:
+def _cut_call(parsed: ParsedOutput, response: ModelResponse, max_tokens: int | None) -> bool:
+    """Whether a call of the reply was cut off (:func:`cut_off`): its ``final_result`` is no
+    answer, however whole its arguments look (``"total": 15`` of 1500)."""
+    return any(cut_off(call, response, max_tokens) is not None for call in parsed.tool_calls)
+
+
+def _enforced(parsed: ParsedOutput, turn: _Turn) -> ParsedOutput:
+    """``parsed``, or an invalid reply where it does what the turn's tool choice forbids."""
+    if turn.output is None:
+        return enforce_choice(parsed, turn.choice)
+    from miniagent.core.runtime import output  # a typed turn
+
+    return output.enforce_answer_choice(parsed, turn.choice)
+
+
+def _typed_answer(parsed: ParsedOutput, schema: dict[str, Any], *, cut: bool
+                  ) -> NextStep | None:
     """A typed turn's reply that gives an answer (a Final Answer, or a ``final_result``
-    call): Finish with it when it fits the schema, else RepairOutput. None: no answer."""
+    call): Finish with it when it fits the schema, else RepairOutput. None: no answer (a
+    ``final_result`` call ``cut`` off, or beside other calls, is refused with them)."""
     from miniagent.core.runtime import output  # a typed turn
 
     call = output.final_call(parsed.tool_calls) if parsed.kind == "action" else None
+    if call is not None and (cut or output.early_answer(call, parsed.tool_calls)):
+        return None
     if call is not None:
         text = json.dumps(call.arguments, ensure_ascii=False)
     elif parsed.kind == "final":

@@ -10,7 +10,9 @@ the protocol rendered it (:func:`constrain`), and checks what comes back (:func:
   Answer branch becomes the schema's JSON grammar, so the answer parses and fits its structure;
 - a native request (``tools``): the server's ``response_format`` (``json_schema``) where the
   model's capabilities say it takes one, else a tool :data:`FINAL_RESULT` whose arguments are
-  the answer; calling it ends the run (other calls of the same reply are not run).
+  the answer; calling it alone ends the run. Called beside other calls it is not taken (the
+  answer could not use their results: :func:`early_answer`); the others run, and the model
+  gives it again once it has read them. Nor is a call cut off by ``max_tokens``.
 
 An answer that is not JSON, or does not fit, is told to the model with what is wrong and the
 schema (:func:`repair_note`), at most :data:`OUTPUT_RETRIES` times a turn; then the run ends
@@ -21,12 +23,15 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
-from miniagent.core.types import ModelRequest, Step, ToolCall
+from miniagent.core.runtime.guards import enforce_choice
+from miniagent.core.types import ModelRequest, ParsedOutput, Step, ToolCall
 
 __all__ = ["FINAL_RESULT", "OUTPUT_ERROR", "OUTPUT_RETRIES", "answer_of", "constrain",
-           "final_call", "instructions", "repair_note", "repairs_done", "schema_problems"]
+           "early_answer", "enforce_answer_choice", "final_call", "instructions", "repair_note",
+           "repairs_done", "schema_problems"]
 
 OUTPUT_RETRIES = 2
 """Repairs a turn gets for an answer that does not fit its schema. A model told exactly what is
@@ -43,6 +48,11 @@ _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 _FINAL = r"(?m)^final ::= .*$"
 _RULE = re.compile(r"(?m)^([a-z0-9-]+) ::= ")
 _LISTED = 5
+"""Errors a repair note lists (the rest counted): a model fixes a few at a time anyway."""
+_MESSAGE_CHARS = 240
+"""The longest error message in a note (its middle elided: a long value's repr, a long enum)."""
+_SCHEMA_CHARS = 2000
+"""The longest schema a repair note repeats; a longer one is in the instructions already."""
 
 
 def answer_of(text: str, schema: dict[str, Any]) -> tuple[Any, str | None]:
@@ -68,8 +78,8 @@ def schema_problems(schema: dict[str, Any], value: Any) -> str:
         errors = list(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(value))
     except Exception as exc:  # a schema the facade checked cannot fail here; one read back may
         return f"the schema cannot be checked ({type(exc).__name__})"
-    found = [f"{'.'.join(['answer', *(str(p) for p in e.absolute_path)])}: {e.message[:200]}"
-             for e in errors]
+    found = [f"{_clip('.'.join(['answer', *(str(p) for p in e.absolute_path)]), 80)}: "
+             f"{_clip(e.message, _MESSAGE_CHARS)}" for e in errors]
     more = f"; and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
     return "; ".join(found[:_LISTED]) + more
 
@@ -83,8 +93,10 @@ def repair_note(problem: str, schema: dict[str, Any], *, by_tool: bool) -> str:
     """What the model is told of an answer that does not fit."""
     how = (f"Call {FINAL_RESULT} again with arguments that fit it" if by_tool
            else "Give your final answer again as one JSON value that fits it, nothing else")
-    return (f"Your final answer does not fit the required schema: {problem}. {how}. "
-            f"The schema: {_compact(schema)}")
+    shown = _compact(schema)
+    where = (f"The schema: {shown}" if len(shown) <= _SCHEMA_CHARS else
+             f"The schema is the one in your instructions ({len(shown):,} characters).")
+    return f"Your final answer does not fit the required schema: {problem}. {how}. {where}"
 
 
 def instructions(given: str | None, schema: dict[str, Any]) -> str:
@@ -97,6 +109,25 @@ def instructions(given: str | None, schema: dict[str, Any]) -> str:
 def final_call(calls: list[ToolCall]) -> ToolCall | None:
     """The reply's call of :data:`FINAL_RESULT`, if it made one."""
     return next((call for call in calls if call.name == FINAL_RESULT), None)
+
+
+def enforce_answer_choice(parsed: ParsedOutput, choice: str | None) -> ParsedOutput:
+    """:func:`~miniagent.core.protocol.base.enforce_choice` for a typed turn, whose
+    :data:`FINAL_RESULT` calls are an answer, not a tool call: allowed on a step that may call
+    no tool (the last one at ``max_steps``), refused where a tool must be called first."""
+    if parsed.kind != "action" or any(c.name != FINAL_RESULT for c in parsed.tool_calls):
+        return enforce_choice(parsed, choice)
+    checked = enforce_choice(replace(parsed, kind="final"), choice)
+    return parsed if checked.kind == "final" else checked
+
+
+def early_answer(call: ToolCall, calls: list[ToolCall]) -> str | None:
+    """Why ``call`` (of :data:`FINAL_RESULT`) is not taken as the answer: the reply made other
+    ``calls`` beside it, whose results the answer could not use. None: it is taken."""
+    if call.name != FINAL_RESULT or len(calls) < 2:
+        return None
+    return (f"{FINAL_RESULT} was not taken: it came with other calls, whose results your answer "
+            f"could not use. Read their results, then call {FINAL_RESULT} alone.")
 
 
 def constrain(request: ModelRequest, schema: dict[str, Any], *, response_format: bool
@@ -132,6 +163,14 @@ def _grammar(grammar: str, schema: dict[str, Any], max_tokens: int | None) -> st
              if line.split(" ::= ", 1)[0] not in taken]  # a primitive the turn has stays its
     body = re.sub(_FINAL, lambda _: final, grammar, count=1).rstrip("\n")
     return "\n".join([body, *lines]) + "\n"
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, its middle elided (both ends say most)."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 5) // 2
+    return f"{text[:half]} ... {text[-half:]}"
 
 
 def _compact(schema: dict[str, Any]) -> str:

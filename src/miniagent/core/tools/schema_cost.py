@@ -20,7 +20,8 @@ from typing import Any
 from miniagent._internal.jsonscan import deeper_than
 from miniagent.core.errors import ToolDefinitionError
 
-__all__ = ["MAX_EXPANDED_NODES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_DEPTH", "check_schema_cost"]
+__all__ = ["MAX_EXPANDED_NODES", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_DEPTH", "check_schema_cost",
+           "schema_cost_problem"]
 
 MAX_SCHEMA_DEPTH = 64
 """The deepest nesting of a schema's JSON (real tool schemas rarely pass 10)."""
@@ -41,24 +42,29 @@ def check_schema_cost(tool_name: str, schema: Any) -> None:
     Raises:
         ToolDefinitionError: the schema is too deep, too long, or too large expanded.
     """
+    problem = schema_cost_problem(schema)
+    if problem is not None:
+        raise ToolDefinitionError(f"Tool {tool_name!r}: its schema {problem}")
+
+
+def schema_cost_problem(schema: Any) -> str | None:
+    """Why checking ``schema`` could cost without bound, worded to follow "its schema"; None
+    when it is within every limit (a typed result's schema is bounded by it too)."""
     if deeper_than(schema, MAX_SCHEMA_DEPTH):
-        raise ToolDefinitionError(f"Tool {tool_name!r}: its schema nests deeper than "
-                                  f"{MAX_SCHEMA_DEPTH} levels.")
+        return f"nests deeper than {MAX_SCHEMA_DEPTH} levels."
     try:
         size = len(json.dumps(schema, ensure_ascii=False, default=repr))
     except (TypeError, ValueError):
         size = MAX_SCHEMA_BYTES + 1
     if size > MAX_SCHEMA_BYTES:
-        raise ToolDefinitionError(f"Tool {tool_name!r}: its schema is {size:,} characters "
-                                  f"as JSON, over the limit of {MAX_SCHEMA_BYTES:,}.")
+        return f"is {size:,} characters as JSON, over the limit of {MAX_SCHEMA_BYTES:,}."
     try:
         expanded_size(schema, limit=MAX_EXPANDED_NODES)
     except _TooLarge:
-        raise ToolDefinitionError(
-            f"Tool {tool_name!r}: its schema expands (through its $ref links and enum values) "
-            f"to more than {MAX_EXPANDED_NODES:,} values, so checking a call could take "
-            "without bound; simplify it (fewer references to references, shorter enums).") \
-            from None
+        return (f"expands (through its $ref links and enum values) to more than "
+                f"{MAX_EXPANDED_NODES:,} values, so checking a value could take without bound; "
+                "simplify it (fewer references to references, shorter enums).")
+    return None
 
 
 def expanded_size(root: Any, *, limit: int) -> int:
