@@ -30,6 +30,8 @@ PYTHON_BLOCKS = {  # a line of the block -> the test that runs it
         "test_readme_main_command.py::test_the_quickstart_prints_completed",
     'api_key="EMPTY")  # tool_mode "auto"':
         "test_readme.py::test_the_server_variant_builds_a_model",
+    'def get_weather(city: str, unit: str = "celsius") -> str:':
+        "test_readme.py::test_writing_a_tool_example_prints_what_it_says",
     'name="get_directions"': "test_readme.py::test_schema_tool_example_runs",
     "@tool(retry=RetryPolicy(": "test_readme.py::test_retry_example_runs",
     "@tool(max_concurrency=2)": "test_readme.py::test_limits_example_runs",

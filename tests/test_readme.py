@@ -23,6 +23,14 @@ def test_the_server_variant_builds_a_model() -> None:
         "http://127.0.0.1:8000/v1", "qwen2.5", "auto")
 
 
+def test_writing_a_tool_example_prints_what_it_says(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/tools.md's first example: the schema's required parameter, and the function still a
+    function."""
+    exec(block_with("def get_weather(city: str, unit: str = \"celsius\") -> str:"), {})
+    assert capsys.readouterr().out.splitlines() == [
+        "get_weather ['city']", "Paris: 18 degrees celsius, light rain"]
+
+
 def test_approval_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)

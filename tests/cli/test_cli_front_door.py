@@ -26,6 +26,19 @@ def test_help_lists_the_everyday_commands_first() -> None:
     assert sorted(names) == sorted(set(names)) and len(names) == 13, names
 
 
+def test_help_says_each_command_in_a_whole_sentence() -> None:
+    """Click cuts a command's summary at 45 characters with "..."; each ends its sentence."""
+    from miniagent.cli import app
+
+    text = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80"}).stdout
+    summaries = re.split(r"\n  (?=\S)", text.split("Commands:\n", 1)[1].strip())
+    assert len(summaries) == 13
+    for summary in summaries:
+        assert "..." not in summary and summary.rstrip().endswith("."), summary
+    assert "Talk with an agent: each line is the next turn of one conversation" in " ".join(
+        text.split())
+
+
 @pytest.mark.parametrize(("args", "option", "allowed"), [
     (["run", "hi", "--mode", "foo"], "--mode", "react, native, hybrid, auto"),
     (["chat", "--mode", "foo"], "--mode", "react, native, hybrid, auto"),

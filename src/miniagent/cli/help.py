@@ -55,6 +55,14 @@ class ReadableCommand(TyperCommand):
             if param.metavar is None and not getattr(param, "is_flag", False):
                 param.metavar = value_name(param)
 
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The help's first sentence, whole (the command list wraps it), not cut at ``limit``
+        with "..." as click cuts it."""
+        if self.short_help:
+            return self.short_help
+        paragraph = " ".join((self.help or "").split("\n\n")[0].split())
+        return paragraph.split(". ")[0].rstrip(".") + "."
+
     def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
         """Parse as typer does, but say in words what a bad option value should have been."""
         try:

@@ -47,5 +47,5 @@ def local_notice(model: LocalModel) -> str:
         size = 0
     named = f"{model.info.name}, " if model.info.name else ""
     head = (f"No endpoint configured: using the embedded model {path.name} ({named}"
-            f"{size / 1e6:.0f} MB, {model.n_threads} threads).")
+            f"{size / 1e6:.0f} MB, {model.n_threads} thread{'' if model.n_threads == 1 else 's'}).")
     return f"{head} {TINY_MODEL_NOTICE}" if model.tiny else head

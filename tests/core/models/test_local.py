@@ -200,6 +200,8 @@ def test_cli_factory_and_notice() -> None:
     assert model.tool_mode == "auto" and model.capabilities.native_tools is False
     notice = local_notice(model)
     assert model.model_path.name in notice and TINY_MODEL_NOTICE in notice
+    threads = model.n_threads
+    assert (f"{threads} thread)" if threads == 1 else f"{threads} threads)") in notice
 
 
 async def test_native_calls_follow_the_tool_schema(native_model: LocalModel) -> None:
