@@ -40,9 +40,11 @@ class Profile:
     aids: tuple[str, ...]
 
 
-TINY_AIDS = tuple(name for name in ALL_AIDS if name != "restate_question")
-"""The aids measured on SmolLM2-135M (every one but the restated question, which came later
-and was measured on the 1.5B only): a model under :data:`TINY_PARAMETERS` gets these."""
+TINY_AIDS = tuple(name for name in ALL_AIDS if name not in ("restate_question",
+                                                            "ground_figures"))
+"""The aids measured on SmolLM2-135M (every one but the restated question and the grounded
+figures, which came later and were measured on the 1.5B only): a model under
+:data:`TINY_PARAMETERS` gets these."""
 
 PROFILES: tuple[Profile, ...] = (
     # the bundled eval: 22% with every aid, 9% without

@@ -37,6 +37,7 @@ from miniagent.core.runtime.calls import (
     relayed_decision,
 )
 from miniagent.core.runtime.effects import Effects
+from miniagent.core.runtime.grounding import refusal_reason, to_refuse, ungrounded_note
 from miniagent.core.runtime.guards import (
     REPEATED,
     LoopDetector,
@@ -66,6 +67,7 @@ from miniagent.core.types import (
     RunResult,
     SessionStatus,
     Step,
+    ToolCall,
     ToolContext,
     ToolLike,
     WaitReporter,
@@ -418,12 +420,17 @@ class StepLogic:
                                    "an intervention")
             refused = cut_off(call, response, self.spec.max_tokens)
             copied = copied_example(call) if refused is None else None
+            figures = self._ungrounded(session, call) if refused is copied is None else ()
             if refused is not None:
                 record = answered(call, refused, "cut off: not run", at=now)
                 self._report(session, step.index, "cut_off", refused, call.id)
             elif copied is not None:
                 record = answered(call, copied, "the example's placeholders: not run", at=now)
                 self._report(session, step.index, "placeholder", copied, call.id)
+            elif figures:
+                note = ungrounded_note(call, figures)
+                record = answered(call, note, refusal_reason(figures), at=now)
+                self._report(session, step.index, "ungrounded", note, call.id)
             elif verdict == "intervene":
                 text = LoopDetector.intervention(call, self.spec.limits.repeat_limit,
                                                  earlier_result(session.turn_steps, call))
@@ -437,6 +444,13 @@ class StepLogic:
                     record.move("awaiting_approval", record.note, now)
             step.calls.append(record)
         return CallTools()
+
+    def _ungrounded(self, session: AgentSession, call: ToolCall) -> tuple[str, ...]:
+        """Under ``ground_figures``: the figures ``call`` is refused for (see
+        :mod:`miniagent.core.runtime.grounding`); empty otherwise."""
+        if not self.spec.ground_figures:
+            return ()
+        return to_refuse(call, session.messages, session.turn_steps, self.spec.instructions)
 
     # -- the tools phase ------------------------------------------------------------------
 
