@@ -42,6 +42,9 @@ def call(**arguments: Any) -> ToolCall:
      ()),  # powers of ten
     ({"file_path": "notes.txt", "flag": True}, ["Read it"], ()),
     ({"expression": "17.5 - 3"}, ["Paris: 17 °C"], ("17.5",)),  # 17 is no rounding of 17.5
+    ({"expression": "1000 / 4"}, ["A quarter of the budget in notes.txt?"], ("1000",)),
+    ({"expression": "(30 - 15) * 1.8"}, ["How much warmer?"], ("30", "15", "1.8")),
+    ({"expression": "2 + 2"}, ["What is two and two?"], ()),
 ])
 def test_which_figures_are_ungrounded(arguments: dict[str, Any], told: list[str],
                                       ungrounded: tuple[str, ...]) -> None:
@@ -81,8 +84,10 @@ async def test_the_same_figures_again_are_let_through_and_the_aid_is_off_by_defa
     result = await Agent(model=model, tools=[calculator],
                          aids=Aids(ground_figures=True)).arun(question)
     first, second, third = [o.output for s in result.steps for o in s.observations]
-    assert first.startswith("The call of 'calculator' was not run: the figures 366, 17 appear")
-    assert second.startswith("The call of 'calculator' was not run: the figures 366, 18 appear")
+    assert first.startswith("The call of 'calculator' was not run: the figures 366, 24, 17 "
+                             "appear")
+    assert second.startswith("The call of 'calculator' was not run: the figures 366, 24, 18 "
+                              "appear")
     assert third == "8802"
     plain = ScriptedModel([react("calculator", f'{{"expression": "{refuse}"}}'),
                            "Final Answer: 8801"])

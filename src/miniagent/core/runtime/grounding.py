@@ -8,12 +8,14 @@ call is not run: its observation names the figures that appear nowhere in what t
 was told (the instructions, the user's messages, the tool results so far) and asks it to
 fetch them first.
 
-A figure is grounded when a figure the model was told, or a common constant, rounds to it
-at the precision it is written with (``126`` from ``125.7``; ``0.621`` from a mile's
-``0.621371``). Small whole numbers (0 to 10), powers of ten, halves and quarters and the
-constants of unit conversions pass. The refusal comes once per set of ungrounded figures in
-a turn: a model that writes the same figures again is let through (a figure may be its own
-knowledge, or a figure the tools cannot give).
+A figure is grounded when a figure the model was told rounds to it at the precision it is
+written with (``126`` from ``125.7``). Beside grounded figures, a call may use constants:
+small whole numbers (0 to 10), powers of ten, halves and quarters and the factors of unit
+conversions (``0.621`` from a mile's ``0.621371``, ``1.8``, ``273.15``). A call none of whose
+figures was told may use only small whole numbers: ``1000 / 4`` for a quarter of a budget
+not read yet is refused, ``2 + 2`` is not. The refusal comes once per set of ungrounded
+figures in a turn: a model that writes the same figures again is let through (a figure may
+be its own knowledge, or one the tools cannot give).
 
 Example:
     >>> from miniagent.core.types import ToolCall
@@ -73,16 +75,13 @@ def ungrounded_figures(call: ToolCall, told: Iterable[str]) -> tuple[str, ...]:
     """The figures of ``call``'s arguments (numbers, and figures written in strings) that no
     text of ``told`` grounds and that are no common constant, as written, in order, once
     each."""
-    written = _figures_in_arguments(call.arguments)
-    if not written:
-        return ()
+    written = list(dict.fromkeys(_figures_in_arguments(call.arguments)))
     known = [value for text in told for value in _values(_FIGURE.findall(text))]
-    known.extend(CONSTANTS)
-    found: list[str] = []
-    for figure in written:
-        if figure not in found and not _grounded(figure, known):
-            found.append(figure)
-    return tuple(found)
+    if any(_grounded(figure, known) for figure in written):
+        return tuple(f for f in written if not _grounded(f, known) and not _constant(f))
+    # none was told: a constant does not make a call of its own figures ("1000 / 4" for a
+    # quarter of a budget not yet read); small whole numbers stay free ("2 + 2")
+    return tuple(f for f in written if not _small(f))
 
 
 def ungrounded_note(call: ToolCall, figures: Sequence[str]) -> str:
@@ -137,21 +136,36 @@ def _values(figures: Iterable[str]) -> list[float]:
 
 
 def _grounded(figure: str, known: Sequence[float]) -> bool:
-    """Whether ``figure`` is small, a power of ten, or what a known value rounds to at the
-    figure's precision."""
-    try:
-        exact = Decimal(figure.replace(",", "")).copy_abs()
-    except InvalidOperation:
+    """Whether a ``known`` value rounds to ``figure`` at the precision it is written with."""
+    exact = _decimal(figure)
+    if exact is None:
         return True  # not a figure after all
-    if not exact.is_finite():
-        return True
     value = float(exact)
-    if (exact == exact.to_integral_value() and value <= 10) or _power_of_ten(value):
-        return True
     exponent = exact.as_tuple().exponent
     decimals = -exponent if isinstance(exponent, int) and exponent < 0 else 0
     half_unit = 0.5 * 10.0 ** -decimals
     return any(abs(value - k) <= half_unit + 1e-9 * max(1.0, k) for k in known)
+
+
+def _small(figure: str) -> bool:
+    """A whole number from 0 to 10 (or no figure at all)."""
+    exact = _decimal(figure)
+    return exact is None or (exact == exact.to_integral_value() and exact <= 10)
+
+
+def _constant(figure: str) -> bool:
+    """A small whole number, a power of ten, or a common constant (:data:`CONSTANTS`)."""
+    exact = _decimal(figure)
+    return (_small(figure) or exact is None or _power_of_ten(float(exact))
+            or _grounded(figure, CONSTANTS))
+
+
+def _decimal(figure: str) -> Decimal | None:
+    try:
+        exact = Decimal(figure.replace(",", "")).copy_abs()
+    except InvalidOperation:
+        return None
+    return exact if exact.is_finite() else None
 
 
 def _power_of_ten(value: float) -> bool:
