@@ -17,6 +17,12 @@ TEMPERATURES = {"Shanghai": 27, "Berlin": 14}
 
 
 @tool
+def read_lines(file_path: str, max_lines: int = 200) -> str:
+    """Read lines of a file."""
+    return "apples,42"
+
+
+@tool
 def weather(city: str) -> str:
     """Current weather of a city."""
     return f"{city}: {TEMPERATURES[city]} °C"
@@ -93,3 +99,12 @@ async def test_the_same_figures_again_are_let_through_and_the_aid_is_off_by_defa
                            "Final Answer: 8801"])
     result = await Agent(model=plain, tools=[calculator]).arun(question)
     assert [o.output for s in result.steps for o in s.observations] == ["8801"]
+
+
+async def test_a_default_of_the_tool_is_told() -> None:
+    """The tool's definition is in the prompt: a default copied from it is grounded."""
+    model = ScriptedModel([react("read_lines", '{"file_path": "a.csv", "max_lines": 200}'),
+                           "Final Answer: 42"])
+    result = await Agent(model=model, tools=[read_lines],
+                         aids=Aids(ground_figures=True)).arun("How many apples in a.csv?")
+    assert [o.output for s in result.steps for o in s.observations] == ["apples,42"]

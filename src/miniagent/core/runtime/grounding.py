@@ -51,10 +51,11 @@ _FIGURE = re.compile(r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])|(?
 
 
 def to_refuse(call: ToolCall, messages: Sequence[Message], turn_steps: Sequence[Step],
-              instructions: str | None) -> tuple[str, ...]:
+              told: Sequence[str]) -> tuple[str, ...]:
     """The ungrounded figures ``call`` is refused for (empty: it runs): the figures no text
-    the model was told grounds (``instructions``, the user's and system messages, the tool
-    results other than these refusals), unless the turn refused them before."""
+    the model was told grounds (``told``: the instructions and the called tool's definition,
+    whose defaults a model may copy; the user's and system messages; the tool results other
+    than these refusals), unless the turn refused them before."""
     refused: set[str] = set()
     reasons: set[str] = set()
     for step in turn_steps:
@@ -63,7 +64,7 @@ def to_refuse(call: ToolCall, messages: Sequence[Message], turn_steps: Sequence[
                 if move.reason.startswith(NOT_RUN):
                     refused.add(record.call.id)
                     reasons.add(move.reason)
-    told = [instructions or ""]
+    told = list(told)
     told.extend(message.content or "" for message in messages
                 if message.role in ("system", "user")
                 or (message.role == "tool" and message.tool_call_id not in refused))

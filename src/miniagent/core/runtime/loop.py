@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -450,7 +451,10 @@ class StepLogic:
         :mod:`miniagent.core.runtime.grounding`); empty otherwise."""
         if not self.spec.ground_figures:
             return ()
-        return to_refuse(call, session.messages, session.turn_steps, self.spec.instructions)
+        told = [self.spec.instructions or ""]
+        told.extend(f"{tool.description} {json.dumps(tool.parameters)}"
+                    for tool in self.rules.tools.listed() if tool.name == call.name)
+        return to_refuse(call, session.messages, session.turn_steps, told)
 
     # -- the tools phase ------------------------------------------------------------------
 
