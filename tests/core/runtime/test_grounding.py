@@ -108,3 +108,16 @@ async def test_a_default_of_the_tool_is_told() -> None:
     result = await Agent(model=model, tools=[read_lines],
                          aids=Aids(ground_figures=True)).arun("How many apples in a.csv?")
     assert [o.output for s in result.steps for o in s.observations] == ["apples,42"]
+
+
+async def test_a_sample_in_the_tools_description_is_not_told() -> None:
+    """The 1.5B answered a quarter of a budget it never read with the calculator's sample
+    expression, copied from its description: that is no figure it was told."""
+    model = ScriptedModel([react("calculator", '{"expression": "(2 + 3) * sqrt(16) / 2"}'),
+                           react("calculator", '{"expression": "(2 + 3) * sqrt(16) / 2"}'),
+                           "Final Answer: 10"])
+    result = await Agent(model=model, tools=[calculator], aids=Aids(ground_figures=True)).arun(
+        "notes.txt gives a budget. What is a quarter of it?")
+    first, second = [o.output for s in result.steps for o in s.observations]
+    assert first.startswith("The call of 'calculator' was not run: the figure 16 appears")
+    assert second == "10.0"

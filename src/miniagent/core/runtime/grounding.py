@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from miniagent.core.types import Message, Step, ToolCall
 
-__all__ = ["CONSTANTS", "NOT_RUN", "refusal_reason", "to_refuse", "ungrounded_figures",
-           "ungrounded_note"]
+__all__ = ["CONSTANTS", "NOT_RUN", "defaults_of", "refusal_reason", "to_refuse",
+           "ungrounded_figures", "ungrounded_note"]
 
 NOT_RUN = "ungrounded figures: not run"
 """The reason recorded on a call the aid answered (its moves say it was not run)."""
@@ -53,9 +53,9 @@ _FIGURE = re.compile(r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])|(?
 def to_refuse(call: ToolCall, messages: Sequence[Message], turn_steps: Sequence[Step],
               told: Sequence[str]) -> tuple[str, ...]:
     """The ungrounded figures ``call`` is refused for (empty: it runs): the figures no text
-    the model was told grounds (``told``: the instructions and the called tool's definition,
-    whose defaults a model may copy; the user's and system messages; the tool results other
-    than these refusals), unless the turn refused them before."""
+    the model was told grounds (``told``: the instructions and the called tool's defaults,
+    :func:`defaults_of`; the user's and system messages; the tool results other than these
+    refusals), unless the turn refused them before."""
     refused: set[str] = set()
     reasons: set[str] = set()
     for step in turn_steps:
@@ -70,6 +70,18 @@ def to_refuse(call: ToolCall, messages: Sequence[Message], turn_steps: Sequence[
                 or (message.role == "tool" and message.tool_call_id not in refused))
     figures = ungrounded_figures(call, told)
     return () if not figures or refusal_reason(figures) in reasons else figures
+
+
+def defaults_of(parameters: Mapping[str, Any]) -> str:
+    """The default values of a tool's parameters (its JSON Schema's top-level properties), as
+    text: a model may copy them (``max_lines=200``). Its description is not told data: a
+    sample expression in it (``(2 + 3) * sqrt(16) / 2``) was copied for a quarter of a
+    budget not read yet."""
+    properties = parameters.get("properties")
+    if not isinstance(properties, Mapping):
+        return ""
+    return " ".join(str(spec["default"]) for spec in properties.values()
+                    if isinstance(spec, Mapping) and "default" in spec)
 
 
 def ungrounded_figures(call: ToolCall, told: Iterable[str]) -> tuple[str, ...]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -38,7 +37,12 @@ from miniagent.core.runtime.calls import (
     relayed_decision,
 )
 from miniagent.core.runtime.effects import Effects
-from miniagent.core.runtime.grounding import refusal_reason, to_refuse, ungrounded_note
+from miniagent.core.runtime.grounding import (
+    defaults_of,
+    refusal_reason,
+    to_refuse,
+    ungrounded_note,
+)
 from miniagent.core.runtime.guards import (
     REPEATED,
     LoopDetector,
@@ -452,7 +456,7 @@ class StepLogic:
         if not self.spec.ground_figures:
             return ()
         told = [self.spec.instructions or ""]
-        told.extend(f"{tool.description} {json.dumps(tool.parameters)}"
+        told.extend(defaults_of(tool.parameters)
                     for tool in self.rules.tools.listed() if tool.name == call.name)
         return to_refuse(call, session.messages, session.turn_steps, told)
 
