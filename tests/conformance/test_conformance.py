@@ -1222,6 +1222,24 @@ async def test_a_stream_yields_the_run_s_events_and_ends_with_its_result(
     assert reference.observations == ["5"]
 
 
+async def test_a_call_with_ungrounded_figures(drivers: list[Driver], tmp_path: Path) -> None:
+    """With ``ground_figures`` a call whose figure nothing gave is not run, once: the model is
+    asked to fetch it, and the same figures again are let through, on every driver (the spec
+    carries the aid to a Temporal worker; a replay decides the same from the recorded
+    moves)."""
+    setup = Setup(model=lambda: ScriptedModel([
+        react("add them", "add", {"a": 2, "b": 37}), react("add them", "add", {"a": 2, "b": 37}),
+        "Final Answer: 39"]), tools=lambda: [add], options={"aids": Aids(ground_figures=True)})
+    got = await across(drivers, tmp_path, setup, run("What is 2 plus the year's count?"))
+    assert (got.status, got.final_answer) == ("completed", "39")
+    refused, ran = got.observations
+    assert refused.startswith("The call of 'add' was not run: the figure 37 appears")
+    assert ran == "39"
+    assert [outcome for _, _, outcome in got.calls] == [
+        ["completed"], ["started", "completed"]]
+    assert "guard_intervened" in got.events
+
+
 async def test_the_restated_question(drivers: list[Driver], tmp_path: Path) -> None:
     """With ``restate_question`` the result a model sees ends with the question, on every
     driver (the spec carries the aid to a Temporal worker)."""

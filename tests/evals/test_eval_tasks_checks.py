@@ -108,3 +108,17 @@ def test_no_answer_is_wrong_and_a_bad_regex_is_noted() -> None:
     right, note = check_answer("x", expected("(", "regex"))
     assert not right and note is not None and note.startswith("bad regex")
     assert numbers_in("-3 and 2e3 and .5") == [-3.0, 2000.0, 0.5]
+
+
+@pytest.mark.parametrize(("answer", "wanted", "right"), [
+    ("A spider has eight legs.", 8, True),
+    ("Eight", 8, True),
+    ("twenty-one", 21, True),
+    ("ninety nine", 99, True),
+    ("A spider has six legs.", 8, False),
+    ("eight, I think; no: 6", 8, False),  # figures, where there are any, decide
+    ("someone has legs", 1, False),  # a word inside another word is no number
+])
+def test_a_number_check_reads_english_number_words_only_where_no_figure_is_written(
+        answer: str, wanted: int, right: bool) -> None:
+    assert check_answer(answer, expected(wanted, "number")) == (right, None)

@@ -50,6 +50,7 @@ def eval_command(
     answer_after_results: Annotated[int | None, typer.Option(min=0, help="After N steps whose calls all succeeded, the next step must answer; 0 = never [default: 1 for a small model, else never]")] = None,  # noqa: E501
     quote_answers: Annotated[bool | None, typer.Option("--quote-answers/--no-quote-answers", help="After a tool result, a ReAct Final Answer quotes a result [default: on for a small model]")] = None,  # noqa: E501
     restate_question: Annotated[bool | None, typer.Option("--restate-question/--no-restate-question", help="After a step's results, the last one ends with the question and what to do next [default: on for a small model]")] = None,  # noqa: E501
+    ground_figures: Annotated[bool | None, typer.Option("--ground-figures/--no-ground-figures", help="A call whose figures appear nowhere in the question or the results is asked to fetch them first, once [default: per the model's profile]")] = None,  # noqa: E501
     seed: Annotated[int, typer.Option(help="Seed of every injected fault.")] = 0,
     tool_failure_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of tool calls that fail with 'service unavailable'.")] = 0.0,  # noqa: E501
     tool_latency: Annotated[float, typer.Option(min=0.0, help="Seconds added to every tool call.")] = 0.0,  # noqa: E501
@@ -100,7 +101,8 @@ def eval_command(
                                          "act_first": act_first,
                                          "answer_after_results": answer_after_results,
                                          "quote_answers": quote_answers,
-                                         "restate_question": restate_question},
+                                         "restate_question": restate_question,
+                                         "ground_figures": ground_figures},
                           label={"tasks": str(tasks or "builtin"),
                                  "tools": sources if tools else ["builtin"]})
         except KeyboardInterrupt:

@@ -71,7 +71,7 @@ def describe(*, model: Model | None, protocol: ActionProtocol | None,
         max_tokens=settings.max_tokens, on_interrupted=on_interrupted, compression=compression,
         tool_selection=chosen["tool_selection"], strict_selection=chosen["strict_selection"],
         quote_answers=chosen["quote_answers"], act_first=aids.act_first,
-        restate_question=chosen["restate_question"],
+        restate_question=chosen["restate_question"], ground_figures=chosen["ground_figures"],
         tool_choice=_checked_choice(aids.tool_choice, names),
         recall="recall" if memory is not None and memory.recall else None,
         tool_retry=RetryPolicy.of(tool_retry), aids_from_model=from_model,
@@ -91,7 +91,7 @@ def _chosen_aids(model: Model | None, aids: Aids, limits: Limits,
     given = dict(tool_selection=aids.tool_selection, worked_example=aids.worked_example,
                  strict_selection=aids.strict_selection, quote_answers=aids.quote_answers,
                  answer_after_results=limits.answer_after_results,
-                 restate_question=aids.restate_question)
+                 restate_question=aids.restate_question, ground_figures=aids.ground_figures)
     chosen = {name: AIDS_FOR[name in needed][name] if value is None else value
               for name, value in given.items()}
     for name in ("tool_selection", "answer_after_results"):

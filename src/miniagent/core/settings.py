@@ -84,6 +84,9 @@ class Aids:
             (:mod:`miniagent.core.protocol.quotes`).
         restate_question: after a step's results, the last one ends with the turn's question
             and what to do next (:func:`~miniagent.core.runtime.guards.restated`).
+        ground_figures: a call whose figures appear nowhere in what the model was told is
+            not run, once per set of figures in a turn: it is asked to fetch them first
+            (:mod:`miniagent.core.runtime.grounding`).
 
     Raises:
         UserError: an unknown preset, a ``tool_selection`` below 0.
@@ -97,6 +100,7 @@ class Aids:
     act_first: bool = False
     quote_answers: bool | None = None
     restate_question: bool | None = None
+    ground_figures: bool | None = None
 
     def __post_init__(self) -> None:
         if self.preset not in ("auto", "on", "off"):

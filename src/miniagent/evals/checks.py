@@ -6,7 +6,9 @@ sentence punctuation such as ``.`` or ``。`` removed):
 
 - ``exact``: the normalised answer equals the normalised expected answer.
 - ``number``: some number written in the answer (``1,234.5``, ``-3``, ``2e3``) is within
-  ``tolerance`` of the expected number (default: 1e-6 of its size).
+  ``tolerance`` of the expected number (default: 1e-6 of its size). An answer that writes no
+  figure at all is read for English number words from zero to ninety-nine (``eight legs``,
+  ``twenty-one``): a right answer in words is right, and figures, where there are any, decide.
 - ``regex``: the pattern (Python syntax) is found in the raw answer (``re.search``).
 - ``contains``: the expected text (or one of a list) appears in the answer.
 - ``one_of``: the answer equals one of the listed answers.
@@ -27,6 +29,13 @@ from miniagent.evals.tasks import Expected
 Checker = Callable[[str, dict[str, Any]], Any]
 
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?\.\d+")
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+          "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+          "eighteen", "nineteen")
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+         "eighty": 80, "ninety": 90}
+_WORD_NUMBER = re.compile(
+    rf"\b(?:({'|'.join(_TENS)})(?:[- ]({'|'.join(_UNITS[1:10])}))?|({'|'.join(_UNITS)}))\b")
 _TRAILING = " \t.。!！?？,，;；:：\"'”’"
 
 
@@ -37,13 +46,31 @@ def normalize(text: str) -> str:
 
 
 def numbers_in(text: str) -> list[float]:
-    """Every number written in ``text``, in order."""
+    """Every number written in ``text`` in figures, in order; where there is none, every
+    English number word from zero to ninety-nine.
+
+    Example:
+        >>> numbers_in("A spider has eight legs."), numbers_in("Twenty-one, or 22")
+        ([8.0], [22.0])
+    """
+    plain = unicodedata.normalize("NFKC", text)
     found = []
-    for match in _NUMBER.findall(unicodedata.normalize("NFKC", text)):
+    for match in _NUMBER.findall(plain):
         try:
             found.append(float(match.replace(",", "")))
         except ValueError:
             continue
+    return found or _number_words(plain.casefold())
+
+
+def _number_words(text: str) -> list[float]:
+    """The English number words in ``text`` (casefolded): ``eight``, ``twenty-one``."""
+    found = []
+    for tens, unit, alone in _WORD_NUMBER.findall(text):
+        if alone:
+            found.append(float(_UNITS.index(alone)))
+        else:
+            found.append(float(_TENS[tens] + (_UNITS.index(unit) if unit else 0)))
     return found
 
 

@@ -63,9 +63,9 @@ def test_aids_follow_family_and_size_not_the_file_size() -> None:
         return GGUFInfo(architecture="llama", basename=family, size_label=size)
 
     assert aids_for(info("SmolLM2", "135M"), 98_000_000) == TINY_AIDS
-    assert set(TINY_AIDS) == set(ALL_AIDS) - {"restate_question"}
+    assert set(TINY_AIDS) == set(ALL_AIDS) - {"restate_question", "ground_figures"}
     assert aids_for(info("Qwen2.5-Coder", "1.5B"), 1_117_000_000) == (
-        "strict_selection", "restate_question")
+        "strict_selection", "restate_question", "ground_figures")
     assert aids_for(info("Qwen2.5-Coder", "7B"), 4_000_000_000) == ()
     big_file_small_model = aids_for(info("Qwen2.5-Coder", "0.5B"), 2_000_000_000)
     assert big_file_small_model and "strict_selection" not in big_file_small_model

@@ -261,16 +261,17 @@ def test_an_agent_without_its_model_leaves_the_aids_it_does_not_set_to_the_model
     client = Agent(aids=Aids(quote_answers=False))  # a Temporal client's: no model
     assert client.spec.aids_from_model == ("tool_selection", "worked_example",
                                            "strict_selection", "answer_after_results",
-                                           "restate_question")
+                                           "restate_question", "ground_figures")
     small = with_small_model_aids(client.spec)
     assert (small.tool_selection, small.strict_selection, small.quote_answers,
             small.limits.answer_after_results, small.protocol.options["example"],
-            small.restate_question) == (
+            small.restate_question, small.ground_figures) == (
         AIDS_FOR[True]["tool_selection"], True, False, AIDS_FOR[True]["answer_after_results"],
-        True, True)
+        True, True, False)  # a small model's aids, but for the one only a profile turns on
     assert small.aids_from_model == ()
     changed = client.spec.replace(strict_selection=False, limits={"answer_after_results": 3})
-    assert changed.aids_from_model == ("tool_selection", "worked_example", "restate_question")
+    assert changed.aids_from_model == ("tool_selection", "worked_example", "restate_question",
+                                       "ground_figures")
     decided = with_small_model_aids(changed)
     assert (decided.strict_selection, decided.limits.answer_after_results) == (False, 3)
     assert client.spec.replace(limits={"max_steps": 3}).aids_from_model == (

@@ -55,12 +55,16 @@ class Capabilities:
         """The names of the aids an agent turns on for this model by default."""
         if self.aids is not None:
             return self.aids
-        return ALL_AIDS if self.small_model else ()
+        return SMALL_MODEL_AIDS if self.small_model else ()
 
 
 ALL_AIDS = ("tool_selection", "worked_example", "strict_selection", "quote_answers",
-            "answer_after_results", "restate_question")
+            "answer_after_results", "restate_question", "ground_figures")
 """Every small-model aid, by name (see :data:`miniagent.core.runtime.run.AIDS_FOR`)."""
+
+SMALL_MODEL_AIDS = tuple(name for name in ALL_AIDS if name != "ground_figures")
+"""The aids of a small model that no measured profile names: every one but the grounded
+figures, which a model's profile turns on where it was measured to help."""
 
 
 @runtime_checkable

@@ -22,7 +22,8 @@ happened in. It reports every guard that changed what the model sees or how the 
 repeated call answered with a reminder (``repeat``) or stopped (``loop_stop``), calls beyond the
 per-step limit (``call_limit``), a call not run because the reply was cut off before it was
 complete (``cut_off``: ``finish_reason: length``, or arguments whose JSON was never closed),
-a call not run because its arguments hold the worked example's placeholders (``placeholder``),
+a call not run because its arguments hold the worked example's placeholders (``placeholder``)
+or figures nothing the model was told gives (``ungrounded``, under ``ground_figures``),
 output that was neither an action nor an answer (``format_error``: an answer cut off by the
 token limit too), a truncated observation (``truncated``), and ``max_steps`` (after the last
 request for an answer at the limit, if there was one) / ``token_budget``.
@@ -203,7 +204,7 @@ class RunFinished(Event):
 
 GuardName = Literal["repeat", "loop_stop", "call_limit", "format_error", "truncated",
                     "max_steps", "token_budget", "cut_off", "compress_at", "placeholder",
-                    "output_invalid"]
+                    "output_invalid", "ungrounded"]
 
 
 @dataclass(kw_only=True, slots=True, eq=False)

@@ -37,6 +37,12 @@ from miniagent.core.runtime.calls import (
     relayed_decision,
 )
 from miniagent.core.runtime.effects import Effects
+from miniagent.core.runtime.grounding import (
+    defaults_of,
+    refusal_reason,
+    to_refuse,
+    ungrounded_note,
+)
 from miniagent.core.runtime.guards import (
     REPEATED,
     LoopDetector,
@@ -452,6 +458,8 @@ class StepLogic:
             refused = cut_off(call, response, self.spec.max_tokens)
             early = self._early_answer(session, call, parsed) if refused is None else None
             copied = copied_example(call) if refused is None else None
+            figures = (self._ungrounded(session, call) if refused is None and copied is None
+                       else ())
             if refused is not None:
                 record = answered(call, refused, "cut off: not run", at=now)
                 self._report(session, step.index, "cut_off", refused, call.id)
@@ -461,6 +469,10 @@ class StepLogic:
             elif copied is not None:
                 record = answered(call, copied, "the example's placeholders: not run", at=now)
                 self._report(session, step.index, "placeholder", copied, call.id)
+            elif figures:
+                note = ungrounded_note(call, figures)
+                record = answered(call, note, refusal_reason(figures), at=now)
+                self._report(session, step.index, "ungrounded", note, call.id)
             elif verdict == "intervene":
                 text = LoopDetector.intervention(call, self.spec.limits.repeat_limit,
                                                  earlier_result(session.turn_steps, call))
@@ -484,6 +496,16 @@ class StepLogic:
         from miniagent.core.runtime import output  # a typed turn
 
         return output.early_answer(call, parsed.tool_calls)
+
+    def _ungrounded(self, session: AgentSession, call: ToolCall) -> tuple[str, ...]:
+        """Under ``ground_figures``: the figures ``call`` is refused for (see
+        :mod:`miniagent.core.runtime.grounding`); empty otherwise."""
+        if not self.spec.ground_figures:
+            return ()
+        told = [self.spec.instructions or ""]
+        told.extend(defaults_of(tool.parameters)
+                    for tool in self.rules.tools.listed() if tool.name == call.name)
+        return to_refuse(call, session.messages, session.turn_steps, told)
 
     # -- the tools phase ------------------------------------------------------------------
 

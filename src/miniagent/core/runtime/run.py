@@ -51,6 +51,7 @@ from typing import Any, Literal, Protocol
 from miniagent._internal import defaults
 from miniagent._internal.bounds import whole
 from miniagent.core.errors import ModelError, Rollover, RunFailure, SessionError, UserError
+from miniagent.core.models.base import SMALL_MODEL_AIDS
 from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, build_protocol
 from miniagent.core.retry import RetryPolicy
@@ -179,6 +180,10 @@ class AgentSpec:
     restate_question: bool = False
     """After a step whose calls gave a result, its last observation ends with the turn's
     question and what to do next (see :func:`~miniagent.core.runtime.guards.restated`)."""
+    ground_figures: bool = False
+    """A call whose figures appear nowhere in what the model was told is answered, once per
+    set of figures in a turn, with an observation that asks to fetch them first (see
+    :mod:`miniagent.core.runtime.grounding`)."""
     recall: str | None = None
     """The tool called with each turn's question before its first step, whose block the model
     then sees with the question (a memory's ``recall``: :mod:`miniagent.core.runtime.recall`);
@@ -229,19 +234,22 @@ class Rules:
 AIDS_FOR: dict[bool, dict[str, object]] = {
     True: {"tool_selection": defaults.SMALL_MODEL_TOOLS, "worked_example": True,
            "strict_selection": True, "quote_answers": True,
-           "answer_after_results": defaults.SMALL_MODEL_ROUNDS, "restate_question": True},
+           "answer_after_results": defaults.SMALL_MODEL_ROUNDS, "restate_question": True,
+           "ground_figures": True},
     False: {"tool_selection": None, "worked_example": False, "strict_selection": False,
-            "quote_answers": False, "answer_after_results": None, "restate_question": False},
+            "quote_answers": False, "answer_after_results": None, "restate_question": False,
+            "ground_figures": False},
 }
 """The small-model aids' defaults for a small model (True) and for others (False)."""
 
 
 def with_small_model_aids(spec: AgentSpec, names: Iterable[str] | None = None) -> AgentSpec:
     """``spec`` with the aids it left to the model (:attr:`AgentSpec.aids_from_model`) that
-    the model needs (``names``; None: every one) at their defaults for a small model; the
-    others stay off."""
+    the model needs (``names``; None: those of a small model no profile names,
+    :data:`~miniagent.core.models.base.SMALL_MODEL_AIDS`) at their defaults for a small
+    model; the others stay off."""
     small = AIDS_FOR[True]
-    wanted = set(small if names is None else names)
+    wanted = set(SMALL_MODEL_AIDS if names is None else names)
     changes: dict[str, object] = {}
     for name in spec.aids_from_model:
         if name not in wanted:
