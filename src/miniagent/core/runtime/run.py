@@ -51,7 +51,6 @@ from typing import Any, Literal, Protocol
 from miniagent._internal import defaults
 from miniagent._internal.bounds import whole
 from miniagent.core.errors import ModelError, Rollover, RunFailure, SessionError, UserError
-from miniagent.core.models.base import SMALL_MODEL_AIDS
 from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, build_protocol
 from miniagent.core.retry import RetryPolicy
@@ -245,11 +244,11 @@ AIDS_FOR: dict[bool, dict[str, object]] = {
 
 def with_small_model_aids(spec: AgentSpec, names: Iterable[str] | None = None) -> AgentSpec:
     """``spec`` with the aids it left to the model (:attr:`AgentSpec.aids_from_model`) that
-    the model needs (``names``; None: those of a small model no profile names,
-    :data:`~miniagent.core.models.base.SMALL_MODEL_AIDS`) at their defaults for a small
-    model; the others stay off."""
+    the model needs (``names``; None: every aid but the figure check, as
+    :data:`~miniagent.core.models.base.SMALL_MODEL_AIDS` says for a small model no profile
+    names) at their defaults for a small model; the others stay off."""
     small = AIDS_FOR[True]
-    wanted = set(SMALL_MODEL_AIDS if names is None else names)
+    wanted = set(small) - {"ground_figures"} if names is None else set(names)
     changes: dict[str, object] = {}
     for name in spec.aids_from_model:
         if name not in wanted:
