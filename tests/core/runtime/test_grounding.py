@@ -121,3 +121,13 @@ async def test_a_sample_in_the_tools_description_is_not_told() -> None:
     first, second = [o.output for s in result.steps for o in s.observations]
     assert first.startswith("The call of 'calculator' was not run: the figure 16 appears")
     assert second == "10.0"
+
+
+def test_a_figure_too_long_for_a_float_is_ungrounded_not_a_crash() -> None:
+    """A model's 400-digit figure beside a told one: named as ungrounded (it was an
+    OverflowError in the step logic)."""
+    from miniagent.core.runtime.grounding import ungrounded_figures
+    from miniagent.core.types import ToolCall
+
+    call = ToolCall(id="c1", name="calculator", arguments={"expression": "27 - " + "9" * 400})
+    assert ungrounded_figures(call, ["Shanghai: 27 °C"]) == ("9" * 400,)

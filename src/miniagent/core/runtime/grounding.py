@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,6 +46,8 @@ CONSTANTS = (0.5, 0.25, 0.75, 1.8, 32, 273.15, 459.67, 0.621371, 1.609344, 2.204
              0.9144, 28.3495, 3.78541, 0.264172, math.pi, math.e)
 """Figures any call may use: unit-conversion factors and offsets (°F and °C, K, miles,
 pounds, feet, inches, yards, ounces, gallons) and common counts (hours, minutes, days)."""
+
+_SORTED_CONSTANTS = sorted(CONSTANTS)
 
 # a figure as written: 1,234.5 or 27 or .5 (a sign is not part of it: "27 - 14")
 _FIGURE = re.compile(r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])|(?<![\w\d])\.\d+")
@@ -89,7 +92,7 @@ def ungrounded_figures(call: ToolCall, told: Iterable[str]) -> tuple[str, ...]:
     text of ``told`` grounds and that are no common constant, as written, in order, once
     each."""
     written = list(dict.fromkeys(_figures_in_arguments(call.arguments)))
-    known = [value for text in told for value in _values(_FIGURE.findall(text))]
+    known = sorted({value for text in told for value in _values(_FIGURE.findall(text))})
     if any(_grounded(figure, known) for figure in written):
         return tuple(f for f in written if not _grounded(f, known) and not _constant(f))
     # none was told: a constant does not make a call of its own figures ("1000 / 4" for a
@@ -149,15 +152,19 @@ def _values(figures: Iterable[str]) -> list[float]:
 
 
 def _grounded(figure: str, known: Sequence[float]) -> bool:
-    """Whether a ``known`` value rounds to ``figure`` at the precision it is written with."""
+    """Whether a ``known`` value (sorted) rounds to ``figure`` at the precision it is written
+    with."""
     exact = _decimal(figure)
     if exact is None:
         return True  # not a figure after all
     value = float(exact)
+    if value == math.inf:
+        return False  # beyond a float (400 digits): nothing told rounds to it
     exponent = exact.as_tuple().exponent
     decimals = -exponent if isinstance(exponent, int) and exponent < 0 else 0
-    half_unit = 0.5 * 10.0 ** -decimals
-    return any(abs(value - k) <= half_unit + 1e-9 * max(1.0, k) for k in known)
+    reach = 0.5 * 10.0 ** -decimals + 1e-9 * max(1.0, value)
+    at = bisect.bisect_left(known, value - reach)  # ``known`` is sorted: one search a figure
+    return at < len(known) and known[at] <= value + reach
 
 
 def _small(figure: str) -> bool:
@@ -170,7 +177,7 @@ def _constant(figure: str) -> bool:
     """A small whole number, a power of ten, or a common constant (:data:`CONSTANTS`)."""
     exact = _decimal(figure)
     return (_small(figure) or exact is None or _power_of_ten(float(exact))
-            or _grounded(figure, CONSTANTS))
+            or _grounded(figure, _SORTED_CONSTANTS))
 
 
 def _decimal(figure: str) -> Decimal | None:
@@ -182,7 +189,7 @@ def _decimal(figure: str) -> Decimal | None:
 
 
 def _power_of_ten(value: float) -> bool:
-    if value <= 0:
+    if not 0 < value < math.inf:  # a figure of 400 digits is a float's infinity
         return False
     exponent = math.log10(value)
     return abs(exponent - round(exponent)) < 1e-9
