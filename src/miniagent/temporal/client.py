@@ -254,12 +254,18 @@ class TemporalSessions:
         return await self._query(session_id, SessionWorkflow.events, after)
 
     async def _query(self, session_id: str, query: Callable[..., Any], *args: Any) -> Any:
-        try:
-            return await self._handle(session_id).query(query, *args)
-        except WorkflowQueryFailedError as exc:
-            raise UserError(f"session {session_id} could not be read: {exc}") from None
-        except RPCError as exc:
-            raise _not_found(session_id, exc) from None
+        """A query, asked again (up to 3 times, a second apart) when the server gave up on it
+        for want of a worker (a worker killed and restarting): a query only reads."""
+        for attempt in range(4):
+            try:
+                return await self._handle(session_id).query(query, *args)
+            except WorkflowQueryFailedError as exc:
+                raise UserError(f"session {session_id} could not be read: {exc}") from None
+            except RPCError as exc:
+                if attempt == 3 or exc.status not in _NO_WORKER:
+                    raise _not_found(session_id, exc) from None
+            await asyncio.sleep(1.0)
+        raise AssertionError("unreachable")
 
     async def decide(self, session_id: str, approved: bool, call_id: str | None = None,
                      reason: str | None = None, *,
@@ -386,6 +392,10 @@ def _closed_status(status: WorkflowExecutionStatus) -> str:
     if status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
         return "running"
     return "error"  # failed, timed out
+
+
+_NO_WORKER = (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED)
+"""How the server ends a query no worker answered in time."""
 
 
 def _not_found(session_id: str, exc: RPCError) -> Exception:
