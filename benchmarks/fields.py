@@ -35,10 +35,9 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-import overhead
 from overhead import QUESTION, add, stub_server, timed
 from react_stub import raise_nofile_limit
-from skeleton import PROTOCOL
+from skeleton import PROTOCOL, agent_cpu_per_step
 
 from miniagent import Tool
 from miniagent._internal.aio import run_in_daemon_thread
@@ -113,16 +112,6 @@ async def skeleton_cpu(base_url: str, runs: int, codec: Codec) -> float:
         await client.aclose()
 
 
-async def agent_cpu(base_url: str, runs: int) -> float:
-    agent = overhead.make_agent(base_url)
-    try:
-        for _ in range(10):
-            await agent.arun("warm up")
-        return (await overhead.time_agent_steps(agent, runs))[1]
-    finally:
-        await agent.model.aclose()
-
-
 async def skeleton_burst(base_url: str, n: int, codec: Codec) -> tuple[float, int]:
     client, url = HttpClient(max_connections=n), f"{base_url}/chat/completions"
     try:
@@ -155,7 +144,8 @@ def per_step(runs: int, rounds: int) -> None:
                 cpu.setdefault(f"skeleton, {codec} on {loop}", []).append(
                     found_loops[loop](skeleton_cpu(stub.url, runs, found_codecs[codec])))
             for loop, run in found_loops.items():
-                cpu.setdefault(f"agent on {loop}", []).append(run(agent_cpu(stub.url, runs)))
+                step_cpu = run(agent_cpu_per_step(stub.url, runs))
+                cpu.setdefault(f"agent on {loop}", []).append(step_cpu)
     base = statistics.median(cpu["skeleton, json on asyncio"])
     agent = statistics.median(cpu["agent on asyncio"])
     print(f"(a) client CPU per step, median of {rounds} rounds of {runs} sequential runs")
