@@ -32,11 +32,10 @@ from pydantic_core import to_jsonable_python
 
 from miniagent import Agent, InMemoryStore, SQLiteStore
 from miniagent.core.models.base import Model
-from miniagent.core.runtime.calls import decide
 from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.fork import fork_session
 from miniagent.core.runtime.run import rules_for, run_session
-from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.session import FINAL, AgentSession, decide
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.trace.jsonl import JsonlTracer
 from miniagent.core.types import (

@@ -48,9 +48,8 @@ from miniagent.core.models.base import Capabilities
 from miniagent.core.protocol.native import NativeProtocol
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, ReactProtocol
 from miniagent.core.runtime import events as ev
-from miniagent.core.runtime.calls import INTERRUPTED_NOTE
 from miniagent.core.runtime.loop import AT_LIMIT
-from miniagent.core.session import ForkedFrom
+from miniagent.core.session import INTERRUPTED_NOTE, ForkedFrom
 from miniagent.core.throttles import endpoint, tool_slots
 from miniagent.core.types import (
     Message,

@@ -10,7 +10,7 @@ import pytest
 from temporal_helpers import Processes, wait_status
 from temporalio.testing import WorkflowEnvironment
 
-from miniagent.core.runtime.calls import INTERRUPTED_NOTE
+from miniagent.core.session import INTERRUPTED_NOTE
 from miniagent.temporal import TemporalOptions, TemporalSessions
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -12,7 +12,7 @@ from test_sessions_http import form_of
 from ui_support import LOCAL, act, waiting_agent
 
 from miniagent import SQLiteStore
-from miniagent.core.runtime.calls import decide
+from miniagent.core.session import decide
 from miniagent.ui import app
 
 BASE = "http://127.0.0.1:8765"

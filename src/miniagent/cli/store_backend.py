@@ -34,8 +34,7 @@ from miniagent.cli.session_commands import resume_command, session_command, wher
 from miniagent.cli.warming import warm_then
 from miniagent.core.errors import DecisionError, UserError
 from miniagent.core.runtime import events as ev
-from miniagent.core.runtime.calls import call_to_run
-from miniagent.core.session import FINAL, TURN_ENDED, AgentSession
+from miniagent.core.session import FINAL, TURN_ENDED, AgentSession, call_to_run
 from miniagent.core.types import CallRecord, RunResult
 
 if TYPE_CHECKING:
@@ -71,7 +70,7 @@ class StoreBackend(SessionBackend):
     def decide(self, session_id: str, call_id: str | None, approved: bool,
                reason: str | None, *, force: bool,
                arguments: dict[str, Any] | None = None) -> Decided:
-        from miniagent.core.runtime.calls import decide
+        from miniagent.core.session import decide
 
         def change(session: AgentSession) -> None:
             _check_something_waits(session, "approve" if approved else "deny", self.store)

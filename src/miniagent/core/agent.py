@@ -13,19 +13,12 @@ from typing import TYPE_CHECKING, Any
 from miniagent._internal import defaults
 from miniagent._internal.aio import SyncTwins
 from miniagent._internal.bounds import seconds, whole
-from miniagent.core.agent_setup import (
-    ToolItem,
-    describe,
-    memory_source,
-    split_tools,
-    tracer_for,
-)
+from miniagent.core.agent_setup import ToolItem, describe, memory_source, split_tools, tracer_for
 from miniagent.core.errors import SessionNotFound, UserError
 from miniagent.core.models.base import Model
 from miniagent.core.output import OutputType, typed_events, typed_result, typed_subscriber
 from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.runtime.calls import Approver, InterruptedPolicy, decide
 from miniagent.core.runtime.guards import Limits
 from miniagent.core.runtime.inprocess import (
     EventBus,
@@ -37,7 +30,14 @@ from miniagent.core.runtime.inprocess import (
     within_caller,
 )
 from miniagent.core.runtime.run import Compression, rules_for, run_session
-from miniagent.core.session import FINAL, AgentSession, storable
+from miniagent.core.session import (
+    FINAL,
+    AgentSession,
+    Approver,
+    InterruptedPolicy,
+    decide,
+    storable,
+)
 from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner, random_id
 from miniagent.core.tools.tool import ApprovalRule
@@ -77,7 +77,7 @@ class Agent(SyncTwins):
     of a tool declared ``requires_approval`` stops the run with status ``awaiting_approval``
     (unless ``approver`` decides it); ``approve`` / ``deny`` (from this or any process sharing
     the store) and ``resume`` go on. ``on_interrupted`` says what becomes of a call a crash
-    interrupted (see :mod:`miniagent.core.runtime.calls`).
+    interrupted (see :mod:`miniagent.core.session`).
 
     The settings come as values, each checked when it is made: ``model_settings``
     (:class:`~miniagent.core.settings.ModelSettings`: temperature, max_tokens, grammar),

@@ -17,9 +17,9 @@ from miniagent.core.output import OutputType
 from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, default_protocol, protocol_ref
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.runtime.calls import InterruptedPolicy
 from miniagent.core.runtime.guards import Limits, check_choice
 from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression
+from miniagent.core.session import InterruptedPolicy
 from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.tools.tool import Tool
 from miniagent.core.tools.toolbox import ToolRegistry, ToolSource

@@ -300,7 +300,7 @@ class CallRecord:
     recorded in ``moves``. ``note`` holds the reason of an approval or denial, or why the call
     waits. ``interrupted`` marks a call that started before a crash and never completed.
     ``call`` stays what the model asked for; a person who approved it with other arguments
-    left them in ``edited_arguments`` (see :mod:`miniagent.core.runtime.calls`).
+    left them in ``edited_arguments`` (see :mod:`miniagent.core.session`).
     """
 
     call: ToolCall

@@ -41,9 +41,8 @@ with workflow.unsafe.imports_passed_through():
         UserError,
     )
     from miniagent.core.runtime import events as ev
-    from miniagent.core.runtime.calls import check_edit
     from miniagent.core.runtime.run import AgentSpec, rules_for, run_session, with_small_model_aids
-    from miniagent.core.session import AgentSession, storable
+    from miniagent.core.session import AgentSession, check_edit, storable
     from miniagent.core.tools.tool import shorten
     from miniagent.core.types import (
         CallRecord,
@@ -352,7 +351,7 @@ class SessionWorkflow:
     def _edit(self, call_id: str, approved: bool, arguments: dict[str, Any] | None
               ) -> dict[str, Any] | None:
         """The checked edit of the waiting call ``call_id`` (see
-        :mod:`miniagent.core.runtime.calls`); a refusal when it does not fit."""
+        :mod:`miniagent.core.session`); a refusal when it does not fit."""
         if arguments is None:
             return None
         if not approved:

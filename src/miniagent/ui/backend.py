@@ -1,6 +1,6 @@
 """What the inbox does to sessions, through the same calls as the command line.
 
-A decision is ``store.update`` with :func:`miniagent.core.runtime.calls.decide` (the lease is
+A decision is ``store.update`` with :func:`miniagent.core.session.decide` (the lease is
 checked, sub-agents get the decision relayed), as ``miniagent sessions approve`` does; the run
 that follows is ``Agent.aresume`` (``sessions resume``), a new question ``Agent.arun`` with the
 session's id (``run --continue``), cancelling :func:`miniagent.core.agent.cancel_session`
@@ -34,8 +34,7 @@ from miniagent.core.errors import (
     UserError,
 )
 from miniagent.core.runtime import events as ev
-from miniagent.core.runtime.calls import decide
-from miniagent.core.session import FINAL, TURN_ENDED, AgentSession, storable
+from miniagent.core.session import FINAL, TURN_ENDED, AgentSession, decide, storable
 from miniagent.core.store.base import CheckpointStore
 from miniagent.core.store.listing import SessionQuery, SessionRevision, SessionSummary, stamp_of
 from miniagent.core.types import RunResult

@@ -112,7 +112,7 @@ def test_edits_need_one_approved_call(tmp_path: Path) -> None:
     with pytest.raises(DecisionError, match="for one call: name it"):
         agent(store).approve(session_id, arguments=edit)
     with pytest.raises(DecisionError, match="go with an approval, not a denial"):
-        from miniagent.core.runtime.calls import decide
+        from miniagent.core.session import decide
 
         store.update(session_id, lambda s: decide(s, "c1", False, None, at=time.time(),
                                                   arguments=edit))

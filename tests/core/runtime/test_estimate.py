@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from miniagent import Agent, Limits, ModelResponse, ScriptedModel, TokenUsage, tool
-from miniagent.core.runtime.calls import new_usage
 from miniagent.core.runtime.guards import tokens, with_estimate
+from miniagent.core.session import new_usage
 from miniagent.core.types import ModelRequest, ToolCall
 
 

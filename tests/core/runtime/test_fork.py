@@ -12,9 +12,8 @@ import pytest
 
 from miniagent import Agent, InMemoryStore, ScriptedModel, SQLiteStore, tool
 from miniagent.core.errors import SessionBusy, SessionNotFound, UserError
-from miniagent.core.runtime.calls import INTERRUPTED_NOTE
 from miniagent.core.runtime.fork import fork_session
-from miniagent.core.session import AgentSession, ForkedFrom
+from miniagent.core.session import INTERRUPTED_NOTE, AgentSession, ForkedFrom
 from miniagent.core.store.base import CheckpointStore, new_owner
 from miniagent.core.types import Compaction
 

@@ -14,8 +14,8 @@ from miniagent.core.runtime.guards import (
     copied_answer,
     copied_example,
     cut_answer,
-    truncate_observation,
 )
+from miniagent.core.session import truncate_observation
 from miniagent.core.types import ToolCall
 
 

@@ -20,8 +20,7 @@ from miniagent.core.errors import (
     StoreCorrupted,
     UserError,
 )
-from miniagent.core.runtime.calls import decide
-from miniagent.core.session import AgentSession
+from miniagent.core.session import AgentSession, decide
 from miniagent.core.store import SQLiteStore
 from miniagent.core.store.base import new_owner, random_id
 from miniagent.core.types import Message

@@ -1,19 +1,19 @@
 """What a driver implements: :class:`Effects`, and nothing else.
 
 The step logic (:mod:`miniagent.core.runtime.loop`) and the run shell
-(:mod:`miniagent.core.runtime.run`)
-do no I/O, read no clock and draw no random number: every such thing is an effect. A driver
-(in process: :mod:`miniagent.core.runtime.inprocess`; on Temporal: the session workflow; in tests:
-a fake) performs them where it keeps the session, and is done.
+(:mod:`miniagent.core.runtime.run`) do no I/O, read no clock and draw no random number: every
+such thing is an effect. A driver (in process: :mod:`miniagent.core.runtime.inprocess`; on
+Temporal: the session workflow; in tests: a fake) performs them where it keeps the session, and
+is done.
 
 An effect either returns or raises one of two things:
 
-- a :class:`~miniagent.core.errors.RunInterrupted` (:class:`~miniagent.core.errors.ToolInterrupted`
-from
-  ``run_tool``, :class:`~miniagent.core.errors.Rollover` from ``checkpoint``), whose handling the
-  run shell documents;
-- a :class:`~miniagent.core.errors.RunFailure` (a model that failed after its retries, a store that
-  refused a checkpoint, a payload over a limit), which ends the run with status ``error``.
+- a :class:`~miniagent.core.errors.RunInterrupted`
+  (:class:`~miniagent.core.errors.ToolInterrupted` from ``run_tool``,
+  :class:`~miniagent.core.errors.Rollover` from ``checkpoint``), whose handling the run shell
+  documents;
+- a :class:`~miniagent.core.errors.RunFailure` (a model that failed after its retries, a store
+  that refused a checkpoint, a payload over a limit), which ends the run with status ``error``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Its status is where the conversation stood after step ``k``:
 - where a turn ended at step ``k``: that turn's status, reason and answer (a completed fork
   takes a next question; one that ended ``error`` or ``timeout`` can be resumed too);
 - at the parent's last step: the parent's state, with its open calls as they are: a resume
-  settles them as it settles any (:func:`~miniagent.core.runtime.calls.recover_interrupted`
+  settles them as it settles any (:func:`~miniagent.core.session.recover_interrupted`
   for a call that had started); a parent a person cancelled forks as it was before that;
 - inside a turn: ``running``, as a run the process left (its turn's usage is what its kept
   steps used): resuming it asks the model for step ``k + 1``.

@@ -68,7 +68,7 @@ from miniagent._internal.text import tokens
 from miniagent._internal.wording import counted
 from miniagent.core.protocol.base import CHOICE_KEYWORDS
 from miniagent.core.protocol.react import EXAMPLE_ANSWER, EXAMPLE_PLACEHOLDERS
-from miniagent.core.session import storable
+from miniagent.core.session import storable, truncate_observation
 from miniagent.core.types import (
     ModelRequest,
     ModelResponse,
@@ -173,14 +173,6 @@ def _results(step: Step) -> list[tuple[str, str]] | None:
     seen = [(r.call.name, r.observation.output) for r in step.calls
             if r.observation is not None and not r.observation.is_error]
     return seen if seen and len(seen) == len(step.calls) else None
-
-
-def truncate_observation(text: str, limit: int) -> str:
-    """Cut ``text`` to ``limit`` characters and say so, so the model knows data is missing."""
-    if limit <= 0 or len(text) <= limit:
-        return text
-    removed = len(text) - limit
-    return f"{text[:limit]}\n... [truncated {removed:,} of {len(text):,} chars]"
 
 
 def too_many_calls(sent: int, limit: int) -> str:

@@ -65,11 +65,10 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from miniagent._internal.aio import run_in_daemon_thread
 from miniagent.core.models.base import Model
-from miniagent.core.runtime.calls import Approver, record_late, relayed_decision
 from miniagent.core.runtime.guards import admit_observation
 from miniagent.core.runtime.loop import warmup_request
 from miniagent.core.runtime.run import AgentSpec, rules_for, with_small_model_aids
-from miniagent.core.session import AgentSession
+from miniagent.core.session import AgentSession, Approver, record_late, relayed_decision
 from miniagent.core.store.base import CheckpointStore, random_id
 from miniagent.core.tools.toolbox import Toolbox, ToolSource, late_result
 from miniagent.core.types import (

@@ -26,16 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from miniagent._internal.wording import token_count
 from miniagent.core.errors import ModelError, ModelSwitched, ToolInterrupted
-from miniagent.core.runtime.calls import (
-    answered,
-    apply_decision,
-    call_to_run,
-    denial,
-    parameters_of,
-    record_outcome,
-    recover_interrupted,
-    relayed_decision,
-)
 from miniagent.core.runtime.effects import Effects
 from miniagent.core.runtime.grounding import (
     defaults_of,
@@ -61,10 +51,21 @@ from miniagent.core.runtime.guards import (
     restated,
     rounds_done,
     too_many_calls,
-    truncate_observation,
     with_estimate,
 )
-from miniagent.core.session import FINAL, AgentSession
+from miniagent.core.session import (
+    FINAL,
+    AgentSession,
+    answered,
+    apply_decision,
+    call_to_run,
+    denial,
+    parameters_of,
+    record_outcome,
+    recover_interrupted,
+    relayed_decision,
+    truncate_observation,
+)
 from miniagent.core.types import (
     CallRecord,
     Message,

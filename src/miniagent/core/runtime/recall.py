@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from miniagent.core.runtime.guards import admit_observation, truncate_observation
-from miniagent.core.session import AgentSession
+from miniagent.core.runtime.guards import admit_observation
+from miniagent.core.session import AgentSession, truncate_observation
 from miniagent.core.types import Message, ToolCall, ToolContext
 
 if TYPE_CHECKING:

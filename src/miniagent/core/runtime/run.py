@@ -54,11 +54,10 @@ from miniagent.core.errors import ModelError, Rollover, RunFailure, SessionError
 from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, build_protocol
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.runtime.calls import InterruptedPolicy
 from miniagent.core.runtime.effects import Effects
 from miniagent.core.runtime.guards import Limits, check_choice
 from miniagent.core.runtime.loop import StepLogic
-from miniagent.core.session import AgentSession
+from miniagent.core.session import AgentSession, InterruptedPolicy
 from miniagent.core.types import RunResult, ToolCall, ToolLike
 
 __all__ = ["AIDS_FOR", "CANCEL_GRACE", "AgentSpec", "Compression", "Rules", "ToolCatalog",

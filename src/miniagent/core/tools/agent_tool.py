@@ -9,7 +9,7 @@ so the sub-run's own completed calls never repeat.
 
 The observation the parent gets carries a :class:`~miniagent.core.types.SubRun` (status, steps,
 usage, what waits): saved with the parent's step, added to the parent's usage by the step logic
-(:mod:`miniagent.core.runtime.calls`). When the sub-run stops to wait for a person, the parent's
+(:mod:`miniagent.core.session`). When the sub-run stops to wait for a person, the parent's
 call waits too; the person decides on the parent's call, the decision comes back to this tool
 through :func:`~miniagent.core.types.tool_context` when the parent resumes, and the tool
 applies
