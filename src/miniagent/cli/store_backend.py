@@ -23,13 +23,7 @@ from miniagent.cli.display import terminal
 from miniagent.cli.mcp_cmd import header_secrets, parse_headers
 from miniagent.cli.observing import observing
 from miniagent.cli.safe_text import markup, visible
-from miniagent.cli.session_backend import (
-    Decided,
-    Forked,
-    Listed,
-    ResumeOptions,
-    SessionBackend,
-)
+from miniagent.cli.session_backend import Decided, Forked, Listed, ResumeOptions, SessionBackend
 from miniagent.cli.session_commands import resume_command, session_command, where_options
 from miniagent.cli.warming import warm_then
 from miniagent.core.errors import DecisionError, UserError

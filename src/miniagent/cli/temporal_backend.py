@@ -18,13 +18,7 @@ from miniagent.cli.common import SessionTracker, asks_in_terminal, show_progress
 from miniagent.cli.display import terminal
 from miniagent.cli.observing import observing
 from miniagent.cli.safe_text import markup
-from miniagent.cli.session_backend import (
-    Decided,
-    Forked,
-    Listed,
-    ResumeOptions,
-    SessionBackend,
-)
+from miniagent.cli.session_backend import Decided, Forked, Listed, ResumeOptions, SessionBackend
 from miniagent.cli.session_commands import resume_command
 from miniagent.cli.temporal_client import connect, on_the_cluster
 from miniagent.core.session import AgentSession

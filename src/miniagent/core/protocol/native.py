@@ -24,8 +24,7 @@ from miniagent.core.types import (
     ToolLike,
 )
 
-__all__ = ["NativeProtocol", "ToolLike", "offered_names", "render_message", "strip_think",
-           "tool_spec"]
+__all__ = ["NativeProtocol", "offered_names", "render_message", "strip_think", "tool_spec"]
 
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
 _THINK_CLOSE = "</think>"
@@ -43,12 +42,8 @@ class NativeProtocol(ActionProtocol):
 
     name = "native"
 
-    def render(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolLike],
-        instructions: str | None = None,
-    ) -> ModelRequest:
+    def render(self, messages: Sequence[Message], tools: Sequence[ToolLike],
+               instructions: str | None = None) -> ModelRequest:
         """Render the history and the tools as a chat completion request.
 
         Rendering is a pure function of its inputs and message by message, so the

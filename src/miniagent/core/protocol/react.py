@@ -40,7 +40,6 @@ __all__ = [
     "FORMAT_REMINDER",
     "STOP_WORDS",
     "ReactProtocol",
-    "ToolLike",
     "format_error_observation",
     "render_system_prompt",
     "worked_example",
@@ -263,12 +262,8 @@ class ReactProtocol(ActionProtocol):
         return {"grammar": self.grammar, "max_tokens": self.max_tokens,
                 "example": self.example}
 
-    def render(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolLike],
-        instructions: str | None = None,
-    ) -> ModelRequest:
+    def render(self, messages: Sequence[Message], tools: Sequence[ToolLike],
+               instructions: str | None = None) -> ModelRequest:
         """Render the history into a request; pure and deterministic.
 
         Args:
