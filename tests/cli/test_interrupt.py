@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -12,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import miniagent
+from cli_process import cli_env, started_cli
 from miniagent.testing.stub_server import StubServer
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -20,24 +18,9 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 def interrupt_when(args: list[str], marker: str, store: Path) -> tuple[int, str, str]:
     """Run the CLI, press Ctrl-C once ``marker`` was printed; (exit code, stdout, stderr)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MINIAGENT_", "OPENAI_"))}
-    env.update(PYTHONPATH=str(Path(miniagent.__file__).parents[1]), PYTHONUNBUFFERED="1",
-               MINIAGENT_STORE=str(store), COLUMNS="120")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "miniagent", *args], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env=env,
-        # a shell running us in the background ignores SIGINT, and children inherit that
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert process.stdout is not None
-    seen = b""
+    env = cli_env(MINIAGENT_STORE=str(store), COLUMNS="120")
+    process, seen = started_cli(args, marker, env=env, timeout=30, stderr=subprocess.PIPE)
     try:
-        with selectors.DefaultSelector() as selector:
-            selector.register(process.stdout, selectors.EVENT_READ)
-            while marker.encode() not in seen:
-                assert selector.select(timeout=30), f"no {marker!r} in {seen!r}"
-                chunk = os.read(process.stdout.fileno(), 65536)
-                assert chunk, f"the command ended early: {seen!r}"
-                seen += chunk
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
@@ -57,8 +40,7 @@ def test_ctrl_c_says_which_session_and_how_to_resume_it(tmp_path: Path) -> None:
         (line,) = err.strip().splitlines()
         listed = subprocess.run(
             [sys.executable, "-m", "miniagent", "sessions", "list", "--json", "--store",
-             str(store)], capture_output=True, text=True, check=True,
-            env={**os.environ, "PYTHONPATH": str(Path(miniagent.__file__).parents[1])})
+             str(store)], capture_output=True, text=True, check=True, env=cli_env())
         (session,) = json.loads(listed.stdout)
         session_id = session["session_id"]
         assert f"session {session_id}" in line
