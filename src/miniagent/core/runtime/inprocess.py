@@ -119,8 +119,10 @@ class InProcessEffects:
     deltas: DeltaRoute = field(default_factory=lambda: DeltaRoute())
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        sink = self.deltas.sink(self) if self.model.capabilities.streaming else None
-        if sink is None:
+        # the route first: a model's capabilities are built on each read, and only a call
+        # someone listens to (model_started was emitted) can have a sink
+        sink = self.deltas.sink(self)
+        if sink is None or not self.model.capabilities.streaming:
             return await self.model.generate(request)
         return await self.model.generate(request, on_delta=sink)  # type: ignore[call-arg]
 
@@ -167,7 +169,7 @@ class InProcessEffects:
 
     @property
     def observed(self) -> bool:
-        return bool(self.subscribers) or self.bus.has_subscribers
+        return bool(self.subscribers or self.bus._subscribers)  # read ~20 times a run
 
     def emit(self, event: Event) -> None:
         self.deltas.follow(event)
