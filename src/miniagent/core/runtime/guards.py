@@ -59,6 +59,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Literal
 
 from miniagent._internal import defaults
@@ -352,11 +353,15 @@ def _normalise(value: Any) -> Any:
     if isinstance(value, int):  # 2 == 2.0; an int too large for a float stays exact
         return float(value) if -(2**53) <= value <= 2**53 else value
     if isinstance(value, dict):
-        items = ((str(k).lower(), _normalise(v)) for k, v in value.items())
-        return ("{}", tuple(sorted(items, key=lambda item: item[0])))
+        items = [(str(k).lower(), _normalise(v)) for k, v in value.items()]
+        items.sort(key=_KEY)  # by key alone: values of one key may not compare
+        return ("{}", tuple(items))
     if isinstance(value, list | tuple):
         return ("[]", tuple(_normalise(v) for v in value))
     return str(value)
+
+
+_KEY = itemgetter(0)
 
 
 def action_key(call: ToolCall) -> tuple[str, Any]:

@@ -584,14 +584,12 @@ class StepLogic:
         budget = self.spec.limits.token_budget
         if budget is None:
             return None
-        running = sum(1 for r in step.calls if r.state == "started") or 1
-        return max(0, budget - session.turn.usage.counted_tokens) // running
+        return max(0, budget - session.turn.usage.counted_tokens) // _running(step)
 
     def _steps_share(self, session: AgentSession, step: Step) -> int:
         """A call's share of the model calls the run has left (nested runs draw on it, so a
         tree of agents cannot multiply ``max_steps``)."""
-        running = sum(1 for r in step.calls if r.state == "started") or 1
-        return max(0, self.spec.limits.max_steps - len(session.turn_steps)) // running
+        return max(0, self.spec.limits.max_steps - len(session.turn_steps)) // _running(step)
 
     def _deadline(self) -> float | None:
         timeout = self.spec.limits.timeout
@@ -864,7 +862,7 @@ def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -
 
 def _schema(rules: Rules, session: AgentSession) -> dict[str, Any] | None:
     """The JSON Schema the turn's answer must fit: the turn's own, else the agent's."""
-    return session.turn.output_schema or rules.spec.output_schema
+    return session.turns[-1].output_schema or rules.spec.output_schema
 
 
 def _cut_call(parsed: ParsedOutput, response: ModelResponse, max_tokens: int | None) -> bool:
@@ -920,10 +918,11 @@ def _history(session: AgentSession) -> Sequence[Message]:
         from miniagent.core.runtime import compress  # compacted: an agent that compresses (or did)
 
         return compress.history(session)
-    if any(t.recalled for t in session.turns):
-        from miniagent.core.runtime import recall  # a block recalled for a turn: an agent's memory
+    for turn in session.turns:  # a loop, not any(): read on every step
+        if turn.recalled:
+            from miniagent.core.runtime import recall  # a block recalled: an agent's memory
 
-        return recall.with_recalls(session)
+            return recall.with_recalls(session)
     return session.messages
 
 
@@ -959,6 +958,15 @@ def _no_retry(parsed: ParsedOutput) -> ParsedOutput:
     if parsed.kind != "retry":
         return parsed
     return dataclasses.replace(parsed, kind="invalid", error=parsed.error or "asked again")
+
+
+def _running(step: Step) -> int:
+    """How many of the step's calls are running (at least 1: the one asking)."""
+    running = 0
+    for record in step.calls:  # a loop, not sum() over a generator: read for every call
+        if record.state == "started":
+            running += 1
+    return running or 1
 
 
 _TICK = 0.001

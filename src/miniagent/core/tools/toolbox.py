@@ -169,6 +169,7 @@ class Toolbox:
                     f"two tools are named {entry.name!r}: give one source a name prefix "
                     "(miniagent.Prefixed) or filter it out (Filtered)")
             self._entries[entry.name] = (entry, source)
+        self._listed = tuple(tool for tool, _ in self._entries.values())  # read every step
 
     @classmethod
     async def gather(cls, sources: Sequence[ToolSource], *,
@@ -200,7 +201,7 @@ class Toolbox:
 
     def listed(self) -> list[Tool]:
         """The tools in the order their sources listed them (what the model is offered)."""
-        return [tool for tool, _ in self._entries.values()]
+        return list(self._listed)
 
     def get(self, name: str) -> Tool | None:
         entry = self._entries.get(name) if isinstance(name, str) else None
