@@ -57,7 +57,7 @@ import dataclasses
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Literal
@@ -507,7 +507,7 @@ def _storable_value(value: Any) -> bool:
     strings does. A value the encoder cannot write (a type JSON has no form for, nesting past
     the interpreter's limit) is walked instead."""
     try:
-        text = _WRITER.encode(value)
+        text = _write(value)
     except (TypeError, ValueError, RecursionError):
         return _walked_storable(value)
     try:
@@ -517,9 +517,28 @@ def _storable_value(value: Any) -> bool:
     return True
 
 
-_WRITER = json.JSONEncoder(ensure_ascii=False)
-"""Writes a value's strings as they are (``json.dumps`` with an option builds an encoder per
-call)."""
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def _writer() -> Callable[[Any], str]:
+    """What writes a value's strings as they are: the C encoder itself, made once (``json.dumps``
+    with an option builds an encoder per call, and ``JSONEncoder.encode`` a C one per call, with
+    a table for cycles, which nesting past the interpreter's limit catches anyway); the
+    stdlib's encoder where the C one is missing."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.JSONEncoder(ensure_ascii=False).encode
+    chunks = make(None, _not_json, json.encoder.encode_basestring, None, ": ", ", ", False,
+                  False, True)
+
+    def write(value: Any) -> str:
+        return "".join(chunks(value, 0))
+
+    return write
+
+
+_write = _writer()
 
 
 def _walked_storable(value: Any) -> bool:

@@ -779,7 +779,7 @@ class StepLogic:
                                                 at=self.effects.now(), **fields))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built on every step, and never changed
 class _Turn:
     """What a step's request is rendered from."""
 
