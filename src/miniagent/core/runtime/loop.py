@@ -184,7 +184,8 @@ class StepLogic:
         self._recover(session)
         self._emit("RunStarted", session, span=self.run_span, parent=None,
                    question=session.turn.question)
-        await self._recall(session)
+        if self.spec.recall is not None:  # no coroutine made for an agent without a memory
+            await self._recall(session)
         while not session.done:
             try:
                 if session.phase == "tools":
@@ -223,8 +224,6 @@ class StepLogic:
 
     async def _recall(self, session: AgentSession) -> None:
         """What the memory holds on the turn's question, before its first step."""
-        if self.spec.recall is None:
-            return
         from miniagent.core.runtime import recall  # an agent with a memory: loaded on its first run
 
         span = self.effects.new_id()
@@ -253,7 +252,8 @@ class StepLogic:
         span = self._step_spans[index] = self.effects.new_id()
         if self.effects.observed:  # the step's events are built only for a listener
             self._emit("StepStarted", session, span=span, parent=self.run_span, step=index)
-        await self._compress(session, index, span)
+        if self.spec.compression is not None:  # no coroutine made on every step without one
+            await self._compress(session, index, span)
         if limit is not None:
             return await self._last_answer(session, index, limit)
         tools, offered = _offer(self.rules, session)
@@ -317,10 +317,9 @@ class StepLogic:
                              error=parsed.error or f"a reply of kind {parsed.kind}")
 
     async def _compress(self, session: AgentSession, index: int, span: str) -> None:
-        """Compact the history if it crossed ``compress_at``."""
+        """Compact the history if it crossed ``compress_at`` (an agent that compresses)."""
         config = self.spec.compression
-        if config is None:
-            return
+        assert config is not None
         from miniagent.core.runtime import (
             compress,  # an agent that compresses: loaded on its first run
         )
@@ -521,7 +520,10 @@ class StepLogic:
             record.move("started", "about to run", now)
         if runnable:
             await self._checkpoint(session)  # started is on disk before any tool runs
-        await self._execute_all(session, step, runnable)
+        if len(runnable) == 1:  # the common step: one await level less on every resume
+            await self._execute(session, step, runnable[0], None)
+        elif runnable:
+            await self._execute_all(session, step, runnable)
         waiting = [r for r in step.calls if r.state == "awaiting_approval"]
         if waiting:
             return WaitForPerson(pending=[PendingApproval.of(r) for r in waiting])
@@ -531,9 +533,6 @@ class StepLogic:
                            runnable: list[CallRecord]) -> None:
         """Run the calls, at most ``tool_concurrency`` at a time; a failed checkpoint (or an
         interrupted call) surfaces only once every call has finished."""
-        if len(runnable) == 1:
-            await self._execute(session, step, runnable[0], None)
-            return
         limit = self.spec.limits.tool_concurrency
         slots = asyncio.Semaphore(limit) if len(runnable) > limit else None
         outcomes = await asyncio.gather(
