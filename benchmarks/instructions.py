@@ -9,11 +9,14 @@ the same two warm-up repetitions, so start-up, imports and first-use work cancel
 
 Measures: ``agent`` (a sequential 3-step ReAct run of ``Agent.arun``: render, HTTP, parse, a
 sync tool in a worker thread, events), ``floor`` (the same three request bodies sent with
-plain asyncio streams, ``raw_floor.py``, on a new connection per run) and ``parse`` (one
-``parse_react`` of the stub's action reply and one of its final answer). With ``--inline-tool``
+plain asyncio streams, ``raw_floor.py``, on a new connection per run), ``skeleton`` (the same
+run done by ``skeleton.py``'s ReAct loop of the same parts with no runtime: the agent's
+figure over this one is the runtime's own cost) and ``parse`` (one ``parse_react`` of the
+stub's action reply and one of its final answer). With ``--inline-tool``
 the agent's tool is ``@tool(inline=True)`` (called on the event loop: no worker thread).
 
-Usage: python benchmarks/instructions.py [--n 20] [--only agent floor parse] [--inline-tool]
+Usage: python benchmarks/instructions.py [--n 20] [--only agent floor skeleton parse]
+       [--inline-tool]
 Compare two trees by running it with ``PYTHONPATH=<other tree>/src`` too.
 Needs valgrind (``apt-get install valgrind``). Only 127.0.0.1 is contacted; the stub is stopped.
 """
@@ -27,7 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from overhead import agent_bodies, make_agent, stub_server, use_inline_tool
+from overhead import add, agent_bodies, make_agent, stub_server, use_inline_tool
 from raw_floor import floor_runs
 from react_stub import ACTIONS, FINAL
 
@@ -49,6 +52,21 @@ async def floor_runs_in_turn(url: str, n: int) -> None:
         assert ok == 1
 
 
+async def skeleton_runs(url: str, n: int, inline: bool) -> None:
+    from skeleton import skeleton_run  # loads the agent's parts too: only in this child
+
+    from miniagent.core.models.http import HttpClient
+
+    client = HttpClient()
+    try:
+        for _ in range(WARM_UP + n):
+            answer = await skeleton_run(client, f"{url}/chat/completions", QUESTION, add,
+                                        inline)
+            assert answer is not None
+    finally:
+        await client.aclose()
+
+
 def parses(n: int) -> None:
     from miniagent.core.protocol.react_parser import parse_react
 
@@ -64,6 +82,8 @@ def child(measure: str, url: str, n: int, inline: bool) -> None:
         asyncio.run(agent_runs(url, n))
     elif measure == "floor":
         asyncio.run(floor_runs_in_turn(url, n))
+    elif measure == "skeleton":
+        asyncio.run(skeleton_runs(url, n, inline))
     else:
         parses(n)
 
@@ -84,8 +104,8 @@ def instructions(measure: str, url: str, n: int, inline: bool) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=20)
-    parser.add_argument("--only", nargs="*", default=["agent", "floor", "parse"],
-                        choices=["agent", "floor", "parse"])
+    parser.add_argument("--only", nargs="*", default=["agent", "floor", "skeleton", "parse"],
+                        choices=["agent", "floor", "skeleton", "parse"])
     parser.add_argument("--child", default=None)
     parser.add_argument("--url", default="")
     parser.add_argument("--inline-tool", action="store_true",
@@ -105,8 +125,9 @@ def main() -> None:
             per[measure] = (total - base) / args.n
             what = "per parse pair (action + final)" if measure == "parse" else "per 3-step run"
             print(f"  {measure:6} {per[measure]:>12,.0f} instructions {what}")
-    if "agent" in per and "floor" in per:
-        print(f"  agent/floor {per['agent'] / per['floor']:.2f}x")
+    for above, below in (("agent", "floor"), ("agent", "skeleton"), ("skeleton", "floor")):
+        if above in per and below in per:
+            print(f"  {above}/{below} {per[above] / per[below]:.2f}x")
 
 
 if __name__ == "__main__":

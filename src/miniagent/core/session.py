@@ -215,7 +215,7 @@ class AgentSession:
     @property
     def turn_steps(self) -> list[Step]:
         """The steps of the current turn (what its guards count)."""
-        return self.steps[self.turn.first_step:]
+        return self.steps[self.turns[-1].first_step:]  # read often: no property in between
 
     def new_turn(self, question: str, *, at: float) -> None:
         """Begin the next turn with the user's ``question``: the history goes on.
@@ -265,12 +265,12 @@ class AgentSession:
     def add_time(self, seconds: float) -> None:
         """Count ``seconds`` of running in the session's total and in the current turn."""
         self.elapsed += seconds
-        self.turn.elapsed += seconds
+        self.turns[-1].elapsed += seconds
 
     def add_usage(self, usage: TokenUsage) -> None:
         """Count ``usage`` in the session's total and in the current turn."""
-        self.usage = self.usage + usage
-        self.turn.usage = self.turn.usage + usage
+        turn = self.turns[-1]
+        self.usage, turn.usage = self.usage + usage, turn.usage + usage
 
     @property
     def done(self) -> bool:
@@ -289,7 +289,8 @@ class AgentSession:
         self.transitions.append(Transition(at=at, source=self.status, target=target,
                                            reason=reason))
         self.status, self.reason, self.updated_at = target, reason, at
-        self.turn.status, self.turn.reason = target, reason
+        turn = self.turns[-1]
+        turn.status, turn.reason = target, reason
         if target in FINAL:
             self.phase = "done"
 

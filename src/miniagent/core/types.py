@@ -34,6 +34,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from miniagent._internal import defaults
@@ -495,38 +496,46 @@ class RunResult:
 
 
 _T = TypeVar("_T")
-_INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
+_Fields = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]
+_INIT_FIELDS: dict[type, _Fields | None] = {}
 
 
 def replaced(obj: _T, /, **changes: Any) -> _T:
     """A copy of the dataclass instance ``obj`` with ``changes``: what
-    :func:`dataclasses.replace` returns, at a third of its cost for the plain dataclasses of
-    the hot path (each field's kind is read once per class, not on every copy). A class with
-    fields outside ``__init__`` (or init-only ones) goes through ``dataclasses.replace``.
+    :func:`dataclasses.replace` returns, at a fraction of its cost for the plain dataclasses
+    of the hot path (each class's fields are read once, then copied by one C getter). A class
+    with fields outside ``__init__`` (or init-only ones) goes through ``dataclasses.replace``.
 
     Example:
         >>> replaced(ToolCall(id="a", name="add"), id="b")
         ToolCall(id='b', name='add', arguments={}, raw_arguments='', arguments_error=None)
     """
     cls = type(obj)
-    names = _INIT_FIELDS.get(cls, ())
-    if names == ():
-        names = _INIT_FIELDS[cls] = _plain_fields(cls)
-    if names is None:
+    plain = _INIT_FIELDS.get(cls, _UNSEEN)
+    if plain is _UNSEEN:
+        plain = _INIT_FIELDS[cls] = _plain_fields(cls)
+    if plain is None:
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
-    for name in names:
-        if name not in changes:
-            changes[name] = getattr(obj, name)
-    return cls(**changes)
+    names, values = plain
+    kwargs = dict(zip(names, values(obj)))
+    kwargs.update(changes)
+    return cls(**kwargs)
 
 
-def _plain_fields(cls: type) -> tuple[str, ...] | None:
-    """The names of ``cls``'s fields, all given to ``__init__``; None when some are not, or
-    when it has init-only or class variables (``dataclasses.replace`` handles those)."""
+_UNSEEN: Any = object()
+
+
+def _plain_fields(cls: type) -> _Fields | None:
+    """The names of ``cls``'s fields, all given to ``__init__``, and a getter of their values
+    in that order; None when some are not, or when it has init-only or class variables
+    (``dataclasses.replace`` handles those)."""
     fields = dataclasses.fields(cls)
     if len(fields) != len(vars(cls)["__dataclass_fields__"]) or not all(f.init for f in fields):
         return None
-    return tuple(f.name for f in fields)
+    names = tuple(f.name for f in fields)
+    if len(names) > 1:
+        return names, attrgetter(*names)
+    return names, lambda obj: tuple(getattr(obj, name) for name in names)
 
 
 # -- the context of a running tool call ------------------------------------------------

@@ -57,8 +57,9 @@ import dataclasses
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Literal
 
 from miniagent._internal import defaults
@@ -344,11 +345,15 @@ def _normalise(value: Any) -> Any:
     if isinstance(value, int):  # 2 == 2.0; an int too large for a float stays exact
         return float(value) if -(2**53) <= value <= 2**53 else value
     if isinstance(value, dict):
-        items = ((str(k).lower(), _normalise(v)) for k, v in value.items())
-        return ("{}", tuple(sorted(items, key=lambda item: item[0])))
+        items = [(str(k).lower(), _normalise(v)) for k, v in value.items()]
+        items.sort(key=_KEY)  # by key alone: values of one key may not compare
+        return ("{}", tuple(items))
     if isinstance(value, list | tuple):
         return ("[]", tuple(_normalise(v) for v in value))
     return str(value)
+
+
+_KEY = itemgetter(0)
 
 
 def action_key(call: ToolCall) -> tuple[str, Any]:
@@ -494,7 +499,7 @@ def _storable_value(value: Any) -> bool:
     strings does. A value the encoder cannot write (a type JSON has no form for, nesting past
     the interpreter's limit) is walked instead."""
     try:
-        text = _WRITER.encode(value)
+        text = _write(value)
     except (TypeError, ValueError, RecursionError):
         return _walked_storable(value)
     try:
@@ -504,9 +509,28 @@ def _storable_value(value: Any) -> bool:
     return True
 
 
-_WRITER = json.JSONEncoder(ensure_ascii=False)
-"""Writes a value's strings as they are (``json.dumps`` with an option builds an encoder per
-call)."""
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def _writer() -> Callable[[Any], str]:
+    """What writes a value's strings as they are: the C encoder itself, made once (``json.dumps``
+    with an option builds an encoder per call, and ``JSONEncoder.encode`` a C one per call, with
+    a table for cycles, which nesting past the interpreter's limit catches anyway); the
+    stdlib's encoder where the C one is missing."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.JSONEncoder(ensure_ascii=False).encode
+    chunks = make(None, _not_json, json.encoder.encode_basestring, None, ": ", ", ", False,
+                  False, True)
+
+    def write(value: Any) -> str:
+        return "".join(chunks(value, 0))
+
+    return write
+
+
+_write = _writer()
 
 
 def _walked_storable(value: Any) -> bool:

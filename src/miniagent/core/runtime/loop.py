@@ -185,7 +185,8 @@ class StepLogic:
         self._recover(session)
         self._emit("RunStarted", session, span=self.run_span, parent=None,
                    question=session.turn.question)
-        await self._recall(session)
+        if self.spec.recall is not None:  # no coroutine made for an agent without a memory
+            await self._recall(session)
         while not session.done:
             try:
                 if session.phase == "tools":
@@ -224,8 +225,6 @@ class StepLogic:
 
     async def _recall(self, session: AgentSession) -> None:
         """What the memory holds on the turn's question, before its first step."""
-        if self.spec.recall is None:
-            return
         from miniagent.core.runtime import recall  # an agent with a memory: loaded on its first run
 
         span = self.effects.new_id()
@@ -254,7 +253,8 @@ class StepLogic:
         span = self._step_spans[index] = self.effects.new_id()
         if self.effects.observed:  # the step's events are built only for a listener
             self._emit("StepStarted", session, span=span, parent=self.run_span, step=index)
-        await self._compress(session, index, span)
+        if self.spec.compression is not None:  # no coroutine made on every step without one
+            await self._compress(session, index, span)
         if limit is not None:
             return await self._last_answer(session, index, limit)
         tools, offered = _offer(self.rules, session)
@@ -318,10 +318,9 @@ class StepLogic:
                              error=parsed.error or f"a reply of kind {parsed.kind}")
 
     async def _compress(self, session: AgentSession, index: int, span: str) -> None:
-        """Compact the history if it crossed ``compress_at``."""
+        """Compact the history if it crossed ``compress_at`` (an agent that compresses)."""
         config = self.spec.compression
-        if config is None:
-            return
+        assert config is not None
         from miniagent.core.runtime import (
             compress,  # an agent that compresses: loaded on its first run
         )
@@ -522,7 +521,10 @@ class StepLogic:
             record.move("started", "about to run", now)
         if runnable:
             await self._checkpoint(session)  # started is on disk before any tool runs
-        await self._execute_all(session, step, runnable)
+        if len(runnable) == 1:  # the common step: one await level less on every resume
+            await self._execute(session, step, runnable[0], None)
+        elif runnable:
+            await self._execute_all(session, step, runnable)
         waiting = [r for r in step.calls if r.state == "awaiting_approval"]
         if waiting:
             return WaitForPerson(pending=[PendingApproval.of(r) for r in waiting])
@@ -532,9 +534,6 @@ class StepLogic:
                            runnable: list[CallRecord]) -> None:
         """Run the calls, at most ``tool_concurrency`` at a time; a failed checkpoint (or an
         interrupted call) surfaces only once every call has finished."""
-        if len(runnable) == 1:
-            await self._execute(session, step, runnable[0], None)
-            return
         limit = self.spec.limits.tool_concurrency
         slots = asyncio.Semaphore(limit) if len(runnable) > limit else None
         outcomes = await asyncio.gather(
@@ -585,14 +584,12 @@ class StepLogic:
         budget = self.spec.limits.token_budget
         if budget is None:
             return None
-        running = sum(1 for r in step.calls if r.state == "started") or 1
-        return max(0, budget - session.turn.usage.counted_tokens) // running
+        return max(0, budget - session.turn.usage.counted_tokens) // _running(step)
 
     def _steps_share(self, session: AgentSession, step: Step) -> int:
         """A call's share of the model calls the run has left (nested runs draw on it, so a
         tree of agents cannot multiply ``max_steps``)."""
-        running = sum(1 for r in step.calls if r.state == "started") or 1
-        return max(0, self.spec.limits.max_steps - len(session.turn_steps)) // running
+        return max(0, self.spec.limits.max_steps - len(session.turn_steps)) // _running(step)
 
     def _deadline(self) -> float | None:
         timeout = self.spec.limits.timeout
@@ -782,7 +779,7 @@ class StepLogic:
                                                 at=self.effects.now(), **fields))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built on every step, and never changed
 class _Turn:
     """What a step's request is rendered from."""
 
@@ -865,7 +862,7 @@ def _next_turn(rules: Rules, session: AgentSession, tools: Sequence[ToolLike]) -
 
 def _schema(rules: Rules, session: AgentSession) -> dict[str, Any] | None:
     """The JSON Schema the turn's answer must fit: the turn's own, else the agent's."""
-    return session.turn.output_schema or rules.spec.output_schema
+    return session.turns[-1].output_schema or rules.spec.output_schema
 
 
 def _cut_call(parsed: ParsedOutput, response: ModelResponse, max_tokens: int | None) -> bool:
@@ -921,10 +918,11 @@ def _history(session: AgentSession) -> Sequence[Message]:
         from miniagent.core.runtime import compress  # compacted: an agent that compresses (or did)
 
         return compress.history(session)
-    if any(t.recalled for t in session.turns):
-        from miniagent.core.runtime import recall  # a block recalled for a turn: an agent's memory
+    for turn in session.turns:  # a loop, not any(): read on every step
+        if turn.recalled:
+            from miniagent.core.runtime import recall  # a block recalled: an agent's memory
 
-        return recall.with_recalls(session)
+            return recall.with_recalls(session)
     return session.messages
 
 
@@ -960,6 +958,15 @@ def _no_retry(parsed: ParsedOutput) -> ParsedOutput:
     if parsed.kind != "retry":
         return parsed
     return dataclasses.replace(parsed, kind="invalid", error=parsed.error or "asked again")
+
+
+def _running(step: Step) -> int:
+    """How many of the step's calls are running (at least 1: the one asking)."""
+    running = 0
+    for record in step.calls:  # a loop, not sum() over a generator: read for every call
+        if record.state == "started":
+            running += 1
+    return running or 1
 
 
 _TICK = 0.001

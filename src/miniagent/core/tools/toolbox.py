@@ -169,6 +169,7 @@ class Toolbox:
                     f"two tools are named {entry.name!r}: give one source a name prefix "
                     "(miniagent.Prefixed) or filter it out (Filtered)")
             self._entries[entry.name] = (entry, source)
+        self._listed = tuple(tool for tool, _ in self._entries.values())  # read every step
 
     @classmethod
     async def gather(cls, sources: Sequence[ToolSource], *,
@@ -200,7 +201,7 @@ class Toolbox:
 
     def listed(self) -> list[Tool]:
         """The tools in the order their sources listed them (what the model is offered)."""
-        return [tool for tool, _ in self._entries.values()]
+        return list(self._listed)
 
     def get(self, name: str) -> Tool | None:
         entry = self._entries.get(name) if isinstance(name, str) else None
@@ -217,7 +218,9 @@ class Toolbox:
         entry = self._entries.get(name)
         if entry is None:
             return self.default_timeout
-        tool, source = entry
+        return self._timeout(*entry)
+
+    def _timeout(self, tool: Tool, source: ToolSource) -> float | None:
         if tool.timeout is not None:
             return tool.timeout
         if tool.inline:
@@ -228,9 +231,7 @@ class Toolbox:
     def retry_of(self, name: str, context: ToolContext | None = None) -> RetryPolicy | None:
         """How a call of ``name`` is tried again: the tool's own policy, else the run's
         default (``context.default_retry``); ``None``: once only."""
-        tool = self.get(name)
-        own = tool.retry if tool is not None else None
-        return own if own is not None else (context.default_retry if context else None)
+        return _retry(self.get(name), context)
 
     def is_idempotent(self, name: str) -> bool:
         """Whether a call of ``name`` may run again after a crash left its outcome unknown."""
@@ -277,7 +278,7 @@ class Toolbox:
         if isinstance(values, str):  # a validation error is never tried again
             return values
         checked = replaced(call, arguments=values)
-        policy = self.retry_of(tool.name, context)
+        policy = _retry(tool, context)
         attempts = 1 if policy is None else policy.max_attempts
         attempt = 1
         while True:
@@ -337,7 +338,7 @@ class Toolbox:
 
     async def _run(self, tool: Tool, source: ToolSource, checked: ToolCall,
                    context: ToolContext | None) -> Observation | str:
-        timeout = self.timeout_of(tool.name)
+        timeout = self._timeout(tool, source)
         with using_context(context) if context is not None else contextlib.nullcontext():
             if timeout is None:  # tasks and threads it starts inherit the context
                 outcome = await guarded(lambda: source.call_tool(checked, context))
@@ -366,6 +367,12 @@ class Toolbox:
             if close:
                 text += f" Did you mean {close[0]!r}?"
         return text
+
+
+def _retry(tool: Tool | None, context: ToolContext | None) -> RetryPolicy | None:
+    """The tool's own retry policy, else the run's default (see :meth:`Toolbox.retry_of`)."""
+    own = tool.retry if tool is not None else None
+    return own if own is not None else (context.default_retry if context else None)
 
 
 class _TimedOut(str):
