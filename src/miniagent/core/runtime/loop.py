@@ -425,7 +425,10 @@ class StepLogic:
         parsed = admit_parsed(parsed)
         if not parsed.tool_calls:
             return parsed
-        used = {record.call.id for step in session.steps for record in step.calls}
+        # ids the model sent are checked against the session's; a reply without ids (ReAct)
+        # needs no look at the history, whose calls grow with the session
+        used = ({record.call.id for step in session.steps for record in step.calls}
+                if any(call.id for call in parsed.tool_calls) else set())
         calls = []
         for call in parsed.tool_calls:
             if not call.id or call.id in used:
