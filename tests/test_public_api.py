@@ -111,3 +111,25 @@ def test_lazy_names_load_on_first_use() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True", "True"]
+
+
+def test_import_loads_no_module_of_the_core() -> None:
+    """``import miniagent`` loads only the version: each public name's module loads on its
+    first use, so the command's subcommands and a program pay only for what they use."""
+    code = ("import sys; before = set(sys.modules); import miniagent; "
+            "print(sorted(m for m in set(sys.modules) - before if m.startswith('miniagent.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['miniagent._internal', 'miniagent._internal.version']"
+
+
+def test_every_public_name_is_served_from_its_module() -> None:
+    """Every name of ``__all__`` comes from the module ``__getattr__`` names for it (or is
+    defined in the package itself), as ``from miniagent import X`` gives it."""
+    code = (
+        "import importlib, miniagent; "
+        "bad = [n for n in miniagent.__all__ if n != '__version__' and getattr(miniagent, n) is "
+        "not getattr(importlib.import_module(miniagent._LAZY[n]), n)]; "
+        "print(bad, sorted(set(miniagent.__all__) - set(dir(miniagent))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] []"
