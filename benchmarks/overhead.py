@@ -228,7 +228,7 @@ def import_time(repeats: int = 15) -> None:
     # PYTHONDONTWRITEBYTECODE=1 never would, and every start would compile miniagent anew.
     # One start that may write the caches first, so that what is timed is the import alone.
     writes = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-c", "import miniagent"], check=True, env=writes)
+    subprocess.run([sys.executable, "-c", FIRST_RUN], check=True, env=writes)  # loads the most
     bare: list[float] = []
     ours: list[float] = []
     names: list[float] = []
