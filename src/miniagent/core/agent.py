@@ -440,12 +440,12 @@ class Agent(SyncTwins):
         later :meth:`start` warms the sources again)."""
         import asyncio  # loaded already by whatever ran this coroutine
 
+        from miniagent.core.tools.toolbox import ToolRegistry
+
         await asyncio.gather(*(source.aclose() for source in self.sources),
                              return_exceptions=True)
         # a registry's warm-ups are its tools', warm for the process: only a source warmed as
         # a whole (an MCP server) goes cold, and a run of plain functions never loads the record
-        from miniagent.core.tools.toolbox import ToolRegistry
-
         warmed = [source for source in self.sources if not isinstance(source, ToolRegistry)
                   and callable(getattr(source, "warmup", None))]
         if warmed:
