@@ -3,7 +3,8 @@
 Prints:
   (a) runtime overhead per step: a 3-step ReAct run (render, HTTP, parse, a sync tool in a
       worker thread, events) against raw HTTP round trips of the same size to the same server;
-  (b) `import miniagent` time against a bare interpreter start;
+  (b) `import miniagent` time against a bare interpreter start (and that of
+      `from miniagent import Agent, tool`, and of an import followed by a first scripted run);
   (c) wall time of 1,000, 3,000 and 10,000 concurrent 3-step runs against a server answering
       in 100 ms, each against a raw asyncio floor measured in the same process run: the same
       3 request bodies per run, the same number of concurrent runs and of connections, the
@@ -188,12 +189,35 @@ async def overhead_per_step(base_url: str, rounds: int, runs: int) -> None:
           f"agent {step_cpu:.3f} ms, overhead {step_cpu - raw_cpu:.3f} ms")
 
 
+NAMES = "from miniagent import Agent, tool"
+DEFINE = (
+    "import miniagent\n"
+    "@miniagent.tool\n"
+    "def add(a: int, b: int) -> int:\n"
+    "    'Add.'\n"
+    "    return a + b\n"
+)
+FIRST_RUN = (
+    "from miniagent import Agent, ScriptedModel, tool\n"
+    "@tool\n"
+    "def add(a: int, b: int) -> int:\n"
+    "    'Add.'\n"
+    "    return a + b\n"
+    "model = ScriptedModel(['Action: add\\nAction Input: {\"a\": 2, \"b\": 3}', "
+    "'Final Answer: 5'])\n"
+    "assert Agent(model=model, tools=[add]).run('2+3?').final_answer == '5'\n"
+)
+"""What a program does first: import, define a tool, answer one question with it (a scripted
+model: no server, so what is measured is miniagent's own start)."""
+
+
 def import_time(repeats: int = 15) -> None:
     """Print the median extra start time of ``import miniagent`` over a bare interpreter.
 
-    Each round starts a bare interpreter, one that imports miniagent and one that also
-    defines a first tool, in turns, so a load change on a shared machine hits all three. The
-    bytecode caches are written first, as an installed package has them.
+    Each round starts, in turns, a bare interpreter and ones that import miniagent, import
+    ``Agent`` and ``tool`` from it, define a first tool, and answer a first question (see
+    :data:`FIRST_RUN`), so a load change on a shared machine hits them all. The bytecode
+    caches are written first, as an installed package has them.
     """
     def run(code: str) -> float:
         started = time.perf_counter()
@@ -204,21 +228,18 @@ def import_time(repeats: int = 15) -> None:
     # PYTHONDONTWRITEBYTECODE=1 never would, and every start would compile miniagent anew.
     # One start that may write the caches first, so that what is timed is the import alone.
     writes = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-c", "import miniagent"], check=True, env=writes)
-    define = (
-        "import miniagent\n"
-        "@miniagent.tool\n"
-        "def add(a: int, b: int) -> int:\n"
-        "    'Add.'\n"
-        "    return a + b\n"
-    )
+    subprocess.run([sys.executable, "-c", FIRST_RUN], check=True, env=writes)  # loads the most
     bare: list[float] = []
     ours: list[float] = []
+    names: list[float] = []
     first_tool: list[float] = []
+    first_run: list[float] = []
     for _ in range(repeats):
         bare.append(run("pass"))
         ours.append(run("import miniagent"))
-        first_tool.append(run(define))
+        names.append(run(NAMES))
+        first_tool.append(run(DEFINE))
+        first_run.append(run(FIRST_RUN))
     count = subprocess.run(
         [sys.executable, "-c",
          "import sys; before = len(sys.modules); import miniagent; "
@@ -229,8 +250,10 @@ def import_time(repeats: int = 15) -> None:
           f"({bare_s * 1e3:.0f} ms; x{ours_s / bare_s:.2f}; median of {repeats} in turns); "
           f"target <= 100 ms")
     print(f"    modules loaded by the import: {count[0]} ({count[1]} in sys.modules after it)")
-    print(f"    import + define a first @tool (loads pydantic): "
-          f"{(statistics.median(first_tool) - bare_s) * 1e3:.0f} ms")
+    for label, times in (("from miniagent import Agent, tool", names),
+                         ("import + define a first @tool (loads pydantic)", first_tool),
+                         ("import + first scripted run (one tool call)", first_run)):
+        print(f"    {label}: {(statistics.median(times) - bare_s) * 1e3:.0f} ms")
 
 
 def import_instructions() -> None:
@@ -244,16 +267,22 @@ def import_instructions() -> None:
         return int(done.stderr.split("Collected : ")[1].split()[0])
 
     bare, ours = count("pass"), count("import miniagent")
+    names, first_run = count(NAMES), count(FIRST_RUN)
     # the same import with @dataclass a no-op: what building the classes costs (Python 3.11
     # compiles each generated __init__, __repr__, __eq__ from source)
     plain = count("import dataclasses; dataclasses.dataclass = "
-                  "lambda cls=None, /, **_: (lambda c: c) if cls is None else cls; "
-                  "import miniagent")
-    floor = count("import asyncio, contextvars, dataclasses, json, logging, queue, random, "
-                  "typing")
-    print(f"    instructions (callgrind): {(ours - bare) / 1e6:.0f} M over a bare start "
-          f"({bare / 1e6:.0f} M); of them the stdlib modules it needs "
-          f"{(floor - bare) / 1e6:.0f} M, building its dataclasses {(ours - plain) / 1e6:.0f} M")
+                  "lambda cls=None, /, **_: (lambda c: c) if cls is None else cls; " + NAMES)
+    # the standard library's modules that the import loads, imported alone
+    stdlib = subprocess.run(
+        [sys.executable, "-c", "import sys; before = set(sys.modules); " + NAMES + "; "
+         "print(','.join(sorted({m.split('.')[0] for m in set(sys.modules) - before} "
+         "- {'miniagent'})))"], capture_output=True, text=True, check=True).stdout.strip()
+    floor = count(f"import {stdlib}") if stdlib else bare
+    print(f"    instructions (callgrind) over a bare start ({bare / 1e6:.0f} M): "
+          f"`import miniagent` {(ours - bare) / 1e6:.0f} M; `{NAMES}` {(names - bare) / 1e6:.0f} "
+          f"M, of them the stdlib modules it loads {(floor - bare) / 1e6:.0f} M, building "
+          f"its dataclasses {(names - plain) / 1e6:.0f} M; import + first scripted run "
+          f"{(first_run - bare) / 1e6:.0f} M")
 
 
 # -- (c) concurrency against the raw asyncio floor ------------------------------------------

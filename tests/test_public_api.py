@@ -111,3 +111,61 @@ def test_lazy_names_load_on_first_use() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True", "True"]
+
+
+def test_import_loads_no_module_of_the_core() -> None:
+    """``import miniagent`` loads only the version: each public name's module loads on its
+    first use, so the command's subcommands and a program pay only for what they use."""
+    code = ("import sys; before = set(sys.modules); import miniagent; "
+            "print(sorted(m for m in set(sys.modules) - before if m.startswith('miniagent.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['miniagent._internal', 'miniagent._internal.version']"
+
+
+def test_every_public_name_is_served_from_its_module() -> None:
+    """Every name of ``__all__`` comes from the module ``__getattr__`` names for it (or is
+    defined in the package itself), as ``from miniagent import X`` gives it."""
+    code = (
+        "import importlib, miniagent; "
+        "bad = [n for n in miniagent.__all__ if n != '__version__' and getattr(miniagent, n) is "
+        "not getattr(importlib.import_module(miniagent._LAZY[n]), n)]; "
+        "print(bad, sorted(set(miniagent.__all__) - set(dir(miniagent))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] []"
+
+
+RUN_MACHINERY = (
+    # the step logic and its driver, loaded by an agent's first run
+    "miniagent.core.runtime.loop", "miniagent.core.runtime.inprocess",
+    # the HTTP transport, loaded by the first OpenAICompatibleModel
+    "miniagent.core.models.http", "miniagent.core.models.openai_compat",
+    # the event loop (with ssl, sockets, subprocesses)
+    "asyncio",
+)
+
+
+def _loaded_by(code: str, names: tuple[str, ...]) -> list[str]:
+    """The modules among ``names`` that running ``code`` in a fresh interpreter loads."""
+    probe = (f"import json, sys; {code}; "
+             f"print(json.dumps(sorted(set(sys.modules) & set({names!r}))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    return list(json.loads(out.stdout))
+
+
+def test_agent_and_tool_import_without_the_run_machinery() -> None:
+    """``from miniagent import Agent, tool`` loads neither the run machinery, the HTTP
+    transport nor asyncio: they load with a first run, a first HTTP model."""
+    assert _loaded_by("from miniagent import Agent, tool", RUN_MACHINERY) == []
+
+
+def test_an_agent_is_made_without_the_run_machinery() -> None:
+    """Making an agent builds its spec and protocol; its first run loads what runs it."""
+    made = ("from miniagent import Agent, ScriptedModel, tool; "
+            "add = tool(lambda a, b: a + b, name='add', description='Add.'); "
+            "Agent(model=ScriptedModel(['Final Answer: 5']), tools=[add])")
+    assert _loaded_by(made, RUN_MACHINERY[:-1]) == []
+    ran = made.replace("tools=[add])", "tools=[add]).run('2+3?')")
+    assert _loaded_by(ran, RUN_MACHINERY) == [
+        "asyncio", "miniagent.core.runtime.inprocess", "miniagent.core.runtime.loop"]

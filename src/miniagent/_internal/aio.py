@@ -25,7 +25,6 @@ alike.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import logging
@@ -38,7 +37,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from miniagent.core.errors import UserError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # asyncio loads with a first run, not with the classes that use this module
+    import asyncio
+
     from miniagent.core.runtime.events import Event
     from miniagent.core.session import AgentSession
     from miniagent.core.types import RunResult
@@ -110,6 +111,8 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any,
     event loop closed: ``fn`` runs to its end anyway). What ``on_done`` raises is logged;
     the waiter gets ``fn``'s outcome all the same.
     """
+    import asyncio  # loaded: a loop runs
+
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
@@ -153,6 +156,8 @@ LEFTOVER_GRACE = 1.0
 
 def run_coroutine(main: Coroutine[Any, Any, T]) -> T:
     """Run ``main`` in a new event loop and close the loop within a bounded time."""
+    import asyncio
+
     loop = asyncio.new_event_loop()
     task = loop.create_task(main)
     interrupted = False
@@ -178,6 +183,8 @@ def run_coroutine(main: Coroutine[Any, Any, T]) -> T:
 
 
 def _settle_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    import asyncio
+
     pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
     for leftover in pending:
         leftover.cancel()
@@ -254,6 +261,8 @@ class _Pump:
         self.room: asyncio.Event | None = None
 
     def serve(self, run: Callable[[Coroutine[Any, Any, None]], None]) -> None:
+        import asyncio
+
         try:
             run(self._pump())
         except asyncio.CancelledError:  # the reader left
@@ -265,6 +274,8 @@ class _Pump:
             self.items.put((True, _DONE))  # the reader takes items until this one
 
     async def _pump(self) -> None:
+        import asyncio  # loaded: a loop runs
+
         self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
         self.room = asyncio.Event()
         self.started.set()
@@ -391,6 +402,8 @@ def run_then_close(work: Work[T], agent: Any) -> T:
 
 
 def _outside_loop() -> None:
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -3,11 +3,10 @@ AgentSession; to run on Temporal, wrap it (:class:`miniagent.temporal.TemporalAg
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from miniagent._internal import defaults
@@ -15,39 +14,26 @@ from miniagent._internal.aio import SyncTwins
 from miniagent._internal.bounds import seconds, whole
 from miniagent.core.agent_setup import ToolItem, describe, memory_source, split_tools, tracer_for
 from miniagent.core.errors import SessionNotFound, UserError
-from miniagent.core.models.base import Model
 from miniagent.core.output import OutputType, typed_events, typed_result, typed_subscriber
-from miniagent.core.protocol.base import ActionProtocol
-from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.inprocess import (
-    EventBus,
-    InProcessEffects,
-    LateCalls,
-    Subscriber,
-    run_load,
-    warm_model_prompt,
-    within_caller,
-)
-from miniagent.core.runtime.run import Compression, rules_for, run_session
-from miniagent.core.session import (
-    FINAL,
-    AgentSession,
-    Approver,
-    InterruptedPolicy,
-    decide,
-    storable,
-)
-from miniagent.core.settings import Aids, AidsPreset, MemorySettings, ModelSettings
+from miniagent.core.session import FINAL, AgentSession, decide, storable
+from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.store.base import CheckpointStore, InMemoryStore, new_owner, random_id
-from miniagent.core.tools.tool import ApprovalRule
-from miniagent.core.tools.toolbox import Toolbox, ToolRegistry, ToolSource, records
-from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
+    from miniagent.core.models.base import Model
+    from miniagent.core.protocol.base import ActionProtocol
+    from miniagent.core.retry import RetryPolicy
     from miniagent.core.runtime.events import Event
+    from miniagent.core.runtime.inprocess import EventBus, Subscriber
+    from miniagent.core.runtime.run import Compression
+    from miniagent.core.session import Approver, InterruptedPolicy
+    from miniagent.core.settings import AidsPreset
     from miniagent.core.tools.agent_tool import AgentTool
+    from miniagent.core.tools.tool import ApprovalRule
+    from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
     from miniagent.core.tools.warmup import WarmupReport
+    from miniagent.core.types import RunResult
     from miniagent.memory.sqlite import Memory
 
 
@@ -155,12 +141,18 @@ class Agent(SyncTwins):
         workflows' history)."""
         self.store: CheckpointStore = store if store is not None else InMemoryStore()
         self.approver = approver
-        self.bus = EventBus()
         self.tracer = None if trace is None else tracer_for(trace, model)
         if self.tracer is not None:
             self.bus.subscribe(self.tracer)
         self.warmup_report: WarmupReport | None = None
         """What the last :meth:`start` warmed, and what failed (``None``: never started)."""
+
+    @cached_property
+    def bus(self) -> EventBus:
+        """The agent's subscribers (made on first use: it loads the run machinery)."""
+        from miniagent.core.runtime.inprocess import EventBus
+
+        return EventBus()
 
     @property
     def limits(self) -> Limits:
@@ -251,12 +243,16 @@ class Agent(SyncTwins):
         :func:`~miniagent.core.runtime.run.run_session` with effects performed here (with
         ``question``: as the session's next turn); a ``typed`` run's result and ``on_event``'s
         ``RunFinished`` both have ``output`` as its type."""
+        from miniagent.core.runtime import inprocess  # the run machinery: loaded by a first run
+        from miniagent.core.runtime.run import rules_for, run_session
+        from miniagent.core.tools.toolbox import Toolbox
+
         assert self.model is not None  # _check_model
         if typed is not None:  # an untyped run never loads core/output's code
             on_event = typed_subscriber(on_event, typed, session_id)
         owner = new_owner()
         self.store.acquire(session_id, owner, force=force)
-        late: LateCalls | None = None
+        late: inprocess.LateCalls | None = None
         try:
             session = fresh or self.store.load(session_id)
             if question is not None:
@@ -268,15 +264,15 @@ class Agent(SyncTwins):
             if session.status != "running":
                 session.transition("running", f"resumed from {session.status}", at=time.time())
             toolbox = await Toolbox.gather(self.sources)
-            rules = rules_for(within_caller(self.spec, session), toolbox,
+            rules = rules_for(inprocess.within_caller(self.spec, session), toolbox,
                               protocol=self.protocol)
-            late = LateCalls(self.store, session_id, owner,
-                             max_chars=rules.spec.limits.max_observation_chars)
-            effects = InProcessEffects(
+            late = inprocess.LateCalls(self.store, session_id, owner,
+                                       max_chars=rules.spec.limits.max_observation_chars)
+            effects = inprocess.InProcessEffects(
                 model=self.model, tools=toolbox, store=self.store, bus=self.bus, owner=owner,
                 session_id=session_id, late=late, approver=self.approver,
                 subscribers=(on_event,) if on_event else ())
-            with run_load.run():
+            with inprocess.run_load.run():
                 result = await run_session(session, rules, effects)
             await self.bus.flush()  # run_finished has reached the subscribers on return
             return typed_result(result, typed) if typed else result
@@ -316,6 +312,7 @@ class Agent(SyncTwins):
             1 of 1 warm in ... s
             'cats: the index was loaded before the first call'
         """
+        from miniagent.core.runtime.inprocess import warm_model_prompt
         from miniagent.core.tools.warmup import model_warmups, run_warmups, source_warmups
 
         if timeout is not None:
@@ -441,6 +438,10 @@ class Agent(SyncTwins):
     async def aclose(self) -> None:
         """Close the tool sources and the model's connections (a later run reopens them, a
         later :meth:`start` warms the sources again)."""
+        import asyncio  # loaded already by whatever ran this coroutine
+
+        from miniagent.core.tools.toolbox import ToolRegistry
+
         await asyncio.gather(*(source.aclose() for source in self.sources),
                              return_exceptions=True)
         # a registry's warm-ups are its tools', warm for the process: only a source warmed as
@@ -462,6 +463,8 @@ def with_sources(sources: Iterable[ToolSource], metadata: dict[str, Any] | None
                  ) -> dict[str, Any] | None:
     """A new session's metadata with the records of its tool sources (e.g. MCP servers), so
     that a resume elsewhere can rebuild them."""
+    from miniagent.core.tools.toolbox import records
+
     listed = records(list(sources))
     return {**(metadata or {}), "tool_sources": listed} if listed else metadata
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from miniagent.core.errors import UserError
 from miniagent.core.models.base import ALL_AIDS, Model
@@ -22,12 +22,14 @@ from miniagent.core.runtime.run import AIDS_FOR, AgentSpec, Compression
 from miniagent.core.session import InterruptedPolicy
 from miniagent.core.settings import Aids, MemorySettings, ModelSettings
 from miniagent.core.tools.tool import Tool
-from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
 
 if TYPE_CHECKING:
+    from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
     from miniagent.core.trace.jsonl import JsonlTracer
 
-ToolItem = Tool | Callable[..., Any] | ToolSource
+ToolItem: TypeAlias = "Tool | Callable[..., Any] | ToolSource"
+"""What ``Agent(tools=...)`` takes: tools, plain functions, tool sources (the tool executor,
+:mod:`miniagent.core.tools.toolbox`, and the event loop load with the first agent made)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -113,6 +115,8 @@ def _checked_choice(choice: str | None, names: list[str] | None) -> str | None:
 def split_tools(tools: ToolRegistry | Iterable[ToolItem]
                 ) -> tuple[ToolRegistry, list[ToolSource]]:
     """The agent's own tools (functions, schema tools) apart from other tool sources."""
+    from miniagent.core.tools.toolbox import ToolRegistry, ToolSource
+
     if isinstance(tools, ToolRegistry):
         return tools, []
     own: list[Tool | Callable[..., Any]] = []

@@ -43,9 +43,9 @@ from typing import Any
 
 from miniagent._internal.wording import counted
 from miniagent.core.errors import ConfigError
-from miniagent.core.types import report_wait
+from miniagent.core.types import SlotKey, report_wait
 
-__all__ = ["Admission", "Endpoint", "EndpointLimits", "RateWindow", "SlotKey", "Slots",
+__all__ = ["Admission", "Endpoint", "EndpointLimits", "RateWindow", "Slots",
            "endpoint", "held_by_callers", "holding", "tool_slots"]
 
 
@@ -420,12 +420,6 @@ class Endpoint:
 
 
 # -- the process's registry --------------------------------------------------------------------
-
-class SlotKey:
-    """Names the slots of one tool definition; a tool's copies share it (see the module)."""
-
-    __slots__ = ("__weakref__",)
-
 
 _LOCK = threading.Lock()
 _TOOLS: weakref.WeakKeyDictionary[SlotKey, Slots] = weakref.WeakKeyDictionary()

@@ -540,6 +540,13 @@ def _plain_fields(cls: type) -> _Fields | None:
 
 # -- the context of a running tool call ------------------------------------------------
 
+class SlotKey:
+    """Names the concurrency slots of one tool definition; a tool's copies share it (see
+    :mod:`miniagent.core.throttles`, which keeps the slots)."""
+
+    __slots__ = ("__weakref__",)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolContext:
     """The call being run: its session, step, call id, attempt and idempotency key (the same

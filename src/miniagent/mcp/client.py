@@ -27,7 +27,6 @@ from typing import IO, Any
 from miniagent._internal.wording import describe
 from miniagent.core.errors import ToolDefinitionError, ToolError
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.throttles import SlotKey
 from miniagent.core.tools.tool import ApprovalRule, Tool
 from miniagent.core.tools.wrappers import (
     ToolRule,
@@ -36,7 +35,7 @@ from miniagent.core.tools.wrappers import (
     is_offered,
     name_digest,
 )
-from miniagent.core.types import Observation, ToolCall, ToolContext, current_context
+from miniagent.core.types import Observation, SlotKey, ToolCall, ToolContext, current_context
 from miniagent.mcp.config import ServerConfig
 from miniagent.mcp.connection import Connection, ServerError
 from miniagent.mcp.results import result_text

@@ -94,13 +94,14 @@ __all__ = ["AT_LIMIT", "AnswerAtLimit", "CallTools", "Finish", "NextStep", "Repa
 
 
 # -- how a step ends ------------------------------------------------------------------------
+# (each is dispatched on its type and never compared: no generated __eq__, a cheaper first run)
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class CallTools:
     """The reply's calls are recorded: run them (the tools phase)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Finish:
     """The model gave its final answer."""
 
@@ -108,14 +109,14 @@ class Finish:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class RetryFormat:
     """The reply was neither an action nor an answer: restate the format to the model."""
 
     parsed: ParsedOutput
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Stop:
     """A guard ends the run (max steps, token budget, a loop)."""
 
@@ -125,7 +126,7 @@ class Stop:
     call_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class AnswerAtLimit:
     """At ``max_steps``, the last request's reply: the model's best answer (None: it gave
     none). The run ends as ``stop`` says, with that answer."""
@@ -136,7 +137,7 @@ class AnswerAtLimit:
     error: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class RepairOutput:
     """The final answer does not fit the turn's output schema: the model is told what is
     wrong (``call``: the ``final_result`` call that gave it), or, past the repairs a turn
@@ -147,14 +148,14 @@ class RepairOutput:
     call: ToolCall | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class WaitForPerson:
     """Calls wait for a person's decision."""
 
     pending: list[PendingApproval]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ToModel:
     """Every call has its observation: the model's turn."""
 
@@ -782,7 +783,7 @@ class StepLogic:
                                                 at=self.effects.now(), **fields))
 
 
-@dataclass(slots=True)  # not frozen: built on every step, and never changed
+@dataclass(slots=True, eq=False)  # not frozen: built on every step, and never changed
 class _Turn:
     """What a step's request is rendered from."""
 

@@ -40,7 +40,6 @@ left it, and can be resumed), on Temporal a person who cancelled the session (it
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import re
@@ -56,7 +55,6 @@ from miniagent.core.protocol.registry import ProtocolRef, build_protocol
 from miniagent.core.retry import RetryPolicy
 from miniagent.core.runtime.effects import Effects
 from miniagent.core.runtime.guards import Limits, check_choice
-from miniagent.core.runtime.loop import StepLogic
 from miniagent.core.session import AgentSession, InterruptedPolicy
 from miniagent.core.types import RunResult, ToolCall, ToolLike
 
@@ -308,6 +306,10 @@ async def run_session(session: AgentSession, rules: Rules, effects: Effects, *,
         asyncio.CancelledError: the run's task was cancelled (with ``cancel_ends``, once the
             session has ended ``cancelled``).
     """
+    import asyncio  # the step logic and the event loop load with a first run, not the spec
+
+    from miniagent.core.runtime.loop import StepLogic
+
     logic = StepLogic(rules, effects)
     timeout = rules.spec.limits.timeout
     save = True
@@ -348,6 +350,8 @@ async def _within(work: Coroutine[Any, Any, None], timeout: float | None) -> Non
     :data:`CANCEL_GRACE` seconds, even if something in it ignores the cancellation."""
     if timeout is None:
         return await work
+    import asyncio
+
     task = asyncio.ensure_future(work)
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout)

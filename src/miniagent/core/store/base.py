@@ -23,7 +23,6 @@ import functools
 import logging
 import os
 import random
-import socket
 import threading
 import time
 from collections import OrderedDict
@@ -129,6 +128,8 @@ def new_owner() -> str:
 
 @functools.lru_cache(maxsize=4)
 def _process_identity(pid: int) -> str:
+    import socket  # here: a store's first lease loads it, not the import of the Agent class
+
     return f"{socket.gethostname()}:{pid}:{process_start(pid) or '-'}"
 
 
@@ -153,6 +154,8 @@ def lease_alive(owner: str | None, until: float | None) -> bool:
     """
     if not owner or until is None or until <= time.time():
         return False
+    import socket
+
     parts = owner.split(":")
     host, pid_text = parts[0], parts[1] if len(parts) > 1 else ""
     start = parts[2] if len(parts) == 4 else ""  # older owners: host:pid:token

@@ -38,10 +38,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, overload
 from miniagent._internal.bounds import seconds
 from miniagent.core.errors import ToolDefinitionError
 from miniagent.core.retry import RetryPolicy, RetrySetting
-from miniagent.core.throttles import SlotKey
 from miniagent.core.tools.coercion import NOT_SHOWN, ArgumentProblem
 from miniagent.core.tools.schema import ToolSpec, build_tool_spec, check_tool_name
-from miniagent.core.types import ToolCall
+from miniagent.core.types import SlotKey, ToolCall
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
