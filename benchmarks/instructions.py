@@ -16,7 +16,7 @@ stub's action reply and one of its final answer). With ``--inline-tool``
 the agent's tool is ``@tool(inline=True)`` (called on the event loop: no worker thread).
 
 Usage: python benchmarks/instructions.py [--n 20] [--only agent floor skeleton parse]
-       [--inline-tool]
+       [--inline-tool] [--no-gc]
 Compare two trees by running it with ``PYTHONPATH=<other tree>/src`` too.
 Needs valgrind (``apt-get install valgrind``). Only 127.0.0.1 is contacted; the stub is stopped.
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import re
 import subprocess
 import sys
@@ -75,7 +76,9 @@ def parses(n: int) -> None:
         parse_react(FINAL)
 
 
-def child(measure: str, url: str, n: int, inline: bool) -> None:
+def child(measure: str, url: str, n: int, inline: bool, no_gc: bool) -> None:
+    if no_gc:
+        gc.disable()  # the work alone: where young collections fall moves the count by ~2%
     if inline:
         use_inline_tool()
     if measure == "agent":
@@ -88,12 +91,12 @@ def child(measure: str, url: str, n: int, inline: bool) -> None:
         parses(n)
 
 
-def instructions(measure: str, url: str, n: int, inline: bool) -> int:
+def instructions(measure: str, url: str, n: int, inline: bool, no_gc: bool = False) -> int:
     """Instructions the child executes, counted by callgrind."""
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
          str(Path(__file__)), "--child", measure, "--url", url, "--n", str(n),
-         *(["--inline-tool"] if inline else [])],
+         *(["--inline-tool"] if inline else []), *(["--no-gc"] if no_gc else [])],
         capture_output=True, text=True, timeout=900, check=False)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
@@ -110,9 +113,12 @@ def main() -> None:
     parser.add_argument("--url", default="")
     parser.add_argument("--inline-tool", action="store_true",
                         help="the agent's tool is @tool(inline=True): no worker thread")
+    parser.add_argument("--no-gc", action="store_true",
+                        help="the collector off in the measured process: the work alone, for "
+                             "comparing two trees (collections otherwise move counts by ~2%%)")
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.url, args.n, args.inline_tool)
+        child(args.child, args.url, args.n, args.inline_tool, args.no_gc)
         return
     import miniagent
 
@@ -120,8 +126,8 @@ def main() -> None:
     per: dict[str, float] = {}
     with stub_server(0.0, fast=True) as stub:
         for measure in args.only:
-            base = instructions(measure, stub.url, 0, args.inline_tool)
-            total = instructions(measure, stub.url, args.n, args.inline_tool)
+            base = instructions(measure, stub.url, 0, args.inline_tool, args.no_gc)
+            total = instructions(measure, stub.url, args.n, args.inline_tool, args.no_gc)
             per[measure] = (total - base) / args.n
             what = "per parse pair (action + final)" if measure == "parse" else "per 3-step run"
             print(f"  {measure:6} {per[measure]:>12,.0f} instructions {what}")
