@@ -11,7 +11,7 @@ order, the JSONL trace's records, and the token usage) must be the same on every
   process, followed by the agent's client;
 - ``minimal``: a test driver that implements the effects and nothing else (sessions saved as
   JSON in a dict, ids from a counter, no lease, no bus) over the same
-  :func:`~miniagent.core.runtime.run.run_session`: what a new driver needs to write.
+  :func:`~miniagent.core.runtime.loop.run_session`: what a new driver needs to write.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from miniagent import Agent, InMemoryStore, SQLiteStore
 from miniagent.core.models.base import Model
 from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.fork import fork_session
-from miniagent.core.runtime.run import rules_for, run_session
+from miniagent.core.runtime.loop import run_session
+from miniagent.core.runtime.run import rules_for
 from miniagent.core.session import FINAL, AgentSession, decide
 from miniagent.core.tools.toolbox import Toolbox
 from miniagent.core.trace.jsonl import JsonlTracer

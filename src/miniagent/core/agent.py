@@ -239,12 +239,12 @@ class Agent(SyncTwins):
                         on_event: Subscriber | None, force: bool = False, *,
                         question: str | None = None, schema: dict[str, Any] | None = None,
                         typed: OutputType | None = None) -> RunResult:
-        """The in-process driver: the session under this process's lease, run by
-        :func:`~miniagent.core.runtime.run.run_session` with effects performed here (with
-        ``question``: as the session's next turn); a ``typed`` run's result and ``on_event``'s
+        """The session under this process's lease, run by the run shell with effects performed
+        here (with ``question``: as its next turn); a ``typed`` run's result and ``on_event``'s
         ``RunFinished`` both have ``output`` as its type."""
         from miniagent.core.runtime import inprocess  # the run machinery: loaded by a first run
-        from miniagent.core.runtime.run import rules_for, run_session
+        from miniagent.core.runtime.loop import run_session
+        from miniagent.core.runtime.run import rules_for
         from miniagent.core.tools.toolbox import Toolbox
 
         assert self.model is not None  # _check_model

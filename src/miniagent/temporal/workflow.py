@@ -41,7 +41,8 @@ with workflow.unsafe.imports_passed_through():
         UserError,
     )
     from miniagent.core.runtime import events as ev
-    from miniagent.core.runtime.run import AgentSpec, rules_for, run_session, with_small_model_aids
+    from miniagent.core.runtime.loop import run_session
+    from miniagent.core.runtime.run import AgentSpec, rules_for, with_small_model_aids
     from miniagent.core.session import AgentSession, check_edit, storable
     from miniagent.core.tools.tool import shorten
     from miniagent.core.types import (

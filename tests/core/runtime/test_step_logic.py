@@ -18,8 +18,8 @@ from miniagent.core.errors import ModelConnectionError
 from miniagent.core.protocol.react import ReactProtocol
 from miniagent.core.runtime.events import Event
 from miniagent.core.runtime.guards import Limits
-from miniagent.core.runtime.loop import StepLogic
-from miniagent.core.runtime.run import AgentSpec, Rules, run_session
+from miniagent.core.runtime.loop import StepLogic, run_session
+from miniagent.core.runtime.run import AgentSpec, Rules
 from miniagent.core.session import AgentSession
 from miniagent.core.types import (
     CallRecord,

@@ -4,7 +4,7 @@ Model calls go to the agent's model, tool calls to the run's toolbox (each to th
 owns the tool), checkpoints to a :class:`~miniagent.core.store.base.CheckpointStore` under the run's
 lease, decisions to the inline approver (when there is one), events to the agent's bus. That is
 all a driver does: the run itself (deadline, statuses, the last save) is
-:func:`~miniagent.core.runtime.run.run_session`'s. The parts of it, each in its section:
+:func:`~miniagent.core.runtime.loop.run_session`'s. The parts of it, each in its section:
 
 - **Effects** (:class:`InProcessEffects`): the :class:`~miniagent.core.runtime.effects.Effects`
   of one run, and the route of a streaming model's deltas to the bus (:class:`DeltaRoute`).

@@ -6,13 +6,40 @@ the observations or wait for a person). Each step ends with a typed next step (:
 call tools, finish, retry after a format error, stop, wait for a person, ask the model again),
 which one table (:data:`_ACTIONS`) turns into what happens to the session. Every effect goes
 through the driver's :class:`~miniagent.core.runtime.effects.Effects`; this module does no I/O of
-its
-own and reads no clock, so the same effect results give the same session, byte for byte: the
+its own and reads no clock, so the same effect results give the same session, byte for byte: the
 in-process driver, a Temporal workflow and a test's fake all run this same code, inside the one
-run shell of :mod:`miniagent.core.runtime.run`.
+run shell below (:func:`run_session`).
 
 A step's calls are recorded ``started`` (and checkpointed) before they run and ``completed``
 (and checkpointed) when each returns, so a resumed run never repeats a completed call.
+
+**The run shell.** :func:`run_session` owns the whole run of a session: it starts the step
+logic, holds the run's deadline, turns whatever stops the run into a status, settles the run's
+time, makes the last checkpoint and returns the result (announced with ``run_finished``). A
+driver calls it with its :class:`~miniagent.core.runtime.effects.Effects` and keeps the session
+where it lives; it decides nothing of this. Neither part does I/O, reads a clock or draws a
+random number: a Temporal workflow runs them too.
+
+What stops a run, and the status it ends with:
+
+- the step logic's own decisions: ``completed``, ``max_steps``, ``budget_exceeded``,
+  ``loop_detected``, or ``awaiting_approval`` when calls wait for a person;
+- the deadline (``limits.timeout``): ``timeout``; the run's work gets :data:`CANCEL_GRACE`
+  seconds to wind down, then is left behind (a tool that ignores cancellation cannot hold it);
+- a :class:`~miniagent.core.errors.RunFailure` from an effect (the model after its retries, a
+  payload over a limit): ``error``, with its message; a :class:`~miniagent.core.errors.SessionError`
+  (the store refused a checkpoint: another process took the session over) likewise, and the
+  last checkpoint is not tried again;
+- a bug of ours: ``error``, ``internal error: ...`` (logged with its traceback).
+
+Effects that interrupt a run (:class:`~miniagent.core.errors.RunInterrupted`): a
+:class:`~miniagent.core.errors.ToolInterrupted` call is recovered inside the step logic like a
+call a crash interrupted; a :class:`~miniagent.core.errors.Rollover` settles the run's time and
+passes through, for the driver to go on in a fresh run (no last checkpoint, no result). A
+cancellation of the run's task passes through as well; the driver says what it means with
+``cancel_ends``: in process an interrupted process (the session stays as its last checkpoint
+left it, and can be resumed), on Temporal a person who cancelled the session (it ends
+``cancelled``, with its last checkpoint and ``run_finished``, before the cancellation goes on).
 """
 
 from __future__ import annotations
@@ -20,12 +47,20 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from miniagent._internal.wording import token_count
-from miniagent.core.errors import ModelError, ModelSwitched, ToolInterrupted
+from miniagent.core.errors import (
+    ModelError,
+    ModelSwitched,
+    Rollover,
+    RunFailure,
+    SessionError,
+    ToolInterrupted,
+)
 from miniagent.core.runtime.effects import Effects
 from miniagent.core.runtime.grounding import (
     defaults_of,
@@ -86,11 +121,13 @@ from miniagent.core.types import (
 
 if TYPE_CHECKING:
     from miniagent.core.runtime import events as ev
-    from miniagent.core.runtime.run import Rules  # run.py imports this module
+    from miniagent.core.runtime.run import Rules
 
-__all__ = ["AT_LIMIT", "AnswerAtLimit", "CallTools", "Finish", "NextStep", "RepairOutput",
-           "RetryFormat", "StepLogic", "Stop", "ToModel", "WaitForPerson", "first_request",
-           "warmup_request"]
+__all__ = ["AT_LIMIT", "CANCEL_GRACE", "AnswerAtLimit", "CallTools", "Finish", "NextStep",
+           "RepairOutput", "RetryFormat", "StepLogic", "Stop", "ToModel", "WaitForPerson",
+           "first_request", "run_session", "warmup_request"]
+
+log = logging.getLogger("miniagent")
 
 
 # -- how a step ends ------------------------------------------------------------------------
@@ -994,3 +1031,71 @@ _ACTIONS: dict[type, _Action] = {
     ToModel: StepLogic._to_model,  # type: ignore[dict-item]
 }
 """What each kind of next step does to the session: the one dispatch of a step's end."""
+
+
+# -- the run shell ---------------------------------------------------------------------------------
+
+CANCEL_GRACE = 1.0
+"""Seconds the run's work gets to wind down after its deadline before it is left behind."""
+
+
+async def run_session(session: AgentSession, rules: Rules, effects: Effects, *,
+                      cancel_ends: bool = False) -> RunResult:
+    """Run the step logic on ``session`` until its run stops; always returns a result.
+
+    Raises:
+        Rollover: the driver goes on in a fresh run (see the module docstring).
+        asyncio.CancelledError: the run's task was cancelled (with ``cancel_ends``, once the
+            session has ended ``cancelled``).
+    """
+    logic = StepLogic(rules, effects)
+    timeout = rules.spec.limits.timeout
+    save = True
+    try:
+        await _within(logic.run(session), timeout)
+    except asyncio.CancelledError:
+        if cancel_ends:
+            logic.cancel(session, "cancelled by a person")
+            logic.settle(session)
+            await effects.checkpoint(session)
+            logic.finished(session)
+        raise
+    except asyncio.TimeoutError:
+        logic.stop(session, "timeout", f"the run exceeded its deadline of {timeout} s")
+    except Rollover:
+        logic.settle(session)
+        raise
+    except SessionError as exc:  # another process took the session over, or a damaged store
+        logic.stop(session, "error", str(exc))
+        save = False
+    except RunFailure as exc:
+        logic.stop(session, "error", _failure(exc))
+    except Exception as exc:  # a bug of ours must still end the run with a status
+        log.exception("internal error in session %s", session.id)
+        logic.stop(session, "error", f"internal error: {type(exc).__name__}: {exc}")
+    logic.settle(session)
+    if save:
+        await effects.checkpoint(session)
+    return logic.finished(session)
+
+
+def _failure(exc: RunFailure) -> str:
+    return f"model request failed: {exc}" if isinstance(exc, ModelError) else str(exc)
+
+
+async def _within(work: Coroutine[Any, Any, None], timeout: float | None) -> None:
+    """Await ``work``; past ``timeout`` cancel it and raise TimeoutError within
+    :data:`CANCEL_GRACE` seconds, even if something in it ignores the cancellation."""
+    if timeout is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if done:
+        return task.result()
+    task.cancel()
+    await asyncio.wait({task}, timeout=CANCEL_GRACE)
+    raise asyncio.TimeoutError

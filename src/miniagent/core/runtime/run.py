@@ -1,4 +1,4 @@
-"""A run on every driver: what it is given (the agent's spec, made into rules) and its one shell.
+"""A run on every driver: what it is given (the agent's spec, made into rules).
 
 **The spec and its rules.** :class:`AgentSpec` is what an :class:`~miniagent.core.agent.Agent`
 is, apart from its model, tools and store: limits (one nested value), instructions, generation
@@ -9,59 +9,29 @@ profile; nothing is copied field by field, and what cannot be built where the ru
 protocol not registered there, a tool choice naming a tool that is not there) is refused when
 the run starts.
 
-**The run shell.** :func:`run_session` owns the whole run of a session: it starts the step
-logic, holds the run's deadline, turns whatever stops the run into a status, settles the run's
-time, makes the last checkpoint and returns the result (announced with ``run_finished``). A
-driver calls it with its :class:`~miniagent.core.runtime.effects.Effects` and keeps the session
-where it lives; it decides nothing of this. Neither part does I/O, reads a clock or draws a
-random number: a Temporal workflow runs them too.
-
-What stops a run, and the status it ends with:
-
-- the step logic's own decisions: ``completed``, ``max_steps``, ``budget_exceeded``,
-  ``loop_detected``, or ``awaiting_approval`` when calls wait for a person;
-- the deadline (``limits.timeout``): ``timeout``; the run's work gets :data:`CANCEL_GRACE`
-  seconds to wind down, then is left behind (a tool that ignores cancellation cannot hold it);
-- a :class:`~miniagent.core.errors.RunFailure` from an effect (the model after its retries, a
-  payload over a limit): ``error``, with its message; a :class:`~miniagent.core.errors.SessionError`
-  (the store refused a checkpoint: another process took the session over) likewise, and the
-  last checkpoint is not tried again;
-- a bug of ours: ``error``, ``internal error: ...`` (logged with its traceback).
-
-Effects that interrupt a run (:class:`~miniagent.core.errors.RunInterrupted`): a
-:class:`~miniagent.core.errors.ToolInterrupted` call is recovered inside the step logic like a
-call a crash interrupted; a :class:`~miniagent.core.errors.Rollover` settles the run's time and
-passes through, for the driver to go on in a fresh run (no last checkpoint, no result). A
-cancellation of the run's task passes through as well; the driver says what it means with
-``cancel_ends``: in process an interrupted process (the session stays as its last checkpoint
-left it, and can be resumed), on Temporal a person who cancelled the session (it ends
-``cancelled``, with its last checkpoint and ``run_finished``, before the cancellation goes on).
+The run shell that runs the step logic on them is :func:`~miniagent.core.runtime.loop.run_session`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import re
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from miniagent._internal import defaults
 from miniagent._internal.bounds import whole
-from miniagent.core.errors import ModelError, Rollover, RunFailure, SessionError, UserError
+from miniagent.core.errors import UserError
 from miniagent.core.protocol.base import ActionProtocol
 from miniagent.core.protocol.registry import ProtocolRef, build_protocol
 from miniagent.core.retry import RetryPolicy
-from miniagent.core.runtime.effects import Effects
 from miniagent.core.runtime.guards import Limits, check_choice
-from miniagent.core.session import AgentSession, InterruptedPolicy
-from miniagent.core.types import RunResult, ToolCall, ToolLike
+from miniagent.core.session import InterruptedPolicy
+from miniagent.core.types import ToolCall, ToolLike
 
-__all__ = ["AIDS_FOR", "CANCEL_GRACE", "AgentSpec", "Compression", "Rules", "ToolCatalog",
-           "rules_for", "run_session", "with_small_model_aids"]
-
-log = logging.getLogger("miniagent")
+__all__ = ["AIDS_FOR", "AgentSpec", "Compression", "Rules", "ToolCatalog", "rules_for",
+           "with_small_model_aids"]
 
 
 # -- the spec and its rules ------------------------------------------------------------------------
@@ -289,77 +259,3 @@ def rules_for(spec: AgentSpec, tools: ToolCatalog, *, tool_mode: str = "auto",
         raise UserError(f"the agent recalls memories with the tool {spec.recall!r}, which this "
                         "run does not have (a Temporal worker must serve the agent's memory)")
     return Rules(spec=spec, protocol=protocol, tools=tools)
-
-
-# -- the run shell ---------------------------------------------------------------------------------
-
-CANCEL_GRACE = 1.0
-"""Seconds the run's work gets to wind down after its deadline before it is left behind."""
-
-
-async def run_session(session: AgentSession, rules: Rules, effects: Effects, *,
-                      cancel_ends: bool = False) -> RunResult:
-    """Run the step logic on ``session`` until its run stops; always returns a result.
-
-    Raises:
-        Rollover: the driver goes on in a fresh run (see the module docstring).
-        asyncio.CancelledError: the run's task was cancelled (with ``cancel_ends``, once the
-            session has ended ``cancelled``).
-    """
-    import asyncio  # the step logic and the event loop load with a first run, not the spec
-
-    from miniagent.core.runtime.loop import StepLogic
-
-    logic = StepLogic(rules, effects)
-    timeout = rules.spec.limits.timeout
-    save = True
-    try:
-        await _within(logic.run(session), timeout)
-    except asyncio.CancelledError:
-        if cancel_ends:
-            logic.cancel(session, "cancelled by a person")
-            logic.settle(session)
-            await effects.checkpoint(session)
-            logic.finished(session)
-        raise
-    except asyncio.TimeoutError:
-        logic.stop(session, "timeout", f"the run exceeded its deadline of {timeout} s")
-    except Rollover:
-        logic.settle(session)
-        raise
-    except SessionError as exc:  # another process took the session over, or a damaged store
-        logic.stop(session, "error", str(exc))
-        save = False
-    except RunFailure as exc:
-        logic.stop(session, "error", _failure(exc))
-    except Exception as exc:  # a bug of ours must still end the run with a status
-        log.exception("internal error in session %s", session.id)
-        logic.stop(session, "error", f"internal error: {type(exc).__name__}: {exc}")
-    logic.settle(session)
-    if save:
-        await effects.checkpoint(session)
-    return logic.finished(session)
-
-
-def _failure(exc: RunFailure) -> str:
-    return f"model request failed: {exc}" if isinstance(exc, ModelError) else str(exc)
-
-
-async def _within(work: Coroutine[Any, Any, None], timeout: float | None) -> None:
-    """Await ``work``; past ``timeout`` cancel it and raise TimeoutError within
-    :data:`CANCEL_GRACE` seconds, even if something in it ignores the cancellation."""
-    if timeout is None:
-        return await work
-    import asyncio
-
-    task = asyncio.ensure_future(work)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=timeout)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    if done:
-        return task.result()
-    task.cancel()
-    await asyncio.wait({task}, timeout=CANCEL_GRACE)
-    raise asyncio.TimeoutError

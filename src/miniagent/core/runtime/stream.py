@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from miniagent.core.runtime.events import Event, RunFinished
-from miniagent.core.runtime.run import CANCEL_GRACE
+from miniagent.core.runtime.loop import CANCEL_GRACE
 from miniagent.core.types import RunResult
 
 if TYPE_CHECKING:
