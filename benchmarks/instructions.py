@@ -5,7 +5,9 @@ instructions a run executes does not (it moves by well under 1%). This script st
 minimal-work stub (``react_stub.py --fast``) in its own process, then runs itself under
 ``valgrind --tool=callgrind`` (which counts every thread of the client, the sync tool's worker
 too, and nothing of the stub) twice per measure: with ``--n`` repetitions and with none, after
-the same two warm-up repetitions, so start-up, imports and first-use work cancel out.
+the same two warm-up repetitions, so start-up, imports and first-use work cancel out (the
+measured process leaves with ``os._exit``: the interpreter's clean-up at exit walks what the
+runs left alive, which grows with ``--n``).
 
 Measures: ``agent`` (a sequential 3-step ReAct run of ``Agent.arun``: render, HTTP, parse, a
 sync tool in a worker thread, events), ``floor`` (the same three request bodies sent with
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import re
 import subprocess
 import sys
@@ -119,7 +122,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         child(args.child, args.url, args.n, args.inline_tool, args.no_gc)
-        return
+        # leave without the interpreter's clean-up: its last collection walks every object
+        # still alive (the sessions an in-memory store keeps), so it grows with --n and
+        # would be counted as the runs' work
+        sys.stdout.flush()
+        os._exit(0)
     import miniagent
 
     print(f"python {sys.version.split()[0]}, miniagent from {Path(miniagent.__file__).parent}")
