@@ -128,3 +128,22 @@ def test_main_leaves_at_once_after_a_temporal_client_and_keeps_the_code(
     assert refused.stderr.startswith("miniagent: cannot reach Temporal at 127.0.0.1:")
     listed = _main("sessions", "list", "--store", str(tmp_path / "s.db"), "--json")
     assert (listed.returncode, listed.stdout) == (0, "[]\natexit ran\n"), listed.stderr
+
+
+OPTIONAL_AT_START = ("miniagent.evals", "miniagent.report", "miniagent.temporal", "temporalio",
+                     "pydantic")
+"""What only some commands use: ``miniagent --help`` and every other command load it when
+they use it, not at start."""
+
+
+def test_the_start_loads_only_what_every_command_needs() -> None:
+    """Loading the command line (what ``miniagent --help`` does before printing) loads no
+    part of the evals, reports or Temporal, nor pydantic: each loads with a command that
+    uses it."""
+    probe = ("import json, sys; import miniagent.cli; lazy = " + repr(OPTIONAL_AT_START)
+             + "; print(json.dumps(sorted(m for m in sys.modules if m in lazy "
+               "or m.startswith(tuple(n + '.' for n in lazy)))))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                         text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"

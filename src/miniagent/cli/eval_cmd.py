@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,7 +20,9 @@ from miniagent.core.errors import UserError
 from miniagent.core.models.base import Model
 from miniagent.core.tools.tool import Tool
 from miniagent.core.tools.toolbox import ToolRegistry
-from miniagent.evals.checks import Checker
+
+if TYPE_CHECKING:  # the eval package loads when an eval runs, not with every command
+    from miniagent.evals.checks import Checker
 
 MODES = ("react", "native", "auto")
 
