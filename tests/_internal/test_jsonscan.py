@@ -21,6 +21,7 @@ from miniagent._internal.jsonscan import (
     loads_limited,
     scan_end,
     strip_fences,
+    write_json,
 )
 
 
@@ -189,3 +190,27 @@ def test_incomplete_is_the_scan_whether_or_not_the_text_is_strict_json(text: str
     stripped = strip_fences(text)
     scanned = stripped[:1] in ("{", "[", '"', "'") and scan_end(stripped, 0) is None
     assert incomplete(text) == scanned
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(_JSON_VALUES)
+def test_write_json_writes_what_json_dumps_writes(value: Any) -> None:
+    """Request bodies are written by :func:`write_json`: the stdlib's text to the character
+    (Chinese and lone surrogates kept, ``1e-05``, ``NaN``, ``-0.0``)."""
+    assert write_json(value) == json.dumps(value, ensure_ascii=False)
+
+
+def test_write_json_refuses_what_json_cannot_write() -> None:
+    """A value with no JSON form, and a cycle, raise instead of writing half a body."""
+    with pytest.raises(TypeError, match="set has no JSON form"):
+        write_json({"a": {1, 2}})
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(RecursionError):
+        write_json(cycle)
+    assert write_json({"city": "北京，上海"}) == '{"city": "北京，上海"}'

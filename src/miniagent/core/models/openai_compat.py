@@ -27,7 +27,6 @@ that field (a 4xx naming it) is asked again without it, and not sent it again.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import random
@@ -36,7 +35,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from miniagent._internal.jsonscan import JSONLimitError, excerpt, loads_limited
+from miniagent._internal.jsonscan import JSONLimitError, excerpt, loads_limited, write_json
 from miniagent._internal.text import tokens
 from miniagent._internal.wording import counted
 from miniagent.core.errors import (
@@ -501,12 +500,7 @@ def _root_hint(base_url: str, status: int) -> str:
 
 def _encode(body: dict[str, Any]) -> bytes:
     """The request body as UTF-8 JSON (what ``json.dumps(body, ensure_ascii=False)`` writes)."""
-    return _BODY_ENCODER.encode(body).encode()
-
-
-_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False)
-"""One encoder for every request: ``json.dumps`` with an option builds a new one per call,
-half the cost of encoding a 2 KB body."""
+    return write_json(body).encode()
 
 
 class _StreamState:

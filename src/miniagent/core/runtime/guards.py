@@ -57,14 +57,14 @@ import dataclasses
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Literal
 
 from miniagent._internal import defaults
 from miniagent._internal.bounds import seconds, whole
-from miniagent._internal.jsonscan import MAX_DEPTH, deeper_than, incomplete
+from miniagent._internal.jsonscan import MAX_DEPTH, deeper_than, incomplete, write_json
 from miniagent._internal.text import tokens
 from miniagent._internal.wording import counted
 from miniagent.core.protocol.base import CHOICE_KEYWORDS
@@ -499,7 +499,7 @@ def _storable_value(value: Any) -> bool:
     strings does. A value the encoder cannot write (a type JSON has no form for, nesting past
     the interpreter's limit) is walked instead."""
     try:
-        text = _write(value)
+        text = write_json(value)
     except (TypeError, ValueError, RecursionError):
         return _walked_storable(value)
     try:
@@ -507,30 +507,6 @@ def _storable_value(value: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _not_json(value: Any) -> Any:
-    raise TypeError(f"{type(value).__name__} has no JSON form")
-
-
-def _writer() -> Callable[[Any], str]:
-    """What writes a value's strings as they are: the C encoder itself, made once (``json.dumps``
-    with an option builds an encoder per call, and ``JSONEncoder.encode`` a C one per call, with
-    a table for cycles, which nesting past the interpreter's limit catches anyway); the
-    stdlib's encoder where the C one is missing."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return json.JSONEncoder(ensure_ascii=False).encode
-    chunks = make(None, _not_json, json.encoder.encode_basestring, None, ": ", ", ", False,
-                  False, True)
-
-    def write(value: Any) -> str:
-        return "".join(chunks(value, 0))
-
-    return write
-
-
-_write = _writer()
 
 
 def _walked_storable(value: Any) -> bool:
