@@ -4,7 +4,8 @@ Prints:
   (a) runtime overhead per step: a 3-step ReAct run (render, HTTP, parse, a sync tool in a
       worker thread, events) against raw HTTP round trips of the same size to the same server;
   (b) the import time of `from miniagent import Agent, tool` against a bare interpreter start
-      (and that of `import miniagent` alone, and of an import followed by a first scripted run);
+      (and that of `import miniagent` alone, of an import followed by a first scripted run,
+      and of `miniagent --help`, the command line's start);
   (c) wall time of 1,000, 3,000 and 10,000 concurrent 3-step runs against a server answering
       in 100 ms, each against a raw asyncio floor measured in the same process run: the same
       3 request bodies per run, the same number of concurrent runs and of connections, the
@@ -197,6 +198,10 @@ DEFINE = (
     "    'Add.'\n"
     "    return a + b\n"
 )
+COMMAND_HELP = ("import sys; sys.argv = ['miniagent', '--help']\n"
+                "from miniagent.cli import main\n"
+                "main()")
+"""What ``miniagent --help`` runs (the command line's start, then its help)."""
 FIRST_RUN = (
     "from miniagent import Agent, ScriptedModel, tool\n"
     "@tool\n"
@@ -213,7 +218,8 @@ model: no server, so what is measured is miniagent's own start)."""
 
 def import_time(repeats: int = 15) -> None:
     """Print the median extra start time of ``from miniagent import Agent, tool`` over a bare
-    interpreter, and of ``import miniagent`` alone, a first tool and a first run beside it.
+    interpreter, and of ``import miniagent`` alone, a first tool, a first run and
+    ``miniagent --help`` beside it.
 
     Each round starts, in turns, a bare interpreter and ones that import miniagent, import
     ``Agent`` and ``tool`` from it, define a first tool, and answer a first question (see
@@ -222,7 +228,7 @@ def import_time(repeats: int = 15) -> None:
     """
     def run(code: str) -> float:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True)
+        subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
         return time.perf_counter() - started
 
     # An installed package has its bytecode compiled; a source tree under
@@ -235,12 +241,14 @@ def import_time(repeats: int = 15) -> None:
     names: list[float] = []
     first_tool: list[float] = []
     first_run: list[float] = []
+    command: list[float] = []
     for _ in range(repeats):
         bare.append(run("pass"))
         ours.append(run("import miniagent"))
         names.append(run(NAMES))
         first_tool.append(run(DEFINE))
         first_run.append(run(FIRST_RUN))
+        command.append(run(COMMAND_HELP))
     count = subprocess.run(
         [sys.executable, "-c",
          "import sys; before = len(sys.modules); import miniagent; "
@@ -256,7 +264,8 @@ def import_time(repeats: int = 15) -> None:
           f"sys.modules after it)")
     for label, times in (("import miniagent", ours),
                          ("import + define a first @tool (loads pydantic)", first_tool),
-                         ("import + first scripted run (one tool call)", first_run)):
+                         ("import + first scripted run (one tool call)", first_run),
+                         ("`miniagent --help` (the command line's start)", command)):
         print(f"    {label}: {(statistics.median(times) - bare_s) * 1e3:.0f} ms")
 
 
