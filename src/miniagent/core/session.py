@@ -269,6 +269,9 @@ class AgentSession:
 
     def add_usage(self, usage: TokenUsage) -> None:
         """Count ``usage`` in the session's total and in the current turn."""
+        if (usage.prompt_tokens == 0 and usage.completion_tokens == 0
+                and not usage.cached_tokens and not usage.estimated_tokens):
+            return  # nothing used (a plain tool call): both sums stay what they are
         turn = self.turns[-1]
         self.usage, turn.usage = self.usage + usage, turn.usage + usage
 

@@ -113,9 +113,10 @@ def _tool_calls(message: dict[str, Any], content: str | None) -> list[ToolCall]:
     """The message's calls; entries naming no function (or with no function object) are
     dropped when the message has text, which is then the reply (a stray empty entry some
     servers add); without text they stay, and the model is told the name is missing."""
-    items = message.get("tool_calls")
+    items, legacy = message.get("tool_calls"), message.get("function_call")
+    if not items and not legacy:
+        return []  # the common reply: text alone
     raw_items: list[Any] = list(items) if isinstance(items, list) else []
-    legacy = message.get("function_call")
     if isinstance(legacy, dict) and not raw_items:
         raw_items.append({"function": legacy})
     calls = [_tool_call(item) for item in raw_items if isinstance(item, dict)]
