@@ -382,3 +382,17 @@ def test_damaged_data_is_a_clear_error() -> None:
         AgentSession.from_dict(data)
     with pytest.raises(SessionError, match="no schema_version"):
         AgentSession.from_dict({"id": "x"})
+
+
+def test_usage_sums_count_what_was_used_and_only_that() -> None:
+    """A plain tool call's usage of nothing leaves both sums as they are; a call whose server
+    reported no usage makes them unknown, its estimate counted; known counts add up."""
+    session = AgentSession.start("q", id="s", at=0.0)
+    session.add_usage(TokenUsage(prompt_tokens=90, completion_tokens=10, cached_tokens=40))
+    session.add_usage(TokenUsage())
+    assert session.usage == session.turn.usage == TokenUsage(
+        prompt_tokens=90, completion_tokens=10, cached_tokens=40)
+    session.add_usage(TokenUsage.unknown())
+    assert session.usage.total_tokens is None and session.usage.counted_tokens == 100
+    session.add_usage(TokenUsage())
+    assert session.turn.usage == TokenUsage.unknown(estimated=100)
