@@ -24,10 +24,15 @@ tools become the request's messages is the protocol's (:mod:`miniagent.core.prot
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from miniagent._internal.jsonscan import MAX_DEPTH, decode_arguments, deeper_than, excerpt
+from miniagent._internal.jsonscan import (
+    MAX_DEPTH,
+    decode_arguments,
+    deeper_than,
+    excerpt,
+    write_json,
+)
 from miniagent.core.errors import ModelResponseError
 from miniagent.core.protocol.base import CHOICE_KEYWORDS
 from miniagent.core.types import ModelResponse, TokenUsage, ToolCall
@@ -160,7 +165,7 @@ def _dumps(value: Any) -> str:
     """JSON text of a decoded value (depth already bounded); an excerpt when it has no JSON
     form (a number past the digit limit, a non-JSON type from a caller's own dict)."""
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return write_json(value)
     except (TypeError, ValueError, RecursionError):
         return excerpt(value)
 
